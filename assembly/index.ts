@@ -1,0 +1,24 @@
+// webtorch's WebAssembly kernels: the entry module re-exports every kernel.
+//
+// Memory contract: the kernels never allocate. The host owns `memory`, keeps
+// [0, heapBase()) for statics and the scratch area, and passes byte pointers;
+// descriptors are i32 words the host writes at scratch().
+
+export { copy, copyStrided } from "./kernels/copy";
+export { unary } from "./kernels/unary";
+export { binary, where } from "./kernels/binary";
+export { reduce } from "./kernels/reduce";
+export { matmul, matmulWorkspaceBytes } from "./kernels/matmul";
+export { fill, arange } from "./kernels/fill";
+
+const SCRATCH = memory.data(16384, 16);
+
+/** First byte the host may use for tensor storage: __heap_base rounded to 64 B, plus 64 KiB. */
+export function heapBase(): usize {
+  return ((__heap_base + 63) & ~<usize>63) + 65536;
+}
+
+/** Address of the static 16 KiB, 16-byte-aligned descriptor area. */
+export function scratch(): usize {
+  return SCRATCH;
+}

@@ -1,0 +1,213 @@
+// Elementwise binary ops (with broadcasting) and where().
+//
+// The hard part is matching PyTorch's edge semantics while staying fast:
+// float ops run in f64 on f32 inputs and round once (so +,-,*,/ are correctly
+// rounded f32 results); integer division/remainder never hit wasm's traps
+// (b = 0 gives 0, INT_MIN / -1 wraps); maximum/minimum propagate NaN (wasm's
+// f32x4.max/min and f64.max/min already do). Rows whose inner strides are 0 or
+// 1 on both sides (contiguous, scalar-broadcast, or bias-style row broadcast)
+// take an f32x4 / i32x4 path.
+
+import { F32, I32, elemShift, isFloat, loadF, loadI, storeF, storeI } from "./dtype";
+import { begin, nextRow, normalize, off0, off1, off2, rowLen, rowStride } from "./iter";
+import { powC, powI } from "./special";
+
+/**
+ * Float-class op on one pair. alpha is an f32 value: add/sub round alpha * y
+ * to f32 before adding, exactly like the f32x4 path.
+ */
+export function binaryF(op: i32, x: f64, y: f64, alpha: f64): f64 {
+  switch (op) {
+    case 0: return x + <f64><f32>(alpha * y);
+    case 1: return x - <f64><f32>(alpha * y);
+    case 2: return x * y;
+    case 3: return x / y;
+    case 4: return Math.floor(x / y);
+    case 5: return trunc<f64>(x / y);
+    case 6: return powC(x, y);
+    case 7: return max<f64>(x, y);
+    case 8: return min<f64>(x, y);
+    case 9: {
+      let m = x % y;
+      if (m != 0 && (m < 0) != (y < 0)) m += y;
+      return m;
+    }
+    case 10: return Math.atan2(x, y);
+    case 11: return <f64>(x == y);
+    case 12: return <f64>(x != y);
+    case 13: return <f64>(x < y);
+    case 14: return <f64>(x <= y);
+    case 15: return <f64>(x > y);
+    case 16: return <f64>(x >= y);
+    case 17: return <f64>((x != 0) & (y != 0));
+    case 18: return <f64>((x != 0) | (y != 0));
+    case 19: return <f64>((x != 0) ^ (y != 0));
+    case 20: return <f64>(<i32>x & <i32>y);
+    case 21: return <f64>(<i32>x | <i32>y);
+    case 22: return <f64>(<i32>x ^ <i32>y);
+    default: return NaN;
+  }
+}
+
+/**
+ * Integer-class op on one pair. Division by zero yields 0 for floor/trunc
+ * division and remainder; INT_MIN / -1 wraps to INT_MIN.
+ */
+export function binaryI(op: i32, x: i32, y: i32, alpha: i32): i32 {
+  switch (op) {
+    case 0: return x + alpha * y;
+    case 1: return x - alpha * y;
+    case 2: return x * y;
+    case 4: {
+      if (y == 0) return 0;
+      if (y == -1) return -x;
+      const q = x / y;
+      return (x % y != 0 && (x < 0) != (y < 0)) ? q - 1 : q;
+    }
+    case 5: {
+      if (y == 0) return 0;
+      return y == -1 ? -x : x / y;
+    }
+    case 6: return powI(x, y);
+    case 7: return max<i32>(x, y);
+    case 8: return min<i32>(x, y);
+    case 9: {
+      if (y == 0) return 0;
+      const m = x % y;
+      return (m != 0 && (m < 0) != (y < 0)) ? m + y : m;
+    }
+    case 11: return <i32>(x == y);
+    case 12: return <i32>(x != y);
+    case 13: return <i32>(x < y);
+    case 14: return <i32>(x <= y);
+    case 15: return <i32>(x > y);
+    case 16: return <i32>(x >= y);
+    case 17: return <i32>((x != 0) & (y != 0));
+    case 18: return <i32>((x != 0) | (y != 0));
+    case 19: return <i32>((x != 0) ^ (y != 0));
+    case 20: return x & y;
+    case 21: return x | y;
+    default: return x ^ y;
+  }
+}
+
+// @ts-ignore: decorator
+@inline function vload(p: usize, i: i32, s: i32, splat: v128): v128 {
+  return s != 0 ? v128.load(p + (<usize>i << 2)) : splat;
+}
+
+/** f32x4 row for ops 0,1,2,3,7,8; strides are 0 or 1. Returns elements done. */
+function simdRowF32(op: i32, pa: usize, sa: i32, pb: usize, sb: i32, po: usize, len: i32, alpha: f32): i32 {
+  const n4 = len & ~3;
+  const ka = f32x4.splat(load<f32>(pa));
+  const kb = f32x4.splat(load<f32>(pb));
+  const al = f32x4.splat(alpha);
+  const unit = alpha == 1;
+  let i = 0;
+  for (; i < n4; i += 4) {
+    const x = vload(pa, i, sa, ka);
+    const y = vload(pb, i, sb, kb);
+    let z: v128;
+    switch (op) {
+      case 0: z = f32x4.add(x, unit ? y : f32x4.mul(al, y)); break;
+      case 1: z = f32x4.sub(x, unit ? y : f32x4.mul(al, y)); break;
+      case 2: z = f32x4.mul(x, y); break;
+      case 3: z = f32x4.div(x, y); break;
+      case 7: z = f32x4.max(x, y); break;
+      default: z = f32x4.min(x, y);
+    }
+    v128.store(po + (<usize>i << 2), z);
+  }
+  return i;
+}
+
+/** i32x4 row for add/sub/mul (wrapping); strides are 0 or 1. */
+function simdRowI32(op: i32, pa: usize, sa: i32, pb: usize, sb: i32, po: usize, len: i32, alpha: i32): i32 {
+  const n4 = len & ~3;
+  const ka = i32x4.splat(load<i32>(pa));
+  const kb = i32x4.splat(load<i32>(pb));
+  const al = i32x4.splat(alpha);
+  let i = 0;
+  for (; i < n4; i += 4) {
+    const x = vload(pa, i, sa, ka);
+    const y = vload(pb, i, sb, kb);
+    let z: v128;
+    if (op == 0) z = i32x4.add(x, i32x4.mul(al, y));
+    else if (op == 1) z = i32x4.sub(x, i32x4.mul(al, y));
+    else z = i32x4.mul(x, y);
+    v128.store(po + (<usize>i << 2), z);
+  }
+  return i;
+}
+
+/**
+ * out = a (op) b with broadcasting; contiguous out.
+ * p: [r, n, shape[r], aStrides[r], aOffset, bStrides[r], bOffset].
+ * alpha scales b for add/sub (integer-class: truncated to i32).
+ */
+export function binary(op: i32, dt: i32, outDt: i32, a: usize, b: usize, out: usize, p: usize, alpha: f64): void {
+  const d = normalize(p, 2);
+  const n = load<i32>(d, 4);
+  if (n <= 0) return;
+  const len = rowLen(d);
+  const sa = rowStride(d, 0);
+  const sb = rowStride(d, 1);
+  const rows = n / len;
+  const useInt = !isFloat(dt) && op != 3 && op != 10;
+  const ia = <i32>alpha;
+  const fa = <f32>alpha;
+  const unitStrides = sa <= 1 && sb <= 1 && len >= 4;
+  const simdF = unitStrides && dt == F32 && outDt == F32 && (op <= 3 || op == 7 || op == 8);
+  const simdI = unitStrides && dt == I32 && outDt == I32 && op <= 2;
+  begin(d, 2);
+  let o = 0;
+  for (let row = 0; row < rows; row++) {
+    let i = 0;
+    if (simdF) {
+      i = simdRowF32(op, a + (<usize>off0 << 2), sa, b + (<usize>off1 << 2), sb, out + (<usize>o << 2), len, fa);
+    } else if (simdI) {
+      i = simdRowI32(op, a + (<usize>off0 << 2), sa, b + (<usize>off1 << 2), sb, out + (<usize>o << 2), len, ia);
+    }
+    if (useInt) {
+      for (; i < len; i++) {
+        storeI(outDt, out, o + i, binaryI(op, loadI(dt, a, off0 + i * sa), loadI(dt, b, off1 + i * sb), ia));
+      }
+    } else {
+      for (; i < len; i++) {
+        storeF(outDt, out, o + i, binaryF(op, loadF(dt, a, off0 + i * sa), loadF(dt, b, off1 + i * sb), <f64>fa));
+      }
+    }
+    o += len;
+    nextRow(d, 2);
+  }
+}
+
+/**
+ * out = c ? a : b, elementwise with broadcasting; raw element copy of dtype dt.
+ * p: [r, n, shape[r], cStrides[r], cOffset, aStrides[r], aOffset, bStrides[r], bOffset].
+ */
+export function where(dt: i32, c: usize, a: usize, b: usize, out: usize, p: usize): void {
+  const d = normalize(p, 3);
+  const n = load<i32>(d, 4);
+  if (n <= 0) return;
+  const len = rowLen(d);
+  const sc = rowStride(d, 0);
+  const sa = rowStride(d, 1);
+  const sb = rowStride(d, 2);
+  const rows = n / len;
+  const sh = elemShift(dt);
+  begin(d, 3);
+  let o = 0;
+  for (let row = 0; row < rows; row++) {
+    for (let i = 0; i < len; i++) {
+      const pick = load<u8>(c + <usize>(off0 + i * sc)) != 0;
+      const src = pick ? a + (<usize>(off1 + i * sa) << sh) : b + (<usize>(off2 + i * sb) << sh);
+      const dst = out + (<usize>(o + i) << sh);
+      if (sh == 2) store<u32>(dst, load<u32>(src));
+      else if (sh == 1) store<u16>(dst, load<u16>(src));
+      else store<u8>(dst, load<u8>(src));
+    }
+    o += len;
+    nextRow(d, 3);
+  }
+}

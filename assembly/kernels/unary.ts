@@ -1,0 +1,162 @@
+// Elementwise unary ops over strided views, with dtype conversion on store.
+//
+// The hard part is accuracy: every float op is evaluated in f64 on the
+// f32-valued input and rounded once to f32 on store, so the results are
+// (nearly always) the correctly rounded f32 values. Integer-class inputs use
+// exact i32 arithmetic for the "int ok" ops and fall back to the float path
+// for the rest. Unit-stride f32 -> f32 rows of the cheap ops use f32x4 SIMD,
+// whose results are bit-identical to the scalar path (relu keeps NaN).
+//
+// sign follows (x > 0) - (x < 0), so sign(NaN) = 0 (PyTorch's CPU kernel
+// does the same).
+
+import { F32, isFloat, loadF, loadI, storeF, storeI } from "./dtype";
+import { begin, nextRow, normalize, off0, rowLen, rowStride } from "./iter";
+import { erf, erfc } from "./special";
+
+const SQRT1_2: f64 = 0.7071067811865476;
+const SQRT_2_OVER_PI: f64 = 0.7978845608028654;
+
+/** Float-class op on one value (f64 carrying an f32). */
+export function unaryF(op: i32, x: f64, s0: f64, s1: f64, s2: f64): f64 {
+  switch (op) {
+    case 0: return -x;
+    case 1: return Math.abs(x);
+    case 2: return Math.exp(x);
+    case 3: return Math.expm1(x);
+    case 4: return Math.log(x);
+    case 5: return Math.log1p(x);
+    case 6: return Math.sqrt(x);
+    case 7: return 1 / Math.sqrt(x);
+    case 8: return Math.sin(x);
+    case 9: return Math.cos(x);
+    case 10: return Math.tanh(x);
+    case 11: return 1 / (1 + Math.exp(-x));
+    case 12: return max<f64>(x, 0);
+    case 13: return 0.5 * x * erfc(-x * SQRT1_2);
+    case 14: return 0.5 * x * (1 + Math.tanh(SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)));
+    case 15: return x / (1 + Math.exp(-x));
+    case 16: {
+      const bx = s0 * x;
+      return bx > s1 ? x : Math.log1p(Math.exp(bx)) / s0;
+    }
+    case 17: return erf(x);
+    case 18: return Math.floor(x);
+    case 19: return Math.ceil(x);
+    case 20: return nearest<f64>(x);
+    case 21: return <f64>(<i32>(x > 0) - <i32>(x < 0));
+    case 22: return 1 / x;
+    case 23: {
+      if (isNaN(x)) return x;
+      let y = x;
+      if (!isNaN(s0) && y < s0) y = s0;
+      if (!isNaN(s1) && y > s1) y = s1;
+      return y;
+    }
+    case 24: return isNaN(x) ? s0 : x == Infinity ? s1 : x == -Infinity ? s2 : x;
+    case 25: return x == 0 ? 1 : 0;
+    case 26: return isNaN(x) ? 1 : 0;
+    case 27: return x == Infinity || x == -Infinity ? 1 : 0;
+    case 28: return x * x;
+    case 30: return trunc<f64>(x);
+    case 31: return Math.log2(x);
+    case 32: return Math.tan(x);
+    default: return x;
+  }
+}
+
+/** True for the ops that have an exact integer form. */
+// @ts-ignore: decorator
+@inline function intOk(op: i32): bool {
+  return op <= 1 || op == 12 || (op >= 18 && op <= 21) || (op >= 23 && op <= 30);
+}
+
+/** Integer-class op on one value (only called when intOk(op)). */
+export function unaryI(op: i32, x: i32, s0: f64, s1: f64): i32 {
+  switch (op) {
+    case 0: return -x;
+    case 1: return x < 0 ? -x : x;
+    case 12: return x > 0 ? x : 0;
+    case 21: return <i32>(x > 0) - <i32>(x < 0);
+    case 23: {
+      let y = x;
+      if (!isNaN(s0) && <f64>y < s0) y = <i32>Math.ceil(s0);
+      if (!isNaN(s1) && <f64>y > s1) y = <i32>Math.floor(s1);
+      return y;
+    }
+    case 25: return <i32>(x == 0);
+    case 26: return 0;
+    case 27: return 0;
+    case 28: return x * x;
+    default: return x;
+  }
+}
+
+function simdRow(op: i32, pa: usize, po: usize, len: i32): i32 {
+  const n4 = len & ~3;
+  const zero = f32x4.splat(0);
+  const one = f32x4.splat(1);
+  let i = 0;
+  for (; i < n4; i += 4) {
+    const at = <usize>i << 2;
+    const v = v128.load(pa + at);
+    let y: v128;
+    switch (op) {
+      case 0: y = f32x4.neg(v); break;
+      case 1: y = f32x4.abs(v); break;
+      case 6: y = f32x4.sqrt(v); break;
+      case 12: y = f32x4.max(v, zero); break;
+      case 22: y = f32x4.div(one, v); break;
+      case 28: y = f32x4.mul(v, v); break;
+      default: y = v;
+    }
+    v128.store(po + at, y);
+  }
+  return i;
+}
+
+// @ts-ignore: decorator
+@inline function hasSimd(op: i32): bool {
+  return op == 0 || op == 1 || op == 6 || op == 12 || op == 22 || op == 28 || op == 29;
+}
+
+/**
+ * out = op(a), contiguous out. p: [r, n, shape[r], aStrides[r], aOffset].
+ * s0..s2 are op parameters (softplus beta/threshold, clamp bounds, nan_to_num).
+ */
+export function unary(
+  op: i32, dt: i32, outDt: i32, a: usize, out: usize, p: usize,
+  s0: f64, s1: f64, s2: f64
+): void {
+  const d = normalize(p, 1);
+  const n = load<i32>(d, 4);
+  if (n <= 0) return;
+  const len = rowLen(d);
+  const sa = rowStride(d, 0);
+  const rows = n / len;
+  const floatClass = isFloat(dt);
+  const useInt = !floatClass && intOk(op);
+  const simd = dt == F32 && outDt == F32 && sa == 1 && hasSimd(op);
+  begin(d, 1);
+  let o = 0;
+  for (let row = 0; row < rows; row++) {
+    let i = 0;
+    if (simd) {
+      const pa = a + (<usize>off0 << 2);
+      const po = out + (<usize>o << 2);
+      if (op == 29) {
+        memory.copy(po, pa, <usize>len << 2);
+        i = len;
+      } else {
+        i = simdRow(op, pa, po, len);
+      }
+    }
+    if (useInt) {
+      for (; i < len; i++) storeI(outDt, out, o + i, unaryI(op, loadI(dt, a, off0 + i * sa), s0, s1));
+    } else {
+      for (; i < len; i++) storeF(outDt, out, o + i, unaryF(op, loadF(dt, a, off0 + i * sa), s0, s1, s2));
+    }
+    o += len;
+    nextRow(d, 1);
+  }
+}

@@ -1,0 +1,25 @@
+// Bundles the compiled TypeScript (build/js) into dist/: the library, one worker entry per
+// device kind, shared chunks beside them (workers and the .wasm are found relative to the
+// chunk that loads them, so everything sits in one folder), the kernels' .wasm and the types.
+import { nodeResolve } from '@rollup/plugin-node-resolve';
+import { cpSync, mkdirSync } from 'node:fs';
+
+const copyAssets = {
+  name: 'copy-assets',
+  writeBundle() {
+    mkdirSync('dist', { recursive: true });
+    cpSync('build/webtorch.wasm', 'dist/webtorch.wasm');
+    cpSync('build/js', 'dist/types', { recursive: true, filter: (src) => !src.endsWith('.js') });
+  },
+};
+
+export default {
+  input: {
+    webtorch: 'build/js/ts/index.js',
+    'webtorch-cpu-worker': 'build/js/ts/worker/cpu-entry.js',
+    'webtorch-gpu-worker': 'build/js/ts/worker/gpu-entry.js',
+  },
+  output: { dir: 'dist', format: 'es', entryFileNames: '[name].js', chunkFileNames: '[name]-[hash].js', sourcemap: true },
+  external: [/^node:/, 'webgpu'],
+  plugins: [nodeResolve(), copyAssets],
+};

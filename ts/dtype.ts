@@ -1,0 +1,215 @@
+/**
+ * dtypes and PyTorch's type promotion.
+ *
+ * Storage: every dtype has a storage code shared by both kernel families (see `StorageCode`).
+ * int64 is accepted at the API and stored as int32; values that do not fit are rejected when
+ * they enter (`tensor([...])`, `full`, `fill_`), never wrapped silently.
+ *
+ * Promotion follows `torch.result_type`: operands are ranked in three groups (tensors with
+ * dims, zero-dim tensors, JS numbers). A lower group only changes the result when it is of a
+ * higher category (bool < integer < floating), and then contributes its own dtype (zero-dim
+ * tensors) or the default dtype of its category (numbers: float32, int64, bool).
+ */
+
+/** The dtypes webtorch knows. */
+export type DType = 'float32' | 'float16' | 'bfloat16' | 'int32' | 'int64' | 'uint8' | 'bool';
+
+/** Storage codes shared with the AssemblyScript and WGSL kernels. */
+export enum StorageCode {
+  F32 = 0,
+  I32 = 1,
+  U8 = 2,
+  Bool = 3,
+  F16 = 4,
+  BF16 = 5,
+}
+
+interface DTypeInfo {
+  code: StorageCode;
+  bytes: number;
+  category: 0 | 1 | 2;
+  /** PyTorch's name for error messages ("Float", "Long", ...). */
+  scalarName: string;
+}
+
+const INFO: Record<DType, DTypeInfo> = {
+  float32: { code: StorageCode.F32, bytes: 4, category: 2, scalarName: 'Float' },
+  float16: { code: StorageCode.F16, bytes: 2, category: 2, scalarName: 'Half' },
+  bfloat16: { code: StorageCode.BF16, bytes: 2, category: 2, scalarName: 'BFloat16' },
+  int32: { code: StorageCode.I32, bytes: 4, category: 1, scalarName: 'Int' },
+  int64: { code: StorageCode.I32, bytes: 4, category: 1, scalarName: 'Long' },
+  uint8: { code: StorageCode.U8, bytes: 1, category: 1, scalarName: 'Byte' },
+  bool: { code: StorageCode.Bool, bytes: 1, category: 0, scalarName: 'Bool' },
+};
+
+const ALIASES: Record<string, DType> = {
+  float: 'float32', half: 'float16', int: 'int32', long: 'int64', double: 'float32',
+};
+
+/** All dtypes, in a stable order. */
+export const DTYPES = Object.keys(INFO) as DType[];
+
+/** Validates and normalises a dtype name (`'float'` → `'float32'`), throwing a TypeError otherwise. */
+export function toDType(d: unknown, where = 'dtype'): DType {
+  if (typeof d === 'string') {
+    if (d in INFO) return d as DType;
+    if (d in ALIASES) return ALIASES[d];
+  }
+  throw new TypeError(`${where}: unknown dtype ${JSON.stringify(d)}; expected one of ${DTYPES.join(', ')}`);
+}
+
+/** Bytes one element occupies in storage. */
+export const elementSize = (d: DType): number => INFO[d].bytes;
+/** The kernels' storage code. */
+export const storageCode = (d: DType): StorageCode => INFO[d].code;
+/** PyTorch's scalar type name, used in error messages. */
+export const scalarName = (d: DType): string => INFO[d].scalarName;
+export const isFloating = (d: DType): boolean => INFO[d].category === 2;
+export const isIntegral = (d: DType, includeBool = false): boolean =>
+  INFO[d].category === 1 || (includeBool && d === 'bool');
+
+const INT_RANK: Partial<Record<DType, number>> = { uint8: 1, int32: 2, int64: 3 };
+
+/** `torch.promote_types` for two dtypes. */
+export function promoteTypes(a: DType, b: DType): DType {
+  if (a === b) return a;
+  const ca = INFO[a].category, cb = INFO[b].category;
+  if (ca !== cb) return ca > cb ? a : b;
+  if (ca === 1) return INT_RANK[a]! > INT_RANK[b]! ? a : b;
+  return 'float32';
+}
+
+/** What an operand of an op is, for promotion. */
+export type Operand = { dtype: DType; ndim: number } | number | boolean;
+
+function categoryOf(o: number | boolean): 0 | 1 | 2 {
+  return typeof o === 'boolean' ? 0 : Number.isInteger(o) ? 1 : 2;
+}
+
+/** `torch.result_type` over tensors and JS scalars. */
+export function resultType(...operands: Operand[]): DType {
+  let dims: DType | undefined, zeros: DType | undefined, scalars: DType | undefined;
+  for (const o of operands) {
+    if (typeof o === 'object') {
+      if (o.ndim > 0) dims = dims ? promoteTypes(dims, o.dtype) : o.dtype;
+      else zeros = zeros ? promoteTypes(zeros, o.dtype) : o.dtype;
+    } else {
+      const d: DType = ['bool', 'int64', 'float32'][categoryOf(o)] as DType;
+      scalars = scalars ? promoteTypes(scalars, d) : d;
+    }
+  }
+  let out = dims;
+  for (const next of [zeros, scalars]) {
+    if (!next) continue;
+    if (!out) out = next;
+    else if (INFO[next].category > INFO[out].category) out = next;
+  }
+  return out ?? 'float32';
+}
+
+const I32_MIN = -2147483648, I32_MAX = 2147483647;
+
+/** Checks that a value fits a dtype's storage; int64 is stored as int32 and says so. */
+export function checkFits(value: number, dtype: DType, where: string): void {
+  if (dtype !== 'int64' && dtype !== 'int32') return;
+  if (!Number.isFinite(value)) {
+    throw new RangeError(`${where}: cannot convert ${value} to ${dtype} (value is not finite)`);
+  }
+  if (value < I32_MIN || value > I32_MAX) {
+    const note = dtype === 'int64' ? ' (webtorch stores int64 as int32)' : '';
+    throw new RangeError(`${where}: value ${value} does not fit in ${dtype}${note}`);
+  }
+}
+
+/** The typed array that holds a dtype's values on the host. */
+export type HostArray = Float32Array | Int32Array | Uint8Array | Uint16Array;
+
+/** Allocates a host array for `n` elements of a dtype's storage. */
+export function hostArray(dtype: DType, n: number): HostArray {
+  switch (INFO[dtype].code) {
+    case StorageCode.F32: return new Float32Array(n);
+    case StorageCode.I32: return new Int32Array(n);
+    case StorageCode.F16: case StorageCode.BF16: return new Uint16Array(n);
+    default: return new Uint8Array(n);
+  }
+}
+
+/** Views raw storage bytes as the dtype's host array. */
+export function viewStorage(dtype: DType, buf: ArrayBuffer, byteOffset = 0, n?: number): HostArray {
+  switch (INFO[dtype].code) {
+    case StorageCode.F32: return new Float32Array(buf, byteOffset, n);
+    case StorageCode.I32: return new Int32Array(buf, byteOffset, n);
+    case StorageCode.F16: case StorageCode.BF16: return new Uint16Array(buf, byteOffset, n);
+    default: return new Uint8Array(buf, byteOffset, n);
+  }
+}
+
+const f32 = new Float32Array(1), u32 = new Uint32Array(f32.buffer);
+
+/** Rounds an f32 to IEEE half bits (round to nearest even). */
+export function f32ToF16(v: number): number {
+  f32[0] = v;
+  const x = u32[0], sign = (x >>> 16) & 0x8000, exp = (x >>> 23) & 0xff, man = x & 0x7fffff;
+  if (exp === 0xff) return sign | 0x7c00 | (man ? 0x200 : 0);
+  const e = exp - 127 + 15;
+  if (e >= 0x1f) return sign | 0x7c00;
+  if (e <= 0) {
+    if (e < -10) return sign;
+    const m = man | 0x800000, shift = 14 - e;
+    let h = m >>> shift;
+    const rem = m & ((1 << shift) - 1), half = 1 << (shift - 1);
+    if (rem > half || (rem === half && (h & 1))) h++;
+    return sign | h;
+  }
+  let h = (e << 10) | (man >>> 13);
+  const rem = man & 0x1fff;
+  if (rem > 0x1000 || (rem === 0x1000 && (h & 1))) h++;
+  return sign | h;
+}
+
+/** IEEE half bits to a number. */
+export function f16ToF32(h: number): number {
+  const sign = h & 0x8000 ? -1 : 1, exp = (h >>> 10) & 0x1f, man = h & 0x3ff;
+  if (exp === 0) return sign * man * 2 ** -24;
+  if (exp === 0x1f) return man ? NaN : sign * Infinity;
+  return sign * (1 + man / 1024) * 2 ** (exp - 15);
+}
+
+/** Rounds an f32 to bfloat16 bits (round to nearest even; NaN stays NaN). */
+export function f32ToBF16(v: number): number {
+  f32[0] = v;
+  const x = u32[0];
+  if (Number.isNaN(v)) return (x >>> 16) | 0x40;
+  return ((x + 0x7fff + ((x >>> 16) & 1)) >>> 16) & 0xffff;
+}
+
+/** bfloat16 bits to a number. */
+export function bf16ToF32(h: number): number {
+  u32[0] = h << 16;
+  return f32[0];
+}
+
+/** Encodes JS values into a dtype's host storage. */
+export function encode(values: ArrayLike<number | boolean>, dtype: DType, where: string): HostArray {
+  const out = hostArray(dtype, values.length);
+  const code = INFO[dtype].code;
+  for (let i = 0; i < values.length; i++) {
+    const v = Number(values[i]);
+    if (code === StorageCode.I32) checkFits(v, dtype, where);
+    out[i] = code === StorageCode.F16 ? f32ToF16(v)
+      : code === StorageCode.BF16 ? f32ToBF16(v)
+      : code === StorageCode.Bool ? (v !== 0 ? 1 : 0)
+      : v;
+  }
+  return out;
+}
+
+/** Decodes a dtype's host storage into JS numbers (booleans for bool). */
+export function decode(arr: HostArray, dtype: DType): (number | boolean)[] {
+  const code = INFO[dtype].code, out = new Array<number | boolean>(arr.length);
+  for (let i = 0; i < arr.length; i++) {
+    out[i] = code === StorageCode.F16 ? f16ToF32(arr[i]) : code === StorageCode.BF16 ? bf16ToF32(arr[i])
+      : code === StorageCode.Bool ? arr[i] !== 0 : arr[i];
+  }
+  return out;
+}

@@ -1,0 +1,77 @@
+/**
+ * webtorch: PyTorch's CUDA device model for JavaScript.
+ *
+ *     import * as torch from 'webtorch';
+ *     const dev = await torch.tryGpu(0);
+ *     const x = torch.randn([2, 3], { device: dev });
+ *
+ * Importing starts nothing; devices start on first use. See docs/ARCHITECTURE.md.
+ */
+import './ops/methods.js';
+import { CPU, Device, device, tryAllGpus, tryGpu, numGpus, shutdown } from './device.js';
+import * as gpu from './gpu.js';
+import { binaryOp, clamp, div, gelu, nanToNum, softplus, unaryOp, where, type TensorOrScalar } from './ops/elementwise.js';
+import { matmul } from './ops/matmul.js';
+import { argReduce, maxMin, reduce, type Dims, type ValuesIndices } from './ops/reduce.js';
+import { ReduceOp } from '../wgsl/reduce.js';
+import type { Tensor } from './tensor.js';
+
+export { Tensor } from './tensor.js';
+export type { NestedArray } from './tensor.js';
+export { Device, CPU, device, tryGpu, tryAllGpus, numGpus, shutdown, gpu };
+export type { DeviceLike, DeviceProperties } from './device.js';
+export { DTYPES, promoteTypes, resultType } from './dtype.js';
+export type { DType } from './dtype.js';
+export {
+  tensor, zeros, ones, full, empty, arange, linspace, rand, randn, eye,
+  zerosLike, onesLike, fullLike, emptyLike, randLike, randnLike,
+} from './ops/creation.js';
+export type { TensorOptions } from './ops/creation.js';
+export { Generator, manualSeed, defaultGenerator } from './random.js';
+export { broadcastShapes } from './shape.js';
+export { where, clamp, nanToNum, div, gelu, softplus, matmul };
+export type { TensorOrScalar };
+export type { ValuesIndices, Dims } from './ops/reduce.js';
+export { ELEMENTWISE } from './ops/table.js';
+
+const u = (name: string) => (x: Tensor) => unaryOp(name, x);
+const b = (name: string) => (x: TensorOrScalar, y: TensorOrScalar) => binaryOp(name, x, y);
+
+export const neg = u('neg'), abs = u('abs'), exp = u('exp'), expm1 = u('expm1'), log = u('log'), log1p = u('log1p');
+export const sqrt = u('sqrt'), rsqrt = u('rsqrt'), sin = u('sin'), cos = u('cos'), tanh = u('tanh'), sigmoid = u('sigmoid');
+export const relu = u('relu'), silu = u('silu'), erf = u('erf'), floor = u('floor'), ceil = u('ceil'), round = u('round');
+export const sign = u('sign'), reciprocal = u('reciprocal'), logicalNot = u('logical_not'), isnan = u('isnan');
+export const square = u('square'), trunc = u('trunc');
+export const mul = b('mul'), pow = b('pow'), maximum = b('maximum'), minimum = b('minimum'), remainder = b('remainder');
+export const atan2 = b('atan2'), floorDivide = b('floor_divide'), eq = b('eq'), ne = b('ne'), lt = b('lt'), le = b('le');
+export const gt = b('gt'), ge = b('ge'), logicalAnd = b('logical_and'), logicalOr = b('logical_or'), logicalXor = b('logical_xor');
+
+/** `torch.add(a, b, alpha=)`. */
+export const add = (x: TensorOrScalar, y: TensorOrScalar, o?: { alpha?: number }) => binaryOp('add', x, y, o?.alpha);
+/** `torch.sub(a, b, alpha=)`. */
+export const sub = (x: TensorOrScalar, y: TensorOrScalar, o?: { alpha?: number }) => binaryOp('sub', x, y, o?.alpha);
+
+/** `torch.sum(x, dim?, keepdim?)`. */
+export const sum = (x: Tensor, dim?: Dims, keepdim?: boolean) => reduce(ReduceOp.Sum, x, dim, keepdim);
+/** `torch.mean(x, dim?, keepdim?)`. */
+export const mean = (x: Tensor, dim?: Dims, keepdim?: boolean) => reduce(ReduceOp.Mean, x, dim, keepdim);
+/** `torch.prod(x, dim?, keepdim?)`. */
+export const prod = (x: Tensor, dim?: number, keepdim?: boolean) => reduce(ReduceOp.Prod, x, dim, keepdim);
+/** `torch.all(x, dim?, keepdim?)`. */
+export const all = (x: Tensor, dim?: number, keepdim?: boolean) => reduce(ReduceOp.All, x, dim, keepdim);
+/** `torch.any(x, dim?, keepdim?)`. */
+export const any = (x: Tensor, dim?: number, keepdim?: boolean) => reduce(ReduceOp.Any, x, dim, keepdim);
+/** `torch.max`/`torch.min`: over everything, or `{values, indices}` over one dim. */
+export interface MaxMin {
+  (x: Tensor): Tensor;
+  (x: Tensor, dim: number, keepdim?: boolean): ValuesIndices;
+}
+/** `torch.max(x)` or `torch.max(x, dim, keepdim)`. */
+export const max = ((x: Tensor, dim?: number, keepdim?: boolean) => maxMin(true, x, dim, keepdim)) as MaxMin;
+/** `torch.min(x)` or `torch.min(x, dim, keepdim)`. */
+export const min = ((x: Tensor, dim?: number, keepdim?: boolean) => maxMin(false, x, dim, keepdim)) as MaxMin;
+/** `torch.argmax(x, dim?, keepdim?)`. */
+export const argmax = (x: Tensor, dim?: number, keepdim?: boolean) => argReduce(true, x, dim, keepdim);
+/** `torch.argmin(x, dim?, keepdim?)`. */
+export const argmin = (x: Tensor, dim?: number, keepdim?: boolean) => argReduce(false, x, dim, keepdim);
+

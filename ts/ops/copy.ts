@@ -1,0 +1,106 @@
+/**
+ * Moving data: `to`, `cuda`/`gpu`, `cpu`, `copy_` and `clone`.
+ *
+ * Between devices, bytes go worker to worker over a MessagePort opened on first use for each
+ * pair: the source queues a `send`, the destination a `recv` with the same tag. Both sit in
+ * their devices' queues in program order, so a copy sees every earlier write to its source and
+ * every later op on the destination sees the copy. Nothing passes through the calling thread.
+ * `x.to(x.device)` (same dtype) returns `x` itself, as in PyTorch.
+ */
+import { Device, device as toDevice, type DeviceLike } from '../device.js';
+import { elementSize, storageCode, toDType, type DType } from '../dtype.js';
+import { alloc, launch, ref, sameDevice } from '../runtime/dispatch.js';
+import { broadcastStrides, fmt } from '../shape.js';
+import { Tensor } from '../tensor.js';
+import { cast, contiguous } from './views.js';
+
+const connected = new Set<string>();
+let nextTag = 1;
+
+function connect(a: Device, b: Device): void {
+  const key = `${a}|${b}`;
+  if (connected.has(key)) return;
+  const { port1, port2 } = new MessageChannel();
+  launch(a, { k: 'connect', peer: String(b), port: port1 }, [port1]);
+  launch(b, { k: 'connect', peer: String(a), port: port2 }, [port2]);
+  connected.add(key);
+  connected.add(`${b}|${a}`);
+}
+
+/** @internal Forgets worker channels (after the workers were shut down). */
+export function resetChannels(): void {
+  connected.clear();
+}
+
+/** A contiguous copy of `src` on another device, in `src`'s dtype. */
+function transfer(src: Tensor, dst: Device): Tensor {
+  const c = contiguous(src);
+  const out = alloc(src.shape, src.dtype, dst);
+  const bytes = src.numel() * elementSize(src.dtype);
+  if (bytes) {
+    connect(src.device, dst);
+    const tag = nextTag++;
+    launch(src.device, { k: 'send', peer: String(dst), tag, id: c.storage.id, byteOffset: c._offset * elementSize(src.dtype), bytes });
+    launch(dst, { k: 'recv', peer: String(src.device), tag, id: out.storage.id, byteOffset: 0 });
+  }
+  if (c !== src) c.dispose();
+  return out;
+}
+
+/** What `to()` accepts: a device, a dtype, or both (plus PyTorch's flags). */
+export interface ToOptions {
+  device?: DeviceLike;
+  dtype?: DType | string;
+  /** Accepted for PyTorch compatibility; every copy is already asynchronous. */
+  nonBlocking?: boolean;
+  /** Always copy, even when nothing changes. */
+  copy?: boolean;
+}
+
+const DTYPE_NAMES = new Set(['float32', 'float16', 'bfloat16', 'int32', 'int64', 'uint8', 'bool', 'float', 'half', 'int', 'long', 'double']);
+
+/** `t.to(device)`, `t.to(dtype)`, `t.to({device, dtype})`. */
+export function to(t: Tensor, target: DeviceLike | DType | ToOptions, options: ToOptions = {}): Tensor {
+  t._check('to');
+  const o: ToOptions = typeof target === 'string' && DTYPE_NAMES.has(target) ? { dtype: target, ...options }
+    : typeof target === 'object' && !(target instanceof Device) ? { ...target, ...options }
+      : { device: target, ...options };
+  const dev = o.device === undefined ? t.device : toDevice(o.device);
+  const dtype = o.dtype === undefined ? t.dtype : toDType(o.dtype, 'to');
+  if (dev === t.device) {
+    if (dtype === t.dtype) return o.copy ? cast(t, dtype) : t;
+    return cast(t, dtype);
+  }
+  const moved = transfer(t, dev);
+  if (dtype === t.dtype) return moved;
+  const out = cast(moved, dtype);
+  moved.dispose();
+  return out;
+}
+
+/** `dst.copy_(src)`: copies (broadcasting, converting dtype) from any device into `dst`, in place. */
+export function copyInto(dst: Tensor, src: Tensor): Tensor {
+  dst._check('copy_');
+  src._check('copy_');
+  broadcastStrides(src.shape, src._strides, dst.shape);
+  if (src.ndim > dst.ndim || src.shape.some((s, i) => s !== 1 && s !== dst.shape[dst.ndim - src.ndim + i])) {
+    throw new RangeError(`copy_: the source of shape ${fmt(src.shape)} cannot be broadcast to the destination of shape ${fmt(dst.shape)}`);
+  }
+  const local = src.device === dst.device ? src : transfer(src, dst.device);
+  sameDevice('copy_', [dst, local]);
+  if (dst.numel()) {
+    launch(dst.device, {
+      k: 'copyInto', src: ref(local, broadcastStrides(local.shape, local._strides, dst.shape)), srcDt: storageCode(local.dtype),
+      dst: ref(dst), dt: storageCode(dst.dtype), shape: dst.shape.slice(),
+    });
+  }
+  if (local !== src) local.dispose();
+  return dst;
+}
+
+/** A contiguous copy with the same dtype and device. */
+export const clone = (t: Tensor): Tensor => cast(t._check('clone'), t.dtype);
+
+/** `t.cuda(i)` / `t.gpu(i)`: to gpu:i (the current GPU when omitted). */
+export const toGpu = (t: Tensor, i?: number): Tensor => to(t, i === undefined ? toDevice('gpu') : toDevice(i));
+

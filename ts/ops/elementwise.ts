@@ -1,0 +1,174 @@
+/**
+ * Elementwise ops from the op table: checks, promotion, broadcasting, then one kernel.
+ *
+ * Inputs are first brought to the op's compute dtype (a cast kernel, only when an input's
+ * dtype differs), so each kernel sees one input dtype. Broadcasting is done with strides:
+ * a broadcast input is read with stride 0, never materialised. JS numbers become 0-dim
+ * tensors on the op's device and take part in promotion as Python scalars do.
+ */
+import { isFloating, resultType, scalarName, storageCode, type DType } from '../dtype.js';
+import { alloc, launch, ref, sameDevice } from '../runtime/dispatch.js';
+import { broadcastShapes, broadcastStrides, MAX_KERNEL_RANK } from '../shape.js';
+import { Tensor } from '../tensor.js';
+import { full } from './creation.js';
+import { elementwiseOp, type ElementwiseOp } from './table.js';
+import { cast } from './views.js';
+
+/** A tensor or a JS scalar operand. */
+export type Scalar = number | boolean;
+export type TensorOrScalar = Tensor | Scalar;
+
+const BOOL_ERRORS: Record<string, string> = {
+  neg: 'Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.',
+  sub: 'Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead.',
+};
+
+/** The dtype an op computes in and the dtype it returns, for a promoted input dtype. */
+function dtypes(op: ElementwiseOp, promoted: DType): { compute: DType; out: DType } {
+  switch (op.dtypes) {
+    case 'float': {
+      const f = isFloating(promoted) ? promoted : 'float32';
+      return { compute: f, out: f };
+    }
+    case 'bool':
+      return { compute: promoted, out: 'bool' };
+    case 'number':
+      if (promoted === 'bool') throw new TypeError(BOOL_ERRORS[op.name] ?? `"${op.name}" not implemented for 'Bool'`);
+      return { compute: promoted, out: promoted };
+    default:
+      return { compute: promoted, out: promoted };
+  }
+}
+
+function checkRank(op: string, shape: readonly number[]): void {
+  if (shape.length > MAX_KERNEL_RANK) throw new RangeError(`${op}: tensors of more than ${MAX_KERNEL_RANK} dims are not supported (got ${shape.length})`);
+}
+
+/** Brings a tensor to the compute dtype; returns it and whether it is a temporary. */
+function toCompute(t: Tensor, dtype: DType): [Tensor, boolean] {
+  return t.dtype === dtype ? [t, false] : [cast(t, dtype), true];
+}
+
+/** Runs a one-input table op. `s` are the op's scalar options in table order. */
+export function unaryOp(name: string, x: Tensor, s: number[] = []): Tensor {
+  const op = elementwiseOp(name);
+  sameDevice(name, [x]);
+  checkRank(name, x.shape);
+  const { compute, out: outDt } = dtypes(op, x.dtype);
+  const [xc, temp] = toCompute(x, compute);
+  const out = alloc(x.shape, outDt, x.device);
+  if (out.numel()) {
+    launch(x.device, {
+      k: 'unary', op: op.code, a: ref(xc), dt: storageCode(compute), out: out.storage.id, outDt: storageCode(outDt),
+      shape: x.shape.slice(), s: [s[0] ?? 0, s[1] ?? 0, s[2] ?? 0],
+    });
+  }
+  if (temp) xc.dispose();
+  return out;
+}
+
+/** Turns JS scalars into 0-dim tensors on `device`; returns the operands and the temporaries. */
+function operands(a: TensorOrScalar, b: TensorOrScalar, dtype: DType): [Tensor, Tensor, Tensor[]] {
+  const dev = (a instanceof Tensor ? a : (b as Tensor)).device;
+  const temps: Tensor[] = [];
+  const t = (x: TensorOrScalar) => {
+    if (x instanceof Tensor) return x;
+    const s = full([], x, { dtype, device: dev });
+    temps.push(s);
+    return s;
+  };
+  return [t(a), t(b), temps];
+}
+
+/** Runs a two-input table op with broadcasting and promotion. */
+export function binaryOp(name: string, a: TensorOrScalar, b: TensorOrScalar, alpha = 1): Tensor {
+  const op = elementwiseOp(name);
+  if (!(a instanceof Tensor) && !(b instanceof Tensor)) throw new TypeError(`${name}: expected at least one tensor argument`);
+  sameDevice(name, [a, b].filter((x): x is Tensor => x instanceof Tensor));
+  const promoted = resultType(...[a, b].map((x) => (x instanceof Tensor ? { dtype: x.dtype, ndim: x.ndim } : x)));
+  const { compute, out: outDt } = dtypes(op, promoted);
+  if ((name === 'add' || name === 'sub') && alpha !== 1 && !isFloating(compute) && !Number.isInteger(alpha)) {
+    throw new TypeError(`For integral input tensors, argument alpha must not be a floating point number.`);
+  }
+  const [ta, tb, temps] = operands(a, b, compute);
+  const shape = broadcastShapes(ta.shape, tb.shape);
+  checkRank(name, shape);
+  const [ac, tempA] = toCompute(ta, compute), [bc, tempB] = toCompute(tb, compute);
+  const out = alloc(shape, outDt, ta.device);
+  if (out.numel()) {
+    launch(ta.device, {
+      k: 'binary', op: op.code, dt: storageCode(compute), outDt: storageCode(outDt), out: out.storage.id, shape,
+      a: ref(ac, broadcastStrides(ac.shape, ac._strides, shape)), b: ref(bc, broadcastStrides(bc.shape, bc._strides, shape)), alpha,
+    });
+  }
+  if (tempA) ac.dispose();
+  if (tempB) bc.dispose();
+  temps.forEach((t) => t.dispose());
+  return out;
+}
+
+/** `torch.where(condition, x, y)`. */
+export function where(cond: Tensor, x: TensorOrScalar, y: TensorOrScalar): Tensor {
+  if (!(cond instanceof Tensor)) throw new TypeError('where: condition must be a tensor');
+  if (cond.dtype !== 'bool') {
+    throw new TypeError(`where expected condition to be a boolean tensor, but got a tensor with dtype ${scalarName(cond.dtype)}`);
+  }
+  sameDevice('where', [cond, ...[x, y].filter((v): v is Tensor => v instanceof Tensor)]);
+  const dtype = resultType(...[x, y].map((v) => (v instanceof Tensor ? { dtype: v.dtype, ndim: v.ndim } : v)));
+  const temps: Tensor[] = [];
+  const prep = (v: TensorOrScalar) => {
+    const t = v instanceof Tensor ? v : full([], v, { dtype, device: cond.device });
+    if (!(v instanceof Tensor)) temps.push(t);
+    const [c, temp] = toCompute(t, dtype);
+    if (temp) temps.push(c);
+    return c;
+  };
+  const xc = prep(x), yc = prep(y);
+  const shape = broadcastShapes(cond.shape, xc.shape, yc.shape);
+  checkRank('where', shape);
+  const out = alloc(shape, dtype, cond.device);
+  const r = (t: Tensor) => ref(t, broadcastStrides(t.shape, t._strides, shape));
+  if (out.numel()) launch(cond.device, { k: 'where', c: r(cond), a: r(xc), b: r(yc), dt: storageCode(dtype), out: out.storage.id, shape });
+  temps.forEach((t) => t.dispose());
+  return out;
+}
+
+const F32_MAX = 3.4028234663852886e38;
+
+/** `torch.clamp(x, min, max)`; either bound may be omitted (`null`). */
+export function clamp(x: Tensor, min?: number | null, max?: number | null): Tensor {
+  if (min == null && max == null) throw new TypeError("torch.clamp: At least one of 'min' or 'max' must not be None");
+  const dtype = resultType({ dtype: x.dtype, ndim: x.ndim }, ...[min, max].filter((v): v is number => v != null));
+  const src = dtype === x.dtype ? x : cast(x, dtype);
+  const out = unaryOp('clamp', src, [min ?? NaN, max ?? NaN]);
+  if (src !== x) src.dispose();
+  return out;
+}
+
+/** `torch.nan_to_num(x, nan=0, posinf=max, neginf=min)`. */
+export function nanToNum(x: Tensor, o: { nan?: number; posinf?: number; neginf?: number } = {}): Tensor {
+  if (!isFloating(x.dtype)) return unaryOp('clamp', x, [NaN, NaN]);
+  const max = x.dtype === 'float16' ? 65504 : F32_MAX;
+  return unaryOp('nan_to_num', x, [o.nan ?? 0, o.posinf ?? max, o.neginf ?? -max]);
+}
+
+/** `torch.nn.functional.softplus(x, beta=1, threshold=20)`. */
+export function softplus(x: Tensor, o: { beta?: number; threshold?: number } = {}): Tensor {
+  return unaryOp('softplus', x, [o.beta ?? 1, o.threshold ?? 20]);
+}
+
+/** `torch.div(a, b, rounding_mode=)`: true division, or 'floor' / 'trunc' rounding. */
+export function div(a: TensorOrScalar, b: TensorOrScalar, o: { roundingMode?: 'floor' | 'trunc' | null } = {}): Tensor {
+  const mode = o.roundingMode ?? null;
+  if (mode === null) return binaryOp('div', a, b);
+  if (mode === 'floor') return binaryOp('floor_divide', a, b);
+  if (mode === 'trunc') return binaryOp('trunc_divide', a, b);
+  throw new RangeError(`div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '${String(mode)}'`);
+}
+
+/** `torch.gelu(x, approximate='none'|'tanh')`. */
+export function gelu(x: Tensor, o: { approximate?: 'none' | 'tanh' } = {}): Tensor {
+  const a = o.approximate ?? 'none';
+  if (a !== 'none' && a !== 'tanh') throw new RangeError(`approximate argument must be either none or tanh, got '${String(a)}'`);
+  return unaryOp(a === 'tanh' ? 'gelu_tanh' : 'gelu', x);
+}

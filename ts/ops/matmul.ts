@@ -1,0 +1,61 @@
+/**
+ * `matmul` with PyTorch's rules: 1-D operands gain and then lose a dim, batch dims broadcast.
+ * The kernel takes (batch, row, col) strides for each operand, so transposed operands and
+ * broadcast batches reach it without a copy; only batch dims that cannot be folded into one
+ * stride are made contiguous first.
+ */
+import { isFloating, scalarName } from '../dtype.js';
+import { alloc, code, launch, ref, sameDevice } from '../runtime/dispatch.js';
+import { broadcastShapes, fmt, numel, viewStrides } from '../shape.js';
+import type { Tensor } from '../tensor.js';
+import { contiguous, expand, reshape, unsqueeze } from './views.js';
+
+/** Folds an operand to [batch, rows, cols] strides, copying only when batch dims cannot fold. */
+function fold(t: Tensor, batch: number[], temps: Tensor[]): [Tensor, [number, number, number]] {
+  const rows = t.shape[t.ndim - 2], cols = t.shape[t.ndim - 1];
+  let e = expand(t, [...batch, rows, cols]);
+  temps.push(e);
+  let bs = viewStrides(batch, e._strides.slice(0, batch.length), [numel(batch)]);
+  if (!bs) {
+    e = contiguous(e);
+    temps.push(e);
+    bs = [rows * cols];
+  }
+  return [e, [batch.length ? bs[0] : 0, e._strides[batch.length], e._strides[batch.length + 1]]];
+}
+
+/** `torch.matmul(a, b)`. */
+export function matmul(a: Tensor, b: Tensor): Tensor {
+  const dev = sameDevice('matmul', [a, b]);
+  if (a.ndim === 0 || b.ndim === 0) {
+    throw new RangeError(`both arguments to matmul need to be at least 1D, but they are ${a.ndim}D and ${b.ndim}D`);
+  }
+  if (a.dtype !== b.dtype) {
+    throw new TypeError(`expected m1 and m2 to have the same dtype, but got: ${a.dtype} != ${b.dtype}`);
+  }
+  if (!isFloating(a.dtype)) throw new TypeError(`"addmm" not implemented for '${scalarName(a.dtype)}'`);
+  const temps: Tensor[] = [];
+  const a2 = a.ndim === 1 ? unsqueeze(a, 0) : a, b2 = b.ndim === 1 ? unsqueeze(b, 1) : b;
+  if (a2 !== a) temps.push(a2);
+  if (b2 !== b) temps.push(b2);
+  const [m, k] = a2.shape.slice(-2), [k2, n] = b2.shape.slice(-2);
+  if (k !== k2) {
+    const s = (t: Tensor) => t.shape.join('x');
+    throw new RangeError(a.ndim <= 2 && b.ndim <= 2
+      ? `mat1 and mat2 shapes cannot be multiplied (${s(a2)} and ${s(b2)})`
+      : `Expected size for first two dimensions of batch2 tensor to be: [${k}] but got: [${k2}] (matmul of ${fmt(a.shape)} and ${fmt(b.shape)})`);
+  }
+  const batch = broadcastShapes(a2.shape.slice(0, -2), b2.shape.slice(0, -2));
+  const [af, aStrides] = fold(a2, batch, temps), [bf, bStrides] = fold(b2, batch, temps);
+  const out = alloc([...batch, m, n], a.dtype, dev);
+  const nb = numel(batch);
+  if (nb * m * n) {
+    launch(dev, { k: 'matmul', a: ref(af), b: ref(bf), dt: code(a), out: out.storage.id, batch: nb, m, n, kk: k, aStrides, bStrides });
+  }
+  temps.forEach((t) => t.dispose());
+  const shape = [...batch, ...(a.ndim === 1 ? [] : [m]), ...(b.ndim === 1 ? [] : [n])];
+  if (shape.length === out.ndim) return out;
+  const r = reshape(out, shape);
+  out.dispose();
+  return r;
+}

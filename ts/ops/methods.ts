@@ -1,0 +1,142 @@
+/**
+ * Tensor methods. Each is a one-line forward to the functional op, so `x.add(y)` and
+ * `torch.add(x, y)` are the same code; the table ops are attached in a loop.
+ */
+import type { DeviceLike } from '../device.js';
+import type { DType } from '../dtype.js';
+import { Tensor } from '../tensor.js';
+import { clone, copyInto, to, toGpu, type ToOptions } from './copy.js';
+import { newMethods, type TensorOptions } from './creation.js';
+import { binaryOp, clamp, div, gelu, nanToNum, softplus, unaryOp, where, type TensorOrScalar } from './elementwise.js';
+import { matmul } from './matmul.js';
+import { argReduce, maxMin, reduce, type Dims, type ValuesIndices } from './reduce.js';
+import { ELEMENTWISE } from './table.js';
+import * as V from './views.js';
+import { ReduceOp } from '../../wgsl/reduce.js';
+
+/** snake_case table names to the camelCase API names. */
+export const camel = (s: string): string => s.replace(/_(\w)/g, (_, c: string) => c.toUpperCase());
+
+type Unary = () => Tensor;
+type Binary = (other: TensorOrScalar) => Tensor;
+
+declare module '../tensor.js' {
+  interface Tensor {
+    neg: Unary; abs: Unary; exp: Unary; expm1: Unary; log: Unary; log1p: Unary; sqrt: Unary; rsqrt: Unary;
+    sin: Unary; cos: Unary; tanh: Unary; sigmoid: Unary; relu: Unary; silu: Unary; erf: Unary; floor: Unary;
+    ceil: Unary; round: Unary; sign: Unary; reciprocal: Unary; logicalNot: Unary; isnan: Unary; square: Unary; trunc: Unary;
+    mul: Binary; pow: Binary; maximum: Binary; minimum: Binary; remainder: Binary; atan2: Binary; floorDivide: Binary;
+    eq: Binary; ne: Binary; lt: Binary; le: Binary; gt: Binary; ge: Binary; logicalAnd: Binary; logicalOr: Binary; logicalXor: Binary;
+    add(other: TensorOrScalar, options?: { alpha?: number }): Tensor;
+    sub(other: TensorOrScalar, options?: { alpha?: number }): Tensor;
+    div(other: TensorOrScalar, options?: { roundingMode?: 'floor' | 'trunc' | null }): Tensor;
+    gelu(options?: { approximate?: 'none' | 'tanh' }): Tensor;
+    softplus(options?: { beta?: number; threshold?: number }): Tensor;
+    clamp(min?: number | null, max?: number | null): Tensor;
+    nanToNum(options?: { nan?: number; posinf?: number; neginf?: number }): Tensor;
+    where(condition: Tensor, other: TensorOrScalar): Tensor;
+    sum(dim?: Dims, keepdim?: boolean): Tensor;
+    mean(dim?: Dims, keepdim?: boolean): Tensor;
+    prod(dim?: number, keepdim?: boolean): Tensor;
+    all(dim?: number, keepdim?: boolean): Tensor;
+    any(dim?: number, keepdim?: boolean): Tensor;
+    max(): Tensor;
+    max(dim: number, keepdim?: boolean): ValuesIndices;
+    min(): Tensor;
+    min(dim: number, keepdim?: boolean): ValuesIndices;
+    argmax(dim?: number, keepdim?: boolean): Tensor;
+    argmin(dim?: number, keepdim?: boolean): Tensor;
+    matmul(other: Tensor): Tensor;
+    reshape(...shape: number[] | [number[]]): Tensor;
+    view(...shape: number[] | [number[]]): Tensor;
+    permute(...dims: number[] | [number[]]): Tensor;
+    transpose(dim0: number, dim1: number): Tensor;
+    /** The transpose of a 2-D tensor. */
+    readonly T: Tensor;
+    expand(...shape: number[] | [number[]]): Tensor;
+    expandAs(other: Tensor): Tensor;
+    squeeze(dim?: number): Tensor;
+    unsqueeze(dim: number): Tensor;
+    flatten(startDim?: number, endDim?: number): Tensor;
+    slice(dim: number, start?: number | null, end?: number | null, step?: number): Tensor;
+    select(dim: number, index: number): Tensor;
+    narrow(dim: number, start: number, length: number): Tensor;
+    index(...idx: V.Index[]): Tensor;
+    contiguous(): Tensor;
+    clone(): Tensor;
+    to(target: DeviceLike | DType | ToOptions, options?: ToOptions): Tensor;
+    cuda(index?: number): Tensor;
+    gpu(index?: number): Tensor;
+    cpu(): Tensor;
+    copy_(src: Tensor): Tensor;
+    float(): Tensor; half(): Tensor; bfloat16(): Tensor; int(): Tensor; long(): Tensor; bool(): Tensor; byte(): Tensor;
+    new_zeros(shape: number[], options?: TensorOptions): Tensor;
+    new_ones(shape: number[], options?: TensorOptions): Tensor;
+    new_full(shape: number[], value: number | boolean, options?: TensorOptions): Tensor;
+    new_empty(shape: number[], options?: TensorOptions): Tensor;
+    new_tensor(data: import('../tensor.js').NestedArray, options?: TensorOptions): Tensor;
+  }
+}
+
+const shapeArgs = (args: number[] | [number[]]): number[] => (Array.isArray(args[0]) ? args[0] : (args as number[]));
+const P = Tensor.prototype as unknown as Record<string, unknown>;
+
+for (const op of ELEMENTWISE) {
+  if (op.scalars || op.name === 'gelu_tanh') continue;
+  const name = camel(op.name);
+  P[name] = op.arity === 1
+    ? function (this: Tensor) { return unaryOp(op.name, this); }
+    : function (this: Tensor, other: TensorOrScalar) { return binaryOp(op.name, this, other); };
+}
+
+Object.assign(Tensor.prototype, newMethods, {
+  add(this: Tensor, o: TensorOrScalar, opt?: { alpha?: number }) { return binaryOp('add', this, o, opt?.alpha); },
+  sub(this: Tensor, o: TensorOrScalar, opt?: { alpha?: number }) { return binaryOp('sub', this, o, opt?.alpha); },
+  div(this: Tensor, o: TensorOrScalar, opt?: { roundingMode?: 'floor' | 'trunc' | null }) { return div(this, o, opt); },
+  gelu(this: Tensor, opt?: { approximate?: 'none' | 'tanh' }) { return gelu(this, opt); },
+  softplus(this: Tensor, opt?: { beta?: number; threshold?: number }) { return softplus(this, opt); },
+  clamp(this: Tensor, min?: number | null, max?: number | null) { return clamp(this, min, max); },
+  nanToNum(this: Tensor, opt?: { nan?: number; posinf?: number; neginf?: number }) { return nanToNum(this, opt); },
+  where(this: Tensor, c: Tensor, other: TensorOrScalar) { return where(c, this, other); },
+  sum(this: Tensor, dim?: Dims, keepdim?: boolean) { return reduce(ReduceOp.Sum, this, dim, keepdim); },
+  mean(this: Tensor, dim?: Dims, keepdim?: boolean) { return reduce(ReduceOp.Mean, this, dim, keepdim); },
+  prod(this: Tensor, dim?: number, keepdim?: boolean) { return reduce(ReduceOp.Prod, this, dim, keepdim); },
+  all(this: Tensor, dim?: number, keepdim?: boolean) { return reduce(ReduceOp.All, this, dim, keepdim); },
+  any(this: Tensor, dim?: number, keepdim?: boolean) { return reduce(ReduceOp.Any, this, dim, keepdim); },
+  max(this: Tensor, dim?: number, keepdim?: boolean) { return maxMin(true, this, dim, keepdim); },
+  min(this: Tensor, dim?: number, keepdim?: boolean) { return maxMin(false, this, dim, keepdim); },
+  argmax(this: Tensor, dim?: number, keepdim?: boolean) { return argReduce(true, this, dim, keepdim); },
+  argmin(this: Tensor, dim?: number, keepdim?: boolean) { return argReduce(false, this, dim, keepdim); },
+  matmul(this: Tensor, o: Tensor) { return matmul(this, o); },
+  reshape(this: Tensor, ...s: number[] | [number[]]) { return V.reshape(this, shapeArgs(s)); },
+  view(this: Tensor, ...s: number[] | [number[]]) { return V.viewAs(this, shapeArgs(s)); },
+  permute(this: Tensor, ...d: number[] | [number[]]) { return V.permute(this, shapeArgs(d)); },
+  transpose(this: Tensor, a: number, b: number) { return V.transpose(this, a, b); },
+  expand(this: Tensor, ...s: number[] | [number[]]) { return V.expand(this, shapeArgs(s)); },
+  expandAs(this: Tensor, o: Tensor) { return V.expand(this, o.shape.slice()); },
+  squeeze(this: Tensor, dim?: number) { return V.squeeze(this, dim); },
+  unsqueeze(this: Tensor, dim: number) { return V.unsqueeze(this, dim); },
+  flatten(this: Tensor, s?: number, e?: number) { return V.flatten(this, s, e); },
+  slice(this: Tensor, d: number, s?: number | null, e?: number | null, st?: number) { return V.slice(this, d, s, e, st); },
+  select(this: Tensor, d: number, i: number) { return V.select(this, d, i); },
+  narrow(this: Tensor, d: number, s: number, l: number) { return V.narrow(this, d, s, l); },
+  index(this: Tensor, ...idx: V.Index[]) { return V.index(this, ...idx); },
+  contiguous(this: Tensor) { return V.contiguous(this); },
+  clone(this: Tensor) { return clone(this); },
+  to(this: Tensor, target: DeviceLike | DType | ToOptions, opt?: ToOptions) { return to(this, target, opt); },
+  cuda(this: Tensor, i?: number) { return toGpu(this, i); },
+  gpu(this: Tensor, i?: number) { return toGpu(this, i); },
+  cpu(this: Tensor) { return to(this, 'cpu'); },
+  copy_(this: Tensor, src: Tensor) { return copyInto(this, src); },
+  float(this: Tensor) { return to(this, 'float32'); },
+  half(this: Tensor) { return to(this, 'float16'); },
+  bfloat16(this: Tensor) { return to(this, 'bfloat16'); },
+  int(this: Tensor) { return to(this, 'int32'); },
+  long(this: Tensor) { return to(this, 'int64'); },
+  bool(this: Tensor) { return to(this, 'bool'); },
+  byte(this: Tensor) { return to(this, 'uint8'); },
+});
+
+Object.defineProperty(Tensor.prototype, 'T', {
+  get(this: Tensor) { return V.t2(this); },
+});

@@ -1,0 +1,177 @@
+/**
+ * Views: new handles on the same storage with other (shape, strides, offset). No kernel runs,
+ * except in `reshape`/`flatten` when the layout cannot be viewed and `contiguous` makes a copy,
+ * exactly where PyTorch would copy.
+ */
+import { code, launch, alloc, ref, sameDevice } from '../runtime/dispatch.js';
+import { contiguousStrides, fmt, inferShape, isContiguous, normDim, numel, viewStrides } from '../shape.js';
+import { view, type Tensor } from '../tensor.js';
+
+/** A row-major copy, or the tensor itself when it already is one. */
+export function contiguous(t: Tensor): Tensor {
+  sameDevice('contiguous', [t]);
+  if (isContiguous(t.shape, t._strides)) return t;
+  return cast(t, t.dtype);
+}
+
+/** A contiguous copy in another dtype (same device). */
+export function cast(t: Tensor, dtype: Tensor['dtype']): Tensor {
+  const out = alloc(t.shape, dtype, t.device);
+  if (out.numel()) launch(t.device, { k: 'copy', src: ref(t), srcDt: code(t), out: out.storage.id, dt: code(dtype), shape: t.shape.slice() });
+  return out;
+}
+
+/** `view`: reshape without copying, or PyTorch's error when the strides do not allow it. */
+export function viewAs(t: Tensor, shape: number[]): Tensor {
+  sameDevice('view', [t]);
+  const target = inferShape(shape, t.numel(), 'view');
+  const strides = viewStrides(t.shape, t._strides, target);
+  if (!strides) {
+    throw new Error(`view size is not compatible with input tensor's size and stride (at least one dimension spans across two contiguous subspaces). Use .reshape(...) instead. (input ${fmt(t.shape)}, strides ${fmt(t._strides)}, requested ${fmt(shape)})`);
+  }
+  return view(t, target, strides);
+}
+
+/** `reshape`: a view when possible, else a contiguous copy. */
+export function reshape(t: Tensor, shape: number[]): Tensor {
+  sameDevice('reshape', [t]);
+  const target = inferShape(shape, t.numel(), 'reshape');
+  const strides = viewStrides(t.shape, t._strides, target);
+  if (strides) return view(t, target, strides);
+  const c = contiguous(t);
+  const out = view(c, target, contiguousStrides(target));
+  c.dispose();
+  return out;
+}
+
+/** Reorders dims. */
+export function permute(t: Tensor, dims: number[]): Tensor {
+  sameDevice('permute', [t]);
+  const nd = dims.map((d) => normDim(d, t.ndim));
+  if (nd.length !== t.ndim || new Set(nd).size !== nd.length) {
+    throw new RangeError(`permute(sparse_coo): number of dimensions in the tensor input does not match the length of the desired ordering of dimensions i.e. input.dim() = ${t.ndim} is not equal to len(dims) = ${dims.length}`.replace('(sparse_coo)', ''));
+  }
+  return view(t, nd.map((d) => t.shape[d]), nd.map((d) => t._strides[d]));
+}
+
+/** Swaps two dims. */
+export function transpose(t: Tensor, d0: number, d1: number): Tensor {
+  if (t.ndim === 0) return view(t, [], []);
+  const a = normDim(d0, t.ndim), b = normDim(d1, t.ndim);
+  const perm = t.shape.map((_, i) => i);
+  [perm[a], perm[b]] = [perm[b], perm[a]];
+  return permute(t, perm);
+}
+
+/** `t.T` for 2-D tensors (`t()` in PyTorch). */
+export function t2(t: Tensor): Tensor {
+  if (t.ndim > 2) throw new RangeError(`t() expects a tensor with <= 2 dimensions, but self is ${t.ndim}D`);
+  return t.ndim < 2 ? view(t, t.shape, t._strides) : transpose(t, 0, 1);
+}
+
+/** Broadcasts to a larger shape without copying (`-1` keeps a size). */
+export function expand(t: Tensor, shape: number[]): Tensor {
+  sameDevice('expand', [t]);
+  if (shape.length < t.ndim) {
+    throw new RangeError(`expand: the number of sizes provided (${shape.length}) must be greater or equal to the number of dimensions in the tensor (${t.ndim})`);
+  }
+  const off = shape.length - t.ndim;
+  const strides = shape.map((s, i) => {
+    const j = i - off;
+    if (j < 0) {
+      if (s < 0) throw new RangeError(`expand: -1 is not allowed in a leading, non-existing dimension (${fmt(shape)})`);
+      return 0;
+    }
+    const have = t.shape[j];
+    if (s === -1 || s === have) return t._strides[j];
+    if (have === 1) return 0;
+    throw new RangeError(`The expanded size of the tensor (${s}) must match the existing size (${have}) at non-singleton dimension ${i}.  Target sizes: ${fmt(shape)}.  Tensor sizes: ${fmt(t.shape)}`);
+  });
+  return view(t, shape.map((s, i) => (s === -1 ? t.shape[i - off] : s)), strides);
+}
+
+/** Removes size-1 dims (all, or one). */
+export function squeeze(t: Tensor, dim?: number): Tensor {
+  sameDevice('squeeze', [t]);
+  const keep = t.shape.map((s, i) => (dim === undefined ? s !== 1 : i !== normDim(dim, t.ndim) || s !== 1));
+  return view(t, t.shape.filter((_, i) => keep[i]), t._strides.filter((_, i) => keep[i]));
+}
+
+/** Inserts a size-1 dim. */
+export function unsqueeze(t: Tensor, dim: number): Tensor {
+  sameDevice('unsqueeze', [t]);
+  const d = normDim(dim, t.ndim + 1);
+  const shape = t.shape.slice(), strides = t._strides.slice();
+  shape.splice(d, 0, 1);
+  strides.splice(d, 0, d < t.ndim ? t._strides[d] * t.shape[d] : 1);
+  return view(t, shape, strides);
+}
+
+/** Flattens dims `start..end` into one. */
+export function flatten(t: Tensor, start = 0, end = -1): Tensor {
+  if (t.ndim === 0) return reshape(t, [1]);
+  const s = normDim(start, t.ndim), e = normDim(end, t.ndim);
+  if (s > e) throw new RangeError('flatten() has invalid args: start_dim cannot come after end_dim');
+  return reshape(t, [...t.shape.slice(0, s), numel(t.shape.slice(s, e + 1)), ...t.shape.slice(e + 1)]);
+}
+
+/** `t[:, start:end:step]` along one dim (Python slice semantics, negative indices allowed). */
+export function slice(t: Tensor, dim: number, start?: number | null, end?: number | null, step = 1): Tensor {
+  sameDevice('slice', [t]);
+  const d = normDim(dim, t.ndim), size = t.shape[d];
+  if (!Number.isInteger(step) || step <= 0) throw new RangeError(`slice step must be positive, got ${step}`);
+  const clampIdx = (i: number) => Math.min(Math.max(i < 0 ? i + size : i, 0), size);
+  const s = start == null ? 0 : clampIdx(start), e = end == null ? size : clampIdx(end);
+  const len = Math.max(0, Math.ceil((e - s) / step));
+  const shape = t.shape.slice(), strides = t._strides.slice();
+  shape[d] = len;
+  strides[d] = t._strides[d] * step;
+  return view(t, shape, strides, t._offset + (len ? s * t._strides[d] : 0));
+}
+
+/** `t[..., i, ...]`: selects one index of a dim, removing it. */
+export function select(t: Tensor, dim: number, index: number): Tensor {
+  sameDevice('select', [t]);
+  if (t.ndim === 0) throw new RangeError('select() cannot be applied to a 0-dim tensor.');
+  const d = normDim(dim, t.ndim), size = t.shape[d];
+  if (!Number.isInteger(index) || index < -size || index >= size) {
+    throw new RangeError(`index ${index} is out of bounds for dimension ${d} with size ${size}`);
+  }
+  const i = index < 0 ? index + size : index;
+  return view(t, t.shape.filter((_, k) => k !== d), t._strides.filter((_, k) => k !== d), t._offset + i * t._strides[d]);
+}
+
+/** `narrow(dim, start, length)`. */
+export function narrow(t: Tensor, dim: number, start: number, length: number): Tensor {
+  const d = normDim(dim, t.ndim);
+  if (start < 0) start += t.shape[d];
+  if (start < 0 || length < 0 || start + length > t.shape[d]) {
+    throw new RangeError(`start (${start}) + length (${length}) exceeds dimension size (${t.shape[d]}).`);
+  }
+  return slice(t, d, start, start + length);
+}
+
+/** One index per dim: a number selects, `null`/`':'` keeps, `'a:b:c'` or `[a, b, c]` slices. */
+export type Index = number | null | string | [number?, number?, number?];
+
+/** Python-like basic indexing: `t.index(0, '1:3', null)` is `t[0, 1:3, :]`. */
+export function index(t: Tensor, ...idx: Index[]): Tensor {
+  if (idx.length > t.ndim) throw new RangeError(`too many indices for tensor of dimension ${t.ndim}`);
+  let out = t, dim = 0;
+  for (const i of idx) {
+    let next: Tensor;
+    if (typeof i === 'number') next = select(out, dim, i);
+    else if (i === null || i === ':') { dim++; continue; }
+    else {
+      const parts = typeof i === 'string' ? i.split(':').map((p) => (p.trim() === '' ? undefined : Number(p))) : i;
+      if (typeof i === 'string' && (parts.length < 2 || parts.length > 3 || parts.some((p) => p !== undefined && !Number.isInteger(p)))) {
+        throw new TypeError(`index: cannot parse slice ${JSON.stringify(i)}; expected 'start:end[:step]'`);
+      }
+      next = slice(out, dim, parts[0], parts[1], parts[2] ?? 1);
+      dim++;
+    }
+    if (out !== t) out.dispose();
+    out = next;
+  }
+  return out === t ? view(t, t.shape, t._strides) : out;
+}

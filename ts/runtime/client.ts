@@ -1,0 +1,114 @@
+/**
+ * The calling thread's end of one device: its worker, started lazily, and its command queue.
+ *
+ * An op appends a command and returns; the queue is flushed once per microtask as one
+ * `submit` message, so a burst of ops costs one postMessage, never one round trip per op.
+ * Every message goes through the same `ready` promise chain, so commands, reads and syncs
+ * reach the worker in the order the program issued them.
+ */
+import * as Comlink from 'comlink';
+import { spawnWorker, type WorkerHandle } from '../platform.js';
+import type { Command, DeviceInfo, WorkerApi } from '../worker/protocol.js';
+
+/** A device's worker and command queue. */
+export class DeviceClient {
+  /** Storage ids are per device. */
+  nextId = 1;
+  info: DeviceInfo | null = null;
+  private queue: Command[] = [];
+  private transfers: Transferable[] = [];
+  private scheduled = false;
+  private handle: WorkerHandle | null = null;
+  private ready: Promise<Comlink.Remote<WorkerApi>> | null = null;
+  /** Set when the worker could not start: every later sync point rethrows it. */
+  private startError: Error | null = null;
+  /** Results being awaited; while there are any, the worker keeps the process alive. */
+  private awaited = 0;
+
+  constructor(readonly name: string, readonly kind: 'cpu' | 'gpu', readonly index: number) {}
+
+  /** Starts the worker if needed; resolves with the device's description. */
+  start(): Promise<Comlink.Remote<WorkerApi>> {
+    this.ready ??= (async () => {
+      this.handle = await spawnWorker(this.kind);
+      const remote = Comlink.wrap<WorkerApi>(this.handle.endpoint);
+      try {
+        this.info = await this.awaiting(() => remote.init({ name: this.name, index: this.index }));
+      } catch (e) {
+        this.startError = new Error(`webtorch: device ${this.name} failed to start: ${(e as Error).message}`);
+        await this.handle.terminate();
+        throw this.startError;
+      }
+      return remote;
+    })();
+    return this.ready;
+  }
+
+  /** Whether the worker was started. */
+  get started(): boolean {
+    return this.ready !== null;
+  }
+
+  /** Keeps the process alive while `fn`'s result is awaited (Node workers are unref'd when idle). */
+  private async awaiting<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.awaited++ === 0) this.handle?.keepAlive(true);
+    try {
+      return await fn();
+    } finally {
+      if (--this.awaited === 0) this.handle?.keepAlive(false);
+    }
+  }
+
+  /** Queues a command; `transfer` lists buffers or ports that move with it. */
+  enqueue(cmd: Command, transfer?: Transferable[]): void {
+    this.queue.push(cmd);
+    if (transfer) this.transfers.push(...transfer);
+    if (!this.scheduled) {
+      this.scheduled = true;
+      queueMicrotask(() => this.flush());
+    }
+  }
+
+  /** Sends the queued commands now. */
+  flush(): void {
+    this.scheduled = false;
+    if (!this.queue.length) return;
+    const cmds = this.queue, transfers = this.transfers;
+    this.queue = [];
+    this.transfers = [];
+    this.start().then(
+      (r) => r.submit(Comlink.transfer(cmds, transfers)),
+      () => undefined,
+    );
+  }
+
+  /** Reads bytes of a storage once all earlier work has run. */
+  async read(id: number, byteOffset: number, bytes: number): Promise<ArrayBuffer> {
+    this.flush();
+    const r = await this.start();
+    return this.awaiting(() => r.read(id, byteOffset, bytes));
+  }
+
+  /** Waits for all queued work; rethrows the first asynchronous error since the last sync. */
+  async sync(): Promise<void> {
+    this.flush();
+    const r = await this.start();
+    await this.awaiting(() => r.sync());
+  }
+
+  /** Stops the worker. */
+  async close(): Promise<void> {
+    if (!this.ready) return;
+    this.flush();
+    try {
+      const r = await this.ready;
+      await r.close();
+      r[Comlink.releaseProxy]();
+    } catch {
+      /* a device that failed to start has nothing to close */
+    }
+    await this.handle?.terminate();
+    this.ready = null;
+    this.handle = null;
+  }
+}

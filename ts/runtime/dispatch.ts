@@ -1,0 +1,44 @@
+/**
+ * The hop between an op's checks and its device: output allocation, the same-device rule,
+ * and queuing the kernel command. Every op goes `Tensor` → `ts/ops/*` → here → the worker.
+ */
+import { elementSize, storageCode, type DType } from '../dtype.js';
+import { clientOf, type Device } from '../device.js';
+import { contiguousStrides, numel } from '../shape.js';
+import { Tensor } from '../tensor.js';
+import type { Command, ViewRef } from '../worker/protocol.js';
+import { Storage } from './storage.js';
+
+/** A new contiguous tensor with uninitialised contents. */
+export function alloc(shape: readonly number[], dtype: DType, device: Device): Tensor {
+  const storage = Storage.alloc(device, numel(shape) * elementSize(dtype));
+  return new Tensor(storage, shape.slice(), contiguousStrides(shape), 0, dtype);
+}
+
+/** The kernel's view of a tensor, optionally with broadcast strides. */
+export function ref(t: Tensor, strides: readonly number[] = t._strides): ViewRef {
+  return { id: t.storage.id, strides: strides.slice(), offset: t._offset };
+}
+
+/** The storage code of a tensor's dtype. */
+export const code = (t: Tensor | DType) => storageCode(typeof t === 'string' ? t : t.dtype);
+
+/**
+ * The one device of an op's tensors, or PyTorch's error naming two of them.
+ * Also rejects disposed tensors.
+ */
+export function sameDevice(op: string, tensors: Tensor[]): Device {
+  const first = tensors[0]._check(op).device;
+  for (const t of tensors) {
+    t._check(op);
+    if (t.device !== first) {
+      throw new Error(`Expected all tensors to be on the same device, but found at least two devices, ${first} and ${t.device}! (when checking arguments for ${op})`);
+    }
+  }
+  return first;
+}
+
+/** Queues a command on a device. */
+export function launch(device: Device, cmd: Command, transfer?: Transferable[]): void {
+  clientOf(device).enqueue(cmd, transfer);
+}

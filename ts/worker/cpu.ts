@@ -1,0 +1,184 @@
+/**
+ * The `cpu` worker: AssemblyScript kernels (SIMD) over one WebAssembly memory.
+ *
+ * Storages are byte ranges of that memory. Until the caching allocator hands out
+ * (segment, offset) pairs from the calling thread, ranges come from a first-fit free list here,
+ * 16-byte aligned so SIMD loads stay aligned. Kernel descriptors (shape, strides, offsets) are
+ * written as i32s into the module's scratch area before each call. Pointers are bytes; strides
+ * and offsets are elements, as the kernels expect.
+ */
+import { StorageCode } from '../dtype.js';
+import { loadKernelWasm } from '../platform.js';
+import type { Backend } from './executor.js';
+import type { Command, DeviceInfo, ViewRef } from './protocol.js';
+
+/** The AssemblyScript kernels' exports (see `assembly/index.ts`). */
+interface Kernels {
+  memory: WebAssembly.Memory;
+  heapBase(): number;
+  scratch(): number;
+  copy(srcDt: number, dstDt: number, src: number, dst: number, p: number): void;
+  copyStrided(srcDt: number, dstDt: number, src: number, dst: number, p: number): void;
+  unary(op: number, dt: number, outDt: number, a: number, out: number, p: number, s0: number, s1: number, s2: number): void;
+  binary(op: number, dt: number, outDt: number, a: number, b: number, out: number, p: number, alpha: number): void;
+  where(dt: number, c: number, a: number, b: number, out: number, p: number): void;
+  reduce(op: number, dt: number, outDt: number, a: number, out: number, outer: number, inner: number): void;
+  matmulWorkspaceBytes(m: number, n: number, k: number): number;
+  matmul(dt: number, a: number, b: number, out: number, p: number, ws: number): void;
+  fill(dt: number, out: number, n: number, value: number): void;
+  arange(dt: number, out: number, n: number, start: number, step: number): void;
+}
+
+const ALIGN = 16;
+const ELEMENT_BYTES = [4, 4, 1, 1, 2, 2];
+
+let K: Kernels;
+let heapEnd = 0;
+/** Free ranges [start, size], sorted by start. */
+const freeList: [number, number][] = [];
+const ranges = new Map<number, [number, number]>();
+
+function allocRange(bytes: number): number {
+  const size = Math.max(ALIGN, Math.ceil(bytes / ALIGN) * ALIGN);
+  for (let i = 0; i < freeList.length; i++) {
+    const [start, have] = freeList[i];
+    if (have < size) continue;
+    if (have === size) freeList.splice(i, 1);
+    else freeList[i] = [start + size, have - size];
+    return start;
+  }
+  const start = heapEnd;
+  heapEnd += size;
+  const need = heapEnd - K.memory.buffer.byteLength;
+  if (need > 0) K.memory.grow(Math.ceil(need / 65536));
+  return start;
+}
+
+function freeRange(start: number, bytes: number): void {
+  const size = Math.max(ALIGN, Math.ceil(bytes / ALIGN) * ALIGN);
+  let i = 0;
+  while (i < freeList.length && freeList[i][0] < start) i++;
+  freeList.splice(i, 0, [start, size]);
+  for (let j = Math.min(i + 1, freeList.length - 1); j > 0; j--) {
+    const [a, as] = freeList[j - 1], [b, bs] = freeList[j];
+    if (a + as === b) freeList.splice(j - 1, 2, [a, as + bs]);
+  }
+  const last = freeList[freeList.length - 1];
+  if (last && last[0] + last[1] === heapEnd) {
+    heapEnd = last[0];
+    freeList.pop();
+  }
+}
+
+function ptr(id: number): number {
+  const r = ranges.get(id);
+  if (!r) throw new Error(`storage ${id} does not exist on this device`);
+  return r[0];
+}
+
+/** Writes i32 words into the scratch area and returns its address. */
+function desc(words: number[]): number {
+  const p = K.scratch();
+  new Int32Array(K.memory.buffer, p, words.length).set(words);
+  return p;
+}
+
+const pad8 = (xs: number[]) => [...xs, ...new Array(8 - xs.length).fill(0)].slice(0, xs.length);
+const viewWords = (shape: number[], views: ViewRef[]): number[] => {
+  const n = shape.reduce((a, b) => a * b, 1);
+  const out = [shape.length, n, ...pad8(shape)];
+  for (const v of views) out.push(...v.strides, v.offset);
+  return out;
+};
+
+function run(cmd: Command): void {
+  switch (cmd.k) {
+    case 'alloc':
+      ranges.set(cmd.id, [allocRange(cmd.bytes), cmd.bytes]);
+      return;
+    case 'free': {
+      const [start, bytes] = ranges.get(cmd.id)!;
+      ranges.delete(cmd.id);
+      freeRange(start, bytes);
+      return;
+    }
+    case 'write':
+      write(cmd.id, 0, cmd.data);
+      return;
+    case 'fill':
+      return K.fill(cmd.dt, ptr(cmd.out), cmd.n, cmd.value);
+    case 'arange':
+      return K.arange(cmd.dt, ptr(cmd.out), cmd.n, cmd.start, cmd.step);
+    case 'copy':
+      return K.copy(cmd.srcDt, cmd.dt, ptr(cmd.src.id), ptr(cmd.out), desc(viewWords(cmd.shape, [cmd.src])));
+    case 'copyInto':
+      return K.copyStrided(cmd.srcDt, cmd.dt, ptr(cmd.src.id), ptr(cmd.dst.id), desc(viewWords(cmd.shape, [cmd.src, cmd.dst])));
+    case 'unary':
+      return K.unary(cmd.op, cmd.dt, cmd.outDt, ptr(cmd.a.id), ptr(cmd.out), desc(viewWords(cmd.shape, [cmd.a])), ...cmd.s);
+    case 'binary':
+      return K.binary(cmd.op, cmd.dt, cmd.outDt, ptr(cmd.a.id), ptr(cmd.b.id), ptr(cmd.out), desc(viewWords(cmd.shape, [cmd.a, cmd.b])), cmd.alpha);
+    case 'where':
+      return K.where(cmd.dt, ptr(cmd.c.id), ptr(cmd.a.id), ptr(cmd.b.id), ptr(cmd.out), desc(viewWords(cmd.shape, [cmd.c, cmd.a, cmd.b])));
+    case 'reduce':
+      return K.reduce(cmd.op, cmd.dt, cmd.outDt, ptr(cmd.a.id) + cmd.a.offset * ELEMENT_BYTES[cmd.dt], ptr(cmd.out), cmd.outer, cmd.inner);
+    case 'matmul': {
+      const p = [cmd.batch, cmd.m, cmd.n, cmd.kk, ...cmd.aStrides, cmd.a.offset, ...cmd.bStrides, cmd.b.offset];
+      const wsBytes = K.matmulWorkspaceBytes(cmd.m, cmd.n, cmd.kk);
+      const ws = wsBytes > 0 ? allocRange(wsBytes) : 0;
+      const out = ptr(cmd.out), a = ptr(cmd.a.id), b = ptr(cmd.b.id);
+      if (cmd.dt === StorageCode.F32) K.matmul(cmd.dt, a, b, out, desc(p), ws);
+      else {
+        // 16-bit floats: multiply in f32, then round into the output once.
+        const n = cmd.batch * cmd.m * cmd.n, tmp = allocRange(n * 4);
+        const conv = (src: number, dt: number, count: number) => {
+          const dst = allocRange(count * 4);
+          K.copy(dt, StorageCode.F32, src, dst, desc([1, count, count, 1, 0]));
+          return dst;
+        };
+        const extent = (v: ViewRef, s: number[], rows: number, cols: number) => v.offset + (cmd.batch - 1) * s[0] + (rows - 1) * s[1] + (cols - 1) * s[2] + 1;
+        const aN = extent(cmd.a, cmd.aStrides, cmd.m, cmd.kk), bN = extent(cmd.b, cmd.bStrides, cmd.kk, cmd.n);
+        const a32 = conv(a, cmd.dt, aN), b32 = conv(b, cmd.dt, bN);
+        K.matmul(StorageCode.F32, a32, b32, tmp, desc(p), ws);
+        K.copy(StorageCode.F32, cmd.dt, tmp, out, desc([1, n, n, 1, 0]));
+        freeRange(a32, aN * 4);
+        freeRange(b32, bN * 4);
+        freeRange(tmp, n * 4);
+      }
+      if (ws) freeRange(ws, wsBytes);
+      return;
+    }
+    default:
+      throw new Error(`unknown command ${cmd.k}`);
+  }
+}
+
+function write(id: number, byteOffset: number, data: ArrayBuffer): void {
+  new Uint8Array(K.memory.buffer, ptr(id) + byteOffset, data.byteLength).set(new Uint8Array(data));
+}
+
+/** The cpu device backend. */
+export const cpuBackend: Backend = {
+  async init({ name }): Promise<DeviceInfo> {
+    const module = await loadKernelWasm();
+    const instance = await WebAssembly.instantiate(module, {
+      env: {
+        abort: (_msg: number, _file: number, line: number, col: number) => {
+          throw new Error(`wasm kernel aborted at ${line}:${col}`);
+        },
+      },
+    });
+    K = instance.exports as unknown as Kernels;
+    heapEnd = K.heapBase();
+    return {
+      name, kind: 'cpu', vendor: 'webassembly', architecture: 'wasm32+simd128', description: 'AssemblyScript kernels on WebAssembly',
+      features: ['simd128'], limits: {}, nativeF16: false,
+    };
+  },
+  run,
+  flush() {},
+  read: (id, byteOffset, bytes) => K.memory.buffer.slice(ptr(id) + byteOffset, ptr(id) + byteOffset + bytes),
+  write,
+  async idle() {},
+  close() {},
+};
+

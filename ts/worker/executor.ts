@@ -1,0 +1,116 @@
+/**
+ * The device side of the protocol, shared by the cpu and gpu workers: an in-order executor.
+ *
+ * Batches run strictly in submission order. Most commands run synchronously inside a batch;
+ * the few that wait (`send` reading a GPU buffer back, `recv` waiting for a peer) make the
+ * executor await, and everything after them waits too, like work queued behind a blocking
+ * operation on a CUDA stream. A failing command records the first error with the op's name and
+ * the executor carries on, so frees still run and nothing leaks; the error surfaces at the next
+ * `read`/`sync`, as CUDA reports asynchronous errors.
+ *
+ * Device-to-device copies travel over MessagePorts between workers, never through the caller.
+ * A copy is a (`send` on the source, `recv` on the destination) pair with a shared tag.
+ */
+import * as Comlink from 'comlink';
+import { exposeWorker, onPortMessage } from '../platform.js';
+import type { Command, DeviceInfo, WorkerApi } from './protocol.js';
+
+/** What a device implements; everything else (ordering, peers, errors) is the executor's. */
+export interface Backend {
+  init(options: { name: string; index: number }): Promise<DeviceInfo>;
+  /** Runs one compute or memory command synchronously (may just record GPU work). */
+  run(cmd: Command): void;
+  /** Ends a batch (the GPU submits its encoder). */
+  flush(): void;
+  /** Reads bytes of a storage after all recorded work. */
+  read(id: number, byteOffset: number, bytes: number): Promise<ArrayBuffer> | ArrayBuffer;
+  /** Writes bytes into a storage, ordered after all recorded work. */
+  write(id: number, byteOffset: number, data: ArrayBuffer): void;
+  /** Waits until all submitted work is complete. */
+  idle(): Promise<void>;
+  close(): void;
+}
+
+/** Makes the worker API around a backend and exposes it to the parent thread. */
+export function serve(backend: Backend): void {
+  const peers = new Map<string, MessagePort>();
+  const mailbox = new Map<string, ArrayBuffer>();
+  const waiting = new Map<string, (data: ArrayBuffer) => void>();
+  let chain: Promise<void> = Promise.resolve();
+  let failure: Error | null = null;
+
+  const fail = (op: string, e: unknown) => {
+    if (!failure) failure = new Error(`${op} failed on device: ${e instanceof Error ? e.message : String(e)}`);
+  };
+  const receive = (peer: string, tag: number) => {
+    const key = `${peer}#${tag}`;
+    const have = mailbox.get(key);
+    if (have) {
+      mailbox.delete(key);
+      return Promise.resolve(have);
+    }
+    return new Promise<ArrayBuffer>((resolve) => waiting.set(key, resolve));
+  };
+
+  async function runBatch(cmds: Command[]): Promise<void> {
+    for (const cmd of cmds) {
+      try {
+        if (cmd.k === 'connect') {
+          peers.set(cmd.peer, cmd.port);
+          onPortMessage(cmd.port, (msg) => {
+            const { tag, data } = msg as { tag: number; data: ArrayBuffer };
+            const key = `${cmd.peer}#${tag}`;
+            const w = waiting.get(key);
+            if (w) {
+              waiting.delete(key);
+              w(data);
+            } else mailbox.set(key, data);
+          });
+        } else if (cmd.k === 'send') {
+          backend.flush();
+          const data = await backend.read(cmd.id, cmd.byteOffset, cmd.bytes);
+          peers.get(cmd.peer)!.postMessage({ tag: cmd.tag, data }, [data]);
+        } else if (cmd.k === 'recv') {
+          backend.flush();
+          backend.write(cmd.id, cmd.byteOffset, await receive(cmd.peer, cmd.tag));
+        } else {
+          backend.run(cmd);
+        }
+      } catch (e) {
+        fail(cmd.k, e);
+      }
+    }
+    backend.flush();
+  }
+
+  const enqueue = <T>(fn: () => Promise<T> | T): Promise<T> => {
+    const p = chain.then(fn);
+    chain = p.then(() => undefined, () => undefined);
+    return p;
+  };
+  const takeFailure = () => {
+    const f = failure;
+    failure = null;
+    if (f) throw f;
+  };
+
+  const api: WorkerApi = {
+    init: (options) => backend.init(options),
+    submit(cmds) {
+      void enqueue(() => runBatch(cmds));
+    },
+    read: (id, byteOffset, bytes) =>
+      enqueue(async () => {
+        const data = await backend.read(id, byteOffset, bytes);
+        takeFailure();
+        return Comlink.transfer(data, [data]);
+      }),
+    sync: () =>
+      enqueue(async () => {
+        await backend.idle();
+        takeFailure();
+      }),
+    close: () => enqueue(() => backend.close()),
+  };
+  void exposeWorker(api);
+}

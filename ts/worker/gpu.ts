@@ -1,0 +1,310 @@
+/**
+ * The `gpu:N` worker: one GPUDevice, WGSL kernels, one command encoder per batch.
+ *
+ * Kernel params of a whole batch go into one buffer (each dispatch binds its slice at an
+ * aligned offset), written with `queue.writeBuffer` just before the batch's encoder is
+ * submitted, so a batch costs one write and one submit however many ops it holds. Pipelines
+ * are cached by their WGSL source. Storages are whole GPUBuffers for now, addressed by element
+ * offsets, so the caching allocator can hand out (segment, offset) pairs without kernel changes.
+ * Outputs that the 32-bit-only kernels (reduce, matmul) cannot pack are written to a scratch
+ * buffer and cast by the copy kernel.
+ */
+import { StorageCode } from '../dtype.js';
+import { getGpu } from '../platform.js';
+import { MAX_X, WG, mapInvocations, mapKey, mapParams, mapShader, scatterShader, type MapKernel } from '../../wgsl/elementwise.js';
+import { computeType, elementsPerWord } from '../../wgsl/dtype.js';
+import { reduceShader } from '../../wgsl/reduce.js';
+import { TILE, matmulShader } from '../../wgsl/matmul.js';
+import { ELEMENTWISE, WGSL_PRELUDE } from '../ops/table.js';
+import type { Backend } from './executor.js';
+import type { Command, DeviceInfo, ViewRef } from './protocol.js';
+
+const UNARY = new Map(ELEMENTWISE.filter((o) => o.arity === 1).map((o) => [o.code, o]));
+const BINARY = new Map(ELEMENTWISE.filter((o) => o.arity === 2).map((o) => [o.code, o]));
+
+/** Dawn tears its instance down once the object from `create()` is collected: keep both alive. */
+let gpu: GPU | null = null;
+let adapter: GPUAdapter | null = null;
+let device: GPUDevice;
+let paramAlign = 256;
+const buffers = new Map<number, GPUBuffer>();
+const pipelines = new Map<string, GPUComputePipeline>();
+let encoder: GPUCommandEncoder | null = null;
+let pass: GPUComputePassEncoder | null = null;
+let params = new Uint8Array(new ArrayBuffer(1 << 16));
+let paramBytes = 0;
+let paramBuffer: GPUBuffer | null = null;
+const pendingBinds: { pipeline: GPUComputePipeline; buffers: (GPUBuffer | 'params')[]; offset: number; size: number; grid: [number, number, number] }[] = [];
+/** Buffers to destroy once the work recorded so far is submitted. */
+const retired: GPUBuffer[] = [];
+/** Pending validation/out-of-memory checks of submitted batches. */
+const errorChecks: Promise<GPUError | null>[] = [];
+let scoped = false;
+
+/** Catches validation and out-of-memory errors of the work recorded until the next flush. */
+function openScope(): void {
+  if (scoped) return;
+  device.pushErrorScope('out-of-memory');
+  device.pushErrorScope('validation');
+  scoped = true;
+}
+
+/** Throws the first GPU error of the batches submitted so far. */
+async function checkErrors(): Promise<void> {
+  const errs = await Promise.all(errorChecks.splice(0));
+  const e = errs.find((x) => x);
+  if (e) throw new Error(e.message);
+}
+
+function pipeline(code: string): GPUComputePipeline {
+  let p = pipelines.get(code);
+  if (!p) {
+    p = device.createComputePipeline({ layout: 'auto', compute: { module: device.createShaderModule({ code }), entryPoint: 'main' } });
+    pipelines.set(code, p);
+  }
+  return p;
+}
+
+function buf(id: number): GPUBuffer {
+  const b = buffers.get(id);
+  if (!b) throw new Error(`storage ${id} does not exist on this device`);
+  return b;
+}
+
+/** Queues one dispatch; its params are appended to the batch's params block. */
+function dispatch(code: string, bind: GPUBuffer[], p: ArrayBuffer, grid: [number, number, number]): void {
+  openScope();
+  const offset = Math.ceil(paramBytes / paramAlign) * paramAlign;
+  if (offset + p.byteLength > params.length) {
+    const grown = new Uint8Array(new ArrayBuffer(Math.max(params.length * 2, offset + p.byteLength)));
+    grown.set(params.subarray(0, paramBytes));
+    params = grown;
+  }
+  params.set(new Uint8Array(p), offset);
+  paramBytes = offset + p.byteLength;
+  pendingBinds.push({ pipeline: pipeline(code), buffers: ['params', ...bind], offset, size: p.byteLength, grid });
+}
+
+function grid1d(invocations: number, wg = WG): [number, number, number] {
+  const groups = Math.max(1, Math.ceil(invocations / wg));
+  return groups <= MAX_X ? [groups, 1, 1] : [MAX_X, Math.ceil(groups / MAX_X), 1];
+}
+
+function runMap(k: MapKernel, out: GPUBuffer, inputs: ViewRef[], shape: number[], scalars: number[], inputBuffers = inputs.map((r) => buf(r.id))): void {
+  const n = shape.reduce((a, b) => a * b, 1);
+  if (n === 0) return;
+  dispatch(mapShader(k), [out, ...inputBuffers], mapParams(n, shape, inputs, scalars), grid1d(mapInvocations(n, k.outDt)));
+}
+
+const contiguousIn = (r: ViewRef, shape: number[]): boolean => {
+  let acc = 1;
+  for (let d = shape.length - 1; d >= 0; d--) {
+    if (shape[d] !== 1 && r.strides[d] !== acc) return false;
+    acc *= shape[d];
+  }
+  return true;
+};
+
+function mapKernel(inputs: { r: ViewRef; dt: StorageCode }[], shape: number[], outDt: StorageCode, expr: string, exprType: 'f32' | 'i32'): MapKernel {
+  return {
+    rank: shape.length,
+    inputs: inputs.map(({ r, dt }) => ({ dt, contiguous: contiguousIn(r, shape) })),
+    outDt, expr, exprType, prelude: WGSL_PRELUDE,
+  };
+}
+
+/** Runs `write` into a 32-bit buffer, then casts it into `out` when `outDt` is packed. */
+function viaScratch(out: number, outDt: StorageCode, n: number, write: (target: GPUBuffer, dt: StorageCode) => void, srcDt: StorageCode): void {
+  if (elementsPerWord(outDt) === 1) return write(buf(out), outDt);
+  const tmp = device.createBuffer({ size: Math.max(4, n * 4), usage: GPUBufferUsage.STORAGE });
+  retired.push(tmp);
+  write(tmp, srcDt);
+  const src = { id: -1, strides: [1], offset: 0 };
+  runMap(mapKernel([{ r: src, dt: srcDt }], [n], outDt, 'x0', computeType(srcDt)), buf(out), [src], [n], [], [tmp]);
+}
+
+function run(cmd: Command): void {
+  switch (cmd.k) {
+    case 'alloc':
+      openScope();
+      buffers.set(cmd.id, device.createBuffer({
+        size: Math.max(4, Math.ceil(cmd.bytes / 4) * 4),
+        usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST,
+      }));
+      return;
+    case 'free':
+      retired.push(buf(cmd.id));
+      buffers.delete(cmd.id);
+      return;
+    case 'write':
+      write(cmd.id, 0, cmd.data);
+      return;
+    case 'fill': {
+      const e = computeType(cmd.dt) === 'f32' ? 's0' : 'i32(s0)';
+      runMap(mapKernel([], [cmd.n], cmd.dt, e, computeType(cmd.dt)), buf(cmd.out), [], [cmd.n], [cmd.value]);
+      return;
+    }
+    case 'arange': {
+      const e = computeType(cmd.dt) === 'f32' ? 's0 + f32(i) * s1' : 'i32(s0) + i32(i) * i32(s1)';
+      runMap(mapKernel([], [cmd.n], cmd.dt, e, computeType(cmd.dt)), buf(cmd.out), [], [cmd.n], [cmd.start, cmd.step]);
+      return;
+    }
+    case 'copy':
+      runMap(mapKernel([{ r: cmd.src, dt: cmd.srcDt }], cmd.shape, cmd.dt, 'x0', computeType(cmd.srcDt)), buf(cmd.out), [cmd.src], cmd.shape, []);
+      return;
+    case 'copyInto': {
+      const n = cmd.shape.reduce((a, b) => a * b, 1);
+      if (n === 0) return;
+      dispatch(scatterShader(cmd.shape.length, cmd.srcDt, cmd.dt), [buf(cmd.dst.id), buf(cmd.src.id)],
+        mapParams(n, cmd.shape, [cmd.src, cmd.dst]), grid1d(n));
+      return;
+    }
+    case 'unary': {
+      const op = UNARY.get(cmd.op)!;
+      const t = computeType(cmd.dt);
+      const expr = t === 'f32' ? op.wgsl.f32 : op.wgsl.i32;
+      if (!expr) throw new Error(`${op.name} has no ${t} kernel`);
+      const exprType = op.dtypes === 'bool' ? 'i32' : t;
+      runMap(mapKernel([{ r: cmd.a, dt: cmd.dt }], cmd.shape, cmd.outDt, expr, exprType), buf(cmd.out), [cmd.a], cmd.shape, cmd.s);
+      return;
+    }
+    case 'binary': {
+      const op = BINARY.get(cmd.op)!;
+      const t = computeType(cmd.dt);
+      const expr = t === 'f32' ? op.wgsl.f32 : op.wgsl.i32;
+      if (!expr) throw new Error(`${op.name} has no ${t} kernel`);
+      const exprType = op.dtypes === 'bool' ? 'i32' : t;
+      runMap(mapKernel([{ r: cmd.a, dt: cmd.dt }, { r: cmd.b, dt: cmd.dt }], cmd.shape, cmd.outDt, expr, exprType), buf(cmd.out), [cmd.a, cmd.b], cmd.shape, [cmd.alpha]);
+      return;
+    }
+    case 'where':
+      runMap(mapKernel([{ r: cmd.c, dt: StorageCode.Bool }, { r: cmd.a, dt: cmd.dt }, { r: cmd.b, dt: cmd.dt }], cmd.shape, cmd.dt,
+        `select(x2, x1, x0 != 0i)`, computeType(cmd.dt)), buf(cmd.out), [cmd.c, cmd.a, cmd.b], cmd.shape, []);
+      return;
+    case 'reduce': {
+      if (cmd.outer === 0) return;
+      const p = new Uint32Array([cmd.outer, cmd.inner, cmd.a.offset]).buffer;
+      const kernelOut = cmd.op === 4 || cmd.op === 5 || cmd.op === 6 || cmd.op === 7 ? StorageCode.I32 : computeType(cmd.dt) === 'f32' ? StorageCode.F32 : StorageCode.I32;
+      viaScratch(cmd.out, cmd.outDt, cmd.outer, (target) => {
+        dispatch(reduceShader(cmd.op, cmd.dt), [target, buf(cmd.a.id)], p, grid1d(cmd.outer, 1));
+      }, kernelOut);
+      return;
+    }
+    case 'matmul': {
+      const { m, n, kk, batch } = cmd;
+      if (batch * m * n === 0) return;
+      const p = new Uint32Array([m, n, kk, cmd.a.offset, ...cmd.aStrides, cmd.b.offset, ...cmd.bStrides]).buffer;
+      viaScratch(cmd.out, cmd.dt, batch * m * n, (target) => {
+        dispatch(matmulShader(cmd.dt), [target, buf(cmd.a.id), buf(cmd.b.id)], p, [Math.ceil(n / TILE), Math.ceil(m / TILE), batch]);
+      }, StorageCode.F32);
+      return;
+    }
+    default:
+      throw new Error(`unknown command ${cmd.k}`);
+  }
+}
+
+/** Records pending dispatches into a pass of the current encoder. */
+function encodePending(): void {
+  if (!pendingBinds.length) return;
+  if (!paramBuffer || paramBuffer.size < paramBytes) {
+    paramBuffer?.destroy();
+    paramBuffer = device.createBuffer({ size: Math.max(1 << 16, Math.ceil(paramBytes / 4096) * 4096 * 2), usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST });
+  }
+  device.queue.writeBuffer(paramBuffer, 0, params, 0, Math.ceil(paramBytes / 4) * 4);
+  encoder ??= device.createCommandEncoder();
+  pass = encoder.beginComputePass();
+  for (const d of pendingBinds) {
+    const entries = d.buffers.map((b, i) => ({
+      binding: i,
+      resource: b === 'params' ? { buffer: paramBuffer!, offset: d.offset, size: d.size } : { buffer: b },
+    }));
+    pass.setPipeline(d.pipeline);
+    pass.setBindGroup(0, device.createBindGroup({ layout: d.pipeline.getBindGroupLayout(0), entries }));
+    pass.dispatchWorkgroups(...d.grid);
+  }
+  pass.end();
+  pass = null;
+  pendingBinds.length = 0;
+  paramBytes = 0;
+}
+
+/** Submits everything recorded so far. */
+function flush(): void {
+  encodePending();
+  if (encoder) {
+    device.queue.submit([encoder.finish()]);
+    encoder = null;
+  }
+  for (const b of retired.splice(0)) b.destroy();
+  if (scoped) {
+    errorChecks.push(device.popErrorScope(), device.popErrorScope());
+    scoped = false;
+  }
+}
+
+function write(id: number, byteOffset: number, data: ArrayBuffer): void {
+  flush();
+  const padded = data.byteLength % 4 ? new Uint8Array(Math.ceil(data.byteLength / 4) * 4) : new Uint8Array(data);
+  if (padded.buffer !== data) padded.set(new Uint8Array(data));
+  device.queue.writeBuffer(buf(id), byteOffset, padded);
+}
+
+async function read(id: number, byteOffset: number, bytes: number): Promise<ArrayBuffer> {
+  flush();
+  if (bytes === 0) return new ArrayBuffer(0);
+  const start = byteOffset & ~3, size = Math.ceil((byteOffset + bytes) / 4) * 4 - start;
+  const staging = device.createBuffer({ size, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+  const enc = device.createCommandEncoder();
+  enc.copyBufferToBuffer(buf(id), start, staging, 0, size);
+  device.queue.submit([enc.finish()]);
+  await staging.mapAsync(GPUMapMode.READ);
+  const out = staging.getMappedRange().slice(byteOffset - start, byteOffset - start + bytes);
+  staging.unmap();
+  staging.destroy();
+  await checkErrors();
+  return out;
+}
+
+/** The gpu device backend. */
+export const gpuBackend: Backend = {
+  async init({ name }): Promise<DeviceInfo> {
+    gpu = await getGpu();
+    if (!gpu) throw new Error('WebGPU is not available on this platform (no navigator.gpu)');
+    const found = await gpu.requestAdapter({ powerPreference: 'high-performance' });
+    if (!found) throw new Error('no WebGPU adapter was found');
+    adapter = found;
+    const want: GPUFeatureName[] = ['shader-f16', 'timestamp-query', 'subgroups'];
+    const features = want.filter((f) => found.features.has(f));
+    const limitNames = ['maxStorageBufferBindingSize', 'maxBufferSize', 'maxComputeWorkgroupStorageSize', 'maxComputeInvocationsPerWorkgroup', 'minStorageBufferOffsetAlignment', 'maxStorageBuffersPerShaderStage'] as const;
+    const requiredLimits: Record<string, number> = {};
+    for (const l of limitNames) requiredLimits[l] = found.limits[l];
+    device = await found.requestDevice({ requiredFeatures: features, requiredLimits });
+    paramAlign = device.limits.minStorageBufferOffsetAlignment;
+    const info = found.info;
+    const limits: Record<string, number> = {};
+    for (const l of limitNames) limits[l] = device.limits[l];
+    return {
+      name, kind: 'gpu', vendor: info.vendor, architecture: info.architecture, description: info.description || info.device,
+      features: [...found.features].map(String).sort(), limits, nativeF16: features.includes('shader-f16'),
+    };
+  },
+  run,
+  flush,
+  read,
+  write,
+  async idle() {
+    flush();
+    await device.queue.onSubmittedWorkDone();
+    await checkErrors();
+  },
+  close() {
+    flush();
+    for (const b of buffers.values()) b.destroy();
+    buffers.clear();
+    device?.destroy();
+    adapter = null;
+    gpu = null;
+  },
+};
+

@@ -1,0 +1,69 @@
+/**
+ * The messages between the facade and a device worker: the backend interface.
+ *
+ * It is deliberately small and untyped in tensor terms: storages are integer ids with a byte
+ * size, views are (shape, strides, offset) in elements, dtypes are storage codes. Broadcasting,
+ * promotion, autograd and validation stay in the facade. A batch of commands arrives in one
+ * `submit` per microtask; the worker runs them in order, and `read`/`sync` resolve once every
+ * command submitted before them has run.
+ */
+import type { StorageCode } from '../dtype.js';
+
+/** A strided view of a storage. */
+export interface ViewRef {
+  id: number;
+  strides: number[];
+  offset: number;
+}
+
+/** One command of a batch. `out` storages are contiguous, starting at element 0. */
+export type Command =
+  | { k: 'alloc'; id: number; bytes: number }
+  | { k: 'free'; id: number }
+  | { k: 'write'; id: number; data: ArrayBuffer }
+  | { k: 'fill'; out: number; dt: StorageCode; n: number; value: number }
+  | { k: 'arange'; out: number; dt: StorageCode; n: number; start: number; step: number }
+  | { k: 'copy'; src: ViewRef; srcDt: StorageCode; out: number; dt: StorageCode; shape: number[] }
+  | { k: 'copyInto'; src: ViewRef; srcDt: StorageCode; dst: ViewRef; dt: StorageCode; shape: number[] }
+  | { k: 'unary'; op: number; a: ViewRef; dt: StorageCode; out: number; outDt: StorageCode; shape: number[]; s: [number, number, number] }
+  | { k: 'binary'; op: number; a: ViewRef; b: ViewRef; dt: StorageCode; out: number; outDt: StorageCode; shape: number[]; alpha: number }
+  | { k: 'where'; c: ViewRef; a: ViewRef; b: ViewRef; dt: StorageCode; out: number; shape: number[] }
+  | { k: 'reduce'; op: number; a: ViewRef; dt: StorageCode; out: number; outDt: StorageCode; outer: number; inner: number }
+  | { k: 'matmul'; a: ViewRef; b: ViewRef; dt: StorageCode; out: number; batch: number; m: number; n: number; kk: number;
+      aStrides: [number, number, number]; bStrides: [number, number, number] }
+  | { k: 'connect'; peer: string; port: MessagePort }
+  | { k: 'send'; peer: string; tag: number; id: number; byteOffset: number; bytes: number }
+  | { k: 'recv'; peer: string; tag: number; id: number; byteOffset: number };
+
+/** What a device reports about itself. */
+export interface DeviceInfo {
+  name: string;
+  kind: 'cpu' | 'gpu';
+  vendor: string;
+  architecture: string;
+  description: string;
+  features: string[];
+  limits: Record<string, number>;
+  /** True when float16 runs natively (`shader-f16`); otherwise it is stored as 16 bits and computed in f32. */
+  nativeF16: boolean;
+}
+
+/** The API every device worker exposes through comlink. */
+export interface WorkerApi {
+  /** Starts the device; resolves with its description, or rejects with why it cannot start. */
+  init(options: { name: string; index: number }): Promise<DeviceInfo>;
+  /** Appends a batch of commands to the device's queue. */
+  submit(cmds: Command[]): void;
+  /** Resolves with `bytes` bytes of a storage, after all earlier commands ran. */
+  read(id: number, byteOffset: number, bytes: number): Promise<ArrayBuffer>;
+  /** Resolves when all earlier commands ran; rejects with the first error since the last sync. */
+  sync(): Promise<void>;
+  /** Releases the device. */
+  close(): Promise<void>;
+}
+
+/** An error raised inside a worker, carried back to the next sync point. */
+export interface WorkerFailure {
+  op: string;
+  message: string;
+}

@@ -1,0 +1,89 @@
+/**
+ * The reduction family: a contiguous [outer, inner] block reduces to [outer].
+ *
+ * The facade moves the reduced dims last and makes the input contiguous, so one kernel serves
+ * every `dim` argument. One workgroup reduces one row: each invocation folds a strided slice,
+ * then a tree in workgroup memory. Max/min propagate NaN; argmax/argmin treat NaN as the
+ * extreme and break ties towards the lower index, as PyTorch does. Results are written in the
+ * 32-bit compute type (indices as i32); the worker casts packed outputs afterwards.
+ */
+import type { StorageCode } from '../ts/dtype.js';
+import { computeType, load } from './dtype.js';
+
+/** Reduction op codes, shared with the AssemblyScript kernels. */
+export enum ReduceOp { Sum = 0, Prod = 1, Max = 2, Min = 3, ArgMax = 4, ArgMin = 5, All = 6, Any = 7, Mean = 8, SumSq = 9 }
+
+const RWG = 64;
+
+/** WGSL of a reduction; params are [outer, inner, offset]. */
+export function reduceShader(op: ReduceOp, dt: StorageCode): string {
+  const t = computeType(dt);
+  const zero = t === 'f32' ? '0.0' : '0i', one = t === 'f32' ? '1.0' : '1i';
+  const isArg = op === ReduceOp.ArgMax || op === ReduceOp.ArgMin;
+  const outT = op === ReduceOp.All || op === ReduceOp.Any ? 'i32' : isArg ? 'i32' : t;
+  const nan = (v: string) => (t === 'f32' ? `(${v} != ${v})` : 'false');
+  const init = {
+    [ReduceOp.Sum]: zero, [ReduceOp.Mean]: zero, [ReduceOp.SumSq]: zero, [ReduceOp.Prod]: one,
+    [ReduceOp.Max]: 'x', [ReduceOp.Min]: 'x', [ReduceOp.ArgMax]: 'x', [ReduceOp.ArgMin]: 'x',
+    [ReduceOp.All]: '1i', [ReduceOp.Any]: '0i',
+  }[op];
+  const pick = (gt: string) =>
+    `fn better(va: ${t}, ia: i32, vb: ${t}, ib: i32) -> bool {
+  if (${nan('va')}) { return !${nan('vb')} || ia < ib; }
+  if (${nan('vb')}) { return false; }
+  return va ${gt} vb || (va == vb && ia < ib);
+}`;
+  const comb = {
+    [ReduceOp.Sum]: 'a + b', [ReduceOp.Mean]: 'a + b', [ReduceOp.SumSq]: 'a + b', [ReduceOp.Prod]: 'a * b',
+    [ReduceOp.Max]: t === 'f32' ? 'select(select(max(a, b), b, b != b), a, a != a)' : 'max(a, b)',
+    [ReduceOp.Min]: t === 'f32' ? 'select(select(min(a, b), b, b != b), a, a != a)' : 'min(a, b)',
+    [ReduceOp.All]: 'a & b', [ReduceOp.Any]: 'a | b',
+  } as Record<number, string>;
+  const elem = op === ReduceOp.SumSq ? 'x * x' : op === ReduceOp.All || op === ReduceOp.Any ? `select(0i, 1i, x != ${zero})` : 'x';
+  const accT = isArg ? t : outT;
+  const src = load('X', dt, 'base + k');
+  const fold = isArg
+    ? `  var acc: ${t} = ${load('X', dt, 'base')};
+  var idx: i32 = 0;
+  if (li < inner) { acc = ${load('X', dt, 'base + li')}; idx = i32(li); }
+  for (var k = li + ${RWG}u; k < inner; k += ${RWG}u) {
+    let x = ${src};
+    if (better(x, i32(k), acc, idx)) { acc = x; idx = i32(k); }
+  }
+  SV[li] = acc; SI[li] = idx;
+  workgroupBarrier();
+  for (var s = ${RWG / 2}u; s > 0u; s = s >> 1u) {
+    if (li < s && better(SV[li + s], SI[li + s], SV[li], SI[li])) { SV[li] = SV[li + s]; SI[li] = SI[li + s]; }
+    workgroupBarrier();
+  }
+  if (li == 0u) { O[row] = bitcast<u32>(SI[0]); }`
+    : `  var acc: ${accT} = ${op === ReduceOp.Max || op === ReduceOp.Min ? load('X', dt, 'base') : init};
+  for (var k = li; k < inner; k += ${RWG}u) {
+    let x = ${src};
+    let b = ${elem};
+    let a = acc;
+    acc = ${comb[op]};
+  }
+  SV[li] = acc;
+  workgroupBarrier();
+  for (var s = ${RWG / 2}u; s > 0u; s = s >> 1u) {
+    if (li < s) { let a = SV[li]; let b = SV[li + s]; SV[li] = ${comb[op]}; }
+    workgroupBarrier();
+  }
+  if (li == 0u) { O[row] = bitcast<u32>(${op === ReduceOp.Mean ? `SV[0] / f32(inner)` : 'SV[0]'}); }`;
+  return `@group(0) @binding(0) var<storage, read> P: array<u32>;
+@group(0) @binding(1) var<storage, read_write> O: array<u32>;
+@group(0) @binding(2) var<storage, read> X: array<u32>;
+var<workgroup> SV: array<${accT}, ${RWG}>;
+${isArg ? `var<workgroup> SI: array<i32, ${RWG}>;\n${pick(op === ReduceOp.ArgMax ? '>' : '<')}` : ''}
+@compute @workgroup_size(${RWG})
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
+  let row = wid.y * nwg.x + wid.x;
+  let outer = P[0];
+  let inner = P[1];
+  if (row >= outer) { return; }
+  let base = P[2] + row * inner;
+${fold}
+}
+`;
+}
