@@ -75,3 +75,5 @@ export const argmax = (x: Tensor, dim?: number, keepdim?: boolean) => argReduce(
 /** `torch.argmin(x, dim?, keepdim?)`. */
 export const argmin = (x: Tensor, dim?: number, keepdim?: boolean) => argReduce(false, x, dim, keepdim);
 
+/** @internal Live storages on a device; the test suites' leak check. */
+export { liveStorage as _liveStorage } from './runtime/storage.js';

@@ -32,7 +32,7 @@ export function load(buf: string, dt: StorageCode, e: string): string {
 /** An expression converting `v` from type `from` to the compute type of `to`. */
 export function convert(v: string, from: 'f32' | 'i32', to: StorageCode): string {
   const t = computeType(to);
-  if (to === StorageCode.Bool) return from === 'f32' ? `select(0i, 1i, ${v} != 0.0)` : `select(0i, 1i, ${v} != 0i)`;
+  if (to === StorageCode.Bool) return from === 'f32' ? `select(0i, 1i, (bitcast<u32>(${v}) & 0x7fffffffu) != 0u)` : `select(0i, 1i, ${v} != 0i)`;
   return t === from ? v : `${t}(${v})`;
 }
 

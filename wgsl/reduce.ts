@@ -4,7 +4,8 @@
  * The facade moves the reduced dims last and makes the input contiguous, so one kernel serves
  * every `dim` argument. One workgroup reduces one row: each invocation folds a strided slice,
  * then a tree in workgroup memory. Max/min propagate NaN; argmax/argmin treat NaN as the
- * extreme and break ties towards the lower index, as PyTorch does. Results are written in the
+ * extreme and break ties towards the lower index, as PyTorch does. NaN tests look at the bits,
+ * since shader compilers may fold `x != x` away. Results are written in the
  * 32-bit compute type (indices as i32); the worker casts packed outputs afterwards.
  */
 import type { StorageCode } from '../ts/dtype.js';
@@ -21,7 +22,7 @@ export function reduceShader(op: ReduceOp, dt: StorageCode): string {
   const zero = t === 'f32' ? '0.0' : '0i', one = t === 'f32' ? '1.0' : '1i';
   const isArg = op === ReduceOp.ArgMax || op === ReduceOp.ArgMin;
   const outT = op === ReduceOp.All || op === ReduceOp.Any ? 'i32' : isArg ? 'i32' : t;
-  const nan = (v: string) => (t === 'f32' ? `(${v} != ${v})` : 'false');
+  const nan = (v: string) => (t === 'f32' ? `((bitcast<u32>(${v}) & 0x7fffffffu) > 0x7f800000u)` : 'false');
   const init = {
     [ReduceOp.Sum]: zero, [ReduceOp.Mean]: zero, [ReduceOp.SumSq]: zero, [ReduceOp.Prod]: one,
     [ReduceOp.Max]: 'x', [ReduceOp.Min]: 'x', [ReduceOp.ArgMax]: 'x', [ReduceOp.ArgMin]: 'x',
@@ -35,11 +36,11 @@ export function reduceShader(op: ReduceOp, dt: StorageCode): string {
 }`;
   const comb = {
     [ReduceOp.Sum]: 'a + b', [ReduceOp.Mean]: 'a + b', [ReduceOp.SumSq]: 'a + b', [ReduceOp.Prod]: 'a * b',
-    [ReduceOp.Max]: t === 'f32' ? 'select(select(max(a, b), b, b != b), a, a != a)' : 'max(a, b)',
-    [ReduceOp.Min]: t === 'f32' ? 'select(select(min(a, b), b, b != b), a, a != a)' : 'min(a, b)',
+    [ReduceOp.Max]: t === 'f32' ? `select(select(max(a, b), b, ${nan('b')}), a, ${nan('a')})` : 'max(a, b)',
+    [ReduceOp.Min]: t === 'f32' ? `select(select(min(a, b), b, ${nan('b')}), a, ${nan('a')})` : 'min(a, b)',
     [ReduceOp.All]: 'a & b', [ReduceOp.Any]: 'a | b',
   } as Record<number, string>;
-  const elem = op === ReduceOp.SumSq ? 'x * x' : op === ReduceOp.All || op === ReduceOp.Any ? `select(0i, 1i, x != ${zero})` : 'x';
+  const elem = op === ReduceOp.SumSq ? 'x * x' : op === ReduceOp.All || op === ReduceOp.Any ? (t === 'f32' ? 'select(0i, 1i, (bitcast<u32>(x) & 0x7fffffffu) != 0u)' : 'select(0i, 1i, x != 0i)') : 'x';
   const accT = isArg ? t : outT;
   const src = load('X', dt, 'base + k');
   const fold = isArg

@@ -28,12 +28,18 @@ export interface ElementwiseOp {
 }
 
 
-/** WGSL functions the expressions call. NaN and Inf live in private vars: WGSL refuses them as constants. */
+/**
+ * WGSL functions the expressions call. NaN and Inf live in private vars: WGSL refuses them as
+ * constants. Shader compilers may assume finite math and fold `x != x` to false, so NaN and
+ * "nonzero" tests look at the bits instead.
+ */
 export const WGSL_PRELUDE = `
 var<private> NAN_BITS: u32 = 0x7fc00000u;
 var<private> INF_BITS: u32 = 0x7f800000u;
 fn nan_f() -> f32 { return bitcast<f32>(NAN_BITS); }
 fn inf_f() -> f32 { return bitcast<f32>(INF_BITS); }
+fn isnan_f(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }
+fn nz_f(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) != 0u; }
 fn erf_f(x: f32) -> f32 {
   let a = abs(x);
   if (a < 2.0) {
@@ -56,7 +62,7 @@ fn expm1_f(x: f32) -> f32 {
   if (abs(x) < 0.01) { return x + x * x * (0.5 + x * (1.0 / 6.0 + x / 24.0)); }
   return exp(x) - 1.0;
 }
-fn tanh_f(x: f32) -> f32 { return tanh(clamp(x, -15.0, 15.0)); }
+fn tanh_f(x: f32) -> f32 { return select(tanh(clamp(x, -15.0, 15.0)), x, isnan_f(x)); }
 fn sigmoid_f(x: f32) -> f32 { return 1.0 / (1.0 + exp(-x)); }
 fn pow_f(a: f32, b: f32) -> f32 {
   if (b == 0.0) { return 1.0; }
@@ -88,17 +94,17 @@ fn rem_f(a: f32, b: f32) -> f32 {
   let r = a - b * trunc(a / b);
   return select(r, r + b, r != 0.0 && ((r < 0.0) != (b < 0.0)));
 }
-fn maximum_f(a: f32, b: f32) -> f32 { return select(select(max(a, b), b, b != b), a, a != a); }
-fn minimum_f(a: f32, b: f32) -> f32 { return select(select(min(a, b), b, b != b), a, a != a); }
+fn maximum_f(a: f32, b: f32) -> f32 { return select(select(max(a, b), b, isnan_f(b)), a, isnan_f(a)); }
+fn minimum_f(a: f32, b: f32) -> f32 { return select(select(min(a, b), b, isnan_f(b)), a, isnan_f(a)); }
 `;
 
 const u = (name: string, code: number, dtypes: DTypeRule, f32: string, i32?: string, scalars?: string[]): ElementwiseOp =>
   ({ name, arity: 1, code, dtypes, wgsl: { f32, i32 }, scalars });
 const b = (name: string, code: number, dtypes: DTypeRule, f32: string, i32?: string, scalars?: string[]): ElementwiseOp =>
   ({ name, arity: 2, code, dtypes, wgsl: { f32, i32 }, scalars });
-const cmp = (name: string, code: number, o: string): ElementwiseOp => b(name, code, 'bool', `select(0i, 1i, x0 ${o} x1)`, `select(0i, 1i, x0 ${o} x1)`);
+const cmp = (name: string, code: number, o: string, f32 = `x0 ${o} x1`): ElementwiseOp => b(name, code, 'bool', `select(0i, 1i, ${f32})`, `select(0i, 1i, x0 ${o} x1)`);
 const logic = (name: string, code: number, o: string): ElementwiseOp =>
-  b(name, code, 'bool', `select(0i, 1i, (x0 != 0.0) ${o} (x1 != 0.0))`, `select(0i, 1i, (x0 != 0i) ${o} (x1 != 0i))`);
+  b(name, code, 'bool', `select(0i, 1i, nz_f(x0) ${o} nz_f(x1))`, `select(0i, 1i, (x0 != 0i) ${o} (x1 != 0i))`);
 
 /** Every elementwise op. */
 export const ELEMENTWISE: readonly ElementwiseOp[] = [
@@ -123,12 +129,12 @@ export const ELEMENTWISE: readonly ElementwiseOp[] = [
   u('floor', 18, 'number', 'floor(x0)', 'x0'),
   u('ceil', 19, 'number', 'ceil(x0)', 'x0'),
   u('round', 20, 'number', 'round(x0)', 'x0'),
-  u('sign', 21, 'number', 'select(sign(x0), 0.0, x0 != x0)', 'sign(x0)'),
+  u('sign', 21, 'number', 'select(sign(x0), 0.0, isnan_f(x0))', 'sign(x0)'),
   u('reciprocal', 22, 'float', '1.0 / x0'),
   u('clamp', 23, 'number', 'select(select(x0, s0, x0 < s0), s1, x0 > s1)', 'select(select(x0, i32(s0), f32(x0) < s0), i32(s1), f32(x0) > s1)', ['min', 'max']),
-  u('nan_to_num', 24, 'float', 'select(select(select(x0, s2, x0 == -inf_f()), s1, x0 == inf_f()), s0, x0 != x0)', undefined, ['nan', 'posinf', 'neginf']),
-  u('logical_not', 25, 'bool', 'select(0i, 1i, x0 == 0.0)', 'select(0i, 1i, x0 == 0i)'),
-  u('isnan', 26, 'bool', 'select(0i, 1i, x0 != x0)', '0i'),
+  u('nan_to_num', 24, 'float', 'select(select(select(x0, s2, x0 == -inf_f()), s1, x0 == inf_f()), s0, isnan_f(x0))', undefined, ['nan', 'posinf', 'neginf']),
+  u('logical_not', 25, 'bool', 'select(1i, 0i, nz_f(x0))', 'select(0i, 1i, x0 == 0i)'),
+  u('isnan', 26, 'bool', 'select(0i, 1i, isnan_f(x0))', '0i'),
   u('square', 28, 'number', 'x0 * x0', 'x0 * x0'),
   u('trunc', 30, 'number', 'trunc(x0)', 'x0'),
   b('add', 0, 'any', 'x0 + s0 * x1', 'x0 + i32(s0) * x1', ['alpha']),
@@ -142,8 +148,8 @@ export const ELEMENTWISE: readonly ElementwiseOp[] = [
   b('minimum', 8, 'any', 'minimum_f(x0, x1)', 'min(x0, x1)'),
   b('remainder', 9, 'number', 'rem_f(x0, x1)', 'rem_i(x0, x1)'),
   b('atan2', 10, 'float', 'atan2(x0, x1)'),
-  cmp('eq', 11, '=='),
-  cmp('ne', 12, '!='),
+  cmp('eq', 11, '==', 'x0 == x1 && !isnan_f(x0)'),
+  cmp('ne', 12, '!=', 'x0 != x1 || isnan_f(x0) || isnan_f(x1)'),
   cmp('lt', 13, '<'),
   cmp('le', 14, '<='),
   cmp('gt', 15, '>'),

@@ -1,0 +1,24 @@
+/**
+ * The devices every shared suite runs on: `cpu`, `gpu:0` and `gpu:1` (two logical devices on
+ * the one adapter). GPU suites never skip under CI: with `CI` set and no adapter, this throws.
+ */
+import * as torch from '../dist/webtorch.js';
+
+/** Starts the GPU runtime with two logical devices and returns the device names to test. */
+export async function testDevices(): Promise<string[]> {
+  torch.gpu.configure({ devices: 2 });
+  if (!(await torch.gpu.isAvailable())) {
+    const why = 'no WebGPU adapter found (run .ci/run, or shared/gpu/software-webgpu.sh, to install lavapipe)';
+    if (process.env.CI) throw new Error(`GPU tests cannot run under CI: ${why}`);
+    console.warn(`webtorch tests: ${why}; testing cpu only`);
+    return ['cpu'];
+  }
+  const props = await torch.gpu.getDeviceProperties(0);
+  console.log(`webtorch tests: GPU adapter: ${props.description} (vendor ${props.vendor}), features: ${props.features.join(' ')}`);
+  return ['cpu', 'gpu:0', 'gpu:1'];
+}
+
+/** Live storages per device, for the leak check after each test. */
+export function liveCounts(devices: string[]): Record<string, number> {
+  return Object.fromEntries(devices.map((d) => [d, torch._liveStorage(torch.device(d)).count]));
+}
