@@ -203,6 +203,11 @@ export async function tryAllGpus(): Promise<Device[]> {
 /** `d2l.num_gpus()`. */
 export const numGpus = deviceCount;
 
+/** @internal The devices whose workers were started (the lazy-start test). */
+export function startedDevices(): string[] {
+  return [...clients.values()].filter((c) => c.started).map((c) => c.name);
+}
+
 /** Stops every device worker; tensors created before become unusable. Lets a program exit at once. */
 export async function shutdown(): Promise<void> {
   await Promise.all([...clients.values()].map((c) => c.close()));

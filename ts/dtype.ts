@@ -43,7 +43,7 @@ const INFO: Record<DType, DTypeInfo> = {
 };
 
 const ALIASES: Record<string, DType> = {
-  float: 'float32', half: 'float16', int: 'int32', long: 'int64', double: 'float32',
+  float: 'float32', half: 'float16', int: 'int32', long: 'int64',
 };
 
 /** All dtypes, in a stable order. */
@@ -54,6 +54,9 @@ export function toDType(d: unknown, where = 'dtype'): DType {
   if (typeof d === 'string') {
     if (d in INFO) return d as DType;
     if (d in ALIASES) return ALIASES[d];
+    if (d === 'float64' || d === 'double') {
+      throw new TypeError(`${where}: float64 is not supported (WebGPU has no 64-bit floats); use float32`);
+    }
   }
   throw new TypeError(`${where}: unknown dtype ${JSON.stringify(d)}; expected one of ${DTYPES.join(', ')}`);
 }

@@ -14,9 +14,10 @@ import { binaryOp, clamp, div, gelu, nanToNum, softplus, unaryOp, where, type Te
 import { matmul } from './ops/matmul.js';
 import { argReduce, maxMin, reduce, type Dims, type ValuesIndices } from './ops/reduce.js';
 import { ReduceOp } from '../wgsl/reduce.js';
-import type { Tensor } from './tensor.js';
+import { Tensor } from './tensor.js';
+import { tidy as tidyScope } from './scope.js';
 
-export { Tensor } from './tensor.js';
+export { Tensor };
 export type { NestedArray } from './tensor.js';
 export { Device, CPU, device, tryGpu, tryAllGpus, numGpus, shutdown, gpu };
 export type { DeviceLike, DeviceProperties } from './device.js';
@@ -77,3 +78,8 @@ export const argmin = (x: Tensor, dim?: number, keepdim?: boolean) => argReduce(
 
 /** @internal Live storages on a device; the test suites' leak check. */
 export { liveStorage as _liveStorage } from './runtime/storage.js';
+/** @internal Devices whose workers were started. */
+export { startedDevices as _startedDevices } from './device.js';
+
+/** Runs `fn` and disposes every tensor it created except those it returns (synchronous `fn` only). */
+export const tidy = <T>(fn: () => T): T => tidyScope(fn, (v): v is Tensor => v instanceof Tensor);

@@ -8,6 +8,7 @@
 import { decode, elementSize, viewStorage, type DType } from './dtype.js';
 import type { Device } from './device.js';
 import { collected, type Storage } from './runtime/storage.js';
+import { track } from './scope.js';
 import { contiguousStrides, isContiguous, normDim, numel, type Shape } from './shape.js';
 
 /** Nested arrays of numbers or booleans, as `tolist()` returns. */
@@ -27,6 +28,7 @@ export class Tensor {
   ) {
     storage.retain();
     collected.register(this, storage, this);
+    track(this);
   }
 
   /** The device the tensor lives on. */

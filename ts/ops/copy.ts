@@ -7,29 +7,24 @@
  * every later op on the destination sees the copy. Nothing passes through the calling thread.
  * `x.to(x.device)` (same dtype) returns `x` itself, as in PyTorch.
  */
-import { Device, device as toDevice, type DeviceLike } from '../device.js';
+import { Device, clientOf, device as toDevice, type DeviceLike } from '../device.js';
 import { elementSize, storageCode, toDType, type DType } from '../dtype.js';
 import { alloc, launch, ref, sameDevice } from '../runtime/dispatch.js';
 import { broadcastStrides, fmt } from '../shape.js';
 import { Tensor } from '../tensor.js';
 import { cast, contiguous } from './views.js';
 
-const connected = new Set<string>();
 let nextTag = 1;
 
+/** Opens a MessageChannel between two devices' workers, once per pair of worker lifetimes. */
 function connect(a: Device, b: Device): void {
-  const key = `${a}|${b}`;
-  if (connected.has(key)) return;
+  const ca = clientOf(a), cb = clientOf(b);
+  if (ca.peers.has(cb.name)) return;
   const { port1, port2 } = new MessageChannel();
-  launch(a, { k: 'connect', peer: String(b), port: port1 }, [port1]);
-  launch(b, { k: 'connect', peer: String(a), port: port2 }, [port2]);
-  connected.add(key);
-  connected.add(`${b}|${a}`);
-}
-
-/** @internal Forgets worker channels (after the workers were shut down). */
-export function resetChannels(): void {
-  connected.clear();
+  launch(a, { k: 'connect', peer: cb.name, port: port1 }, [port1]);
+  launch(b, { k: 'connect', peer: ca.name, port: port2 }, [port2]);
+  ca.peers.add(cb.name);
+  cb.peers.add(ca.name);
 }
 
 /** A contiguous copy of `src` on another device, in `src`'s dtype. */
@@ -57,7 +52,7 @@ export interface ToOptions {
   copy?: boolean;
 }
 
-const DTYPE_NAMES = new Set(['float32', 'float16', 'bfloat16', 'int32', 'int64', 'uint8', 'bool', 'float', 'half', 'int', 'long', 'double']);
+const DTYPE_NAMES = new Set(['float32', 'float16', 'bfloat16', 'int32', 'int64', 'uint8', 'bool', 'float', 'half', 'int', 'long', 'double', 'float64']);
 
 /** `t.to(device)`, `t.to(dtype)`, `t.to({device, dtype})`. */
 export function to(t: Tensor, target: DeviceLike | DType | ToOptions, options: ToOptions = {}): Tensor {

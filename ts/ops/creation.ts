@@ -8,8 +8,8 @@ import { CPU, device as toDevice, type Device, type DeviceLike } from '../device
 import { checkFits, encode, isFloating, storageCode, toDType, type DType } from '../dtype.js';
 import { defaultGenerator, type Generator } from '../random.js';
 import { alloc, launch, ref } from '../runtime/dispatch.js';
-import { checkShape, fmt, numel } from '../shape.js';
-import { view, type NestedArray, type Tensor } from '../tensor.js';
+import { checkShape, numel } from '../shape.js';
+import type { NestedArray, Tensor } from '../tensor.js';
 
 /** Where and how to create a tensor. */
 export interface TensorOptions {
@@ -44,8 +44,8 @@ function flatten(data: unknown): { shape: number[]; flat: (number | boolean)[] }
 
 /** Uploads host values as a new contiguous tensor. */
 export function fromHost(values: ArrayLike<number | boolean>, shape: number[], dtype: DType, device: Device): Tensor {
-  const t = alloc(shape, dtype, device);
   const host = encode(values, dtype, 'tensor');
+  const t = alloc(shape, dtype, device);
   if (host.length) launch(device, { k: 'write', id: t.storage.id, data: host.buffer as ArrayBuffer }, [host.buffer as ArrayBuffer]);
   return t;
 }
@@ -132,7 +132,7 @@ export function eye(n: number, m = n, options?: TensorOptions): Tensor {
     const one = full([], 1, { dtype: t.dtype, device: t.device });
     launch(t.device, {
       k: 'copyInto', src: ref(one, [0]), srcDt: storageCode(t.dtype), dt: storageCode(t.dtype), shape: [diag],
-      dst: ref(view(t, [diag], [m + 1], 0)), 
+      dst: { id: t.storage.id, strides: [m + 1], offset: 0 },
     });
     one.dispose();
   }
@@ -158,4 +158,3 @@ export const newMethods = {
   new_tensor(this: Tensor, data: NestedArray, o?: TensorOptions) { return tensor(data, like(this, o)); },
 };
 
-export { fmt };

@@ -115,6 +115,8 @@ export function where(cond: Tensor, x: TensorOrScalar, y: TensorOrScalar): Tenso
   }
   sameDevice('where', [cond, ...[x, y].filter((v): v is Tensor => v instanceof Tensor)]);
   const dtype = resultType(...[x, y].map((v) => (v instanceof Tensor ? { dtype: v.dtype, ndim: v.ndim } : v)));
+  const shape = broadcastShapes(cond.shape, ...[x, y].map((v) => (v instanceof Tensor ? v.shape : [])));
+  checkRank('where', shape);
   const temps: Tensor[] = [];
   const prep = (v: TensorOrScalar) => {
     const t = v instanceof Tensor ? v : full([], v, { dtype, device: cond.device });
@@ -124,8 +126,6 @@ export function where(cond: Tensor, x: TensorOrScalar, y: TensorOrScalar): Tenso
     return c;
   };
   const xc = prep(x), yc = prep(y);
-  const shape = broadcastShapes(cond.shape, xc.shape, yc.shape);
-  checkRank('where', shape);
   const out = alloc(shape, dtype, cond.device);
   const r = (t: Tensor) => ref(t, broadcastStrides(t.shape, t._strides, shape));
   if (out.numel()) launch(cond.device, { k: 'where', c: r(cond), a: r(xc), b: r(yc), dt: storageCode(dtype), out: out.storage.id, shape });

@@ -34,18 +34,19 @@ export function matmul(a: Tensor, b: Tensor): Tensor {
     throw new TypeError(`expected m1 and m2 to have the same dtype, but got: ${a.dtype} != ${b.dtype}`);
   }
   if (!isFloating(a.dtype)) throw new TypeError(`"addmm" not implemented for '${scalarName(a.dtype)}'`);
+  const aShape = a.ndim === 1 ? [1, a.shape[0]] : a.shape, bShape = b.ndim === 1 ? [b.shape[0], 1] : b.shape;
+  const [m, k] = aShape.slice(-2), [k2, n] = bShape.slice(-2);
+  if (k !== k2) {
+    const s = (t: readonly number[]) => t.join('x');
+    throw new RangeError(a.ndim <= 2 && b.ndim <= 2
+      ? `mat1 and mat2 shapes cannot be multiplied (${s(aShape)} and ${s(bShape)})`
+      : `Expected size for first two dimensions of batch2 tensor to be: [${k}] but got: [${k2}] (matmul of ${fmt(a.shape)} and ${fmt(b.shape)})`);
+  }
+  const batch = broadcastShapes(aShape.slice(0, -2), bShape.slice(0, -2));
   const temps: Tensor[] = [];
   const a2 = a.ndim === 1 ? unsqueeze(a, 0) : a, b2 = b.ndim === 1 ? unsqueeze(b, 1) : b;
   if (a2 !== a) temps.push(a2);
   if (b2 !== b) temps.push(b2);
-  const [m, k] = a2.shape.slice(-2), [k2, n] = b2.shape.slice(-2);
-  if (k !== k2) {
-    const s = (t: Tensor) => t.shape.join('x');
-    throw new RangeError(a.ndim <= 2 && b.ndim <= 2
-      ? `mat1 and mat2 shapes cannot be multiplied (${s(a2)} and ${s(b2)})`
-      : `Expected size for first two dimensions of batch2 tensor to be: [${k}] but got: [${k2}] (matmul of ${fmt(a.shape)} and ${fmt(b.shape)})`);
-  }
-  const batch = broadcastShapes(a2.shape.slice(0, -2), b2.shape.slice(0, -2));
   const [af, aStrides] = fold(a2, batch, temps), [bf, bStrides] = fold(b2, batch, temps);
   const out = alloc([...batch, m, n], a.dtype, dev);
   const nb = numel(batch);

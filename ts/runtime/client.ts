@@ -15,6 +15,8 @@ export class DeviceClient {
   /** Storage ids are per device. */
   nextId = 1;
   info: DeviceInfo | null = null;
+  /** Devices this worker has a MessageChannel to. */
+  readonly peers = new Set<string>();
   private queue: Command[] = [];
   private transfers: Transferable[] = [];
   private scheduled = false;

@@ -1,0 +1,47 @@
+/**
+ * `torch.tidy(fn)`: disposes every tensor created inside `fn` except those it returns.
+ * Scopes nest; a tensor returned from an inner scope belongs to the outer one. `fn` must be
+ * synchronous (an `await` inside would let other code's tensors into the scope).
+ */
+import type { Tensor } from './tensor.js';
+
+const scopes: Set<Tensor>[] = [];
+
+/** @internal Called for each new tensor handle. */
+export function track(t: Tensor): void {
+  scopes[scopes.length - 1]?.add(t);
+}
+
+/** Collects the tensors in a returned value: a tensor, or arrays and plain objects of them. */
+function collect(value: unknown, into: Set<Tensor>, isTensor: (v: unknown) => v is Tensor, depth = 0): void {
+  if (isTensor(value)) into.add(value);
+  else if (depth < 8 && value && typeof value === 'object') {
+    for (const v of Array.isArray(value) ? value : Object.values(value)) collect(v, into, isTensor, depth + 1);
+  }
+}
+
+/** Runs `fn`, then disposes the tensors it created and did not return. */
+export function tidy<T>(fn: () => T, isTensor: (v: unknown) => v is Tensor): T {
+  const scope = new Set<Tensor>();
+  scopes.push(scope);
+  let result: T;
+  try {
+    result = fn();
+  } catch (e) {
+    scopes.pop();
+    scope.forEach((t) => t.dispose());
+    throw e;
+  }
+  scopes.pop();
+  if (result instanceof Promise) {
+    scope.forEach((t) => t.dispose());
+    throw new TypeError('tidy: fn must be synchronous (it returned a Promise); dispose tensors explicitly in async code');
+  }
+  const keep = new Set<Tensor>();
+  collect(result, keep, isTensor);
+  for (const t of scope) {
+    if (keep.has(t)) track(t);
+    else t.dispose();
+  }
+  return result;
+}
