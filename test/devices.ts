@@ -18,7 +18,7 @@ export async function testDevices(): Promise<string[]> {
   return ['cpu', 'gpu:0', 'gpu:1'];
 }
 
-/** Live storages per device, for the leak check after each test. */
-export function liveCounts(devices: string[]): Record<string, number> {
-  return Object.fromEntries(devices.map((d) => [d, torch._liveStorage(torch.device(d)).count]));
+/** Allocated bytes and live storages per device, for the leak check after each test. */
+export function liveCounts(devices: string[]): Record<string, [number, number]> {
+  return Object.fromEntries(devices.map((d) => [d, [torch.gpu.memoryAllocated(d), torch._liveStorage(torch.device(d)).count]]));
 }

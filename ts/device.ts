@@ -77,6 +77,7 @@ let configured: number | undefined;
 let discovery: Promise<void> | null = null;
 let gpuCount: number | null = null;
 let discoveryError: string | null = null;
+let limits: Record<string, number> = {};
 const clients = new Map<Device, DeviceClient>();
 
 function checkGpuIndex(i: number): void {
@@ -94,6 +95,11 @@ export function clientOf(d: Device): DeviceClient {
   let c = clients.get(d);
   if (!c) clients.set(d, (c = new DeviceClient(d.toString(), d.type, d.index)));
   return c;
+}
+
+/** @internal The adapter's limits (shared by every logical GPU device). */
+export function gpuLimits(): Record<string, number> {
+  return limits;
 }
 
 /** Sets how many logical GPU devices to create; call before `init()`. */
@@ -115,6 +121,7 @@ export function init(): Promise<void> {
     const c = clientOf(Device.of('gpu', 0));
     try {
       await c.start();
+      limits = c.info!.limits;
       const fromEnv = Number(env('WEBTORCH_GPU_DEVICES'));
       gpuCount = configured ?? (Number.isInteger(fromEnv) && fromEnv > 0 ? fromEnv : 1);
     } catch (e) {

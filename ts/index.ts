@@ -8,7 +8,8 @@
  * Importing starts nothing; devices start on first use. See docs/ARCHITECTURE.md.
  */
 import './ops/methods.js';
-import { CPU, Device, device, tryAllGpus, tryGpu, numGpus, shutdown } from './device.js';
+import { CPU, Device, device, tryAllGpus, tryGpu, numGpus, shutdown as stopDevices } from './device.js';
+import { resetAllocators } from './runtime/memory.js';
 import * as gpu from './gpu.js';
 import { binaryOp, clamp, div, gelu, nanToNum, softplus, unaryOp, where, type TensorOrScalar } from './ops/elementwise.js';
 import { matmul } from './ops/matmul.js';
@@ -19,7 +20,15 @@ import { tidy as tidyScope } from './scope.js';
 
 export { Tensor };
 export type { NestedArray } from './tensor.js';
-export { Device, CPU, device, tryGpu, tryAllGpus, numGpus, shutdown, gpu };
+export { Device, CPU, device, tryGpu, tryAllGpus, numGpus, gpu };
+export { OutOfMemoryError } from './memory/index.js';
+export type { MemoryStats, SnapshotSegment } from './memory/index.js';
+
+/** Stops every device worker and forgets their memory; tensors created before become unusable. */
+export async function shutdown(): Promise<void> {
+  await stopDevices();
+  resetAllocators();
+}
 export type { DeviceLike, DeviceProperties } from './device.js';
 export { DTYPES, promoteTypes, resultType } from './dtype.js';
 export type { DType } from './dtype.js';

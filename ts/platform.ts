@@ -33,7 +33,9 @@ export async function spawnWorker(kind: 'cpu' | 'gpu', base: string | URL = impo
   if (isNode) {
     const { Worker } = await import('node:worker_threads');
     const { default: nodeEndpoint } = await import('comlink/dist/esm/node-adapter.mjs');
-    const w = new Worker(url);
+    // Device workers start with default flags: they would inherit the parent's execArgv, where
+    // process-wide flags (`--expose-gc`, `--input-type`) make the Worker constructor throw.
+    const w = new Worker(url, { execArgv: [] });
     w.unref();
     return {
       endpoint: nodeEndpoint(w),

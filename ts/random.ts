@@ -7,9 +7,13 @@
 
 const M0 = 0xd2511f53, M1 = 0xcd9e8d57, W0 = 0x9e3779b9, W1 = 0xbb67ae85;
 
+/** The high and low words of a 32×32-bit product, from 16-bit halves (exact in doubles). */
 function mulhilo(a: number, b: number): [number, number] {
-  const p = BigInt(a >>> 0) * BigInt(b >>> 0);
-  return [Number(p >> 32n) >>> 0, Number(p & 0xffffffffn) >>> 0];
+  const al = a & 0xffff, ah = a >>> 16, bl = b & 0xffff, bh = b >>> 16;
+  const lolo = al * bl, hilo = ah * bl, lohi = al * bh;
+  const cross = (lolo >>> 16) + (hilo & 0xffff) + lohi;
+  const hi = ah * bh + (hilo >>> 16) + Math.floor(cross / 65536);
+  return [hi >>> 0, Math.imul(a, b) >>> 0];
 }
 
 /** One Philox4x32-10 block: four 32-bit words for a 128-bit counter and a 64-bit key. */

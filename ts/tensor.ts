@@ -115,7 +115,7 @@ export class Tensor {
     const src = isContiguous(this.shape, this._strides) ? this : this.contiguous();
     const bytes = elementSize(this.dtype);
     try {
-      const buf = await src.storage.client.read(src.storage.id, src._offset * bytes, n * bytes);
+      const buf = await src.storage.client.read(src.storage.id, src.storage.byteOffset + src._offset * bytes, n * bytes);
       return viewStorage(this.dtype, buf, 0, n);
     } finally {
       if (src !== this) src.dispose();

@@ -17,16 +17,36 @@ export const elementsPerWord = (dt: StorageCode): number =>
 export const computeType = (dt: StorageCode): 'f32' | 'i32' =>
   dt === StorageCode.F32 || dt === StorageCode.F16 || dt === StorageCode.BF16 ? 'f32' : 'i32';
 
-/** An expression loading element `e` (a u32 expression) of `buf`, in the dtype's compute type. */
-export function load(buf: string, dt: StorageCode, e: string): string {
+/**
+ * An expression loading element `e` (a u32 expression) in the dtype's compute type, through
+ * `read`, the name of a WGSL function returning word `i` of the storage (see `slotBindings`).
+ */
+export function load(read: string, dt: StorageCode, e: string): string {
   switch (dt) {
-    case StorageCode.F32: return `bitcast<f32>(${buf}[${e}])`;
-    case StorageCode.I32: return `bitcast<i32>(${buf}[${e}])`;
+    case StorageCode.F32: return `bitcast<f32>(${read}(${e}))`;
+    case StorageCode.I32: return `bitcast<i32>(${read}(${e}))`;
     case StorageCode.U8:
-    case StorageCode.Bool: return `i32((${buf}[(${e}) >> 2u] >> (((${e}) & 3u) * 8u)) & 0xffu)`;
-    case StorageCode.F16: return `unpack2x16float(${buf}[(${e}) >> 1u])[(${e}) & 1u]`;
-    case StorageCode.BF16: return `bitcast<f32>(((${buf}[(${e}) >> 1u] >> (((${e}) & 1u) * 16u)) & 0xffffu) << 16u)`;
+    case StorageCode.Bool: return `i32((${read}((${e}) >> 2u) >> (((${e}) & 3u) * 8u)) & 0xffu)`;
+    case StorageCode.F16: return `unpack2x16float(${read}((${e}) >> 1u))[(${e}) & 1u]`;
+    case StorageCode.BF16: return `bitcast<f32>(((${read}((${e}) >> 1u) >> (((${e}) & 1u) * 16u)) & 0xffffu) << 16u)`;
   }
+}
+
+/**
+ * Bindings of a kernel's storages, one per distinct segment buffer. A caching allocator puts
+ * several tensors in one segment, and WebGPU forbids binding a buffer twice in one dispatch when
+ * one binding is writable, so operands in the same segment share a binding. Slot 0 is the
+ * output's segment (`read_write`, or `atomic<u32>` words for scattered packed writes); other
+ * slots are read-only. Each slot gets a reader `rdK(i)` that returns word `i`.
+ */
+export function slotBindings(slots: number, atomicOut = false): string {
+  let out = `@group(0) @binding(0) var<storage, read> P: array<u32>;\n`;
+  out += `@group(0) @binding(1) var<storage, read_write> S0: array<${atomicOut ? 'atomic<u32>' : 'u32'}>;\n`;
+  out += `fn rd0(i: u32) -> u32 { return ${atomicOut ? 'atomicLoad(&S0[i])' : 'S0[i]'}; }\n`;
+  for (let k = 1; k < slots; k++) {
+    out += `@group(0) @binding(${k + 1}) var<storage, read> S${k}: array<u32>;\nfn rd${k}(i: u32) -> u32 { return S${k}[i]; }\n`;
+  }
+  return out;
 }
 
 /** An expression converting `v` from type `from` to the compute type of `to`. */

@@ -4,12 +4,13 @@
  *
  * Inputs are (shape, strides, offset) views, so broadcasting (stride 0), transposes and slices
  * need no copy. The shader is specialised on the rank and on which inputs are contiguous, so
- * the common case compiles to a plain `i + offset` load. Params are a `array<u32>` block:
- *   [0] n, [1..9) shape, then per input (offset, strides[8]), then 4 f32 scalars.
- * The output is contiguous; a packed output dtype runs one invocation per 32-bit word.
+ * the common case compiles to a plain `i + offset` load. Params are an `array<u32>` block:
+ *   [0] n, [1..9) shape, [9] output offset, then per input (offset, strides[8]), then 4 f32 scalars.
+ * The output is contiguous from its offset; a packed output dtype runs one invocation per
+ * 32-bit word, so its offset must be word-aligned (allocator blocks are 512-byte aligned).
  */
 import type { StorageCode } from '../ts/dtype.js';
-import { bits, computeType, convert, elementsPerWord, helpers, load } from './dtype.js';
+import { bits, computeType, convert, elementsPerWord, helpers, load, slotBindings } from './dtype.js';
 
 /** Workgroup size of 1-D kernels. */
 export const WG = 256;
@@ -20,12 +21,16 @@ export const MAX_X = 65535;
 export interface MapInput {
   dt: StorageCode;
   contiguous: boolean;
+  /** The binding slot of its segment (0 when it shares the output's segment). */
+  slot: number;
 }
 
 /** Describes a map kernel; `expr` computes the value in the output's compute type. */
 export interface MapKernel {
   rank: number;
   inputs: MapInput[];
+  /** Distinct segment buffers bound (the output's is slot 0). */
+  slots: number;
   outDt: StorageCode;
   /** A WGSL expression over `x0`, `x1`, … (inputs in their compute types), `i` (u32 element index) and `s0..s3`. */
   expr: string;
@@ -35,31 +40,30 @@ export interface MapKernel {
   prelude?: string;
 }
 
-/** Params slots (u32) a map kernel uses. */
-export const mapParamWords = (nInputs: number): number => 9 + nInputs * 9 + 4;
+/** Params words a map kernel uses. */
+export const mapParamWords = (nInputs: number): number => 10 + nInputs * 9 + 4;
 
-/** The params block for a map kernel. */
-export function mapParams(n: number, shape: number[], inputs: { strides: number[]; offset: number }[], scalars: number[] = []): ArrayBuffer {
+/** The params block of a map kernel: n, shape, the output's element offset, each input's view, scalars. */
+export function mapParams(n: number, shape: number[], outOffset: number, inputs: { strides: number[]; offset: number }[], scalars: number[] = []): ArrayBuffer {
   const words = new Uint32Array(mapParamWords(inputs.length));
   const f = new Float32Array(words.buffer);
   words[0] = n;
   shape.forEach((s, d) => (words[1 + d] = s));
+  words[9] = outOffset;
   inputs.forEach((inp, k) => {
-    const base = 9 + k * 9;
+    const base = 10 + k * 9;
     words[base] = inp.offset;
     inp.strides.forEach((s, d) => (words[base + 1 + d] = s));
   });
-  const sBase = 9 + inputs.length * 9;
+  const sBase = 10 + inputs.length * 9;
   scalars.forEach((s, k) => (f[sBase + k] = s));
   return words.buffer;
 }
 
-/** A cache key for a map kernel. */
-export const mapKey = (k: MapKernel): string =>
-  `map|${k.rank}|${k.inputs.map((i) => `${i.dt}${i.contiguous ? 'c' : 's'}`).join(',')}|${k.outDt}|${k.exprType}|${k.expr}`;
-
-function offsetFn(k: number, rank: number): string {
-  const base = 9 + k * 9;
+/** WGSL of `fn off{k}(i)`: the storage index of element `i` of input `k`'s strided view. */
+function offsetFn(k: number, rank: number, contiguous = false): string {
+  const base = 10 + k * 9;
+  if (contiguous) return `fn off${k}(i: u32) -> u32 { return i + P[${base}u]; }\n`;
   let body = `  var r = i;\n  var o = P[${base}u];\n`;
   for (let d = rank - 1; d >= 0; d--) {
     body += d > 0
@@ -69,36 +73,34 @@ function offsetFn(k: number, rank: number): string {
   return `fn off${k}(i: u32) -> u32 {\n${body}  return o;\n}\n`;
 }
 
+const MAIN_HEAD = `@compute @workgroup_size(${WG})
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
+  let n = P[0];
+  let w = (wid.y * nwg.x + wid.x) * ${WG}u + li;`;
+
 /** WGSL source of a map kernel. */
 export function mapShader(k: MapKernel): string {
   const epw = elementsPerWord(k.outDt);
-  const sBase = 9 + k.inputs.length * 9;
-  const bindings = k.inputs.map((_, j) => `@group(0) @binding(${j + 2}) var<storage, read> X${j}: array<u32>;`).join('\n');
-  const offsets = k.inputs.map((inp, j) => (inp.contiguous ? `fn off${j}(i: u32) -> u32 { return i + P[${9 + j * 9}u]; }\n` : offsetFn(j, k.rank))).join('');
-  const loads = k.inputs.map((inp, j) => `  let x${j} = ${load(`X${j}`, inp.dt, `off${j}(i)`)};`).join('\n');
+  const sBase = 10 + k.inputs.length * 9;
+  const offsets = k.inputs.map((inp, j) => offsetFn(j, k.rank, inp.contiguous)).join('');
+  const loads = k.inputs.map((inp, j) => `  let x${j} = ${load(`rd${inp.slot}`, inp.dt, `off${j}(i)`)};`).join('\n');
   const value = convert(`(${k.expr})`, k.exprType, k.outDt);
   const scalars = [0, 1, 2, 3].map((j) => `  let s${j} = bitcast<f32>(P[${sBase + j}u]);`).join('\n');
   const compute = `fn value(i: u32) -> ${computeType(k.outDt)} {\n${scalars}\n${loads}\n  return ${value};\n}\n`;
-  const main = epw === 1
-    ? `  if (w >= n) { return; }\n  O[w] = ${bits('value(w)', k.outDt)};`
+  const store = epw === 1
+    ? `  if (w >= n) { return; }\n  S0[P[9] + w] = ${bits('value(w)', k.outDt)};`
     : `  if (w * ${epw}u >= n) { return; }
   var word = 0u;
   for (var j = 0u; j < ${epw}u; j++) {
     let i = w * ${epw}u + j;
     if (i < n) { word |= ${bits('value(i)', k.outDt)} << (j * ${32 / epw}u); }
   }
-  O[w] = word;`;
-  return `@group(0) @binding(0) var<storage, read> P: array<u32>;
-@group(0) @binding(1) var<storage, read_write> O: array<u32>;
-${bindings}
-${helpers(k.outDt)}${k.prelude ?? ''}
+  S0[P[9] / ${epw}u + w] = word;`;
+  return `${slotBindings(k.slots)}${helpers(k.outDt)}${k.prelude ?? ''}
 ${offsets}
 ${compute}
-@compute @workgroup_size(${WG})
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
-  let n = P[0];
-  let w = (wid.y * nwg.x + wid.x) * ${WG}u + li;
-${main}
+${MAIN_HEAD}
+${store}
 }
 `;
 }
@@ -107,26 +109,23 @@ ${main}
 export const mapInvocations = (n: number, outDt: StorageCode): number => Math.ceil(n / elementsPerWord(outDt));
 
 /**
- * A copy into a strided destination (`dst.copy_(src)` where dst is a view). Packed
- * destinations are written with atomics, since neighbouring elements share a word.
+ * A copy into a strided destination (`dst.copy_(src)` where dst is a view): input 0 is the
+ * source, input 1 the destination's view. Packed destinations are written with atomics, since
+ * neighbouring elements share a word.
  */
-export function scatterShader(rank: number, srcDt: StorageCode, dstDt: StorageCode): string {
+export function scatterShader(rank: number, srcDt: StorageCode, dstDt: StorageCode, srcSlot: number, slots: number): string {
   const epw = elementsPerWord(dstDt);
-  const v = convert(load('X0', srcDt, 'off0(i)'), computeType(srcDt), dstDt);
+  const v = convert(load(`rd${srcSlot}`, srcDt, 'off0(i)'), computeType(srcDt), dstDt);
   const write = epw === 1
-    ? `  O[d] = ${bits('v', dstDt)};`
+    ? `  S0[d] = ${bits('v', dstDt)};`
     : `  let sh = (d % ${epw}u) * ${32 / epw}u;
-  atomicAnd(&O[d / ${epw}u], ~(${epw === 4 ? '0xffu' : '0xffffu'} << sh));
-  atomicOr(&O[d / ${epw}u], ${bits('v', dstDt)} << sh);`;
-  return `@group(0) @binding(0) var<storage, read> P: array<u32>;
-@group(0) @binding(1) var<storage, read_write> O: array<${epw === 1 ? 'u32' : 'atomic<u32>'}>;
-@group(0) @binding(2) var<storage, read> X0: array<u32>;
-${helpers(dstDt)}
+  atomicAnd(&S0[d / ${epw}u], ~(${epw === 4 ? '0xffu' : '0xffffu'} << sh));
+  atomicOr(&S0[d / ${epw}u], ${bits('v', dstDt)} << sh);`;
+  return `${slotBindings(slots, epw > 1)}${helpers(dstDt)}
 ${offsetFn(0, rank)}${offsetFn(1, rank)}
-@compute @workgroup_size(${WG})
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
-  let i = (wid.y * nwg.x + wid.x) * ${WG}u + li;
-  if (i >= P[0]) { return; }
+${MAIN_HEAD}
+  let i = w;
+  if (i >= n) { return; }
   let v = ${v};
   let d = off1(i);
 ${write}

@@ -5,21 +5,17 @@
  * A workgroup of 16×16 invocations computes a 64×64 tile of the output, each invocation a 4×4
  * block held in registers. A and B tiles of depth 16 are staged through workgroup memory. The
  * output is contiguous f32; 16-bit outputs are cast afterwards by the worker.
- * Params: [M, N, K, aOff, aBS, aRS, aCS, bOff, bBS, bRS, bCS].
+ * Params: [M, N, K, aOff, aBS, aRS, aCS, bOff, bBS, bRS, bCS, outOff].
  */
 import type { StorageCode } from '../ts/dtype.js';
-import { load } from './dtype.js';
+import { load, slotBindings } from './dtype.js';
 
 /** Output tile edge. */
 export const TILE = 64;
 
-/** WGSL of the tiled matmul for input dtype `dt` (a float storage code). */
-export function matmulShader(dt: StorageCode): string {
-  return `@group(0) @binding(0) var<storage, read> P: array<u32>;
-@group(0) @binding(1) var<storage, read_write> O: array<u32>;
-@group(0) @binding(2) var<storage, read> A: array<u32>;
-@group(0) @binding(3) var<storage, read> B: array<u32>;
-const BK = 16u;
+/** WGSL of the tiled matmul for input dtype `dt` (a float storage code), A and B in slots `aSlot`, `bSlot`. */
+export function matmulShader(dt: StorageCode, aSlot: number, bSlot: number, slots: number): string {
+  return `${slotBindings(slots)}const BK = 16u;
 var<workgroup> As: array<array<f32, 64>, 16>;
 var<workgroup> Bs: array<array<f32, 64>, 16>;
 
@@ -37,12 +33,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
       let r = l / 16u; let c = l % 16u;
       let gr = row0 + r; let gk = k0 + c;
       var av = 0.0;
-      if (gr < M && gk < K) { av = ${load('A', dt, 'aBase + gr * aRS + gk * aCS')}; }
+      if (gr < M && gk < K) { av = ${load(`rd${aSlot}`, dt, 'aBase + gr * aRS + gk * aCS')}; }
       As[c][r] = av;
       let kr = l / 64u; let cc = l % 64u;
       let gk2 = k0 + kr; let gc = col0 + cc;
       var bv = 0.0;
-      if (gk2 < K && gc < N) { bv = ${load('B', dt, 'bBase + gk2 * bRS + gc * bCS')}; }
+      if (gk2 < K && gc < N) { bv = ${load(`rd${bSlot}`, dt, 'bBase + gk2 * bRS + gc * bCS')}; }
       Bs[kr][cc] = bv;
     }
     workgroupBarrier();
@@ -56,13 +52,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     }
     workgroupBarrier();
   }
-  let oBase = wid.z * M * N;
+  let oBase = P[11] + wid.z * M * N;
   for (var i = 0u; i < 4u; i++) {
     let r = row0 + lid.y * 4u + i;
     if (r >= M) { continue; }
     for (var j = 0u; j < 4u; j++) {
       let c = col0 + lid.x * 4u + j;
-      if (c < N) { O[oBase + r * N + c] = bitcast<u32>(acc[i][j]); }
+      if (c < N) { S0[oBase + r * N + c] = bitcast<u32>(acc[i][j]); }
     }
   }
 }

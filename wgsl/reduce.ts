@@ -9,15 +9,15 @@
  * 32-bit compute type (indices as i32); the worker casts packed outputs afterwards.
  */
 import type { StorageCode } from '../ts/dtype.js';
-import { computeType, load } from './dtype.js';
+import { computeType, load, slotBindings } from './dtype.js';
 
 /** Reduction op codes, shared with the AssemblyScript kernels. */
 export enum ReduceOp { Sum = 0, Prod = 1, Max = 2, Min = 3, ArgMax = 4, ArgMin = 5, All = 6, Any = 7, Mean = 8, SumSq = 9 }
 
 const RWG = 64;
 
-/** WGSL of a reduction; params are [outer, inner, offset]. */
-export function reduceShader(op: ReduceOp, dt: StorageCode): string {
+/** WGSL of a reduction reading slot `inSlot`; params are [outer, inner, input offset, output offset]. */
+export function reduceShader(op: ReduceOp, dt: StorageCode, inSlot: number, slots: number): string {
   const t = computeType(dt);
   const zero = t === 'f32' ? '0.0' : '0i', one = t === 'f32' ? '1.0' : '1i';
   const isArg = op === ReduceOp.ArgMax || op === ReduceOp.ArgMin;
@@ -42,11 +42,11 @@ export function reduceShader(op: ReduceOp, dt: StorageCode): string {
   } as Record<number, string>;
   const elem = op === ReduceOp.SumSq ? 'x * x' : op === ReduceOp.All || op === ReduceOp.Any ? (t === 'f32' ? 'select(0i, 1i, (bitcast<u32>(x) & 0x7fffffffu) != 0u)' : 'select(0i, 1i, x != 0i)') : 'x';
   const accT = isArg ? t : outT;
-  const src = load('X', dt, 'base + k');
+  const src = load(`rd${inSlot}`, dt, 'base + k');
   const fold = isArg
-    ? `  var acc: ${t} = ${load('X', dt, 'base')};
+    ? `  var acc: ${t} = ${load(`rd${inSlot}`, dt, 'base')};
   var idx: i32 = 0;
-  if (li < inner) { acc = ${load('X', dt, 'base + li')}; idx = i32(li); }
+  if (li < inner) { acc = ${load(`rd${inSlot}`, dt, 'base + li')}; idx = i32(li); }
   for (var k = li + ${RWG}u; k < inner; k += ${RWG}u) {
     let x = ${src};
     if (better(x, i32(k), acc, idx)) { acc = x; idx = i32(k); }
@@ -57,8 +57,8 @@ export function reduceShader(op: ReduceOp, dt: StorageCode): string {
     if (li < s && better(SV[li + s], SI[li + s], SV[li], SI[li])) { SV[li] = SV[li + s]; SI[li] = SI[li + s]; }
     workgroupBarrier();
   }
-  if (li == 0u) { O[row] = bitcast<u32>(SI[0]); }`
-    : `  var acc: ${accT} = ${op === ReduceOp.Max || op === ReduceOp.Min ? load('X', dt, 'base') : init};
+  if (li == 0u) { S0[P[3] + row] = bitcast<u32>(SI[0]); }`
+    : `  var acc: ${accT} = ${op === ReduceOp.Max || op === ReduceOp.Min ? load(`rd${inSlot}`, dt, 'base') : init};
   for (var k = li; k < inner; k += ${RWG}u) {
     let x = ${src};
     let b = ${elem};
@@ -71,11 +71,8 @@ export function reduceShader(op: ReduceOp, dt: StorageCode): string {
     if (li < s) { let a = SV[li]; let b = SV[li + s]; SV[li] = ${comb[op]}; }
     workgroupBarrier();
   }
-  if (li == 0u) { O[row] = bitcast<u32>(${op === ReduceOp.Mean ? `SV[0] / f32(inner)` : 'SV[0]'}); }`;
-  return `@group(0) @binding(0) var<storage, read> P: array<u32>;
-@group(0) @binding(1) var<storage, read_write> O: array<u32>;
-@group(0) @binding(2) var<storage, read> X: array<u32>;
-var<workgroup> SV: array<${accT}, ${RWG}>;
+  if (li == 0u) { S0[P[3] + row] = bitcast<u32>(${op === ReduceOp.Mean ? `SV[0] / f32(inner)` : 'SV[0]'}); }`;
+  return `${slotBindings(slots)}var<workgroup> SV: array<${accT}, ${RWG}>;
 ${isArg ? `var<workgroup> SI: array<i32, ${RWG}>;\n${pick(op === ReduceOp.ArgMax ? '>' : '<')}` : ''}
 @compute @workgroup_size(${RWG})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) li: u32) {

@@ -84,13 +84,13 @@ async function check(got: torch.Tensor, want: TensorJson, op: string, where: str
 }
 
 describe.each(devices)(`ops on %s (goldens from PyTorch ${goldens.torch})`, (device) => {
-  let before: Record<string, number>;
+  let before: Record<string, [number, number]>;
   beforeEach(() => {
     before = liveCounts(devices);
   });
   afterEach(async () => {
     await torch.gpu.synchronize();
-    expect(liveCounts(devices), 'live storages after the test (leak check)').toEqual(before);
+    expect(liveCounts(devices), 'allocated bytes and live storages after the test (leak check)').toEqual(before);
   });
 
   it.each(goldens.cases.map((c) => [c.id, c] as const))('%s', async (_id, c) => {

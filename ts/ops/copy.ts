@@ -35,8 +35,8 @@ function transfer(src: Tensor, dst: Device): Tensor {
   if (bytes) {
     connect(src.device, dst);
     const tag = nextTag++;
-    launch(src.device, { k: 'send', peer: String(dst), tag, id: c.storage.id, byteOffset: c._offset * elementSize(src.dtype), bytes });
-    launch(dst, { k: 'recv', peer: String(src.device), tag, id: out.storage.id, byteOffset: 0 });
+    launch(src.device, { k: 'send', peer: String(dst), tag, id: c.storage.id, byteOffset: c.storage.byteOffset + c._offset * elementSize(src.dtype), bytes });
+    launch(dst, { k: 'recv', peer: String(src.device), tag, id: out.storage.id, byteOffset: out.storage.byteOffset });
   }
   if (c !== src) c.dispose();
   return out;

@@ -7,7 +7,7 @@
 import { CPU, device as toDevice, type Device, type DeviceLike } from '../device.js';
 import { checkFits, encode, isFloating, storageCode, toDType, type DType } from '../dtype.js';
 import { defaultGenerator, type Generator } from '../random.js';
-import { alloc, launch, ref } from '../runtime/dispatch.js';
+import { alloc, launch, ref, place } from '../runtime/dispatch.js';
 import { checkShape, numel } from '../shape.js';
 import type { NestedArray, Tensor } from '../tensor.js';
 
@@ -45,8 +45,12 @@ function flatten(data: unknown): { shape: number[]; flat: (number | boolean)[] }
 /** Uploads host values as a new contiguous tensor. */
 export function fromHost(values: ArrayLike<number | boolean>, shape: number[], dtype: DType, device: Device): Tensor {
   const host = encode(values, dtype, 'tensor');
-  const t = alloc(shape, dtype, device);
-  if (host.length) launch(device, { k: 'write', id: t.storage.id, data: host.buffer as ArrayBuffer }, [host.buffer as ArrayBuffer]);
+  return upload(alloc(shape, dtype, device), host);
+}
+
+/** Writes encoded host values into a fresh tensor. */
+function upload(t: Tensor, host: ReturnType<typeof encode>): Tensor {
+  if (host.length) launch(t.device, { k: 'write', id: t.storage.id, byteOffset: t.storage.byteOffset, data: host.buffer as ArrayBuffer }, [host.buffer as ArrayBuffer]);
   return t;
 }
 
@@ -72,7 +76,7 @@ export function full(shape: number[], value: number | boolean, options?: TensorO
   const v = Number(value);
   checkFits(v, dtype, 'full');
   const t = alloc(checkShape(shape, 'full'), dtype, dev(options));
-  if (t.numel()) launch(t.device, { k: 'fill', out: t.storage.id, dt: storageCode(dtype), n: t.numel(), value: dtype === 'bool' ? Number(v !== 0) : v });
+  if (t.numel()) launch(t.device, { k: 'fill', out: place(t), dt: storageCode(dtype), n: t.numel(), value: dtype === 'bool' ? Number(v !== 0) : v });
   return t;
 }
 
@@ -96,7 +100,7 @@ export function arange(start: number, end?: number, step = 1, options?: TensorOp
   const n = Math.ceil((end - start) / step);
   checkFits(start + (n - 1) * step, dtype, 'arange');
   const t = alloc([n], dtype, dev(options));
-  if (n) launch(t.device, { k: 'arange', out: t.storage.id, dt: storageCode(dtype), n, start, step });
+  if (n) launch(t.device, { k: 'arange', out: place(t), dt: storageCode(dtype), n, start, step });
   return t;
 }
 
@@ -113,14 +117,16 @@ export function linspace(start: number, end: number, steps: number, options?: Te
 export function rand(shape: number[], options?: TensorOptions & { generator?: Generator }): Tensor {
   const dtype = dt(options, 'float32');
   if (!isFloating(dtype)) throw new TypeError(`"check_uniform_bounds" not implemented for '${dtype}'`);
-  return fromHost((options?.generator ?? defaultGenerator).uniform(numel(checkShape(shape, 'rand'))), shape, dtype, dev(options));
+  const t = alloc(checkShape(shape, 'rand'), dtype, dev(options));
+  return upload(t, encode((options?.generator ?? defaultGenerator).uniform(t.numel()), dtype, 'rand'));
 }
 
 /** Standard normal random numbers (`torch.randn`). */
 export function randn(shape: number[], options?: TensorOptions & { generator?: Generator }): Tensor {
   const dtype = dt(options, 'float32');
   if (!isFloating(dtype)) throw new TypeError(`"normal_kernel" not implemented for '${dtype}'`);
-  return fromHost((options?.generator ?? defaultGenerator).normal(numel(checkShape(shape, 'randn'))), shape, dtype, dev(options));
+  const t = alloc(checkShape(shape, 'randn'), dtype, dev(options));
+  return upload(t, encode((options?.generator ?? defaultGenerator).normal(t.numel()), dtype, 'randn'));
 }
 
 /** The identity matrix (`torch.eye`). */
@@ -132,7 +138,7 @@ export function eye(n: number, m = n, options?: TensorOptions): Tensor {
     const one = full([], 1, { dtype: t.dtype, device: t.device });
     launch(t.device, {
       k: 'copyInto', src: ref(one, [0]), srcDt: storageCode(t.dtype), dt: storageCode(t.dtype), shape: [diag],
-      dst: { id: t.storage.id, strides: [m + 1], offset: 0 },
+      dst: { ...place(t), strides: [m + 1] },
     });
     one.dispose();
   }

@@ -7,7 +7,7 @@
  * tensors on the op's device and take part in promotion as Python scalars do.
  */
 import { isFloating, resultType, scalarName, storageCode, type DType } from '../dtype.js';
-import { alloc, launch, ref, sameDevice } from '../runtime/dispatch.js';
+import { alloc, launch, ref, sameDevice, place } from '../runtime/dispatch.js';
 import { broadcastShapes, broadcastStrides, MAX_KERNEL_RANK } from '../shape.js';
 import { Tensor } from '../tensor.js';
 import { full } from './creation.js';
@@ -59,7 +59,7 @@ export function unaryOp(name: string, x: Tensor, s: number[] = []): Tensor {
   const out = alloc(x.shape, outDt, x.device);
   if (out.numel()) {
     launch(x.device, {
-      k: 'unary', op: op.code, a: ref(xc), dt: storageCode(compute), out: out.storage.id, outDt: storageCode(outDt),
+      k: 'unary', op: op.code, a: ref(xc), dt: storageCode(compute), out: place(out), outDt: storageCode(outDt),
       shape: x.shape.slice(), s: [s[0] ?? 0, s[1] ?? 0, s[2] ?? 0],
     });
   }
@@ -97,7 +97,7 @@ export function binaryOp(name: string, a: TensorOrScalar, b: TensorOrScalar, alp
   const out = alloc(shape, outDt, ta.device);
   if (out.numel()) {
     launch(ta.device, {
-      k: 'binary', op: op.code, dt: storageCode(compute), outDt: storageCode(outDt), out: out.storage.id, shape,
+      k: 'binary', op: op.code, dt: storageCode(compute), outDt: storageCode(outDt), out: place(out), shape,
       a: ref(ac, broadcastStrides(ac.shape, ac._strides, shape)), b: ref(bc, broadcastStrides(bc.shape, bc._strides, shape)), alpha,
     });
   }
@@ -128,7 +128,7 @@ export function where(cond: Tensor, x: TensorOrScalar, y: TensorOrScalar): Tenso
   const xc = prep(x), yc = prep(y);
   const out = alloc(shape, dtype, cond.device);
   const r = (t: Tensor) => ref(t, broadcastStrides(t.shape, t._strides, shape));
-  if (out.numel()) launch(cond.device, { k: 'where', c: r(cond), a: r(xc), b: r(yc), dt: storageCode(dtype), out: out.storage.id, shape });
+  if (out.numel()) launch(cond.device, { k: 'where', c: r(cond), a: r(xc), b: r(yc), dt: storageCode(dtype), out: place(out), shape });
   temps.forEach((t) => t.dispose());
   return out;
 }

@@ -5,7 +5,7 @@
  * stride are made contiguous first.
  */
 import { isFloating, scalarName } from '../dtype.js';
-import { alloc, code, launch, ref, sameDevice } from '../runtime/dispatch.js';
+import { alloc, code, launch, ref, sameDevice, place } from '../runtime/dispatch.js';
 import { broadcastShapes, fmt, numel, viewStrides } from '../shape.js';
 import type { Tensor } from '../tensor.js';
 import { contiguous, expand, reshape, unsqueeze } from './views.js';
@@ -51,7 +51,7 @@ export function matmul(a: Tensor, b: Tensor): Tensor {
   const out = alloc([...batch, m, n], a.dtype, dev);
   const nb = numel(batch);
   if (nb * m * n) {
-    launch(dev, { k: 'matmul', a: ref(af), b: ref(bf), dt: code(a), out: out.storage.id, batch: nb, m, n, kk: k, aStrides, bStrides });
+    launch(dev, { k: 'matmul', a: ref(af), b: ref(bf), dt: code(a), out: place(out), batch: nb, m, n, kk: k, aStrides, bStrides });
   }
   temps.forEach((t) => t.dispose());
   const shape = [...batch, ...(a.ndim === 1 ? [] : [m]), ...(b.ndim === 1 ? [] : [n])];

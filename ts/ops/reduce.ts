@@ -5,7 +5,7 @@
  * bools give int64, mean needs a float, arg-reductions give int64, all/any give bool.
  */
 import { isFloating, scalarName, storageCode, type DType } from '../dtype.js';
-import { alloc, launch, ref, sameDevice } from '../runtime/dispatch.js';
+import { alloc, launch, ref, sameDevice, place } from '../runtime/dispatch.js';
 import { normDim, numel } from '../shape.js';
 import type { Tensor } from '../tensor.js';
 import { ReduceOp } from '../../wgsl/reduce.js';
@@ -59,7 +59,7 @@ export function reduce(op: ReduceOp, x: Tensor, dims: Dims, keepdim = false): Te
   const out = alloc(outShape, outDt, x.device);
   if (outer > 0) {
     launch(x.device, {
-      k: 'reduce', op, a: ref(src), dt: storageCode(x.dtype), out: out.storage.id, outDt: storageCode(outDt), outer, inner,
+      k: 'reduce', op, a: ref(src), dt: storageCode(x.dtype), out: place(out), outDt: storageCode(outDt), outer, inner,
     });
   }
   if (src !== permuted) src.dispose();

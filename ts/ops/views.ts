@@ -3,7 +3,7 @@
  * except in `reshape`/`flatten` when the layout cannot be viewed and `contiguous` makes a copy,
  * exactly where PyTorch would copy.
  */
-import { code, launch, alloc, ref, sameDevice } from '../runtime/dispatch.js';
+import { code, launch, alloc, ref, sameDevice, place } from '../runtime/dispatch.js';
 import { contiguousStrides, fmt, inferShape, isContiguous, normDim, numel, viewStrides } from '../shape.js';
 import { view, type Tensor } from '../tensor.js';
 
@@ -17,7 +17,7 @@ export function contiguous(t: Tensor): Tensor {
 /** A contiguous copy in another dtype (same device). */
 export function cast(t: Tensor, dtype: Tensor['dtype']): Tensor {
   const out = alloc(t.shape, dtype, t.device);
-  if (out.numel()) launch(t.device, { k: 'copy', src: ref(t), srcDt: code(t), out: out.storage.id, dt: code(dtype), shape: t.shape.slice() });
+  if (out.numel()) launch(t.device, { k: 'copy', src: ref(t), srcDt: code(t), out: place(out), dt: code(dtype), shape: t.shape.slice() });
   return out;
 }
 

@@ -24,6 +24,8 @@ export class DeviceClient {
   private ready: Promise<Comlink.Remote<WorkerApi>> | null = null;
   /** Set when the worker could not start: every later sync point rethrows it. */
   private startError: Error | null = null;
+  /** Set by `close()`: later commands (frees of tensors that outlived the worker) are dropped. */
+  private closed = false;
   /** Results being awaited; while there are any, the worker keeps the process alive. */
   private awaited = 0;
 
@@ -63,6 +65,7 @@ export class DeviceClient {
 
   /** Queues a command; `transfer` lists buffers or ports that move with it. */
   enqueue(cmd: Command, transfer?: Transferable[]): void {
+    if (this.closed) return;
     this.queue.push(cmd);
     if (transfer) this.transfers.push(...transfer);
     if (!this.scheduled) {
@@ -86,6 +89,7 @@ export class DeviceClient {
 
   /** Reads bytes of a storage once all earlier work has run. */
   async read(id: number, byteOffset: number, bytes: number): Promise<ArrayBuffer> {
+    if (this.closed) throw new Error(`webtorch: device ${this.name} was shut down; its tensors are gone`);
     this.flush();
     const r = await this.start();
     return this.awaiting(() => r.read(id, byteOffset, bytes));
@@ -100,11 +104,12 @@ export class DeviceClient {
 
   /** Stops the worker. */
   async close(): Promise<void> {
-    if (!this.ready) return;
     this.flush();
+    this.closed = true;
+    if (!this.ready) return;
     try {
       const r = await this.ready;
-      await r.close();
+      await this.awaiting(() => r.close());
       r[Comlink.releaseProxy]();
     } catch {
       /* a device that failed to start has nothing to close */

@@ -6,7 +6,7 @@ import { elementSize, storageCode, type DType } from '../dtype.js';
 import { clientOf, type Device } from '../device.js';
 import { contiguousStrides, numel } from '../shape.js';
 import { Tensor } from '../tensor.js';
-import type { Command, ViewRef } from '../worker/protocol.js';
+import type { Command, Place, ViewRef } from '../worker/protocol.js';
 import { Storage } from './storage.js';
 
 /** A new contiguous tensor with uninitialised contents. */
@@ -15,9 +15,14 @@ export function alloc(shape: readonly number[], dtype: DType, device: Device): T
   return new Tensor(storage, shape.slice(), contiguousStrides(shape), 0, dtype);
 }
 
-/** The kernel's view of a tensor, optionally with broadcast strides. */
+/** The kernel's view of a tensor (segment, element offset, strides), optionally with broadcast strides. */
 export function ref(t: Tensor, strides: readonly number[] = t._strides): ViewRef {
-  return { id: t.storage.id, strides: strides.slice(), offset: t._offset };
+  return { id: t.storage.id, strides: strides.slice(), offset: t.storage.byteOffset / elementSize(t.dtype) + t._offset };
+}
+
+/** Where a fresh contiguous output tensor starts. */
+export function place(t: Tensor): Place {
+  return { id: t.storage.id, offset: t.storage.byteOffset / elementSize(t.dtype) + t._offset };
 }
 
 /** The storage code of a tensor's dtype. */

@@ -1,16 +1,16 @@
 /**
  * The `cpu` worker: AssemblyScript kernels (SIMD) over one WebAssembly memory.
  *
- * Storages are byte ranges of that memory. Until the caching allocator hands out
- * (segment, offset) pairs from the calling thread, ranges come from a first-fit free list here,
- * 16-byte aligned so SIMD loads stay aligned. Kernel descriptors (shape, strides, offsets) are
- * written as i32s into the module's scratch area before each call. Pointers are bytes; strides
- * and offsets are elements, as the kernels expect.
+ * Segments (which the caching allocator on the calling thread carves into blocks) are byte
+ * ranges of that memory, taken from a first-fit free list here, 16-byte aligned so SIMD loads
+ * stay aligned. Kernel descriptors (shape, strides, offsets) are written as i32s into the
+ * module's scratch area before each call. Pointers are bytes; strides and offsets are elements,
+ * as the kernels expect.
  */
 import { StorageCode } from '../dtype.js';
 import { loadKernelWasm } from '../platform.js';
 import type { Backend } from './executor.js';
-import type { Command, DeviceInfo, ViewRef } from './protocol.js';
+import type { Command, DeviceInfo, Place, ViewRef } from './protocol.js';
 
 /** The AssemblyScript kernels' exports (see `assembly/index.ts`). */
 interface Kernels {
@@ -72,9 +72,12 @@ function freeRange(start: number, bytes: number): void {
 
 function ptr(id: number): number {
   const r = ranges.get(id);
-  if (!r) throw new Error(`storage ${id} does not exist on this device`);
+  if (!r) throw new Error(`segment ${id} does not exist on this device`);
   return r[0];
 }
+
+/** The byte address of a place holding elements of storage code `dt`. */
+const at = (p: Place, dt: number): number => ptr(p.id) + p.offset * ELEMENT_BYTES[dt];
 
 /** Writes i32 words into the scratch area and returns its address. */
 function desc(words: number[]): number {
@@ -93,39 +96,39 @@ const viewWords = (shape: number[], views: ViewRef[]): number[] => {
 
 function run(cmd: Command): void {
   switch (cmd.k) {
-    case 'alloc':
+    case 'segment':
       ranges.set(cmd.id, [allocRange(cmd.bytes), cmd.bytes]);
       return;
-    case 'free': {
+    case 'release': {
       const [start, bytes] = ranges.get(cmd.id)!;
       ranges.delete(cmd.id);
       freeRange(start, bytes);
       return;
     }
     case 'write':
-      write(cmd.id, 0, cmd.data);
+      write(cmd.id, cmd.byteOffset, cmd.data);
       return;
     case 'fill':
-      return K.fill(cmd.dt, ptr(cmd.out), cmd.n, cmd.value);
+      return K.fill(cmd.dt, at(cmd.out, cmd.dt), cmd.n, cmd.value);
     case 'arange':
-      return K.arange(cmd.dt, ptr(cmd.out), cmd.n, cmd.start, cmd.step);
+      return K.arange(cmd.dt, at(cmd.out, cmd.dt), cmd.n, cmd.start, cmd.step);
     case 'copy':
-      return K.copy(cmd.srcDt, cmd.dt, ptr(cmd.src.id), ptr(cmd.out), desc(viewWords(cmd.shape, [cmd.src])));
+      return K.copy(cmd.srcDt, cmd.dt, ptr(cmd.src.id), at(cmd.out, cmd.dt), desc(viewWords(cmd.shape, [cmd.src])));
     case 'copyInto':
       return K.copyStrided(cmd.srcDt, cmd.dt, ptr(cmd.src.id), ptr(cmd.dst.id), desc(viewWords(cmd.shape, [cmd.src, cmd.dst])));
     case 'unary':
-      return K.unary(cmd.op, cmd.dt, cmd.outDt, ptr(cmd.a.id), ptr(cmd.out), desc(viewWords(cmd.shape, [cmd.a])), ...cmd.s);
+      return K.unary(cmd.op, cmd.dt, cmd.outDt, ptr(cmd.a.id), at(cmd.out, cmd.outDt), desc(viewWords(cmd.shape, [cmd.a])), ...cmd.s);
     case 'binary':
-      return K.binary(cmd.op, cmd.dt, cmd.outDt, ptr(cmd.a.id), ptr(cmd.b.id), ptr(cmd.out), desc(viewWords(cmd.shape, [cmd.a, cmd.b])), cmd.alpha);
+      return K.binary(cmd.op, cmd.dt, cmd.outDt, ptr(cmd.a.id), ptr(cmd.b.id), at(cmd.out, cmd.outDt), desc(viewWords(cmd.shape, [cmd.a, cmd.b])), cmd.alpha);
     case 'where':
-      return K.where(cmd.dt, ptr(cmd.c.id), ptr(cmd.a.id), ptr(cmd.b.id), ptr(cmd.out), desc(viewWords(cmd.shape, [cmd.c, cmd.a, cmd.b])));
+      return K.where(cmd.dt, ptr(cmd.c.id), ptr(cmd.a.id), ptr(cmd.b.id), at(cmd.out, cmd.dt), desc(viewWords(cmd.shape, [cmd.c, cmd.a, cmd.b])));
     case 'reduce':
-      return K.reduce(cmd.op, cmd.dt, cmd.outDt, ptr(cmd.a.id) + cmd.a.offset * ELEMENT_BYTES[cmd.dt], ptr(cmd.out), cmd.outer, cmd.inner);
+      return K.reduce(cmd.op, cmd.dt, cmd.outDt, at(cmd.a, cmd.dt), at(cmd.out, cmd.outDt), cmd.outer, cmd.inner);
     case 'matmul': {
       const p = [cmd.batch, cmd.m, cmd.n, cmd.kk, ...cmd.aStrides, cmd.a.offset, ...cmd.bStrides, cmd.b.offset];
       const wsBytes = K.matmulWorkspaceBytes(cmd.m, cmd.n, cmd.kk);
       const ws = wsBytes > 0 ? allocRange(wsBytes) : 0;
-      const out = ptr(cmd.out), a = ptr(cmd.a.id), b = ptr(cmd.b.id);
+      const out = at(cmd.out, cmd.dt), a = ptr(cmd.a.id), b = ptr(cmd.b.id);
       if (cmd.dt === StorageCode.F32) K.matmul(cmd.dt, a, b, out, desc(p), ws);
       else {
         // 16-bit floats: multiply in f32, then round into the output once.

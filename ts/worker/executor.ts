@@ -28,7 +28,7 @@ export interface Backend {
   write(id: number, byteOffset: number, data: ArrayBuffer): void;
   /** Waits until all submitted work is complete. */
   idle(): Promise<void>;
-  close(): void;
+  close(): Promise<void> | void;
 }
 
 /** Makes the worker API around a backend and exposes it to the parent thread. */

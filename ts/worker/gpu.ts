@@ -4,20 +4,21 @@
  * Kernel params of a whole batch go into one buffer (each dispatch binds its slice at an
  * aligned offset), written with `queue.writeBuffer` just before the batch's encoder is
  * submitted, so a batch costs one write and one submit however many ops it holds. Pipelines
- * are cached by their WGSL source. Storages are whole GPUBuffers for now, addressed by element
- * offsets, so the caching allocator can hand out (segment, offset) pairs without kernel changes.
+ * are cached by their WGSL source. Memory is segments (one GPUBuffer each) that the caching
+ * allocator on the calling thread carves into blocks; kernels address tensors by element
+ * offsets into their segment, and bind each distinct segment once (see `slotBindings`).
  * Outputs that the 32-bit-only kernels (reduce, matmul) cannot pack are written to a scratch
  * buffer and cast by the copy kernel.
  */
 import { StorageCode } from '../dtype.js';
 import { getGpu } from '../platform.js';
-import { MAX_X, WG, mapInvocations, mapKey, mapParams, mapShader, scatterShader, type MapKernel } from '../../wgsl/elementwise.js';
+import { MAX_X, WG, mapInvocations, mapParams, mapShader, scatterShader, type MapKernel } from '../../wgsl/elementwise.js';
 import { computeType, elementsPerWord } from '../../wgsl/dtype.js';
 import { reduceShader } from '../../wgsl/reduce.js';
 import { TILE, matmulShader } from '../../wgsl/matmul.js';
 import { ELEMENTWISE, WGSL_PRELUDE } from '../ops/table.js';
 import type { Backend } from './executor.js';
-import type { Command, DeviceInfo, ViewRef } from './protocol.js';
+import type { Command, DeviceInfo, Place, ViewRef } from './protocol.js';
 
 const UNARY = new Map(ELEMENTWISE.filter((o) => o.arity === 1).map((o) => [o.code, o]));
 const BINARY = new Map(ELEMENTWISE.filter((o) => o.arity === 2).map((o) => [o.code, o]));
@@ -27,6 +28,7 @@ let gpu: GPU | null = null;
 let adapter: GPUAdapter | null = null;
 let device: GPUDevice;
 let paramAlign = 256;
+let maxBinding = 1 << 27;
 const buffers = new Map<number, GPUBuffer>();
 const pipelines = new Map<string, GPUComputePipeline>();
 let encoder: GPUCommandEncoder | null = null;
@@ -67,7 +69,7 @@ function pipeline(code: string): GPUComputePipeline {
 
 function buf(id: number): GPUBuffer {
   const b = buffers.get(id);
-  if (!b) throw new Error(`storage ${id} does not exist on this device`);
+  if (!b) throw new Error(`segment ${id} does not exist on this device`);
   return b;
 }
 
@@ -90,10 +92,14 @@ function grid1d(invocations: number, wg = WG): [number, number, number] {
   return groups <= MAX_X ? [groups, 1, 1] : [MAX_X, Math.ceil(groups / MAX_X), 1];
 }
 
-function runMap(k: MapKernel, out: GPUBuffer, inputs: ViewRef[], shape: number[], scalars: number[], inputBuffers = inputs.map((r) => buf(r.id))): void {
-  const n = shape.reduce((a, b) => a * b, 1);
-  if (n === 0) return;
-  dispatch(mapShader(k), [out, ...inputBuffers], mapParams(n, shape, inputs, scalars), grid1d(mapInvocations(n, k.outDt)));
+/** The distinct buffers of a dispatch (the output's first) and each input's slot among them. */
+function slotsOf(out: GPUBuffer, inputs: GPUBuffer[]): { bind: GPUBuffer[]; slot: number[] } {
+  const bind = [out];
+  const slot = inputs.map((b) => {
+    const i = bind.indexOf(b);
+    return i >= 0 ? i : bind.push(b) - 1;
+  });
+  return { bind, slot };
 }
 
 const contiguousIn = (r: ViewRef, shape: number[]): boolean => {
@@ -105,98 +111,101 @@ const contiguousIn = (r: ViewRef, shape: number[]): boolean => {
   return true;
 };
 
-function mapKernel(inputs: { r: ViewRef; dt: StorageCode }[], shape: number[], outDt: StorageCode, expr: string, exprType: 'f32' | 'i32'): MapKernel {
-  return {
-    rank: shape.length,
-    inputs: inputs.map(({ r, dt }) => ({ dt, contiguous: contiguousIn(r, shape) })),
-    outDt, expr, exprType, prelude: WGSL_PRELUDE,
+/** Runs a map kernel `expr` over strided inputs into `out` (a buffer and an element offset). */
+function runMap(
+  inputs: { r: ViewRef; dt: StorageCode; b?: GPUBuffer }[], shape: number[], out: GPUBuffer, outOffset: number, outDt: StorageCode,
+  expr: string, exprType: 'f32' | 'i32', scalars: number[] = [],
+): void {
+  const n = shape.reduce((a, b) => a * b, 1);
+  if (n === 0) return;
+  const { bind, slot } = slotsOf(out, inputs.map((i) => i.b ?? buf(i.r.id)));
+  const k: MapKernel = {
+    rank: shape.length, slots: bind.length, outDt, expr, exprType, prelude: WGSL_PRELUDE,
+    inputs: inputs.map(({ r, dt }, j) => ({ dt, contiguous: contiguousIn(r, shape), slot: slot[j] })),
   };
+  dispatch(mapShader(k), bind, mapParams(n, shape, outOffset, inputs.map((i) => i.r), scalars), grid1d(mapInvocations(n, outDt)));
 }
 
-/** Runs `write` into a 32-bit buffer, then casts it into `out` when `outDt` is packed. */
-function viaScratch(out: number, outDt: StorageCode, n: number, write: (target: GPUBuffer, dt: StorageCode) => void, srcDt: StorageCode): void {
-  if (elementsPerWord(outDt) === 1) return write(buf(out), outDt);
+/** Runs `write` into a 32-bit target (the output itself, or a scratch buffer cast into a packed output). */
+function viaScratch(out: Place, outDt: StorageCode, n: number, srcDt: StorageCode, write: (target: GPUBuffer, offset: number) => void): void {
+  if (elementsPerWord(outDt) === 1) return write(buf(out.id), out.offset);
   const tmp = device.createBuffer({ size: Math.max(4, n * 4), usage: GPUBufferUsage.STORAGE });
   retired.push(tmp);
-  write(tmp, srcDt);
-  const src = { id: -1, strides: [1], offset: 0 };
-  runMap(mapKernel([{ r: src, dt: srcDt }], [n], outDt, 'x0', computeType(srcDt)), buf(out), [src], [n], [], [tmp]);
+  write(tmp, 0);
+  runMap([{ r: { id: -1, strides: [1], offset: 0 }, dt: srcDt, b: tmp }], [n], buf(out.id), out.offset, outDt, 'x0', computeType(srcDt));
 }
 
 function run(cmd: Command): void {
   switch (cmd.k) {
-    case 'alloc':
+    case 'segment':
       openScope();
       buffers.set(cmd.id, device.createBuffer({
         size: Math.max(4, Math.ceil(cmd.bytes / 4) * 4),
         usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST,
       }));
       return;
-    case 'free':
+    case 'release':
       retired.push(buf(cmd.id));
       buffers.delete(cmd.id);
       return;
     case 'write':
-      write(cmd.id, 0, cmd.data);
+      write(cmd.id, cmd.byteOffset, cmd.data);
       return;
     case 'fill': {
       const e = computeType(cmd.dt) === 'f32' ? 's0' : 'i32(s0)';
-      runMap(mapKernel([], [cmd.n], cmd.dt, e, computeType(cmd.dt)), buf(cmd.out), [], [cmd.n], [cmd.value]);
+      runMap([], [cmd.n], buf(cmd.out.id), cmd.out.offset, cmd.dt, e, computeType(cmd.dt), [cmd.value]);
       return;
     }
     case 'arange': {
       const e = computeType(cmd.dt) === 'f32' ? 's0 + f32(i) * s1' : 'i32(s0) + i32(i) * i32(s1)';
-      runMap(mapKernel([], [cmd.n], cmd.dt, e, computeType(cmd.dt)), buf(cmd.out), [], [cmd.n], [cmd.start, cmd.step]);
+      runMap([], [cmd.n], buf(cmd.out.id), cmd.out.offset, cmd.dt, e, computeType(cmd.dt), [cmd.start, cmd.step]);
       return;
     }
     case 'copy':
-      runMap(mapKernel([{ r: cmd.src, dt: cmd.srcDt }], cmd.shape, cmd.dt, 'x0', computeType(cmd.srcDt)), buf(cmd.out), [cmd.src], cmd.shape, []);
+      runMap([{ r: cmd.src, dt: cmd.srcDt }], cmd.shape, buf(cmd.out.id), cmd.out.offset, cmd.dt, 'x0', computeType(cmd.srcDt));
       return;
     case 'copyInto': {
       const n = cmd.shape.reduce((a, b) => a * b, 1);
       if (n === 0) return;
-      dispatch(scatterShader(cmd.shape.length, cmd.srcDt, cmd.dt), [buf(cmd.dst.id), buf(cmd.src.id)],
-        mapParams(n, cmd.shape, [cmd.src, cmd.dst]), grid1d(n));
+      const { bind, slot } = slotsOf(buf(cmd.dst.id), [buf(cmd.src.id)]);
+      dispatch(scatterShader(cmd.shape.length, cmd.srcDt, cmd.dt, slot[0], bind.length), bind,
+        mapParams(n, cmd.shape, 0, [cmd.src, cmd.dst]), grid1d(n));
       return;
     }
-    case 'unary': {
-      const op = UNARY.get(cmd.op)!;
-      const t = computeType(cmd.dt);
-      const expr = t === 'f32' ? op.wgsl.f32 : op.wgsl.i32;
-      if (!expr) throw new Error(`${op.name} has no ${t} kernel`);
-      const exprType = op.dtypes === 'bool' ? 'i32' : t;
-      runMap(mapKernel([{ r: cmd.a, dt: cmd.dt }], cmd.shape, cmd.outDt, expr, exprType), buf(cmd.out), [cmd.a], cmd.shape, cmd.s);
-      return;
-    }
+    case 'unary':
     case 'binary': {
-      const op = BINARY.get(cmd.op)!;
+      const op = (cmd.k === 'unary' ? UNARY : BINARY).get(cmd.op)!;
       const t = computeType(cmd.dt);
       const expr = t === 'f32' ? op.wgsl.f32 : op.wgsl.i32;
       if (!expr) throw new Error(`${op.name} has no ${t} kernel`);
-      const exprType = op.dtypes === 'bool' ? 'i32' : t;
-      runMap(mapKernel([{ r: cmd.a, dt: cmd.dt }, { r: cmd.b, dt: cmd.dt }], cmd.shape, cmd.outDt, expr, exprType), buf(cmd.out), [cmd.a, cmd.b], cmd.shape, [cmd.alpha]);
+      const ins = cmd.k === 'unary' ? [{ r: cmd.a, dt: cmd.dt }] : [{ r: cmd.a, dt: cmd.dt }, { r: cmd.b, dt: cmd.dt }];
+      const scalars = cmd.k === 'unary' ? cmd.s : [cmd.alpha];
+      runMap(ins, cmd.shape, buf(cmd.out.id), cmd.out.offset, cmd.outDt, expr, op.dtypes === 'bool' ? 'i32' : t, scalars);
       return;
     }
     case 'where':
-      runMap(mapKernel([{ r: cmd.c, dt: StorageCode.Bool }, { r: cmd.a, dt: cmd.dt }, { r: cmd.b, dt: cmd.dt }], cmd.shape, cmd.dt,
-        `select(x2, x1, x0 != 0i)`, computeType(cmd.dt)), buf(cmd.out), [cmd.c, cmd.a, cmd.b], cmd.shape, []);
+      runMap([{ r: cmd.c, dt: StorageCode.Bool }, { r: cmd.a, dt: cmd.dt }, { r: cmd.b, dt: cmd.dt }], cmd.shape, buf(cmd.out.id), cmd.out.offset,
+        cmd.dt, `select(x2, x1, x0 != 0i)`, computeType(cmd.dt));
       return;
     case 'reduce': {
       if (cmd.outer === 0) return;
-      const p = new Uint32Array([cmd.outer, cmd.inner, cmd.a.offset]).buffer;
-      const kernelOut = cmd.op === 4 || cmd.op === 5 || cmd.op === 6 || cmd.op === 7 ? StorageCode.I32 : computeType(cmd.dt) === 'f32' ? StorageCode.F32 : StorageCode.I32;
-      viaScratch(cmd.out, cmd.outDt, cmd.outer, (target) => {
-        dispatch(reduceShader(cmd.op, cmd.dt), [target, buf(cmd.a.id)], p, grid1d(cmd.outer, 1));
-      }, kernelOut);
+      const indexOut = cmd.op === 4 || cmd.op === 5 || cmd.op === 6 || cmd.op === 7;
+      const kernelOut = indexOut || computeType(cmd.dt) === 'i32' ? StorageCode.I32 : StorageCode.F32;
+      viaScratch(cmd.out, cmd.outDt, cmd.outer, kernelOut, (target, offset) => {
+        const { bind, slot } = slotsOf(target, [buf(cmd.a.id)]);
+        const p = new Uint32Array([cmd.outer, cmd.inner, cmd.a.offset, offset]).buffer;
+        dispatch(reduceShader(cmd.op, cmd.dt, slot[0], bind.length), bind, p, grid1d(cmd.outer, 1));
+      });
       return;
     }
     case 'matmul': {
       const { m, n, kk, batch } = cmd;
       if (batch * m * n === 0) return;
-      const p = new Uint32Array([m, n, kk, cmd.a.offset, ...cmd.aStrides, cmd.b.offset, ...cmd.bStrides]).buffer;
-      viaScratch(cmd.out, cmd.dt, batch * m * n, (target) => {
-        dispatch(matmulShader(cmd.dt), [target, buf(cmd.a.id), buf(cmd.b.id)], p, [Math.ceil(n / TILE), Math.ceil(m / TILE), batch]);
-      }, StorageCode.F32);
+      viaScratch(cmd.out, cmd.dt, batch * m * n, StorageCode.F32, (target, offset) => {
+        const { bind, slot } = slotsOf(target, [buf(cmd.a.id), buf(cmd.b.id)]);
+        const p = new Uint32Array([m, n, kk, cmd.a.offset, ...cmd.aStrides, cmd.b.offset, ...cmd.bStrides, offset]).buffer;
+        dispatch(matmulShader(cmd.dt, slot[0], slot[1], bind.length), bind, p, [Math.ceil(n / TILE), Math.ceil(m / TILE), batch]);
+      });
       return;
     }
     default:
@@ -217,7 +226,7 @@ function encodePending(): void {
   for (const d of pendingBinds) {
     const entries = d.buffers.map((b, i) => ({
       binding: i,
-      resource: b === 'params' ? { buffer: paramBuffer!, offset: d.offset, size: d.size } : { buffer: b },
+      resource: b === 'params' ? { buffer: paramBuffer!, offset: d.offset, size: d.size } : { buffer: b, size: Math.min(b.size, maxBinding) },
     }));
     pass.setPipeline(d.pipeline);
     pass.setBindGroup(0, device.createBindGroup({ layout: d.pipeline.getBindGroupLayout(0), entries }));
@@ -281,6 +290,7 @@ export const gpuBackend: Backend = {
     for (const l of limitNames) requiredLimits[l] = found.limits[l];
     device = await found.requestDevice({ requiredFeatures: features, requiredLimits });
     paramAlign = device.limits.minStorageBufferOffsetAlignment;
+    maxBinding = device.limits.maxStorageBufferBindingSize;
     const info = found.info;
     const limits: Record<string, number> = {};
     for (const l of limitNames) limits[l] = device.limits[l];
@@ -298,8 +308,11 @@ export const gpuBackend: Backend = {
     await device.queue.onSubmittedWorkDone();
     await checkErrors();
   },
-  close() {
+  async close() {
     flush();
+    // Dawn aborts if a device dies with popErrorScope promises pending: settle them first.
+    await device?.queue.onSubmittedWorkDone();
+    await Promise.allSettled(errorChecks.splice(0));
     for (const b of buffers.values()) b.destroy();
     buffers.clear();
     device?.destroy();

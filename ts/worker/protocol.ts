@@ -1,35 +1,40 @@
 /**
  * The messages between the facade and a device worker: the backend interface.
  *
- * It is deliberately small and untyped in tensor terms: storages are integer ids with a byte
- * size, views are (shape, strides, offset) in elements, dtypes are storage codes. Broadcasting,
+ * It is deliberately small and untyped in tensor terms: memory is segments (integer ids with a
+ * byte size) that the caching allocator on the calling thread carves into blocks; views are
+ * (segment, shape, strides, offset) in elements, dtypes are storage codes. Broadcasting,
  * promotion, autograd and validation stay in the facade. A batch of commands arrives in one
  * `submit` per microtask; the worker runs them in order, and `read`/`sync` resolve once every
  * command submitted before them has run.
  */
 import type { StorageCode } from '../dtype.js';
 
-/** A strided view of a storage. */
-export interface ViewRef {
+/** A place in a segment: its id and an offset in elements. */
+export interface Place {
   id: number;
-  strides: number[];
   offset: number;
 }
 
-/** One command of a batch. `out` storages are contiguous, starting at element 0. */
+/** A strided view of a segment (offset and strides in elements). */
+export interface ViewRef extends Place {
+  strides: number[];
+}
+
+/** One command of a batch. `out` places receive contiguous results. */
 export type Command =
-  | { k: 'alloc'; id: number; bytes: number }
-  | { k: 'free'; id: number }
-  | { k: 'write'; id: number; data: ArrayBuffer }
-  | { k: 'fill'; out: number; dt: StorageCode; n: number; value: number }
-  | { k: 'arange'; out: number; dt: StorageCode; n: number; start: number; step: number }
-  | { k: 'copy'; src: ViewRef; srcDt: StorageCode; out: number; dt: StorageCode; shape: number[] }
+  | { k: 'segment'; id: number; bytes: number }
+  | { k: 'release'; id: number }
+  | { k: 'write'; id: number; byteOffset: number; data: ArrayBuffer }
+  | { k: 'fill'; out: Place; dt: StorageCode; n: number; value: number }
+  | { k: 'arange'; out: Place; dt: StorageCode; n: number; start: number; step: number }
+  | { k: 'copy'; src: ViewRef; srcDt: StorageCode; out: Place; dt: StorageCode; shape: number[] }
   | { k: 'copyInto'; src: ViewRef; srcDt: StorageCode; dst: ViewRef; dt: StorageCode; shape: number[] }
-  | { k: 'unary'; op: number; a: ViewRef; dt: StorageCode; out: number; outDt: StorageCode; shape: number[]; s: [number, number, number] }
-  | { k: 'binary'; op: number; a: ViewRef; b: ViewRef; dt: StorageCode; out: number; outDt: StorageCode; shape: number[]; alpha: number }
-  | { k: 'where'; c: ViewRef; a: ViewRef; b: ViewRef; dt: StorageCode; out: number; shape: number[] }
-  | { k: 'reduce'; op: number; a: ViewRef; dt: StorageCode; out: number; outDt: StorageCode; outer: number; inner: number }
-  | { k: 'matmul'; a: ViewRef; b: ViewRef; dt: StorageCode; out: number; batch: number; m: number; n: number; kk: number;
+  | { k: 'unary'; op: number; a: ViewRef; dt: StorageCode; out: Place; outDt: StorageCode; shape: number[]; s: [number, number, number] }
+  | { k: 'binary'; op: number; a: ViewRef; b: ViewRef; dt: StorageCode; out: Place; outDt: StorageCode; shape: number[]; alpha: number }
+  | { k: 'where'; c: ViewRef; a: ViewRef; b: ViewRef; dt: StorageCode; out: Place; shape: number[] }
+  | { k: 'reduce'; op: number; a: ViewRef; dt: StorageCode; out: Place; outDt: StorageCode; outer: number; inner: number }
+  | { k: 'matmul'; a: ViewRef; b: ViewRef; dt: StorageCode; out: Place; batch: number; m: number; n: number; kk: number;
       aStrides: [number, number, number]; bStrides: [number, number, number] }
   | { k: 'connect'; peer: string; port: MessagePort }
   | { k: 'send'; peer: string; tag: number; id: number; byteOffset: number; bytes: number }
@@ -54,7 +59,7 @@ export interface WorkerApi {
   init(options: { name: string; index: number }): Promise<DeviceInfo>;
   /** Appends a batch of commands to the device's queue. */
   submit(cmds: Command[]): void;
-  /** Resolves with `bytes` bytes of a storage, after all earlier commands ran. */
+  /** Resolves with `bytes` bytes of a segment from `byteOffset`, after all earlier commands ran. */
   read(id: number, byteOffset: number, bytes: number): Promise<ArrayBuffer>;
   /** Resolves when all earlier commands ran; rejects with the first error since the last sync. */
   sync(): Promise<void>;
