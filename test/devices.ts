@@ -2,6 +2,7 @@
  * The devices every shared suite runs on: `cpu`, `gpu:0` and `gpu:1` (two logical devices on
  * the one adapter). GPU suites never skip under CI: with `CI` set and no adapter, this throws.
  */
+import { afterEach, beforeEach, expect } from 'vitest';
 import * as torch from '../dist/webtorch.js';
 
 /** Starts the GPU runtime with two logical devices and returns the device names to test. */
@@ -21,4 +22,16 @@ export async function testDevices(): Promise<string[]> {
 /** Allocated bytes and live storages per device, for the leak check after each test. */
 export function liveCounts(devices: string[]): Record<string, [number, number]> {
   return Object.fromEntries(devices.map((d) => [d, [torch.gpu.memoryAllocated(d), torch._liveStorage(torch.device(d)).count]]));
+}
+
+/** Registers the leak check: after each test, every device's allocated bytes and live storages are back where they were. */
+export function leakCheck(devices: () => string[]): void {
+  let before: Record<string, [number, number]>;
+  beforeEach(() => {
+    before = liveCounts(devices());
+  });
+  afterEach(async () => {
+    await torch.gpu.synchronize();
+    expect(liveCounts(devices()), 'allocated bytes and live storages after the test (leak check)').toEqual(before);
+  });
 }

@@ -61,6 +61,7 @@ declare module '../tensor.js' {
     slice(dim: number, start?: number | null, end?: number | null, step?: number): Tensor;
     select(dim: number, index: number): Tensor;
     narrow(dim: number, start: number, length: number): Tensor;
+    asStrided(shape: number[], strides: number[], storageOffset?: number): Tensor;
     index(...idx: V.Index[]): Tensor;
     contiguous(): Tensor;
     clone(): Tensor;
@@ -120,6 +121,7 @@ Object.assign(Tensor.prototype, newMethods, {
   slice(this: Tensor, d: number, s?: number | null, e?: number | null, st?: number) { return V.slice(this, d, s, e, st); },
   select(this: Tensor, d: number, i: number) { return V.select(this, d, i); },
   narrow(this: Tensor, d: number, s: number, l: number) { return V.narrow(this, d, s, l); },
+  asStrided(this: Tensor, s: number[], st: number[], o?: number) { return V.asStrided(this, s, st, o); },
   index(this: Tensor, ...idx: V.Index[]) { return V.index(this, ...idx); },
   contiguous(this: Tensor) { return V.contiguous(this); },
   clone(this: Tensor) { return clone(this); },

@@ -175,3 +175,15 @@ export function index(t: Tensor, ...idx: Index[]): Tensor {
   }
   return out === t ? view(t, t.shape, t._strides) : out;
 }
+
+/** `as_strided`: a view with explicit sizes, strides and storage offset (elements). */
+export function asStrided(t: Tensor, shape: number[], strides: number[], offset = t._offset): Tensor {
+  sameDevice('as_strided', [t]);
+  if (shape.length !== strides.length) throw new RangeError(`as_strided: mismatch in length of strides (${strides.length}) and shape (${shape.length})`);
+  const extent = offset + shape.reduce((a, s, i) => a + (s - 1) * strides[i], 0);
+  const capacity = t.storage.bytes / t.elementSize();
+  if (shape.some((s) => s === 0) ? offset > capacity : extent >= capacity || offset < 0 || strides.some((s) => s < 0)) {
+    throw new RangeError(`setStorage: sizes ${fmt(shape)}, strides ${fmt(strides)}, storage offset ${offset} require a storage of ${extent + 1} elements, but the storage has ${capacity}`);
+  }
+  return view(t, shape, strides, offset);
+}
