@@ -17,6 +17,9 @@ import { argReduce, maxMin, reduce, type Dims, type ValuesIndices } from './ops/
 import { ReduceOp } from '../wgsl/reduce.js';
 import { Tensor } from './tensor.js';
 import { tidy as tidyScope } from './scope.js';
+import { setEngineOps } from './autograd/engine.js';
+import { withGradMode } from './autograd/graph.js';
+import { onesLike } from './ops/creation.js';
 
 export { Tensor };
 export type { NestedArray } from './tensor.js';
@@ -92,3 +95,12 @@ export { startedDevices as _startedDevices } from './device.js';
 
 /** Runs `fn` and disposes every tensor it created except those it returns (synchronous `fn` only). */
 export const tidy = <T>(fn: () => T): T => tidyScope(fn, (v): v is Tensor => v instanceof Tensor);
+
+setEngineOps({ add: (a, b) => binaryOp('add', a, b), onesLike: (t) => onesLike(t), tidy });
+
+/** `torch.noGrad(fn)`: runs `fn` without recording the tape (sync or async). */
+export const noGrad = <T>(fn: () => T): T => withGradMode(false, fn);
+/** `torch.enableGrad(fn)`: runs `fn` with recording on. */
+export const enableGrad = <T>(fn: () => T): T => withGradMode(true, fn);
+export { isGradEnabled } from './autograd/graph.js';
+export * as autograd from './autograd/api.js';

@@ -5,7 +5,9 @@
  * Ops return new handles at once; `await t.data()`, `t.item()` and `t.tolist()` are the sync
  * points. Op methods (`add`, `sum`, `reshape`, …) are attached in `ts/ops/methods.ts`.
  */
-import { decode, elementSize, viewStorage, type DType } from './dtype.js';
+import { runBackward, rootGrad, type BackwardOptions } from './autograd/engine.js';
+import { setDetach, type Node } from './autograd/graph.js';
+import { decode, elementSize, isFloating, viewStorage, type DType } from './dtype.js';
 import type { Device } from './device.js';
 import { collected, type Storage } from './runtime/storage.js';
 import { track } from './scope.js';
@@ -17,6 +19,13 @@ export type NestedArray = number | boolean | NestedArray[];
 /** A tensor on a device. */
 export class Tensor {
   private _disposed = false;
+  private _requiresGrad = false;
+  /** The gradient accumulated by `backward()` (leaves, and non-leaves after `retainGrad()`). */
+  grad: Tensor | null = null;
+  /** The node that produced this tensor on the autograd tape; null for leaves. */
+  gradFn: Node | null = null;
+  /** @internal Which output of `gradFn` this tensor is. */
+  _outputIndex = 0;
 
   /** @internal Use the creation functions (`torch.tensor`, `torch.zeros`, …). */
   constructor(
@@ -90,6 +99,56 @@ export class Tensor {
     return this._disposed;
   }
 
+  /** Whether autograd records ops on this tensor. Settable on leaves of a floating dtype. */
+  get requiresGrad(): boolean {
+    return this._requiresGrad;
+  }
+
+  set requiresGrad(on: boolean) {
+    if (this.gradFn && !on) {
+      throw new Error('you can only change requires_grad flags of leaf variables. If you want to use a computed variable in a subgraph that doesn\'t require differentiation use detach().');
+    }
+    if (on && !isFloating(this.dtype)) throw new TypeError(`only Tensors of floating point dtype can require gradients (got ${this.dtype})`);
+    this._requiresGrad = on;
+  }
+
+  /** Sets `requiresGrad` in place and returns the tensor (`requires_grad_()`). */
+  requiresGrad_(on = true): this {
+    this.requiresGrad = on;
+    return this;
+  }
+
+  /** Whether the tensor is a leaf of the tape (created by the user, not by a recorded op). */
+  get isLeaf(): boolean {
+    return this.gradFn === null;
+  }
+
+  /** @internal Marks the tensor as output `index` of a recorded node. */
+  _setGradFn(node: Node, index: number): void {
+    this.gradFn = node;
+    this._outputIndex = index;
+    this._requiresGrad = true;
+  }
+
+  /** Keeps `.grad` for a non-leaf tensor after `backward()`. */
+  retainGrad(): void {
+    if (this.gradFn) this.gradFn.retained[this._outputIndex] = new WeakRef(this);
+  }
+
+  /** A handle on the same data that is not part of the tape. */
+  detach(): Tensor {
+    return new Tensor(this._check('detach').storage, this.shape, this._strides, this._offset, this.dtype);
+  }
+
+  /**
+   * Computes gradients of this tensor with respect to the leaves that require grad, adding
+   * them to their `.grad`. A non-scalar needs `gradient`. Frees the tape unless `retainGraph`.
+   */
+  backward(gradient?: Tensor, options: BackwardOptions = {}): void {
+    this._check('backward');
+    runBackward([this], [rootGrad(this, gradient, 'backward')], options);
+  }
+
   /** Frees the tensor's reference to its storage now. Views keep the storage alive. Idempotent. */
   dispose(): void {
     if (this._disposed) return;
@@ -156,3 +215,5 @@ export class Tensor {
 export function view(t: Tensor, shape: Shape, strides: Shape, offset = t._offset): Tensor {
   return new Tensor(t.storage, shape.slice(), strides.slice(), offset, t.dtype);
 }
+
+setDetach((t) => t.detach());

@@ -12,6 +12,8 @@ import { elementSize, storageCode, toDType, type DType } from '../dtype.js';
 import { alloc, launch, ref, sameDevice } from '../runtime/dispatch.js';
 import { broadcastStrides, fmt } from '../shape.js';
 import { Tensor } from '../tensor.js';
+import { isGradEnabled, needsGrad, op as recorded, record } from '../autograd/graph.js';
+import { sumTo } from './reduce.js';
 import { cast, contiguous } from './views.js';
 
 let nextTag = 1;
@@ -66,7 +68,8 @@ export function to(t: Tensor, target: DeviceLike | DType | ToOptions, options: T
     if (dtype === t.dtype) return o.copy ? cast(t, dtype) : t;
     return cast(t, dtype);
   }
-  const moved = transfer(t, dev);
+  // Differentiable across devices: the gradient travels back to the source device.
+  const moved = recorded('to', [t], () => transfer(t, dev), () => ([g]) => [transfer(g!, t.device)]);
   if (dtype === t.dtype) return moved;
   const out = cast(moved, dtype);
   moved.dispose();
@@ -81,6 +84,9 @@ export function copyInto(dst: Tensor, src: Tensor): Tensor {
   if (src.ndim > dst.ndim || src.shape.some((s, i) => s !== 1 && s !== dst.shape[dst.ndim - src.ndim + i])) {
     throw new RangeError(`copy_: the source of shape ${fmt(src.shape)} cannot be broadcast to the destination of shape ${fmt(dst.shape)}`);
   }
+  if (dst.requiresGrad && dst.isLeaf && isGradEnabled()) {
+    throw new Error('a leaf Variable that requires grad is being used in an in-place operation (copy_).');
+  }
   const local = src.device === dst.device ? src : transfer(src, dst.device);
   sameDevice('copy_', [dst, local]);
   if (dst.numel()) {
@@ -90,6 +96,14 @@ export function copyInto(dst: Tensor, src: Tensor): Tensor {
     });
   }
   if (local !== src) local.dispose();
+  if (needsGrad(src)) {
+    // dst now holds src's values: its gradient flows to src (summed over broadcast dims, on src's device).
+    const shape = src.shape.slice(), from = src.device;
+    record('copy_', [src], dst, () => ([g]) => {
+      const s = sumTo(g!, shape);
+      return [from === g!.device ? (s === g ? cast(s, src.dtype) : s) : transfer(s, from)];
+    });
+  }
   return dst;
 }
 

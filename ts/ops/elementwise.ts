@@ -11,7 +11,9 @@ import { alloc, launch, ref, sameDevice, place } from '../runtime/dispatch.js';
 import { broadcastShapes, broadcastStrides, MAX_KERNEL_RANK } from '../shape.js';
 import { Tensor } from '../tensor.js';
 import { full } from './creation.js';
-import { elementwiseOp, type ElementwiseOp } from './table.js';
+import { op as recorded } from '../autograd/graph.js';
+import { sumTo } from './reduce.js';
+import { elementwiseOp, type ElementwiseOp, type GradMath } from './table.js';
 import { cast } from './views.js';
 
 /** A tensor or a JS scalar operand. */
@@ -49,10 +51,43 @@ function toCompute(t: Tensor, dtype: DType): [Tensor, boolean] {
   return t.dtype === dtype ? [t, false] : [cast(t, dtype), true];
 }
 
+/** The ops gradient rules are written in. */
+const M: GradMath = {
+  add: (a, b) => binaryOp('add', a, b), sub: (a, b) => binaryOp('sub', a, b), mul: (a, b) => binaryOp('mul', a, b),
+  div: (a, b) => binaryOp('div', a, b), pow: (a, b) => binaryOp('pow', a, b), floorDivide: (a, b) => binaryOp('floor_divide', a, b),
+  gt: (a, b) => binaryOp('gt', a, b), ge: (a, b) => binaryOp('ge', a, b), lt: (a, b) => binaryOp('lt', a, b),
+  le: (a, b) => binaryOp('le', a, b), eq: (a, b) => binaryOp('eq', a, b),
+  neg: (a) => unaryOp('neg', a), exp: (a) => unaryOp('exp', a), log: (a) => unaryOp('log', a), sin: (a) => unaryOp('sin', a),
+  cos: (a) => unaryOp('cos', a), erf: (a) => unaryOp('erf', a), sign: (a) => unaryOp('sign', a), abs: (a) => unaryOp('abs', a),
+  sigmoid: (a) => unaryOp('sigmoid', a), tanh: (a) => unaryOp('tanh', a), square: (a) => unaryOp('square', a),
+  where: (c, a, b) => where(c, a, b), zerosLike: (a) => full(a.shape.slice(), 0, { dtype: a.dtype, device: a.device }),
+};
+
+/** A gradient for input `t`: broadcast dims summed away, in `t`'s dtype. */
+function gradFor(t: Tensor, g: Tensor | null): Tensor | null {
+  if (!g) return null;
+  let r = sumTo(g, t.shape);
+  if (r.dtype !== t.dtype) {
+    const c = cast(r, t.dtype);
+    if (r !== g) r.dispose();
+    r = c;
+  }
+  return r;
+}
+
 /** Runs a one-input table op. `s` are the op's scalar options in table order. */
 export function unaryOp(name: string, x: Tensor, s: number[] = []): Tensor {
   const op = elementwiseOp(name);
   sameDevice(name, [x]);
+  if (!op.grad) return unaryForward(op, x, s);
+  return recorded(name, [x], () => unaryForward(op, x, s), (ctx, out) => {
+    const sx = op.saves!.includes('x') ? ctx.save(x) : x, so = op.saves!.includes('out') ? ctx.save(out) : out;
+    return ([g]) => [gradFor(x, op.grad!(M, { x: sx, y: sx, out: so, g: g!, s })[0])];
+  });
+}
+
+function unaryForward(op: ElementwiseOp, x: Tensor, s: number[]): Tensor {
+  const name = op.name;
   checkRank(name, x.shape);
   const { compute, out: outDt } = dtypes(op, x.dtype);
   const [xc, temp] = toCompute(x, compute);
@@ -84,6 +119,20 @@ function operands(a: TensorOrScalar, b: TensorOrScalar, dtype: DType): [Tensor, 
 export function binaryOp(name: string, a: TensorOrScalar, b: TensorOrScalar, alpha = 1): Tensor {
   const op = elementwiseOp(name);
   if (!(a instanceof Tensor) && !(b instanceof Tensor)) throw new TypeError(`${name}: expected at least one tensor argument`);
+  if (!op.grad) return binaryForward(op, a, b, alpha);
+  return recorded(name, [a as Tensor, b as Tensor], () => binaryForward(op, a, b, alpha), (ctx, out) => {
+    const keep = (t: TensorOrScalar, k: 'x' | 'y'): TensorOrScalar => (t instanceof Tensor && op.saves!.includes(k) ? ctx.save(t) : t);
+    const sa = keep(a, 'x'), sb = keep(b, 'y'), so = op.saves!.includes('out') ? ctx.save(out) : out;
+    const asTensor = (v: TensorOrScalar) => (v instanceof Tensor ? v : full([], v, { dtype: out.dtype, device: out.device }));
+    return ([g]) => {
+      const [ga, gb] = op.grad!(M, { x: asTensor(sa), y: asTensor(sb), out: so, g: g!, s: [alpha] });
+      return [a instanceof Tensor && a.requiresGrad ? gradFor(a, ga) : null, b instanceof Tensor && b.requiresGrad ? gradFor(b, gb) : null];
+    };
+  });
+}
+
+function binaryForward(op: ElementwiseOp, a: TensorOrScalar, b: TensorOrScalar, alpha: number): Tensor {
+  const name = op.name;
   sameDevice(name, [a, b].filter((x): x is Tensor => x instanceof Tensor));
   const promoted = resultType(...[a, b].map((x) => (x instanceof Tensor ? { dtype: x.dtype, ndim: x.ndim } : x)));
   const { compute, out: outDt } = dtypes(op, promoted);
@@ -107,8 +156,19 @@ export function binaryOp(name: string, a: TensorOrScalar, b: TensorOrScalar, alp
   return out;
 }
 
-/** `torch.where(condition, x, y)`. */
+/** `torch.where(condition, x, y)`; the gradient goes to `x` where the condition holds, else to `y`. */
 export function where(cond: Tensor, x: TensorOrScalar, y: TensorOrScalar): Tensor {
+  return recorded('where', [cond, x as Tensor, y as Tensor], () => whereForward(cond, x, y), (ctx) => {
+    const c = ctx.save(cond);
+    return ([g]) => [
+      null,
+      x instanceof Tensor && x.requiresGrad ? gradFor(x, whereForward(c, g!, 0)) : null,
+      y instanceof Tensor && y.requiresGrad ? gradFor(y, whereForward(c, 0, g!)) : null,
+    ];
+  });
+}
+
+function whereForward(cond: Tensor, x: TensorOrScalar, y: TensorOrScalar): Tensor {
   if (!(cond instanceof Tensor)) throw new TypeError('where: condition must be a tensor');
   if (cond.dtype !== 'bool') {
     throw new TypeError(`where expected condition to be a boolean tensor, but got a tensor with dtype ${scalarName(cond.dtype)}`);

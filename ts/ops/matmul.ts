@@ -8,7 +8,9 @@ import { isFloating, scalarName } from '../dtype.js';
 import { alloc, code, launch, ref, sameDevice, place } from '../runtime/dispatch.js';
 import { broadcastShapes, fmt, numel, viewStrides } from '../shape.js';
 import type { Tensor } from '../tensor.js';
-import { contiguous, expand, reshape, unsqueeze } from './views.js';
+import { op as recorded } from '../autograd/graph.js';
+import { sumTo } from './reduce.js';
+import { contiguous, expand, reshape, transpose, unsqueeze } from './views.js';
 
 /** Folds an operand to [batch, rows, cols] strides, copying only when batch dims cannot fold. */
 function fold(t: Tensor, batch: number[], temps: Tensor[]): [Tensor, [number, number, number]] {
@@ -24,8 +26,24 @@ function fold(t: Tensor, batch: number[], temps: Tensor[]): [Tensor, [number, nu
   return [e, [batch.length ? bs[0] : 0, e._strides[batch.length], e._strides[batch.length + 1]]];
 }
 
-/** `torch.matmul(a, b)`. */
+/** `torch.matmul(a, b)`; gradients `g·Bᵀ` and `Aᵀ·g`, summed over broadcast batch dims. */
 export function matmul(a: Tensor, b: Tensor): Tensor {
+  return recorded('mm', [a, b], () => matmulForward(a, b), (ctx) => {
+    const sa = b.requiresGrad ? ctx.save(a) : a, sb = a.requiresGrad ? ctx.save(b) : b;
+    return ([g]) => {
+      const a2 = a.ndim === 1 ? unsqueeze(sa, 0) : sa, b2 = b.ndim === 1 ? unsqueeze(sb, 1) : sb;
+      const gShape = [...g!.shape.slice(0, g!.ndim - (a.ndim === 1 ? 0 : 1) - (b.ndim === 1 ? 0 : 1)), a2.shape[a2.ndim - 2], b2.shape[b2.ndim - 1]];
+      const g2 = reshape(g!, gShape);
+      const back = (shape: readonly number[], full: Tensor, padded: number[]) => reshape(sumTo(full, shape.length === 1 ? padded : shape), shape.slice());
+      return [
+        a.requiresGrad ? back(a.shape, matmulForward(g2, transpose(b2, -1, -2)), [1, ...a.shape]) : null,
+        b.requiresGrad ? back(b.shape, matmulForward(transpose(a2, -1, -2), g2), [...b.shape, 1]) : null,
+      ];
+    };
+  });
+}
+
+function matmulForward(a: Tensor, b: Tensor): Tensor {
   const dev = sameDevice('matmul', [a, b]);
   if (a.ndim === 0 || b.ndim === 0) {
     throw new RangeError(`both arguments to matmul need to be at least 1D, but they are ${a.ndim}D and ${b.ndim}D`);

@@ -9,7 +9,10 @@ import { alloc, launch, ref, sameDevice, place } from '../runtime/dispatch.js';
 import { normDim, numel } from '../shape.js';
 import type { Tensor } from '../tensor.js';
 import { ReduceOp } from '../../wgsl/reduce.js';
-import { contiguous, permute, reshape } from './views.js';
+import { op as recorded } from '../autograd/graph.js';
+import { arange } from './creation.js';
+import { binaryOp, where } from './elementwise.js';
+import { cast, contiguous, expand, permute, reshape } from './views.js';
 
 /** Which dims to reduce: one, several, or all (undefined). */
 export type Dims = number | number[] | undefined;
@@ -37,8 +40,65 @@ function outDType(op: ReduceOp, dt: DType): DType {
   }
 }
 
-/** Reduces `x` over `dims` with a reduction op. */
+/** The input shape with reduced dims set to 1 (the shape a keepdim result has). */
+function keptShape(x: Tensor, dims: Dims): number[] {
+  if (dims === undefined) return x.shape.map(() => 1);
+  const list = (Array.isArray(dims) ? dims : [dims]).map((d) => normDim(d, x.ndim));
+  return x.shape.map((s, i) => (list.includes(i) ? 1 : s));
+}
+
+/** Broadcasts a reduction's gradient back over the input's shape (contiguous). */
+function spread(g: Tensor, x: Tensor, dims: Dims): Tensor {
+  const r = reshape(g, keptShape(x, dims));
+  const e = expand(r, x.shape.slice());
+  const c = cast(e, x.dtype);
+  r.dispose();
+  e.dispose();
+  return c;
+}
+
+/** Sums `g` down to `shape` (the reverse of broadcasting); returns `g` itself when nothing to do. */
+export function sumTo(g: Tensor, shape: readonly number[]): Tensor {
+  if (g.shape.length === shape.length && g.shape.every((s, i) => s === shape[i])) return g;
+  const lead = g.ndim - shape.length;
+  const dims = g.shape.map((_, i) => i).filter((i) => i < lead || (shape[i - lead] === 1 && g.shape[i] !== 1));
+  const s = reduceForward(ReduceOp.Sum, g, dims, true);
+  if (s.ndim === shape.length) return s;
+  const r = reshape(s, shape.slice());
+  s.dispose();
+  return r;
+}
+
+/** Reduces `x` over `dims` with a reduction op (differentiable for sum, mean, prod, max, min). */
 export function reduce(op: ReduceOp, x: Tensor, dims: Dims, keepdim = false): Tensor {
+  const name = NAMES[op];
+  if (op === ReduceOp.Sum || op === ReduceOp.Mean) {
+    return recorded(name, [x], () => reduceForward(op, x, dims, keepdim), () => ([g]) => {
+      const gx = spread(g!, x, dims);
+      if (op === ReduceOp.Sum) return [gx];
+      const n = x.numel() / Math.max(1, g!.numel());
+      const r = binaryOp('div', gx, n);
+      gx.dispose();
+      return [r];
+    });
+  }
+  if (op === ReduceOp.Prod || op === ReduceOp.Max || op === ReduceOp.Min) {
+    return recorded(name, [x], () => reduceForward(op, x, dims, keepdim), (ctx, out) => {
+      const sx = ctx.save(x), so = ctx.save(out);
+      return ([g]) => {
+        const gx = spread(g!, x, dims), ox = spread(so, x, dims);
+        if (op === ReduceOp.Prod) return [binaryOp('div', binaryOp('mul', gx, ox), sx)];
+        // max/min: the gradient is shared evenly among the elements equal to the extreme.
+        const mask = binaryOp('eq', sx, ox);
+        const count = spread(reduceForward(ReduceOp.Sum, mask, dims, true), x, dims);
+        return [binaryOp('div', binaryOp('mul', gx, mask), count)];
+      };
+    });
+  }
+  return reduceForward(op, x, dims, keepdim);
+}
+
+function reduceForward(op: ReduceOp, x: Tensor, dims: Dims, keepdim = false): Tensor {
   const name = NAMES[op];
   sameDevice(name, [x]);
   const all = dims === undefined;
@@ -77,7 +137,19 @@ export interface ValuesIndices {
 export function maxMin(isMax: boolean, x: Tensor, dim?: number, keepdim = false): Tensor | ValuesIndices {
   const v = isMax ? ReduceOp.Max : ReduceOp.Min, a = isMax ? ReduceOp.ArgMax : ReduceOp.ArgMin;
   if (dim === undefined) return reduce(v, x, undefined);
-  return { values: reduce(v, x, dim, keepdim), indices: reduce(a, x, dim, keepdim) };
+  const indices = reduceForward(a, x, dim, keepdim);
+  const values = recorded(NAMES[v], [x], () => reduceForward(v, x, dim, keepdim), (ctx) => {
+    const si = ctx.save(indices);
+    return ([g]) => {
+      // The gradient goes to the element each index names: a one-hot mask along `dim`.
+      const d = normDim(dim, x.ndim);
+      const pos = arange(x.shape[d], undefined, 1, { device: x.device, dtype: 'int64' });
+      const posShape = x.shape.map((s, i) => (i === d ? s : 1));
+      const mask = binaryOp('eq', reshape(pos, posShape), reshape(si, keptShape(x, dim)));
+      return [where(mask, expand(reshape(g!, keptShape(x, dim)), x.shape.slice()), 0)];
+    };
+  });
+  return { values, indices };
 }
 
 /** `argmax`/`argmin`: over one dim, or over the flattened tensor when `dim` is undefined. */

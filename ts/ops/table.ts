@@ -13,8 +13,34 @@
  * - 'bool': the result is bool, computed in the promoted dtype (comparisons, logical ops).
  */
 
+import type { Tensor } from '../tensor.js';
+
 /** How an op treats dtypes. */
 export type DTypeRule = 'float' | 'any' | 'number' | 'bool';
+
+type T = Tensor;
+type TS = Tensor | number;
+
+/** The ops gradient rules are written in (injected by `ts/ops/elementwise.ts`). */
+export interface GradMath {
+  add(a: TS, b: TS): T; sub(a: TS, b: TS): T; mul(a: TS, b: TS): T; div(a: TS, b: TS): T; pow(a: TS, b: TS): T;
+  neg(a: T): T; exp(a: T): T; log(a: T): T; sin(a: T): T; cos(a: T): T; erf(a: T): T; sign(a: T): T; abs(a: T): T;
+  sigmoid(a: T): T; tanh(a: T): T; square(a: T): T; floorDivide(a: TS, b: TS): T;
+  gt(a: TS, b: TS): T; ge(a: TS, b: TS): T; lt(a: TS, b: TS): T; le(a: TS, b: TS): T; eq(a: TS, b: TS): T;
+  where(c: T, a: TS, b: TS): T; zerosLike(a: T): T;
+}
+
+/** What a gradient rule sees: inputs, output, the output's gradient, and the scalar options. */
+export interface GradArgs {
+  x: T;
+  y: T;
+  out: T;
+  g: T;
+  s: number[];
+}
+
+/** A rule: the gradient of each input (for binary ops, before reducing broadcast dims). */
+export type ElementwiseGrad = (m: GradMath, a: GradArgs) => (T | null)[];
 
 /** One elementwise op. */
 export interface ElementwiseOp {
@@ -25,6 +51,10 @@ export interface ElementwiseOp {
   wgsl: { f32: string; i32?: string };
   /** Names of the op's scalar options, in `s0..` order (e.g. clamp's min and max). */
   scalars?: string[];
+  /** The gradient rule; absent for ops whose output is not differentiable (bool, integer-valued). */
+  grad?: ElementwiseGrad;
+  /** Which tensors the rule reads (saved for backward): inputs `x`, `y`, output `out`. */
+  saves?: ('x' | 'y' | 'out')[];
 }
 
 
@@ -102,52 +132,86 @@ const u = (name: string, code: number, dtypes: DTypeRule, f32: string, i32?: str
   ({ name, arity: 1, code, dtypes, wgsl: { f32, i32 }, scalars });
 const b = (name: string, code: number, dtypes: DTypeRule, f32: string, i32?: string, scalars?: string[]): ElementwiseOp =>
   ({ name, arity: 2, code, dtypes, wgsl: { f32, i32 }, scalars });
+/** Attaches a gradient rule and what it saves. */
+const d = (op: ElementwiseOp, saves: ('x' | 'y' | 'out')[], grad: ElementwiseGrad): ElementwiseOp => ({ ...op, saves, grad });
+const zero: ElementwiseGrad = (m, { g }) => [m.zerosLike(g), m.zerosLike(g)];
+const SQRT_2PI = Math.sqrt(2 * Math.PI), TWO_OVER_SQRT_PI = 2 / Math.sqrt(Math.PI), K_TANH = Math.sqrt(2 / Math.PI);
 const cmp = (name: string, code: number, o: string, f32 = `x0 ${o} x1`): ElementwiseOp => b(name, code, 'bool', `select(0i, 1i, ${f32})`, `select(0i, 1i, x0 ${o} x1)`);
 const logic = (name: string, code: number, o: string): ElementwiseOp =>
   b(name, code, 'bool', `select(0i, 1i, nz_f(x0) ${o} nz_f(x1))`, `select(0i, 1i, (x0 != 0i) ${o} (x1 != 0i))`);
 
 /** Every elementwise op. */
 export const ELEMENTWISE: readonly ElementwiseOp[] = [
-  u('neg', 0, 'number', '-x0', '-x0'),
-  u('abs', 1, 'number', 'abs(x0)', 'abs(x0)'),
-  u('exp', 2, 'float', 'exp(x0)'),
-  u('expm1', 3, 'float', 'expm1_f(x0)'),
-  u('log', 4, 'float', 'log_f(x0)'),
-  u('log1p', 5, 'float', 'log1p_f(x0)'),
-  u('sqrt', 6, 'float', 'select(sqrt(x0), nan_f(), x0 < 0.0)'),
-  u('rsqrt', 7, 'float', 'select(1.0 / sqrt(x0), nan_f(), x0 < 0.0)'),
-  u('sin', 8, 'float', 'sin(x0)'),
-  u('cos', 9, 'float', 'cos(x0)'),
-  u('tanh', 10, 'float', 'tanh_f(x0)'),
-  u('sigmoid', 11, 'float', 'sigmoid_f(x0)'),
-  u('relu', 12, 'number', 'select(x0, 0.0, x0 < 0.0)', 'max(x0, 0i)'),
-  u('gelu', 13, 'float', '0.5 * x0 * (1.0 + erf_f(x0 * 0.7071067811865476))'),
-  u('gelu_tanh', 14, 'float', '0.5 * x0 * (1.0 + tanh_f(0.7978845608028654 * (x0 + 0.044715 * x0 * x0 * x0)))'),
-  u('silu', 15, 'float', 'x0 * sigmoid_f(x0)'),
-  u('softplus', 16, 'float', 'select(log1p_f(exp(s0 * x0)) / s0, x0, s0 * x0 > s1)', undefined, ['beta', 'threshold']),
-  u('erf', 17, 'float', 'erf_f(x0)'),
-  u('floor', 18, 'number', 'floor(x0)', 'x0'),
-  u('ceil', 19, 'number', 'ceil(x0)', 'x0'),
-  u('round', 20, 'number', 'round(x0)', 'x0'),
-  u('sign', 21, 'number', 'select(sign(x0), 0.0, isnan_f(x0))', 'sign(x0)'),
-  u('reciprocal', 22, 'float', '1.0 / x0'),
-  u('clamp', 23, 'number', 'select(select(x0, s0, x0 < s0), s1, x0 > s1)', 'select(select(x0, i32(s0), f32(x0) < s0), i32(s1), f32(x0) > s1)', ['min', 'max']),
-  u('nan_to_num', 24, 'float', 'select(select(select(x0, s2, x0 == -inf_f()), s1, x0 == inf_f()), s0, isnan_f(x0))', undefined, ['nan', 'posinf', 'neginf']),
+  d(u('neg', 0, 'number', '-x0', '-x0'), [], (m, { g }) => [m.neg(g)]),
+  d(u('abs', 1, 'number', 'abs(x0)', 'abs(x0)'), ['x'], (m, { x, g }) => [m.mul(g, m.sign(x))]),
+  d(u('exp', 2, 'float', 'exp(x0)'), ['out'], (m, { out, g }) => [m.mul(g, out)]),
+  d(u('expm1', 3, 'float', 'expm1_f(x0)'), ['out'], (m, { out, g }) => [m.mul(g, m.add(out, 1))]),
+  d(u('log', 4, 'float', 'log_f(x0)'), ['x'], (m, { x, g }) => [m.div(g, x)]),
+  d(u('log1p', 5, 'float', 'log1p_f(x0)'), ['x'], (m, { x, g }) => [m.div(g, m.add(x, 1))]),
+  d(u('sqrt', 6, 'float', 'select(sqrt(x0), nan_f(), x0 < 0.0)'), ['out'], (m, { out, g }) => [m.div(g, m.mul(out, 2))]),
+  d(u('rsqrt', 7, 'float', 'select(1.0 / sqrt(x0), nan_f(), x0 < 0.0)'), ['out'], (m, { out, g }) => [m.mul(g, m.mul(m.pow(out, 3), -0.5))]),
+  d(u('sin', 8, 'float', 'sin(x0)'), ['x'], (m, { x, g }) => [m.mul(g, m.cos(x))]),
+  d(u('cos', 9, 'float', 'cos(x0)'), ['x'], (m, { x, g }) => [m.neg(m.mul(g, m.sin(x)))]),
+  d(u('tanh', 10, 'float', 'tanh_f(x0)'), ['out'], (m, { out, g }) => [m.mul(g, m.sub(1, m.square(out)))]),
+  d(u('sigmoid', 11, 'float', 'sigmoid_f(x0)'), ['out'], (m, { out, g }) => [m.mul(g, m.mul(out, m.sub(1, out)))]),
+  d(u('relu', 12, 'number', 'select(x0, 0.0, x0 < 0.0)', 'max(x0, 0i)'), ['out'], (m, { out, g }) => [m.mul(g, m.gt(out, 0))]),
+  d(u('gelu', 13, 'float', '0.5 * x0 * (1.0 + erf_f(x0 * 0.7071067811865476))'), ['x'], (m, { x, g }) => {
+    const cdf = m.mul(m.add(m.erf(m.mul(x, Math.SQRT1_2)), 1), 0.5), pdf = m.div(m.exp(m.mul(m.square(x), -0.5)), SQRT_2PI);
+    return [m.mul(g, m.add(cdf, m.mul(x, pdf)))];
+  }),
+  d(u('gelu_tanh', 14, 'float', '0.5 * x0 * (1.0 + tanh_f(0.7978845608028654 * (x0 + 0.044715 * x0 * x0 * x0)))'), ['x'], (m, { x, g }) => {
+    const x2 = m.square(x), t = m.tanh(m.mul(m.add(x, m.mul(m.mul(x2, x), 0.044715)), K_TANH));
+    const dt = m.mul(m.mul(m.sub(1, m.square(t)), m.add(m.mul(x2, 3 * 0.044715), 1)), K_TANH);
+    return [m.mul(g, m.add(m.mul(m.add(t, 1), 0.5), m.mul(m.mul(x, dt), 0.5)))];
+  }),
+  d(u('silu', 15, 'float', 'x0 * sigmoid_f(x0)'), ['x'], (m, { x, g }) => {
+    const sg = m.sigmoid(x);
+    return [m.mul(g, m.mul(sg, m.add(m.mul(x, m.sub(1, sg)), 1)))];
+  }),
+  d(u('softplus', 16, 'float', 'select(log1p_f(exp(s0 * x0)) / s0, x0, s0 * x0 > s1)', undefined, ['beta', 'threshold']), ['x'], (m, { x, g, s }) => {
+    const z = m.mul(x, s[0]);
+    return [m.mul(g, m.where(m.gt(z, s[1]), 1, m.sigmoid(z)))];
+  }),
+  d(u('erf', 17, 'float', 'erf_f(x0)'), ['x'], (m, { x, g }) => [m.mul(g, m.mul(m.exp(m.neg(m.square(x))), TWO_OVER_SQRT_PI))]),
+  d(u('floor', 18, 'number', 'floor(x0)', 'x0'), [], zero),
+  d(u('ceil', 19, 'number', 'ceil(x0)', 'x0'), [], zero),
+  d(u('round', 20, 'number', 'round(x0)', 'x0'), [], zero),
+  d(u('sign', 21, 'number', 'select(sign(x0), 0.0, isnan_f(x0))', 'sign(x0)'), [], zero),
+  d(u('reciprocal', 22, 'float', '1.0 / x0'), ['out'], (m, { out, g }) => [m.neg(m.mul(g, m.square(out)))]),
+  d(u('clamp', 23, 'number', 'select(select(x0, s0, x0 < s0), s1, x0 > s1)', 'select(select(x0, i32(s0), f32(x0) < s0), i32(s1), f32(x0) > s1)', ['min', 'max']), ['x'], (m, { x, g, s }) => {
+    let r = g;
+    if (!Number.isNaN(s[0])) r = m.mul(r, m.ge(x, s[0]));
+    if (!Number.isNaN(s[1])) r = m.mul(r, m.le(x, s[1]));
+    return [r === g ? m.mul(g, 1) : r];
+  }),
+  d(u('nan_to_num', 24, 'float', 'select(select(select(x0, s2, x0 == -inf_f()), s1, x0 == inf_f()), s0, isnan_f(x0))', undefined, ['nan', 'posinf', 'neginf']), ['x'], (m, { x, g }) => [m.mul(g, m.lt(m.abs(x), Infinity))]),
   u('logical_not', 25, 'bool', 'select(1i, 0i, nz_f(x0))', 'select(0i, 1i, x0 == 0i)'),
   u('isnan', 26, 'bool', 'select(0i, 1i, isnan_f(x0))', '0i'),
-  u('square', 28, 'number', 'x0 * x0', 'x0 * x0'),
-  u('trunc', 30, 'number', 'trunc(x0)', 'x0'),
-  b('add', 0, 'any', 'x0 + s0 * x1', 'x0 + i32(s0) * x1', ['alpha']),
-  b('sub', 1, 'number', 'x0 - s0 * x1', 'x0 - i32(s0) * x1', ['alpha']),
-  b('mul', 2, 'any', 'x0 * x1', 'x0 * x1'),
-  b('div', 3, 'float', 'x0 / x1'),
-  b('floor_divide', 4, 'number', 'floor(x0 / x1)', 'floordiv_i(x0, x1)'),
-  b('trunc_divide', 5, 'number', 'trunc(x0 / x1)', 'select(x0 / x1, 0i, x1 == 0i)'),
-  b('pow', 6, 'number', 'pow_f(x0, x1)', 'pow_i(x0, x1)'),
-  b('maximum', 7, 'any', 'maximum_f(x0, x1)', 'max(x0, x1)'),
-  b('minimum', 8, 'any', 'minimum_f(x0, x1)', 'min(x0, x1)'),
-  b('remainder', 9, 'number', 'rem_f(x0, x1)', 'rem_i(x0, x1)'),
-  b('atan2', 10, 'float', 'atan2(x0, x1)'),
+  d(u('square', 28, 'number', 'x0 * x0', 'x0 * x0'), ['x'], (m, { x, g }) => [m.mul(g, m.mul(x, 2))]),
+  d(u('trunc', 30, 'number', 'trunc(x0)', 'x0'), [], zero),
+  d(b('add', 0, 'any', 'x0 + s0 * x1', 'x0 + i32(s0) * x1', ['alpha']), [], (m, { g, s }) => [m.mul(g, 1), m.mul(g, s[0])]),
+  d(b('sub', 1, 'number', 'x0 - s0 * x1', 'x0 - i32(s0) * x1', ['alpha']), [], (m, { g, s }) => [m.mul(g, 1), m.mul(g, -s[0])]),
+  d(b('mul', 2, 'any', 'x0 * x1', 'x0 * x1'), ['x', 'y'], (m, { x, y, g }) => [m.mul(g, y), m.mul(g, x)]),
+  d(b('div', 3, 'float', 'x0 / x1'), ['y', 'out'], (m, { y, out, g }) => [m.div(g, y), m.neg(m.div(m.mul(g, out), y))]),
+  d(b('floor_divide', 4, 'number', 'floor(x0 / x1)', 'floordiv_i(x0, x1)'), [], zero),
+  d(b('trunc_divide', 5, 'number', 'trunc(x0 / x1)', 'select(x0 / x1, 0i, x1 == 0i)'), [], zero),
+  d(b('pow', 6, 'number', 'pow_f(x0, x1)', 'pow_i(x0, x1)'), ['x', 'y', 'out'], (m, { x, y, out, g }) => [
+    m.mul(g, m.mul(y, m.pow(x, m.sub(y, 1)))),
+    m.mul(g, m.where(m.gt(x, 0), m.mul(out, m.log(x)), 0)),
+  ]),
+  d(b('maximum', 7, 'any', 'maximum_f(x0, x1)', 'max(x0, x1)'), ['x', 'y'], (m, { x, y, g }) => {
+    const half = m.mul(m.mul(g, m.eq(x, y)), 0.5);
+    return [m.add(m.mul(g, m.gt(x, y)), half), m.add(m.mul(g, m.lt(x, y)), half)];
+  }),
+  d(b('minimum', 8, 'any', 'minimum_f(x0, x1)', 'min(x0, x1)'), ['x', 'y'], (m, { x, y, g }) => {
+    const half = m.mul(m.mul(g, m.eq(x, y)), 0.5);
+    return [m.add(m.mul(g, m.lt(x, y)), half), m.add(m.mul(g, m.gt(x, y)), half)];
+  }),
+  d(b('remainder', 9, 'number', 'rem_f(x0, x1)', 'rem_i(x0, x1)'), ['x', 'y'], (m, { x, y, g }) => [m.mul(g, 1), m.neg(m.mul(g, m.floorDivide(x, y)))]),
+  d(b('atan2', 10, 'float', 'atan2(x0, x1)'), ['x', 'y'], (m, { x, y, g }) => {
+    const r = m.add(m.square(x), m.square(y));
+    return [m.div(m.mul(g, y), r), m.neg(m.div(m.mul(g, x), r))];
+  }),
   cmp('eq', 11, '==', 'x0 == x1 && !isnan_f(x0)'),
   cmp('ne', 12, '!=', 'x0 != x1 || isnan_f(x0) || isnan_f(x1)'),
   cmp('lt', 13, '<'),

@@ -4,8 +4,28 @@
  * exactly where PyTorch would copy.
  */
 import { code, launch, alloc, ref, sameDevice, place } from '../runtime/dispatch.js';
+import { sumTo } from './reduce.js';
 import { contiguousStrides, fmt, inferShape, isContiguous, normDim, numel, viewStrides } from '../shape.js';
+import { op as recorded } from '../autograd/graph.js';
 import { view, type Tensor } from '../tensor.js';
+import { full } from './creation.js';
+
+/**
+ * Records a view op. Views that never map two elements to one (all of these but `expand`) have
+ * one gradient rule: replay the same view on zeros of the input's shape and copy the gradient
+ * into it.
+ */
+function viewOp(name: string, t: Tensor, make: (src: Tensor) => Tensor): Tensor {
+  return recorded(name, [t], () => make(t), () => ([g]) => {
+    const z = full(t.shape.slice(), 0, { dtype: g!.dtype, device: g!.device });
+    const zv = make(z);
+    launch(z.device, {
+      k: 'copyInto', src: ref(g!), srcDt: code(g!), dst: ref(zv), dt: code(zv), shape: zv.shape.slice(),
+    });
+    zv.dispose();
+    return [z];
+  });
+}
 
 /** A row-major copy, or the tensor itself when it already is one. */
 export function contiguous(t: Tensor): Tensor {
@@ -14,8 +34,12 @@ export function contiguous(t: Tensor): Tensor {
   return cast(t, t.dtype);
 }
 
-/** A contiguous copy in another dtype (same device). */
+/** A contiguous copy in another dtype (same device); its gradient is cast back. */
 export function cast(t: Tensor, dtype: Tensor['dtype']): Tensor {
+  return recorded('copy', [t], () => castForward(t, dtype), () => ([g]) => [castForward(g!, t.dtype)]);
+}
+
+function castForward(t: Tensor, dtype: Tensor['dtype']): Tensor {
   const out = alloc(t.shape, dtype, t.device);
   if (out.numel()) launch(t.device, { k: 'copy', src: ref(t), srcDt: code(t), out: place(out), dt: code(dtype), shape: t.shape.slice() });
   return out;
@@ -29,19 +53,21 @@ export function viewAs(t: Tensor, shape: number[]): Tensor {
   if (!strides) {
     throw new Error(`view size is not compatible with input tensor's size and stride (at least one dimension spans across two contiguous subspaces). Use .reshape(...) instead. (input ${fmt(t.shape)}, strides ${fmt(t._strides)}, requested ${fmt(shape)})`);
   }
-  return view(t, target, strides);
+  return viewOp('view', t, (src) => view(src, target, viewStrides(src.shape, src._strides, target)!));
 }
 
 /** `reshape`: a view when possible, else a contiguous copy. */
 export function reshape(t: Tensor, shape: number[]): Tensor {
   sameDevice('reshape', [t]);
   const target = inferShape(shape, t.numel(), 'reshape');
-  const strides = viewStrides(t.shape, t._strides, target);
-  if (strides) return view(t, target, strides);
-  const c = contiguous(t);
-  const out = view(c, target, contiguousStrides(target));
-  c.dispose();
-  return out;
+  return viewOp('reshape', t, (src) => {
+    const strides = viewStrides(src.shape, src._strides, target);
+    if (strides) return view(src, target, strides);
+    const c = contiguous(src);
+    const out = view(c, target, contiguousStrides(target));
+    c.dispose();
+    return out;
+  });
 }
 
 /** Reorders dims. */
@@ -51,12 +77,12 @@ export function permute(t: Tensor, dims: number[]): Tensor {
   if (nd.length !== t.ndim || new Set(nd).size !== nd.length) {
     throw new RangeError(`permute(sparse_coo): number of dimensions in the tensor input does not match the length of the desired ordering of dimensions i.e. input.dim() = ${t.ndim} is not equal to len(dims) = ${dims.length}`.replace('(sparse_coo)', ''));
   }
-  return view(t, nd.map((d) => t.shape[d]), nd.map((d) => t._strides[d]));
+  return viewOp('permute', t, (src) => view(src, nd.map((d) => src.shape[d]), nd.map((d) => src._strides[d])));
 }
 
 /** Swaps two dims. */
 export function transpose(t: Tensor, d0: number, d1: number): Tensor {
-  if (t.ndim === 0) return view(t, [], []);
+  if (t.ndim === 0) return viewOp('transpose', t, (src) => view(src, [], []));
   const a = normDim(d0, t.ndim), b = normDim(d1, t.ndim);
   const perm = t.shape.map((_, i) => i);
   [perm[a], perm[b]] = [perm[b], perm[a]];
@@ -66,7 +92,7 @@ export function transpose(t: Tensor, d0: number, d1: number): Tensor {
 /** `t.T` for 2-D tensors (`t()` in PyTorch). */
 export function t2(t: Tensor): Tensor {
   if (t.ndim > 2) throw new RangeError(`t() expects a tensor with <= 2 dimensions, but self is ${t.ndim}D`);
-  return t.ndim < 2 ? view(t, t.shape, t._strides) : transpose(t, 0, 1);
+  return t.ndim < 2 ? viewOp('t', t, (src) => view(src, src.shape, src._strides)) : transpose(t, 0, 1);
 }
 
 /** Broadcasts to a larger shape without copying (`-1` keeps a size). */
@@ -87,24 +113,30 @@ export function expand(t: Tensor, shape: number[]): Tensor {
     if (have === 1) return 0;
     throw new RangeError(`The expanded size of the tensor (${s}) must match the existing size (${have}) at non-singleton dimension ${i}.  Target sizes: ${fmt(shape)}.  Tensor sizes: ${fmt(t.shape)}`);
   });
-  return view(t, shape.map((s, i) => (s === -1 ? t.shape[i - off] : s)), strides);
+  const target = shape.map((s, i) => (s === -1 ? t.shape[i - off] : s));
+  return recorded('expand', [t], () => view(t, target, strides), () => ([g]) => {
+    const r = sumTo(g!, t.shape);
+    return [r === g ? cast(g!, g!.dtype) : r];
+  });
 }
 
 /** Removes size-1 dims (all, or one). */
 export function squeeze(t: Tensor, dim?: number): Tensor {
   sameDevice('squeeze', [t]);
   const keep = t.shape.map((s, i) => (dim === undefined ? s !== 1 : i !== normDim(dim, t.ndim) || s !== 1));
-  return view(t, t.shape.filter((_, i) => keep[i]), t._strides.filter((_, i) => keep[i]));
+  return viewOp('squeeze', t, (src) => view(src, src.shape.filter((_, i) => keep[i]), src._strides.filter((_, i) => keep[i])));
 }
 
 /** Inserts a size-1 dim. */
 export function unsqueeze(t: Tensor, dim: number): Tensor {
   sameDevice('unsqueeze', [t]);
   const d = normDim(dim, t.ndim + 1);
-  const shape = t.shape.slice(), strides = t._strides.slice();
-  shape.splice(d, 0, 1);
-  strides.splice(d, 0, d < t.ndim ? t._strides[d] * t.shape[d] : 1);
-  return view(t, shape, strides);
+  return viewOp('unsqueeze', t, (src) => {
+    const shape = src.shape.slice(), strides = src._strides.slice();
+    shape.splice(d, 0, 1);
+    strides.splice(d, 0, d < src.ndim ? src._strides[d] * src.shape[d] : 1);
+    return view(src, shape, strides);
+  });
 }
 
 /** Flattens dims `start..end` into one. */
@@ -123,10 +155,12 @@ export function slice(t: Tensor, dim: number, start?: number | null, end?: numbe
   const clampIdx = (i: number) => Math.min(Math.max(i < 0 ? i + size : i, 0), size);
   const s = start == null ? 0 : clampIdx(start), e = end == null ? size : clampIdx(end);
   const len = Math.max(0, Math.ceil((e - s) / step));
-  const shape = t.shape.slice(), strides = t._strides.slice();
-  shape[d] = len;
-  strides[d] = t._strides[d] * step;
-  return view(t, shape, strides, t._offset + (len ? s * t._strides[d] : 0));
+  return viewOp('slice', t, (src) => {
+    const shape = src.shape.slice(), strides = src._strides.slice();
+    shape[d] = len;
+    strides[d] = src._strides[d] * step;
+    return view(src, shape, strides, src._offset + (len ? s * src._strides[d] : 0));
+  });
 }
 
 /** `t[..., i, ...]`: selects one index of a dim, removing it. */
@@ -138,7 +172,7 @@ export function select(t: Tensor, dim: number, index: number): Tensor {
     throw new RangeError(`index ${index} is out of bounds for dimension ${d} with size ${size}`);
   }
   const i = index < 0 ? index + size : index;
-  return view(t, t.shape.filter((_, k) => k !== d), t._strides.filter((_, k) => k !== d), t._offset + i * t._strides[d]);
+  return viewOp('select', t, (src) => view(src, src.shape.filter((_, k) => k !== d), src._strides.filter((_, k) => k !== d), src._offset + i * src._strides[d]));
 }
 
 /** `narrow(dim, start, length)`. */
@@ -173,7 +207,7 @@ export function index(t: Tensor, ...idx: Index[]): Tensor {
     if (out !== t) out.dispose();
     out = next;
   }
-  return out === t ? view(t, t.shape, t._strides) : out;
+  return out === t ? viewOp('alias', t, (src) => view(src, src.shape, src._strides)) : out;
 }
 
 /** `as_strided`: a view with explicit sizes, strides and storage offset (elements). */

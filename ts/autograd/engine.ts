@@ -1,0 +1,130 @@
+/**
+ * The backward engine: walks the tape from the roots in reverse topological order, summing
+ * the gradients that reach each node before running its rule, then hands each leaf its total.
+ *
+ * `.grad` accumulates across backward calls, as in PyTorch. Each intermediate gradient is
+ * disposed as soon as it has been consumed, so a backward pass holds only the gradients in
+ * flight. Nodes run once per call; without `retainGraph` they release their saved tensors.
+ */
+import type { Tensor } from '../tensor.js';
+import { withGradMode, type Edge, type Node } from './graph.js';
+
+/** Options of `backward` and `autograd.grad`. */
+export interface BackwardOptions {
+  retainGraph?: boolean;
+  createGraph?: boolean;
+}
+
+/** What the engine needs from the tensor module (injected to avoid an import cycle). */
+export interface EngineOps {
+  add(a: Tensor, b: Tensor): Tensor;
+  onesLike(t: Tensor): Tensor;
+  /** `torch.tidy`: disposes what `fn` created except what it returns. */
+  tidy<R>(fn: () => R): R;
+}
+
+let ops: EngineOps | null = null;
+
+/** @internal */
+export function setEngineOps(o: EngineOps): void {
+  ops = o;
+}
+
+function sum(a: Tensor | null, b: Tensor | null): Tensor | null {
+  if (!a) return b;
+  if (!b) return a;
+  const s = ops!.add(a, b);
+  a.dispose();
+  b.dispose();
+  return s;
+}
+
+/** Nodes reachable from the roots, in an order where every node comes before its inputs. */
+function order(roots: Node[]): Node[] {
+  const seen = new Set<Node>(), post: Node[] = [];
+  const stack: [Node, number][] = roots.map((n) => [n, 0]);
+  for (const r of roots) seen.add(r);
+  while (stack.length) {
+    const top = stack[stack.length - 1];
+    const [node, i] = top;
+    if (i < node.edges.length) {
+      top[1]++;
+      const e = node.edges[i];
+      if (e && 'node' in e && !seen.has(e.node)) {
+        seen.add(e.node);
+        stack.push([e.node, 0]);
+      }
+    } else {
+      stack.pop();
+      post.push(node);
+    }
+  }
+  return post.reverse();
+}
+
+/**
+ * Runs backward from `roots` with the given output gradients. Leaf gradients go to `.grad`,
+ * or, when `capture` is given, into it (keyed by tensor) instead.
+ */
+export function runBackward(roots: Tensor[], grads: Tensor[], opts: BackwardOptions = {}, capture?: Map<Tensor, Tensor | null>): void {
+  const pending = new Map<Node, (Tensor | null)[]>();
+  const deliver = (edge: Edge, g: Tensor | null) => {
+    if (!edge || !g) {
+      g?.dispose();
+      return;
+    }
+    if ('leaf' in edge) {
+      const t = edge.leaf;
+      if (capture) {
+        if (capture.has(t)) capture.set(t, sum(capture.get(t) ?? null, g));
+        else g.dispose();
+        return;
+      }
+      const prev = t.grad;
+      t.grad = prev ? sum(prev, g) : g;
+      return;
+    }
+    const slots = pending.get(edge.node) ?? [];
+    slots[edge.index] = sum(slots[edge.index] ?? null, g);
+    pending.set(edge.node, slots);
+  };
+  const rootNodes: Node[] = [];
+  roots.forEach((r, i) => {
+    deliver(r.gradFn ? { node: r.gradFn, index: r._outputIndex } : { leaf: r }, grads[i]);
+    if (r.gradFn) rootNodes.push(r.gradFn);
+  });
+  withGradMode(!!opts.createGraph, () => {
+    for (const node of order(rootNodes)) {
+      const gs = pending.get(node) ?? [];
+      pending.delete(node);
+      node.retained.forEach((ref, i) => {
+        const t = ref?.deref();
+        if (t && gs[i]) t.grad = gs[i]!.clone();
+      });
+      if (capture) {
+        for (const [t] of capture) if (t.gradFn === node && gs[t._outputIndex]) capture.set(t, gs[t._outputIndex]!.clone());
+      }
+      let inputs: (Tensor | null)[];
+      try {
+        inputs = gs.some((g) => g) ? ops!.tidy(() => node.apply(gs)) : node.edges.map(() => null);
+      } finally {
+        gs.forEach((g) => g?.dispose());
+        if (!opts.retainGraph) node.release();
+      }
+      node.edges.forEach((e, i) => deliver(e, inputs[i] ?? null));
+    }
+  });
+}
+
+/** Checks a root and makes its default gradient (ones for a scalar). */
+export function rootGrad(t: Tensor, grad: Tensor | undefined, what: string): Tensor {
+  if (!t.requiresGrad) throw new Error(`element 0 of tensors does not require grad and does not have a grad_fn (${what})`);
+  if (grad) {
+    if (grad.shape.join() !== t.shape.join()) {
+      throw new RangeError(`Mismatch in shape: grad_output[0] has a shape of [${grad.shape.join(', ')}] and output[0] has a shape of [${t.shape.join(', ')}].`);
+    }
+    return grad.clone();
+  }
+  if (t.numel() !== 1) throw new Error(`grad can be implicitly created only for scalar outputs (${what} of a tensor of shape [${t.shape.join(', ')}]); pass a gradient`);
+  return ops!.onesLike(t);
+}

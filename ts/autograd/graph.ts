@@ -1,0 +1,128 @@
+/**
+ * Reverse-mode autograd: the tape and the backward engine.
+ *
+ * An op whose inputs require grad calls `record`, giving the output a `Node` that holds the
+ * op's backward closure and edges to its inputs. The closure is the op's gradient rule, written
+ * next to its forward in `ts/ops/*`. Tensors a rule needs are kept with `ctx.save`, which holds
+ * a handle on their storage until the node is released; `backward` releases every node it runs
+ * unless `retainGraph` is set, and running a released node raises PyTorch's error.
+ *
+ * Gradients are ordinary tensors computed by ordinary ops, on the device where the forward
+ * value lived: `to()` is an op like any other, so a gradient flows back across devices through
+ * the copy (its rule is `g.to(source device)`). Backward runs with grad mode off unless
+ * `createGraph` is set. Intermediate gradients are disposed as soon as they are consumed.
+ */
+import type { Tensor } from '../tensor.js';
+
+let gradEnabled = true;
+
+/** Whether ops record the tape now. */
+export const isGradEnabled = (): boolean => gradEnabled;
+
+/** Runs `fn` with grad mode set to `on`; restores it afterwards (sync or async `fn`). */
+export function withGradMode<T>(on: boolean, fn: () => T): T {
+  const prev = gradEnabled;
+  gradEnabled = on;
+  let result: T;
+  try {
+    result = fn();
+  } catch (e) {
+    gradEnabled = prev;
+    throw e;
+  }
+  if (result instanceof Promise) return result.finally(() => (gradEnabled = prev)) as T;
+  gradEnabled = prev;
+  return result;
+}
+
+/** What a gradient rule receives besides the output gradients. */
+export interface SaveContext {
+  /** Keeps `t`'s data alive for the backward pass; returns the handle to use there. */
+  save(t: Tensor): Tensor;
+}
+
+/** A gradient rule: output gradients in, one gradient (or null) per input out. */
+export type GradRule = (grads: (Tensor | null)[]) => (Tensor | null)[];
+
+let detachHook: ((t: Tensor) => Tensor) | null = null;
+
+/** @internal Lets the tensor module provide `detach` without an import cycle. */
+export function setDetach(fn: (t: Tensor) => Tensor): void {
+  detachHook = fn;
+}
+
+/** Where an input's gradient goes: a leaf tensor's `.grad`, or an output slot of another node. */
+export type Edge = { leaf: Tensor } | { node: Node; index: number } | null;
+
+/** One recorded op. */
+export class Node {
+  private saved: Tensor[] = [];
+  private released = false;
+  rule: GradRule | null = null;
+  /** Non-leaf outputs whose `.grad` the user asked to keep (`retainGrad`). */
+  retained: (WeakRef<Tensor> | undefined)[] = [];
+
+  constructor(readonly name: string, readonly edges: Edge[]) {}
+
+  /** @internal */
+  save(t: Tensor): Tensor {
+    const h = detachHook!(t);
+    this.saved.push(h);
+    return h;
+  }
+
+  /** Frees the saved tensors. */
+  release(): void {
+    this.released = true;
+    this.rule = null;
+    this.saved.forEach((t) => t.dispose());
+    this.saved = [];
+  }
+
+  /** Runs the rule. */
+  apply(grads: (Tensor | null)[]): (Tensor | null)[] {
+    if (this.released || !this.rule) {
+      throw new Error(
+        'Trying to backward through the graph a second time (or directly access saved tensors after they have already been freed). ' +
+          'Saved intermediate values of the graph are freed when you call .backward() or autograd.grad(). ' +
+          `Specify retainGraph: true if you need to backward through the graph a second time (in ${this.name}Backward).`,
+      );
+    }
+    return this.rule(grads);
+  }
+}
+
+/** Whether any of the inputs needs a gradient (and grad mode is on). */
+export function needsGrad(...inputs: unknown[]): boolean {
+  if (!gradEnabled) return false;
+  return inputs.some((t) => typeof t === 'object' && t !== null && (t as Tensor).requiresGrad);
+}
+
+/**
+ * Records an op on the tape when an input requires grad. `makeRule` receives a context to save
+ * tensors and receives the outputs; it returns the gradient rule. Returns the outputs unchanged.
+ */
+export function record<T extends Tensor | Tensor[]>(name: string, inputs: (Tensor | null | number | boolean | undefined)[], outputs: T, makeRule: (ctx: SaveContext, outputs: T) => GradRule): T {
+  if (!needsGrad(...inputs)) return outputs;
+  const edges = inputs.map((t): Edge => {
+    if (typeof t !== 'object' || t === null || !t.requiresGrad) return null;
+    return t.gradFn ? { node: t.gradFn, index: t._outputIndex } : { leaf: t };
+  });
+  const node = new Node(name, edges);
+  node.rule = makeRule({ save: (t) => node.save(t) }, outputs);
+  const outs = Array.isArray(outputs) ? outputs : [outputs];
+  outs.forEach((o, i) => o._setGradFn(node, i));
+  return outputs;
+}
+
+/**
+ * Runs an op's forward with recording off (its internal steps are not part of the tape) and
+ * records the op itself when an input requires grad.
+ */
+export function op<T extends Tensor | Tensor[]>(name: string, inputs: (Tensor | null | number | boolean | undefined)[], forward: () => T, makeRule: (ctx: SaveContext, outputs: T) => GradRule): T {
+  if (!needsGrad(...inputs)) return forward();
+  const out = withGradMode(false, forward);
+  const outs = Array.isArray(out) ? out : [out];
+  if (!outs.some((o) => o.dtype === 'float32' || o.dtype === 'float16' || o.dtype === 'bfloat16')) return out;
+  return record(name, inputs, out, makeRule);
+}
