@@ -10,7 +10,12 @@ import * as torch from '../dist/webtorch.js';
 export type Raw = number | boolean | string;
 export interface TensorJson { shape: number[]; dtype: string; data: Raw[]; permute?: number[] }
 export type Arg = TensorJson | { scalar: Raw };
-export interface Case { id: string; op: string; args: Arg[]; kwargs: Record<string, unknown>; out: TensorJson | { values: TensorJson; indices: TensorJson } }
+export interface Case {
+  id: string; op: string; args: Arg[]; kwargs: Record<string, unknown>; out: TensorJson | { values: TensorJson; indices: TensorJson };
+  /** Backward goldens: the output gradient fed to `backward`, and each argument's gradient (null when not differentiable). */
+  gradOut?: TensorJson;
+  grads?: (TensorJson | null)[];
+}
 
 
 export const num = (v: Raw): number | boolean => (v === 'nan' ? NaN : v === 'inf' ? Infinity : v === '-inf' ? -Infinity : (v as number | boolean));
@@ -65,6 +70,7 @@ export function run(c: Case, args: (torch.Tensor | number)[], runners: Record<st
 
 /** Tolerances: 1e-5 relative for f32 elementwise; sums of products are compared with a looser absolute term. */
 export function tolerance(op: string): { rtol: number; atol: number } {
+  if (op.endsWith(':grad')) return { rtol: 1e-4, atol: 1e-5 };
   if (op === 'matmul' || op === 'sum' || op === 'mean' || op === 'prod') return { rtol: 1e-5, atol: 1e-5 };
   return { rtol: 1e-5, atol: 1e-6 };
 }
@@ -90,13 +96,48 @@ export function loadGoldens(name: string): { torch: string; cases: Case[] } {
   return JSON.parse(readFileSync(new URL(`fixtures/${name}`, import.meta.url), 'utf8'));
 }
 
-/** Builds a case's inputs on a device, runs it, checks every output, and disposes everything. */
+/**
+ * Builds a case's inputs on a device, runs it, checks every output (and, when the case has
+ * `grads`, the gradients `backward(gradOut)` leaves on the inputs), and disposes everything.
+ */
 export async function runCase(c: Case, device: string, runners: Record<string, Runner> = RUN): Promise<void> {
   const owned: torch.Tensor[] = [];
-  const args = c.args.map((a) => build(a, device, owned));
+  const leaves: (torch.Tensor | null)[] = [];
+  const args = c.args.map((a, i) => {
+    if (!c.grads?.[i] || 'scalar' in a) {
+      leaves.push(null);
+      return build(a, device, owned);
+    }
+    // A differentiable argument: a leaf that requires grad (a permuted view of it when the case asks).
+    const base = torch.tensor(a.data.map(num) as number[], { dtype: a.dtype as torch.DType, device });
+    const shaped = base.reshape(a.shape);
+    const leaf = shaped.detach().requiresGrad_();
+    owned.push(base, shaped, leaf);
+    leaves.push(leaf);
+    if (!a.permute) return leaf;
+    const p = leaf.permute(a.permute);
+    owned.push(p);
+    return p;
+  });
   let out: torch.Tensor | torch.ValuesIndices | undefined;
   try {
     out = run(c, args, runners);
+    if (c.grads && c.gradOut) {
+      const gOut = build(c.gradOut, device, owned) as torch.Tensor;
+      const root = out instanceof torch.Tensor ? out : out.values;
+      root.backward(gOut);
+      for (let i = 0; i < leaves.length; i++) {
+        const want = c.grads[i], leaf = leaves[i];
+        if (!want || !leaf) continue;
+        expect(leaf.grad, `${c.id}: grad of argument ${i}`).not.toBeNull();
+        const g = leaf.grad!;
+        // The leaf holds the unpermuted storage; compare in the argument's (permuted) layout.
+        const shown = (c.args[i] as TensorJson).permute ? g.permute((c.args[i] as TensorJson).permute!) : g;
+        await check(shown, want, `${c.op}:grad`, `${c.id} grad[${i}]`);
+        if (shown !== g) shown.dispose();
+        g.dispose();
+      }
+    }
     if ('values' in c.out) {
       const vi = out as torch.ValuesIndices;
       await check(vi.values, c.out.values, c.op, `${c.id} values`);

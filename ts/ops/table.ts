@@ -197,7 +197,7 @@ export const ELEMENTWISE: readonly ElementwiseOp[] = [
   d(b('trunc_divide', 5, 'number', 'trunc(x0 / x1)', 'select(x0 / x1, 0i, x1 == 0i)'), [], zero),
   d(b('pow', 6, 'number', 'pow_f(x0, x1)', 'pow_i(x0, x1)'), ['x', 'y', 'out'], (m, { x, y, out, g }) => [
     m.mul(g, m.mul(y, m.pow(x, m.sub(y, 1)))),
-    m.mul(g, m.where(m.gt(x, 0), m.mul(out, m.log(x)), 0)),
+    m.mul(g, m.where(m.mul(m.eq(x, 0), m.ge(y, 0)), 0, m.mul(out, m.log(x)))),
   ]),
   d(b('maximum', 7, 'any', 'maximum_f(x0, x1)', 'max(x0, x1)'), ['x', 'y'], (m, { x, y, g }) => {
     const half = m.mul(m.mul(g, m.eq(x, y)), 0.5);
