@@ -104,3 +104,7 @@ export const noGrad = <T>(fn: () => T): T => withGradMode(false, fn);
 export const enableGrad = <T>(fn: () => T): T => withGradMode(true, fn);
 export { isGradEnabled } from './autograd/graph.js';
 export * as autograd from './autograd/api.js';
+export * as nn from './nn/index.js';
+export * as optim from './optim/index.js';
+export * as data from './data/index.js';
+export { Dataset, TensorDataset, DataLoader } from './data/index.js';

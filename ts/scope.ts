@@ -12,6 +12,11 @@ export function track(t: Tensor): void {
   scopes[scopes.length - 1]?.add(t);
 }
 
+/** @internal Takes a tensor out of the enclosing scopes (autograd's saved tensors, `.grad`). */
+export function untrack(t: Tensor): void {
+  for (const s of scopes) s.delete(t);
+}
+
 /** Collects the tensors in a returned value: a tensor, or arrays and plain objects of them. */
 function collect(value: unknown, into: Set<Tensor>, isTensor: (v: unknown) => v is Tensor, depth = 0): void {
   if (isTensor(value)) into.add(value);

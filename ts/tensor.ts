@@ -29,11 +29,11 @@ export class Tensor {
 
   /** @internal Use the creation functions (`torch.tensor`, `torch.zeros`, …). */
   constructor(
-    /** @internal */ readonly storage: Storage,
-    readonly shape: readonly number[],
-    /** @internal Strides in elements. */ readonly _strides: readonly number[],
-    /** @internal Offset into the storage, in elements. */ readonly _offset: number,
-    readonly dtype: DType,
+    /** @internal */ public storage: Storage,
+    public shape: readonly number[],
+    /** @internal Strides in elements. */ public _strides: readonly number[],
+    /** @internal Offset into the storage, in elements. */ public _offset: number,
+    public dtype: DType,
   ) {
     storage.retain();
     collected.register(this, storage, this);
@@ -125,6 +125,8 @@ export class Tensor {
 
   /** @internal Marks the tensor as output `index` of a recorded node. */
   _setGradFn(node: Node, index: number): void {
+    node.hold();
+    this.gradFn?.drop();
     this.gradFn = node;
     this._outputIndex = index;
     this._requiresGrad = true;
@@ -149,12 +151,31 @@ export class Tensor {
     runBackward([this], [rootGrad(this, gradient, 'backward')], options);
   }
 
+  /**
+   * @internal Makes this handle point at `src`'s data (storage, layout, dtype, device), keeping
+   * its identity, autograd flags and `.grad`: how `Module.to` and optimizers update parameters
+   * in place, so that references to them stay valid. `src` is left untouched.
+   */
+  _setData(src: Tensor): void {
+    this._check('set data');
+    src.storage.retain();
+    collected.unregister(this);
+    this.storage.release();
+    this.storage = src.storage;
+    this.shape = src.shape.slice();
+    this._strides = src._strides.slice();
+    this._offset = src._offset;
+    this.dtype = src.dtype;
+    collected.register(this, this.storage, this);
+  }
+
   /** Frees the tensor's reference to its storage now. Views keep the storage alive. Idempotent. */
   dispose(): void {
     if (this._disposed) return;
     this._disposed = true;
     collected.unregister(this);
     this.storage.release();
+    this.gradFn?.drop();
   }
 
   [Symbol.dispose](): void {

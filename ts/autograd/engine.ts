@@ -6,6 +6,7 @@
  * disposed as soon as it has been consumed, so a backward pass holds only the gradients in
  * flight. Nodes run once per call; without `retainGraph` they release their saved tensors.
  */
+import { untrack } from '../scope.js';
 import type { Tensor } from '../tensor.js';
 import { withGradMode, type Edge, type Node } from './graph.js';
 
@@ -82,6 +83,7 @@ export function runBackward(roots: Tensor[], grads: Tensor[], opts: BackwardOpti
       }
       const prev = t.grad;
       t.grad = prev ? sum(prev, g) : g;
+      untrack(t.grad!);
       return;
     }
     const slots = pending.get(edge.node) ?? [];
@@ -99,7 +101,10 @@ export function runBackward(roots: Tensor[], grads: Tensor[], opts: BackwardOpti
       pending.delete(node);
       node.retained.forEach((ref, i) => {
         const t = ref?.deref();
-        if (t && gs[i]) t.grad = gs[i]!.clone();
+        if (t && gs[i]) {
+          t.grad = gs[i]!.clone();
+          untrack(t.grad);
+        }
       });
       if (capture) {
         for (const [t] of capture) if (t.gradFn === node && gs[t._outputIndex]) capture.set(t, gs[t._outputIndex]!.clone());

@@ -12,6 +12,7 @@
  * the copy (its rule is `g.to(source device)`). Backward runs with grad mode off unless
  * `createGraph` is set. Intermediate gradients are disposed as soon as they are consumed.
  */
+import { untrack } from '../scope.js';
 import type { Tensor } from '../tensor.js';
 
 let gradEnabled = true;
@@ -54,24 +55,48 @@ export function setDetach(fn: (t: Tensor) => Tensor): void {
 /** Where an input's gradient goes: a leaf tensor's `.grad`, or an output slot of another node. */
 export type Edge = { leaf: Tensor } | { node: Node; index: number } | null;
 
-/** One recorded op. */
+/**
+ * One recorded op. Nodes are reference-counted by the live tensors they produced and the nodes
+ * that consume them: when the last holder goes (a disposed output, a released consumer), the
+ * node frees its saved tensors and lets go of its inputs, so a graph nobody will backward
+ * through is freed as soon as its outputs are disposed. (Dropped, undisposed outputs are
+ * collected with their nodes by the garbage collector.)
+ */
 export class Node {
   private saved: Tensor[] = [];
   private released = false;
+  private holders = 0;
+  private dropped = false;
   rule: GradRule | null = null;
   /** Non-leaf outputs whose `.grad` the user asked to keep (`retainGrad`). */
   retained: (WeakRef<Tensor> | undefined)[] = [];
 
-  constructor(readonly name: string, readonly edges: Edge[]) {}
+  constructor(readonly name: string, readonly edges: Edge[]) {
+    for (const e of edges) if (e && 'node' in e) e.node.hold();
+  }
+
+  /** @internal One more tensor or node depends on this node. */
+  hold(): void {
+    this.holders++;
+  }
+
+  /** @internal One holder is gone; the last one frees the node and lets go of its inputs. */
+  drop(): void {
+    if (--this.holders > 0 || this.dropped) return;
+    this.dropped = true;
+    this.release();
+    for (const e of this.edges) if (e && 'node' in e) e.node.drop();
+  }
 
   /** @internal */
   save(t: Tensor): Tensor {
     const h = detachHook!(t);
+    untrack(h);
     this.saved.push(h);
     return h;
   }
 
-  /** Frees the saved tensors. */
+  /** Frees the saved tensors (after a backward without `retainGraph`); the edges stay. */
   release(): void {
     this.released = true;
     this.rule = null;

@@ -1,0 +1,115 @@
+/**
+ * `DataLoader`: batches, shuffling (from a seeded `Generator`), `dropLast`, and prefetching.
+ *
+ * Batches of a `TensorDataset` are gathered on the dataset's device, so the gather itself runs
+ * in that device's worker thread while the caller trains on the previous batch. With
+ * `numWorkers > 0` the loader keeps `numWorkers × prefetchFactor` batches in flight ahead of the
+ * one it yields, as PyTorch's worker processes do. Other datasets are collated by stacking their
+ * items on their device. `pinMemory` is accepted for compatibility: host→device copies in
+ * webtorch go from the calling thread's buffers straight to the device worker.
+ */
+import { defaultGenerator, type Generator } from '../random.js';
+import { alloc, launch, place, ref, code } from '../runtime/dispatch.js';
+import type { Tensor } from '../tensor.js';
+import { Dataset, TensorDataset } from './dataset.js';
+
+/** DataLoader options (PyTorch's names in camelCase). */
+export interface DataLoaderOptions {
+  batchSize?: number;
+  shuffle?: boolean;
+  dropLast?: boolean;
+  numWorkers?: number;
+  prefetchFactor?: number;
+  pinMemory?: boolean;
+  generator?: Generator;
+}
+
+/** Stacks equally shaped tensors of one device into a new leading dim. */
+function stack(items: Tensor[]): Tensor {
+  const first = items[0];
+  const out = alloc([items.length, ...first.shape], first.dtype, first.device);
+  const rowElems = first.numel(), p = place(out);
+  items.forEach((t, i) => {
+    if (t.shape.join() !== first.shape.join() || t.device !== first.device || t.dtype !== first.dtype) {
+      throw new RangeError(`DataLoader: stack expects each tensor to be equal size, but got [${first.shape.join(', ')}] at entry 0 and [${t.shape.join(', ')}] at entry ${i}`);
+    }
+    if (rowElems) {
+      launch(out.device, {
+        k: 'copyInto', src: ref(t), srcDt: code(t), dt: code(out), shape: t.shape.slice(),
+        dst: { id: p.id, offset: p.offset + i * rowElems, strides: out._strides.slice(1) },
+      });
+    }
+  });
+  return out;
+}
+
+/** Iterates a dataset in batches: `for (const [X, y] of loader) …`. */
+export class DataLoader<T = Tensor[]> implements Iterable<Tensor[]> {
+  readonly batchSize: number;
+  readonly shuffle: boolean;
+  readonly dropLast: boolean;
+  readonly numWorkers: number;
+  readonly prefetchFactor: number;
+  readonly pinMemory: boolean;
+  private readonly generator: Generator;
+
+  constructor(readonly dataset: Dataset<T>, o: DataLoaderOptions = {}) {
+    this.batchSize = o.batchSize ?? 1;
+    this.shuffle = o.shuffle ?? false;
+    this.dropLast = o.dropLast ?? false;
+    this.numWorkers = o.numWorkers ?? 0;
+    this.prefetchFactor = o.prefetchFactor ?? 2;
+    this.pinMemory = o.pinMemory ?? false;
+    this.generator = o.generator ?? defaultGenerator;
+    if (!Number.isInteger(this.batchSize) || this.batchSize <= 0) {
+      throw new RangeError(`batch_size should be a positive integer value, but got batch_size=${o.batchSize}`);
+    }
+    if (!Number.isInteger(this.numWorkers) || this.numWorkers < 0) {
+      throw new RangeError(`num_workers option should be non-negative; use numWorkers=0 to disable multiprocessing (got ${o.numWorkers})`);
+    }
+  }
+
+  /** Number of batches per epoch. */
+  get length(): number {
+    const n = this.dataset.length;
+    return this.dropLast ? Math.floor(n / this.batchSize) : Math.ceil(n / this.batchSize);
+  }
+
+  /** The sample order of one epoch (a Fisher–Yates shuffle from the generator when `shuffle`). */
+  private order(): number[] {
+    const idx = Array.from({ length: this.dataset.length }, (_, i) => i);
+    if (this.shuffle) {
+      const r = this.generator.words(idx.length);
+      for (let i = idx.length - 1; i > 0; i--) {
+        const j = r[i] % (i + 1);
+        [idx[i], idx[j]] = [idx[j], idx[i]];
+      }
+    }
+    return idx;
+  }
+
+  private batch(indices: number[]): Tensor[] {
+    if (this.dataset instanceof TensorDataset) return this.dataset.getBatch(indices);
+    const items = indices.map((i) => this.dataset.getItem(i));
+    const fields = items[0] as unknown as Tensor[];
+    return fields.map((_, k) => stack(items.map((it) => (it as unknown as Tensor[])[k])));
+  }
+
+  *[Symbol.iterator](): Iterator<Tensor[]> {
+    const order = this.order();
+    const ahead = this.numWorkers > 0 ? this.numWorkers * this.prefetchFactor : 0;
+    const queue: Tensor[][] = [];
+    let next = 0;
+    const fill = () => {
+      while (queue.length <= ahead && next < this.length) {
+        queue.push(this.batch(order.slice(next * this.batchSize, (next + 1) * this.batchSize)));
+        next++;
+      }
+    };
+    try {
+      for (fill(); queue.length; fill()) yield queue.shift()!;
+    } finally {
+      queue.forEach((b) => b.forEach((t) => t.dispose()));
+    }
+  }
+}

@@ -1,0 +1,226 @@
+/**
+ * Layers built on the functional ops: `Linear`, `LazyLinear`, the activations, `Flatten`, and
+ * the containers `Sequential`, `ModuleList`, `ModuleDict`.
+ *
+ * Initialisation follows PyTorch's defaults: weights and biases of `Linear` are uniform in
+ * ±1/√fan_in (what `kaiming_uniform_(a=√5)` amounts to), drawn on the host from the default
+ * generator, so `torch.manualSeed` makes a model's initial weights reproducible.
+ */
+import { CPU } from '../device.js';
+import { defaultGenerator } from '../random.js';
+import { fromHost } from '../ops/creation.js';
+import { unaryOp, binaryOp, gelu } from '../ops/elementwise.js';
+import { matmul } from '../ops/matmul.js';
+import { flatten, transpose } from '../ops/views.js';
+import type { Tensor } from '../tensor.js';
+import { Module, Parameter } from './module.js';
+
+/** A parameter with values uniform in [-bound, bound) on the CPU. */
+export function uniformParameter(shape: number[], bound: number): Parameter {
+  const u = defaultGenerator.uniform(shape.reduce((a, b) => a * b, 1));
+  for (let i = 0; i < u.length; i++) u[i] = (u[i] * 2 - 1) * bound;
+  const t = fromHost(u, shape, 'float32', CPU);
+  const p = Parameter.of(t);
+  t.dispose();
+  return p;
+}
+
+/** `y = x·Wᵀ + b` with the weight stored as [out, in], as in PyTorch. */
+export function linear(x: Tensor, weight: Tensor, bias?: Tensor | null): Tensor {
+  const wt = transpose(weight, 0, 1);
+  let y: Tensor;
+  try {
+    y = matmul(x, wt);
+  } finally {
+    wt.dispose();
+  }
+  if (!bias) return y;
+  const out = binaryOp('add', y, bias);
+  y.dispose();
+  return out;
+}
+
+/** `nn.Linear(inFeatures, outFeatures, {bias})`. */
+export class Linear extends Module {
+  weight: Parameter;
+  bias: Parameter | null;
+
+  constructor(readonly inFeatures: number, readonly outFeatures: number, options: { bias?: boolean } = {}) {
+    super();
+    if (!Number.isInteger(inFeatures) || !Number.isInteger(outFeatures) || inFeatures < 0 || outFeatures < 0) {
+      throw new RangeError(`Linear: in_features and out_features must be non-negative integers, got ${inFeatures} and ${outFeatures}`);
+    }
+    const bound = inFeatures > 0 ? 1 / Math.sqrt(inFeatures) : 0;
+    this.weight = uniformParameter([outFeatures, inFeatures], bound);
+    this.bias = options.bias === false ? null : uniformParameter([outFeatures], bound);
+    this.registerParameter('weight', this.weight);
+    this.registerParameter('bias', this.bias);
+  }
+
+  forward(x: Tensor): Tensor {
+    const last = x.shape[x.ndim - 1];
+    if (last !== this.inFeatures) {
+      throw new RangeError(`Linear: mat1 and mat2 shapes cannot be multiplied (input [${x.shape.join(', ')}] has ${last} features, the layer expects ${this.inFeatures})`);
+    }
+    return linear(x, this.weight, this.bias);
+  }
+}
+
+/** `nn.LazyLinear(outFeatures)`: infers `inFeatures` from the first input, on that input's device. */
+export class LazyLinear extends Module {
+  weight: Parameter | null = null;
+  bias: Parameter | null = null;
+  inFeatures = 0;
+
+  constructor(readonly outFeatures: number, private readonly options: { bias?: boolean } = {}) {
+    super();
+    this.registerParameter('weight', null);
+    this.registerParameter('bias', null);
+  }
+
+  forward(x: Tensor): Tensor {
+    if (!this.weight) {
+      const real = new Linear(x.shape[x.ndim - 1], this.outFeatures, this.options).to(x.device);
+      this.inFeatures = real.inFeatures;
+      this.registerParameter('weight', real.weight);
+      this.registerParameter('bias', real.bias);
+    }
+    return linear(x, this.weight!, this.bias);
+  }
+}
+
+/** A layer around a one-input table op. */
+abstract class Activation extends Module {
+  protected abstract readonly op: string;
+
+  forward(x: Tensor): Tensor {
+    return unaryOp(this.op, x);
+  }
+}
+
+/** `nn.ReLU()`. */
+export class ReLU extends Activation {
+  protected readonly op = 'relu';
+}
+
+/** `nn.SiLU()`. */
+export class SiLU extends Activation {
+  protected readonly op = 'silu';
+}
+
+/** `nn.Tanh()`. */
+export class Tanh extends Activation {
+  protected readonly op = 'tanh';
+}
+
+/** `nn.Sigmoid()`. */
+export class Sigmoid extends Activation {
+  protected readonly op = 'sigmoid';
+}
+
+/** `nn.GELU({approximate})`. */
+export class GELU extends Module {
+  constructor(readonly approximate: 'none' | 'tanh' = 'none') {
+    super();
+  }
+
+  forward(x: Tensor): Tensor {
+    return gelu(x, { approximate: this.approximate });
+  }
+}
+
+/** `nn.Flatten(startDim = 1, endDim = -1)`. */
+export class Flatten extends Module {
+  constructor(readonly startDim = 1, readonly endDim = -1) {
+    super();
+  }
+
+  forward(x: Tensor): Tensor {
+    return flatten(x, this.startDim, this.endDim);
+  }
+}
+
+/**
+ * `nn.Sequential(...modules)`: calls each in turn. Intermediate activations are disposed once
+ * the next layer has consumed them (autograd keeps what it needs).
+ */
+export class Sequential extends Module {
+  constructor(...layers: Module[]) {
+    super();
+    layers.forEach((m, i) => this.registerModule(String(i), m));
+  }
+
+  forward(x: Tensor): Tensor {
+    let h = x;
+    for (const m of this.children()) {
+      const next = m.call(h) as Tensor;
+      if (h !== x && next !== h) h.dispose();
+      h = next;
+    }
+    return h;
+  }
+
+  /** The i-th layer. */
+  at(i: number): Module {
+    const all = [...this.children()];
+    return all[i < 0 ? all.length + i : i];
+  }
+
+  get length(): number {
+    return [...this.children()].length;
+  }
+}
+
+/** `nn.ModuleList`: holds submodules in order. */
+export class ModuleList extends Module {
+  constructor(modules: Module[] = []) {
+    super();
+    modules.forEach((m) => this.append(m));
+  }
+
+  append(m: Module): this {
+    this.registerModule(String(this.length), m);
+    return this;
+  }
+
+  at(i: number): Module {
+    const all = [...this.children()];
+    return all[i < 0 ? all.length + i : i];
+  }
+
+  get length(): number {
+    return [...this.children()].length;
+  }
+
+  [Symbol.iterator](): Iterator<Module> {
+    return this.children();
+  }
+
+  forward(): never {
+    throw new Error('ModuleList is not callable: iterate over it and call its modules');
+  }
+}
+
+/** `nn.ModuleDict`: holds submodules by name. */
+export class ModuleDict extends Module {
+  constructor(modules: Record<string, Module> = {}) {
+    super();
+    for (const [k, m] of Object.entries(modules)) this.registerModule(k, m);
+  }
+
+  get(key: string): Module | undefined {
+    return [...this.namedChildren()].find(([k]) => k === key)?.[1];
+  }
+
+  set(key: string, m: Module): void {
+    this.registerModule(key, m);
+  }
+
+  keys(): string[] {
+    return [...this.namedChildren()].map(([k]) => k);
+  }
+
+  forward(): never {
+    throw new Error('ModuleDict is not callable: get a module by key and call it');
+  }
+}

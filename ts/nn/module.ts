@@ -1,0 +1,233 @@
+/**
+ * `nn.Module`: parameters, buffers and submodules, found by walking the module's own fields
+ * in registration order, as PyTorch's `__setattr__` does.
+ *
+ * Registration is explicit (`registerParameter`, `registerBuffer`, `registerModule`) or
+ * implicit: a field holding a `Parameter` or a `Module` is registered when first walked.
+ * A plain tensor field is neither: it is not in `stateDict()` and does not move with `.to()`,
+ * the common mistake PyTorch's notes warn about. `to()` moves parameters and buffers *in place*
+ * (each keeps its identity), so an optimizer built before `.to()` still holds the right tensors.
+ */
+import { device as toDevice, type DeviceLike } from '../device.js';
+import type { DType } from '../dtype.js';
+import { withGradMode } from '../autograd/graph.js';
+import { Tensor } from '../tensor.js';
+
+/** A tensor that is a module's learnable parameter (requires grad unless told otherwise). */
+export class Parameter extends Tensor {
+  /** Wraps `data`'s storage as a parameter (no copy). */
+  static of(data: Tensor, requiresGrad = true): Parameter {
+    const p = new Parameter(data._check('Parameter').storage, data.shape, data._strides, data._offset, data.dtype);
+    p.requiresGrad = requiresGrad;
+    return p;
+  }
+}
+
+type Entry = [string, Tensor | null];
+
+/** Base class of all layers. Subclasses set fields in their constructor and implement `forward`. */
+export abstract class Module {
+  /** Whether the module is in training mode (`train()` / `eval()`). */
+  training = true;
+  private _params = new Map<string, Tensor | null>();
+  private _buffers = new Map<string, Tensor | null>();
+  private _persistent = new Set<string>();
+  private _modules = new Map<string, Module | null>();
+
+  /** Computes the module's output. */
+  abstract forward(...args: unknown[]): unknown;
+
+  /** Calls `forward` (PyTorch's `module(x)`). */
+  call(...args: unknown[]): any {
+    return this.forward(...args);
+  }
+
+  /** Registers fields holding a Parameter or a Module that were assigned directly. */
+  private sync(): void {
+    for (const [k, v] of Object.entries(this)) {
+      if (k.startsWith('_')) continue;
+      if (v instanceof Parameter && !this._params.has(k) && !this._buffers.has(k)) this._params.set(k, v);
+      else if (v instanceof Module && !this._modules.has(k)) this._modules.set(k, v);
+    }
+  }
+
+  /** Adds a parameter (`null` reserves the name). */
+  registerParameter(name: string, p: Tensor | null): void {
+    if (p && !(p instanceof Parameter)) p = Parameter.of(p);
+    this._params.set(name, p);
+    (this as Record<string, unknown>)[name] = p;
+  }
+
+  /** Adds a buffer: state that moves with `.to()` and is saved in `stateDict()` (unless not persistent). */
+  registerBuffer(name: string, t: Tensor | null, persistent = true): void {
+    this._buffers.set(name, t);
+    if (persistent) this._persistent.add(name);
+    (this as Record<string, unknown>)[name] = t;
+  }
+
+  /** Adds a submodule. */
+  registerModule(name: string, m: Module | null): void {
+    this._modules.set(name, m);
+    (this as Record<string, unknown>)[name] = m;
+  }
+
+  /** The direct submodules, by name. */
+  *namedChildren(): Generator<[string, Module]> {
+    this.sync();
+    for (const [k, m] of this._modules) {
+      const cur = (this as Record<string, unknown>)[k];
+      if (cur instanceof Module) yield [k, cur];
+      else if (m) yield [k, m];
+    }
+  }
+
+  /** The direct submodules. */
+  *children(): Generator<Module> {
+    for (const [, m] of this.namedChildren()) yield m;
+  }
+
+  /** This module and every submodule, depth first, with dotted names. */
+  *namedModules(prefix = ''): Generator<[string, Module]> {
+    yield [prefix, this];
+    for (const [k, m] of this.namedChildren()) yield* m.namedModules(prefix ? `${prefix}.${k}` : k);
+  }
+
+  /** This module and every submodule. */
+  *modules(): Generator<Module> {
+    for (const [, m] of this.namedModules()) yield m;
+  }
+
+  private own(map: 'params' | 'buffers'): Entry[] {
+    this.sync();
+    const src = map === 'params' ? this._params : this._buffers;
+    return [...src.keys()].map((k) => [k, (this as Record<string, unknown>)[k] as Tensor | null]);
+  }
+
+  /** Every parameter with its dotted name (each tensor once). */
+  *namedParameters(): Generator<[string, Tensor]> {
+    const seen = new Set<Tensor>();
+    for (const [prefix, m] of this.namedModules()) {
+      for (const [k, p] of m.own('params')) {
+        if (p && !seen.has(p)) {
+          seen.add(p);
+          yield [prefix ? `${prefix}.${k}` : k, p];
+        }
+      }
+    }
+  }
+
+  /** Every parameter. */
+  parameters(): Tensor[] {
+    return [...this.namedParameters()].map(([, p]) => p);
+  }
+
+  /** Every buffer with its dotted name. */
+  *namedBuffers(): Generator<[string, Tensor]> {
+    for (const [prefix, m] of this.namedModules()) {
+      for (const [k, b] of m.own('buffers')) if (b) yield [prefix ? `${prefix}.${k}` : k, b];
+    }
+  }
+
+  /** Every buffer. */
+  buffers(): Tensor[] {
+    return [...this.namedBuffers()].map(([, b]) => b);
+  }
+
+  /** Calls `fn` on every submodule and then on this module. */
+  apply(fn: (m: Module) => void): this {
+    for (const m of this.children()) m.apply(fn);
+    fn(this);
+    return this;
+  }
+
+  /** Moves (and/or casts) parameters and buffers in place; returns the module. */
+  to(target: DeviceLike | { device?: DeviceLike; dtype?: DType }): this {
+    const o = typeof target === 'object' && target !== null && !('type' in target) ? target : { device: target as DeviceLike };
+    const dev = o.device === undefined ? undefined : toDevice(o.device);
+    withGradMode(false, () => {
+      for (const t of [...this.parameters(), ...this.buffers()]) {
+        const dtype = o.dtype && (t.dtype === 'float32' || t.dtype === 'float16' || t.dtype === 'bfloat16') ? o.dtype : t.dtype;
+        const moved = t.to({ device: dev ?? t.device, dtype });
+        if (moved !== t) {
+          t._setData(moved);
+          moved.dispose();
+        }
+        if (t.grad) {
+          const g = t.grad.to({ device: t.device, dtype: t.dtype });
+          if (g !== t.grad) {
+            t.grad.dispose();
+            t.grad = g;
+          }
+        }
+      }
+    });
+    return this;
+  }
+
+  /** `to('gpu:i')` (the current GPU when omitted). */
+  cuda(index?: number): this {
+    return this.to(index === undefined ? toDevice('gpu') : toDevice(index));
+  }
+
+  /** `to('cpu')`. */
+  cpu(): this {
+    return this.to('cpu');
+  }
+
+  /** Sets training mode on this module and every submodule. */
+  train(mode = true): this {
+    for (const m of this.modules()) m.training = mode;
+    return this;
+  }
+
+  /** Sets evaluation mode (`train(false)`). */
+  eval(): this {
+    return this.train(false);
+  }
+
+  /** Clears every parameter's gradient (to null, PyTorch's default `set_to_none`). */
+  zeroGrad(): void {
+    for (const p of this.parameters()) {
+      p.grad?.dispose();
+      p.grad = null;
+    }
+  }
+
+  /** Parameters and persistent buffers by dotted name (the tensors themselves, not copies). */
+  stateDict(): Record<string, Tensor> {
+    const out: Record<string, Tensor> = {};
+    for (const [prefix, m] of this.namedModules()) {
+      const at = (k: string) => (prefix ? `${prefix}.${k}` : k);
+      for (const [k, p] of m.own('params')) if (p) out[at(k)] = p;
+      for (const [k, b] of m.own('buffers')) if (b && m._persistent.has(k)) out[at(k)] = b;
+    }
+    return out;
+  }
+
+  /**
+   * Copies values from `state` into this module's parameters and buffers (on their devices).
+   * With `strict` (the default), missing or unexpected keys throw, listing them, as in PyTorch.
+   */
+  loadStateDict(state: Record<string, Tensor>, strict = true): { missingKeys: string[]; unexpectedKeys: string[] } {
+    const own = this.stateDict();
+    const missingKeys = Object.keys(own).filter((k) => !(k in state));
+    const unexpectedKeys = Object.keys(state).filter((k) => !(k in own));
+    if (strict && (missingKeys.length || unexpectedKeys.length)) {
+      const parts = [];
+      if (missingKeys.length) parts.push(`Missing key(s) in state_dict: ${missingKeys.map((k) => `"${k}"`).join(', ')}.`);
+      if (unexpectedKeys.length) parts.push(`Unexpected key(s) in state_dict: ${unexpectedKeys.map((k) => `"${k}"`).join(', ')}.`);
+      throw new Error(`Error(s) in loading state_dict for ${this.constructor.name}:\n\t${parts.join('\n\t')}`);
+    }
+    withGradMode(false, () => {
+      for (const [k, t] of Object.entries(own)) {
+        const src = state[k];
+        if (!src) continue;
+        if (src.shape.join() !== t.shape.join()) {
+          throw new RangeError(`Error(s) in loading state_dict for ${this.constructor.name}: size mismatch for ${k}: copying a param with shape [${src.shape.join(', ')}] from checkpoint, the shape in current model is [${t.shape.join(', ')}].`);
+        }
+        t.copy_(src);
+      }
+    });
+    return { missingKeys, unexpectedKeys };
+  }
+}

@@ -1,0 +1,327 @@
+/**
+ * `torch.nn.functional`: activations, losses, dropout, linear and normalization, composed from
+ * differentiable ops so that autograd derives every gradient here; none is hand-written.
+ *
+ * The hard part is staying gather-free and stable. Class indices become a one-hot mask
+ * (`arange(C) == target`) with ignored targets folded into it, so they add neither loss nor
+ * weight; softmax-like ops subtract a max computed with recording off (the shift cancels in
+ * the gradient, so the composed gradient is exact); the logistic loss uses softplus(-x).
+ */
+import { isFloating, scalarName, toDType, type DType } from '../dtype.js';
+import { withGradMode } from '../autograd/graph.js';
+import { sameDevice } from '../runtime/dispatch.js';
+import { fmt, normDim, numel } from '../shape.js';
+import { Tensor } from '../tensor.js';
+import { ReduceOp } from '../../wgsl/reduce.js';
+import { copyInto } from './copy.js';
+import { arange, rand } from './creation.js';
+import { binaryOp, softplus, unaryOp, where, type TensorOrScalar } from './elementwise.js';
+import { matmul } from './matmul.js';
+import { reduce } from './reduce.js';
+import { scoped, type Tmp } from './scoped.js';
+import * as V from './views.js';
+
+/** How a loss reduces its per-element values. */
+export type Reduction = 'mean' | 'sum' | 'none';
+
+const add = (a: TensorOrScalar, b: TensorOrScalar) => binaryOp('add', a, b);
+const sub = (a: TensorOrScalar, b: TensorOrScalar) => binaryOp('sub', a, b);
+const mul = (a: TensorOrScalar, b: TensorOrScalar) => binaryOp('mul', a, b);
+const div = (a: TensorOrScalar, b: TensorOrScalar) => binaryOp('div', a, b);
+
+/** @internal Throws unless `x` is a tensor of a floating dtype. */
+export function checkFloat(op: string, x: unknown, what = 'input'): asserts x is Tensor {
+  if (!(x instanceof Tensor)) throw new TypeError(`${op}(): expected ${what} to be a Tensor, but got ${x === null ? 'null' : typeof x}`);
+  if (!isFloating(x.dtype)) {
+    throw new TypeError(`${op}(): expected ${what} to have a floating point dtype, but got ${x.dtype} ('${scalarName(x.dtype)}', shape ${fmt(x.shape)})`);
+  }
+}
+
+function checkReduction(op: string, r: unknown): Reduction {
+  if (r !== 'mean' && r !== 'sum' && r !== 'none') throw new RangeError(`${op}(): ${JSON.stringify(r)} is not a valid value for reduction (expected 'mean', 'sum' or 'none')`);
+  return r;
+}
+
+function reduceLoss(loss: Tensor, reduction: Reduction, tmp: Tmp): Tensor {
+  if (reduction === 'none') return loss;
+  tmp(loss);
+  return reduce(reduction === 'sum' ? ReduceOp.Sum : ReduceOp.Mean, loss, undefined);
+}
+
+/** `x - max(x, dim)` with the max taken off the tape. */
+function shifted(x: Tensor, dim: number, tmp: Tmp): Tensor {
+  const m = tmp(withGradMode(false, () => reduce(ReduceOp.Max, x, dim, true)));
+  return tmp(sub(x, m));
+}
+
+function softmaxInput(op: string, x: Tensor, dim: number, dtype: DType | string | undefined, tmp: Tmp): [Tensor, number] {
+  if (!(x instanceof Tensor)) throw new TypeError(`${op}(): expected input to be a Tensor, but got ${typeof x}`);
+  if (dim === undefined) throw new TypeError(`${op}(): the dim argument is required (PyTorch's implicit dim choice is deprecated)`);
+  const d = normDim(dim, x.ndim);
+  const src = dtype === undefined ? x : tmp(V.cast(x, toDType(dtype, op)));
+  if (!isFloating(src.dtype)) {
+    throw new TypeError(`"${op}" not implemented for '${scalarName(src.dtype)}' (input of shape ${fmt(x.shape)}); pass { dtype: 'float32' } to compute in float`);
+  }
+  return [src, d];
+}
+
+/** `F.softmax(x, dim, {dtype})`: `exp(x - max) / sum(exp(x - max))` along `dim`. */
+export function softmax(x: Tensor, dim: number, o: { dtype?: DType | string } = {}): Tensor {
+  return scoped([x], (tmp) => {
+    const [src, d] = softmaxInput('softmax', x, dim, o.dtype, tmp);
+    if (x.shape[d] === 0) return mul(src, 1);
+    const e = tmp(unaryOp('exp', shifted(src, d, tmp)));
+    return div(e, tmp(reduce(ReduceOp.Sum, e, d, true)));
+  });
+}
+
+/** `F.log_softmax(x, dim, {dtype})`: `(x - max) - log(sum(exp(x - max)))` along `dim`. */
+export function logSoftmax(x: Tensor, dim: number, o: { dtype?: DType | string } = {}): Tensor {
+  return scoped([x], (tmp) => {
+    const [src, d] = softmaxInput('log_softmax', x, dim, o.dtype, tmp);
+    if (x.shape[d] === 0) return mul(src, 1);
+    const z = shifted(src, d, tmp);
+    return sub(z, tmp(unaryOp('log', tmp(reduce(ReduceOp.Sum, tmp(unaryOp('exp', z)), d, true)))));
+  });
+}
+
+/** Options of `nllLoss`. */
+export interface NllOptions {
+  /** A weight per class (shape [C]). */
+  weight?: Tensor | null;
+  /** Targets equal to this contribute nothing, not even to the mean's denominator. Default -100. */
+  ignoreIndex?: number;
+  reduction?: Reduction;
+}
+
+/** Options of `crossEntropy`. */
+export interface CrossEntropyOptions extends NllOptions {
+  /** Mixes the target with the uniform distribution: `(1 - ε)·target + ε/C`. */
+  labelSmoothing?: number;
+}
+
+/** Checks an input/target pair of a classification loss; returns the class dim. */
+function classDim(op: string, input: Tensor, target: Tensor, weight: Tensor | null | undefined, probs: boolean): number {
+  checkFloat(op, input);
+  if (!(target instanceof Tensor)) throw new TypeError(`${op}(): expected target to be a Tensor, but got ${typeof target}`);
+  sameDevice(op, weight ? [input, target, weight] : [input, target]);
+  if (input.ndim < 1) throw new RangeError(`${op}(): expected input of shape [C], [N, C] or [N, C, d1, ...], but got a 0-dim tensor`);
+  const cdim = input.ndim === 1 ? 0 : 1, C = input.shape[cdim];
+  if (weight && (weight.ndim !== 1 || weight.shape[0] !== C)) {
+    throw new RangeError(`${op}(): weight tensor should be defined either for all ${C} classes or no classes but got weight tensor of shape: ${fmt(weight.shape)}`);
+  }
+  if (probs) {
+    if (target.shape.join() !== input.shape.join()) throw new RangeError(`${op}(): Expected target size ${fmt(input.shape)}, got ${fmt(target.shape)} (class probabilities must have the input's shape)`);
+    return cdim;
+  }
+  if (target.dtype !== 'int64') {
+    throw new TypeError(`${op}(): expected scalar type Long but found ${scalarName(target.dtype)}: target must hold int64 class indices${op === 'cross_entropy' ? ' (or class probabilities of the input\'s floating dtype and shape)' : ''}`);
+  }
+  const want = input.shape.filter((_, i) => i !== cdim);
+  if (input.ndim === 2 && target.ndim === 1 && target.shape[0] !== input.shape[0]) {
+    throw new RangeError(`Expected input batch_size (${input.shape[0]}) to match target batch_size (${target.shape[0]}).`);
+  }
+  if (target.shape.join() !== want.join() || target.ndim !== want.length) {
+    throw new RangeError(`${op}(): Expected target size ${fmt(want)}, got ${fmt(target.shape)} (input ${fmt(input.shape)})`);
+  }
+  return cdim;
+}
+
+/** The negative log likelihood of log-probabilities `lsm` at int64 `target`, with optional label smoothing. */
+function indexLoss(op: string, lsm: Tensor, target: Tensor, o: CrossEntropyOptions, cdim: number, eps: number, tmp: Tmp): Tensor {
+  const reduction = checkReduction(op, o.reduction ?? 'mean');
+  const ignore = o.ignoreIndex ?? -100;
+  if (!Number.isInteger(ignore)) throw new TypeError(`${op}(): ignoreIndex must be an integer, got ${ignore}`);
+  const C = lsm.shape[cdim], classShape = lsm.shape.map((s, i) => (i === cdim ? s : 1));
+  const classes = tmp(V.reshape(tmp(arange(C, undefined, 1, { device: lsm.device, dtype: 'int64' })), classShape));
+  const valid = tmp(binaryOp('ne', target, ignore));
+  const expandClass = (t: Tensor) => (lsm.ndim === 1 ? t : tmp(V.unsqueeze(t, cdim)));
+  const mask = tmp(binaryOp('logical_and', tmp(binaryOp('eq', classes, expandClass(target))), expandClass(valid)));
+  const w = o.weight ? tmp(V.reshape(o.weight, classShape)) : null;
+  const picked = tmp(reduce(ReduceOp.Sum, tmp(where(mask, lsm, 0)), cdim));
+  const wt = w ? tmp(reduce(ReduceOp.Sum, tmp(where(mask, w, 0)), cdim)) : tmp(V.cast(valid, lsm.dtype));
+  let loss = tmp(unaryOp('neg', w ? tmp(mul(picked, wt)) : picked));
+  if (eps > 0) {
+    const all = tmp(reduce(ReduceOp.Sum, w ? tmp(mul(lsm, w)) : lsm, cdim));
+    const smooth = tmp(where(valid, tmp(unaryOp('neg', all)), 0));
+    loss = tmp(add(tmp(mul(loss, 1 - eps)), tmp(mul(smooth, eps / C))));
+  }
+  if (reduction === 'none') return loss;
+  const total = tmp(reduce(ReduceOp.Sum, loss, undefined));
+  return reduction === 'sum' ? total : div(total, tmp(reduce(ReduceOp.Sum, wt, undefined)));
+}
+
+/**
+ * `F.nll_loss(input, target, {weight, ignoreIndex, reduction})`: input holds log-probabilities
+ * of shape [C], [N, C] or [N, C, d1, ...]; target holds int64 class indices of the input's
+ * shape without the class dim. A target outside [0, C) that is not `ignoreIndex` contributes 0
+ * (checking it would need a sync).
+ */
+export function nllLoss(input: Tensor, target: Tensor, o: NllOptions = {}): Tensor {
+  const cdim = classDim('nll_loss', input, target, o.weight, false);
+  return scoped([input, target, o.weight], (tmp) => indexLoss('nll_loss', input, target, o, cdim, 0, tmp));
+}
+
+/**
+ * `F.cross_entropy(logits, target, {weight, ignoreIndex, labelSmoothing, reduction})`:
+ * `logSoftmax` over the class dim, then the NLL of int64 class indices, or, for a float
+ * target of the input's shape, the cross entropy with those class probabilities.
+ */
+export function crossEntropy(input: Tensor, target: Tensor, o: CrossEntropyOptions = {}): Tensor {
+  const probs = target instanceof Tensor && isFloating(target.dtype);
+  const cdim = classDim('cross_entropy', input, target, o.weight, probs);
+  const eps = o.labelSmoothing ?? 0;
+  if (!(eps >= 0 && eps <= 1)) throw new RangeError(`cross_entropy(): label_smoothing must be between 0.0 and 1.0. Got: ${eps}`);
+  return scoped([input, target, o.weight], (tmp) => {
+    const lsm = tmp(logSoftmax(input, cdim));
+    if (!probs) return indexLoss('cross_entropy', lsm, target, o, cdim, eps, tmp);
+    const reduction = checkReduction('cross_entropy', o.reduction ?? 'mean');
+    const C = input.shape[cdim];
+    const t = eps > 0 ? tmp(add(tmp(mul(target, 1 - eps)), eps / C)) : target;
+    let prod = tmp(mul(lsm, t));
+    if (o.weight) prod = tmp(mul(prod, tmp(V.reshape(o.weight, input.shape.map((s, i) => (i === cdim ? s : 1))))));
+    if (reduction === 'none') return unaryOp('neg', tmp(reduce(ReduceOp.Sum, prod, cdim)));
+    const total = tmp(unaryOp('neg', tmp(reduce(ReduceOp.Sum, prod, undefined))));
+    return reduction === 'sum' ? total : div(total, input.numel() / Math.max(C, 1));
+  });
+}
+
+/** `F.linear(x, weight, bias)`: `x @ weightᵀ + bias`, weight of shape [out, in]. */
+export function linear(x: Tensor, weight: Tensor, bias?: Tensor | null): Tensor {
+  checkFloat('linear', x);
+  checkFloat('linear', weight, 'weight');
+  sameDevice('linear', bias ? [x, weight, bias] : [x, weight]);
+  if (x.ndim === 0 || weight.ndim === 0 || weight.ndim > 2) {
+    throw new RangeError(`linear(): expected input of at least 1 dim and a weight of shape [out_features, in_features], but got input ${fmt(x.shape)} and weight ${fmt(weight.shape)}`);
+  }
+  const inF = x.shape[x.ndim - 1], wIn = weight.shape[weight.ndim - 1];
+  if (inF !== wIn) {
+    const rows = x.ndim === 1 ? 1 : numel(x.shape.slice(0, -1));
+    throw new RangeError(`mat1 and mat2 shapes cannot be multiplied (${rows}x${inF} and ${wIn}x${weight.ndim === 2 ? weight.shape[0] : 1}) (linear: input ${fmt(x.shape)}, weight ${fmt(weight.shape)})`);
+  }
+  return scoped([x, weight, bias], (tmp) => {
+    const y = matmul(x, tmp(V.t2(weight)));
+    return bias ? add(tmp(y), bias) : y;
+  });
+}
+
+function pointwiseLoss(op: string, input: Tensor, target: Tensor, reduction: Reduction | undefined, f: (d: Tensor, tmp: Tmp) => Tensor): Tensor {
+  checkFloat(op, input);
+  if (!(target instanceof Tensor)) throw new TypeError(`${op}(): expected target to be a Tensor, but got ${typeof target}`);
+  sameDevice(op, [input, target]);
+  const r = checkReduction(op, reduction ?? 'mean');
+  return scoped([input, target], (tmp) => reduceLoss(f(tmp(sub(input, target)), tmp), r, tmp));
+}
+
+/** `F.mse_loss(input, target, {reduction})`: `(input - target)²`, reduced (target broadcasts). */
+export const mseLoss = (input: Tensor, target: Tensor, o: { reduction?: Reduction } = {}): Tensor =>
+  pointwiseLoss('mse_loss', input, target, o.reduction, (d) => unaryOp('square', d));
+
+/** `F.l1_loss(input, target, {reduction})`: `|input - target|`, reduced (target broadcasts). */
+export const l1Loss = (input: Tensor, target: Tensor, o: { reduction?: Reduction } = {}): Tensor =>
+  pointwiseLoss('l1_loss', input, target, o.reduction, (d) => unaryOp('abs', d));
+
+/**
+ * `F.binary_cross_entropy_with_logits(input, target, {weight, posWeight, reduction})`, in the
+ * stable form `(1 - t)·x + (1 + (posWeight - 1)·t)·softplus(-x)`.
+ */
+export function binaryCrossEntropyWithLogits(input: Tensor, target: Tensor, o: { weight?: Tensor | null; posWeight?: Tensor | null; reduction?: Reduction } = {}): Tensor {
+  const op = 'binary_cross_entropy_with_logits';
+  checkFloat(op, input);
+  checkFloat(op, target, 'target');
+  sameDevice(op, [input, target, ...[o.weight, o.posWeight].filter((t): t is Tensor => !!t)]);
+  if (target.shape.join() !== input.shape.join() || target.ndim !== input.ndim) {
+    throw new RangeError(`Target size (${fmt(target.shape)}) must be the same as input size (${fmt(input.shape)})`);
+  }
+  const r = checkReduction(op, o.reduction ?? 'mean');
+  return scoped([input, target, o.weight, o.posWeight], (tmp) => {
+    const sp = tmp(softplus(tmp(unaryOp('neg', input))));
+    const logWeight = o.posWeight ? tmp(add(tmp(mul(tmp(sub(o.posWeight, 1)), target)), 1)) : null;
+    let loss = tmp(add(tmp(mul(tmp(sub(1, target)), input)), logWeight ? tmp(mul(logWeight, sp)) : sp));
+    if (o.weight) loss = tmp(mul(loss, o.weight));
+    return reduceLoss(loss, r, tmp);
+  });
+}
+
+/**
+ * `F.dropout(x, p, training)`: zeroes each element with probability `p` and scales the rest by
+ * `1/(1-p)`. The mask comes from `torch.rand` on x's device (seed it with `torch.manualSeed`).
+ * When not training (or p = 0) it returns a view of `x`.
+ */
+export function dropout(x: Tensor, p = 0.5, training = true): Tensor {
+  checkFloat('dropout', x);
+  if (!(p >= 0 && p <= 1)) throw new RangeError(`dropout probability has to be between 0 and 1, but got ${p}`);
+  if (!training || p === 0) return V.index(x);
+  return scoped([x], (tmp) => {
+    const keep = tmp(binaryOp('ge', tmp(rand(x.shape.slice(), { device: x.device })), p));
+    return mul(x, tmp(mul(tmp(V.cast(keep, x.dtype)), p === 1 ? 0 : 1 / (1 - p))));
+  });
+}
+
+/** `F.layer_norm(x, normalizedShape, weight, bias, eps)`: normalizes over the last dims. */
+export function layerNorm(x: Tensor, normalizedShape: number | number[], weight?: Tensor | null, bias?: Tensor | null, eps = 1e-5): Tensor {
+  checkFloat('layer_norm', x);
+  const ns = typeof normalizedShape === 'number' ? [normalizedShape] : normalizedShape;
+  sameDevice('layer_norm', [x, ...[weight, bias].filter((t): t is Tensor => !!t)]);
+  if (ns.length === 0 || ns.length > x.ndim || ns.some((s, i) => s !== x.shape[x.ndim - ns.length + i])) {
+    throw new RangeError(`Given normalized_shape=${fmt(ns)}, expected input with shape [*, ${ns.join(', ')}], but got input of size${fmt(x.shape)}`);
+  }
+  for (const [name, t] of [['weight', weight], ['bias', bias]] as const) {
+    if (t && t.shape.join() !== ns.join()) {
+      throw new RangeError(`Expected ${name} to be of same shape as normalized_shape, but got ${name} of shape ${fmt(t.shape)} and normalized_shape = ${fmt(ns)}`);
+    }
+  }
+  const dims = ns.map((_, i) => x.ndim - ns.length + i);
+  return scoped([x, weight, bias], (tmp) => {
+    const xc = tmp(sub(x, tmp(reduce(ReduceOp.Mean, x, dims, true))));
+    const variance = tmp(reduce(ReduceOp.Mean, tmp(unaryOp('square', xc)), dims, true));
+    let y = mul(xc, tmp(unaryOp('rsqrt', tmp(add(variance, eps)))));
+    if (weight) y = mul(tmp(y), weight);
+    if (bias) y = add(tmp(y), bias);
+    return y;
+  });
+}
+
+/**
+ * `F.batch_norm(x, runningMean, runningVar, weight, bias, training, momentum, eps)` over
+ * x of shape [N, C, ...]. Training normalizes with the batch statistics and updates the
+ * running ones in place (variance unbiased, as PyTorch does); evaluation uses the running ones.
+ */
+export function batchNorm(x: Tensor, runningMean: Tensor | null, runningVar: Tensor | null, weight?: Tensor | null, bias?: Tensor | null,
+  training = false, momentum = 0.1, eps = 1e-5): Tensor {
+  checkFloat('batch_norm', x);
+  if (x.ndim < 2) throw new RangeError(`batch_norm(): expected input of shape [N, C, ...] with at least 2 dims, but got ${fmt(x.shape)}`);
+  const C = x.shape[1], params = { running_mean: runningMean, running_var: runningVar, weight, bias };
+  sameDevice('batch_norm', [x, ...Object.values(params).filter((t): t is Tensor => !!t)]);
+  for (const [name, t] of Object.entries(params)) {
+    if (t && t.numel() !== C) throw new RangeError(`${name} should contain ${C} elements not ${t.numel()} (batch_norm input ${fmt(x.shape)})`);
+  }
+  if (!training && (!runningMean || !runningVar)) throw new TypeError('running_mean must be defined in evaluation mode');
+  const n = x.numel() / Math.max(C, 1);
+  if (training && n <= 1) throw new RangeError(`Expected more than 1 value per channel when training, got input size ${fmt(x.shape)}`);
+  const chan = x.shape.map((s, i) => (i === 1 ? s : 1)), dims = x.shape.map((_, i) => i).filter((i) => i !== 1);
+  return scoped([x, runningMean, runningVar, weight, bias], (tmp) => {
+    const asChan = (t: Tensor) => tmp(V.reshape(t, chan));
+    let y: Tensor;
+    if (training) {
+      const mean = tmp(reduce(ReduceOp.Mean, x, dims, true));
+      const xc = tmp(sub(x, mean));
+      const variance = tmp(reduce(ReduceOp.Mean, tmp(unaryOp('square', xc)), dims, true));
+      y = mul(xc, tmp(unaryOp('rsqrt', tmp(add(variance, eps)))));
+      withGradMode(false, () => {
+        const update = (buf: Tensor | null, stat: Tensor, scale: number) => {
+          if (!buf) return;
+          const s = tmp(V.reshape(stat, buf.shape.slice()));
+          copyInto(buf, tmp(add(tmp(mul(buf, 1 - momentum)), tmp(mul(s, momentum * scale)))));
+        };
+        update(runningMean, mean, 1);
+        update(runningVar, variance, n / (n - 1));
+      });
+    } else {
+      y = mul(tmp(sub(x, asChan(runningMean!))), tmp(unaryOp('rsqrt', tmp(add(asChan(runningVar!), eps)))));
+    }
+    if (weight) y = mul(tmp(y), asChan(weight));
+    if (bias) y = add(tmp(y), asChan(bias));
+    return y;
+  });
+}

@@ -1,0 +1,5 @@
+/** `torch.optim`: the optimizers and `lrScheduler`. */
+export { Optimizer } from './optimizer.js';
+export type { ParamGroup, ParamState, OptimizerState } from './optimizer.js';
+export { SGD, Adam, AdamW, RMSprop } from './algorithms.js';
+export * as lrScheduler from './lr_scheduler.js';

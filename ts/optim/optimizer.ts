@@ -1,0 +1,135 @@
+/**
+ * The optimizer base: parameter groups, per-parameter state, `zeroGrad`, and state dicts.
+ *
+ * Updates run with grad mode off and replace each parameter's data in place (`_setData`), so
+ * the parameter objects the model holds stay the same. State tensors (momentum, moments) live
+ * on their parameter's device; if a parameter has moved since (`model.to(device)` after the
+ * optimizer was built), its state follows it at the next step.
+ */
+import { withGradMode } from '../autograd/graph.js';
+import { tidy } from '../scope.js';
+import { Tensor } from '../tensor.js';
+
+/** Options shared by every parameter of a group. */
+export type GroupOptions = Record<string, number | boolean | [number, number] | number[]>;
+
+/** A parameter group: its parameters and options (`lr`, …). */
+export type ParamGroup = { params: Tensor[] } & GroupOptions & { lr: number };
+
+/** Per-parameter state: tensors and counters. */
+export type ParamState = Record<string, Tensor | number>;
+
+/** What `stateDict()` returns: state by parameter index, and the groups with indices. */
+export interface OptimizerState {
+  state: Record<number, ParamState>;
+  paramGroups: (GroupOptions & { params: number[] })[];
+}
+
+const isTensor = (v: unknown): v is Tensor => v instanceof Tensor;
+
+/** Base class of the optimizers. */
+export abstract class Optimizer {
+  readonly paramGroups: ParamGroup[];
+  readonly state = new Map<Tensor, ParamState>();
+
+  constructor(params: Iterable<Tensor> | { params: Iterable<Tensor>; [k: string]: unknown }[], readonly defaults: GroupOptions & { lr: number }) {
+    const list = [...params] as (Tensor | { params: Iterable<Tensor> })[];
+    if (!list.length) throw new RangeError('optimizer got an empty parameter list');
+    const groups = 'params' in (list[0] as object) && !('shape' in (list[0] as object))
+      ? (list as { params: Iterable<Tensor> }[])
+      : [{ params: list as Tensor[] }];
+    this.paramGroups = groups.map((g) => ({ ...defaults, ...g, params: [...g.params] }) as ParamGroup);
+    const seen = new Set<Tensor>();
+    for (const g of this.paramGroups) {
+      for (const p of g.params) {
+        if (!p.requiresGrad) throw new TypeError("optimizer can only optimize Tensors that require grad (got a tensor with requiresGrad false)");
+        if (!p.isLeaf) throw new TypeError("can't optimize a non-leaf Tensor");
+        if (seen.has(p)) throw new Error('some parameters appear in more than one parameter group');
+        seen.add(p);
+      }
+      if (!(Number(g.lr) >= 0)) throw new RangeError(`Invalid learning rate: ${g.lr}`);
+    }
+  }
+
+  /** Clears the gradients of every parameter (to null). */
+  zeroGrad(): void {
+    for (const g of this.paramGroups) {
+      for (const p of g.params) {
+        p.grad?.dispose();
+        p.grad = null;
+      }
+    }
+  }
+
+  /** Applies one update from the current gradients. */
+  step(): void {
+    withGradMode(false, () => {
+      for (const group of this.paramGroups) {
+        for (const p of group.params) {
+          if (!p.grad) continue;
+          const state = this.state.get(p) ?? {};
+          this.state.set(p, state);
+          for (const [k, v] of Object.entries(state)) {
+            if (typeof v === 'object' && v.device !== p.device) {
+              state[k] = v.to(p.device);
+              v.dispose();
+            }
+          }
+          const grad = p.grad;
+          // Every temporary of the update is disposed; the new value and state tensors are kept.
+          const { value, updates } = tidy(() => this.update(p, grad.device === p.device ? grad : grad.to(p.device), state, group), isTensor);
+          for (const [k, v] of Object.entries(updates)) {
+            const old = state[k];
+            if (typeof old === 'object' && old !== v) old.dispose();
+            state[k] = v;
+          }
+          p._setData(value);
+          value.dispose();
+        }
+      }
+    });
+  }
+
+  /**
+   * Computes a parameter's new value and its new state entries (read the old ones from
+   * `state`). Runs inside `torch.tidy`: temporaries need no disposing.
+   */
+  protected abstract update(p: Tensor, g: Tensor, state: ParamState, group: ParamGroup): { value: Tensor; updates: ParamState };
+
+  /** State and groups, with parameters replaced by their index (as PyTorch's). */
+  stateDict(): OptimizerState {
+    const index = new Map<Tensor, number>();
+    const paramGroups = this.paramGroups.map((g) => {
+      const { params, ...opts } = g;
+      return { ...opts, params: params.map((p) => (index.has(p) ? index.get(p)! : index.set(p, index.size).get(p)!)) };
+    });
+    const state: Record<number, ParamState> = {};
+    for (const [p, s] of this.state) if (index.has(p)) state[index.get(p)!] = { ...s };
+    return { state, paramGroups };
+  }
+
+  /** Loads a state dict made by `stateDict()` of an optimizer over the same parameters. */
+  loadStateDict(sd: OptimizerState): void {
+    if (sd.paramGroups.length !== this.paramGroups.length) {
+      throw new RangeError('loaded state dict has a different number of parameter groups');
+    }
+    sd.paramGroups.forEach((g, i) => {
+      if (g.params.length !== this.paramGroups[i].params.length) {
+        throw new RangeError("loaded state dict contains a parameter group that doesn't match the size of optimizer's group");
+      }
+    });
+    const params = this.paramGroups.flatMap((g) => g.params);
+    withGradMode(false, () => {
+      sd.paramGroups.forEach((g, i) => {
+        const { params: _ids, ...opts } = g;
+        Object.assign(this.paramGroups[i], opts);
+      });
+      for (const [i, s] of Object.entries(sd.state)) {
+        const p = params[Number(i)];
+        const copy: ParamState = {};
+        for (const [k, v] of Object.entries(s)) copy[k] = typeof v === 'object' ? v.to(p.device).clone() : v;
+        this.state.set(p, copy);
+      }
+    });
+  }
+}
