@@ -13,6 +13,7 @@ import { resetAllocators } from './runtime/memory.js';
 import * as gpu from './gpu.js';
 import { binaryOp, clamp, div, gelu, nanToNum, softplus, unaryOp, where, type TensorOrScalar } from './ops/elementwise.js';
 import { matmul } from './ops/matmul.js';
+import { checkOptions } from './ops/options.js';
 import { argReduce, maxMin, reduce, type Dims, type ValuesIndices } from './ops/reduce.js';
 import { ReduceOp } from '../wgsl/reduce.js';
 import { Tensor } from './tensor.js';
@@ -60,9 +61,9 @@ export const atan2 = b('atan2'), floorDivide = b('floor_divide'), eq = b('eq'), 
 export const gt = b('gt'), ge = b('ge'), logicalAnd = b('logical_and'), logicalOr = b('logical_or'), logicalXor = b('logical_xor');
 
 /** `torch.add(a, b, alpha=)`. */
-export const add = (x: TensorOrScalar, y: TensorOrScalar, o?: { alpha?: number }) => binaryOp('add', x, y, o?.alpha);
+export const add = (x: TensorOrScalar, y: TensorOrScalar, o?: { alpha?: number }) => (checkOptions('add', o, ['alpha']), binaryOp('add', x, y, o?.alpha));
 /** `torch.sub(a, b, alpha=)`. */
-export const sub = (x: TensorOrScalar, y: TensorOrScalar, o?: { alpha?: number }) => binaryOp('sub', x, y, o?.alpha);
+export const sub = (x: TensorOrScalar, y: TensorOrScalar, o?: { alpha?: number }) => (checkOptions('sub', o, ['alpha']), binaryOp('sub', x, y, o?.alpha));
 
 /** `torch.sum(x, dim?, keepdim?)`. */
 export const sum = (x: Tensor, dim?: Dims, keepdim?: boolean) => reduce(ReduceOp.Sum, x, dim, keepdim);
@@ -108,3 +109,14 @@ export * as nn from './nn/index.js';
 export * as optim from './optim/index.js';
 export * as data from './data/index.js';
 export { Dataset, TensorDataset, DataLoader } from './data/index.js';
+
+// ---- NN functional ops, statistics, joining and splitting (ts/ops/{nn,conv,pool,shape,stats}.ts) ----
+/** `torch.F`: the `torch.nn.functional` counterpart (`F.softmax`, `F.crossEntropy`, `F.conv2d`, …). */
+export * as F from './ops/functional.js';
+export { softmax, logSoftmax, dropout } from './ops/nn.js';
+export type { Reduction, NllOptions, CrossEntropyOptions } from './ops/nn.js';
+export { cat, stack, split, chunk, roll, tril, triu } from './ops/shape.js';
+export { variance as var, std, logsumexp, norm } from './ops/stats.js';
+export type { VarOptions, NormOrd } from './ops/stats.js';
+export type { ConvOptions, UnfoldOptions, Size2 } from './ops/conv.js';
+export type { MaxPool2dOptions, AvgPool2dOptions } from './ops/pool.js';

@@ -60,6 +60,11 @@ export function checkShape(shape: unknown, where: string): number[] {
 
 /** The broadcast shape of several shapes, with PyTorch's error message. */
 export function broadcastShapes(...shapes: Shape[]): number[] {
+  return broadcastFor('', shapes);
+}
+
+/** `broadcastShapes` for an op: the error names the op (and `detail`, e.g. the dtypes). */
+export function broadcastFor(op: string, shapes: Shape[], detail = ''): number[] {
   const rank = Math.max(0, ...shapes.map((s) => s.length));
   const out = new Array<number>(rank).fill(1);
   for (const s of shapes) {
@@ -70,7 +75,7 @@ export function broadcastShapes(...shapes: Shape[]): number[] {
       const [a, b] = shapes.length === 2 ? shapes : [shapes[0], s];
       throw new RangeError(
         `The size of tensor a (${a[a.length - rank + o] ?? 1}) must match the size of tensor b (${b[b.length - rank + o] ?? 1}) at non-singleton dimension ${o}` +
-          ` (shapes ${shapes.map(fmt).join(' and ')})`,
+          ` (${op ? `in ${op}, ` : ''}shapes ${shapes.map(fmt).join(' and ')}${detail})`,
       );
     }
   }

@@ -235,11 +235,24 @@ describe('bad input fails at the call, and no worker dies', () => {
   it('rejects shapes that do not broadcast, naming them', () => {
     for (const d of devices) {
       const a = torch.zeros([2, 3], { device: d }), b = torch.zeros([4], { device: d });
-      expect(() => a.add(b)).toThrow('The size of tensor a (3) must match the size of tensor b (4) at non-singleton dimension 1 (shapes [2, 3] and [4])');
+      expect(() => a.add(b)).toThrow('The size of tensor a (3) must match the size of tensor b (4) at non-singleton dimension 1 (in add, shapes [2, 3] and [4], dtypes float32 and float32)');
       expect(() => torch.matmul(a, a)).toThrow('mat1 and mat2 shapes cannot be multiplied (2x3 and 2x3)');
       expect(() => a.reshape(4, 2)).toThrow("shape '[4, 2]' is invalid for input of size 6");
       a.dispose();
       b.dispose();
+    }
+  });
+
+  it('rejects unknown options and integer division by a zero scalar', () => {
+    for (const d of devices) {
+      const a = torch.ones([2], { device: d }), i = torch.ones([2], { device: d, dtype: 'int64' });
+      expect(() => torch.add(a, a, { alpah: 2 } as never)).toThrow("add() got an unexpected keyword argument 'alpah' (expected 'alpha')");
+      expect(() => torch.div(a, a, { roundingMode: 'round' as never })).toThrow("div expected rounding_mode to be one of None, 'trunc', or 'floor' but found 'round'");
+      expect(() => torch.gelu(a, { approximate: 'fast' as never })).toThrow('approximate argument must be either none or tanh');
+      expect(() => torch.zeros([2], { device: d, dtpye: 'int32' } as never)).toThrow("got an unexpected keyword argument 'dtpye'");
+      expect(() => torch.div(i, 0, { roundingMode: 'floor' })).toThrow('ZeroDivisionError');
+      a.dispose();
+      i.dispose();
     }
   });
 

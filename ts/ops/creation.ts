@@ -8,6 +8,7 @@ import { CPU, device as toDevice, type Device, type DeviceLike } from '../device
 import { checkFits, encode, isFloating, storageCode, toDType, type DType } from '../dtype.js';
 import { defaultGenerator, type Generator } from '../random.js';
 import { alloc, launch, ref, place } from '../runtime/dispatch.js';
+import { checkOptions } from './options.js';
 import { checkShape, numel } from '../shape.js';
 import type { NestedArray, Tensor } from '../tensor.js';
 
@@ -17,7 +18,10 @@ export interface TensorOptions {
   device?: DeviceLike;
 }
 
-const dev = (o?: TensorOptions): Device => (o?.device === undefined ? CPU : toDevice(o.device));
+const dev = (o?: TensorOptions): Device => {
+  checkOptions('tensor creation', o, ['dtype', 'device', 'generator']);
+  return o?.device === undefined ? CPU : toDevice(o.device);
+};
 const dt = (o: TensorOptions | undefined, fallback: DType): DType => (o?.dtype === undefined ? fallback : toDType(o.dtype));
 
 /** Flattens nested arrays, checking that they are rectangular. */

@@ -8,12 +8,13 @@
  */
 import { isFloating, resultType, scalarName, storageCode, type DType } from '../dtype.js';
 import { alloc, launch, ref, sameDevice, place } from '../runtime/dispatch.js';
-import { broadcastShapes, broadcastStrides, MAX_KERNEL_RANK } from '../shape.js';
+import { broadcastFor, broadcastStrides, MAX_KERNEL_RANK } from '../shape.js';
 import { Tensor } from '../tensor.js';
 import { full } from './creation.js';
 import { op as recorded } from '../autograd/graph.js';
 import { sumTo } from './reduce.js';
 import { elementwiseOp, type ElementwiseOp, type GradMath } from './table.js';
+import { checkOptions } from './options.js';
 import { cast } from './views.js';
 
 /** A tensor or a JS scalar operand. */
@@ -140,7 +141,7 @@ function binaryForward(op: ElementwiseOp, a: TensorOrScalar, b: TensorOrScalar, 
     throw new TypeError(`For integral input tensors, argument alpha must not be a floating point number.`);
   }
   const [ta, tb, temps] = operands(a, b, compute);
-  const shape = broadcastShapes(ta.shape, tb.shape);
+  const shape = broadcastFor(name, [ta.shape, tb.shape], `, dtypes ${ta.dtype} and ${tb.dtype}`);
   checkRank(name, shape);
   const [ac, tempA] = toCompute(ta, compute), [bc, tempB] = toCompute(tb, compute);
   const out = alloc(shape, outDt, ta.device);
@@ -175,7 +176,7 @@ function whereForward(cond: Tensor, x: TensorOrScalar, y: TensorOrScalar): Tenso
   }
   sameDevice('where', [cond, ...[x, y].filter((v): v is Tensor => v instanceof Tensor)]);
   const dtype = resultType(...[x, y].map((v) => (v instanceof Tensor ? { dtype: v.dtype, ndim: v.ndim } : v)));
-  const shape = broadcastShapes(cond.shape, ...[x, y].map((v) => (v instanceof Tensor ? v.shape : [])));
+  const shape = broadcastFor('where', [cond.shape, ...[x, y].map((v) => (v instanceof Tensor ? v.shape : []))]);
   checkRank('where', shape);
   const temps: Tensor[] = [];
   const prep = (v: TensorOrScalar) => {
@@ -207,6 +208,7 @@ export function clamp(x: Tensor, min?: number | null, max?: number | null): Tens
 
 /** `torch.nan_to_num(x, nan=0, posinf=max, neginf=min)`. */
 export function nanToNum(x: Tensor, o: { nan?: number; posinf?: number; neginf?: number } = {}): Tensor {
+  checkOptions('nan_to_num', o, ['nan', 'posinf', 'neginf']);
   if (!isFloating(x.dtype)) return unaryOp('clamp', x, [NaN, NaN]);
   const max = x.dtype === 'float16' ? 65504 : F32_MAX;
   return unaryOp('nan_to_num', x, [o.nan ?? 0, o.posinf ?? max, o.neginf ?? -max]);
@@ -214,12 +216,17 @@ export function nanToNum(x: Tensor, o: { nan?: number; posinf?: number; neginf?:
 
 /** `torch.nn.functional.softplus(x, beta=1, threshold=20)`. */
 export function softplus(x: Tensor, o: { beta?: number; threshold?: number } = {}): Tensor {
+  checkOptions('softplus', o, ['beta', 'threshold']);
   return unaryOp('softplus', x, [o.beta ?? 1, o.threshold ?? 20]);
 }
 
 /** `torch.div(a, b, rounding_mode=)`: true division, or 'floor' / 'trunc' rounding. */
 export function div(a: TensorOrScalar, b: TensorOrScalar, o: { roundingMode?: 'floor' | 'trunc' | null } = {}): Tensor {
+  checkOptions('div', o, ['roundingMode']);
   const mode = o.roundingMode ?? null;
+  if (mode !== null && b === 0 && !isFloating(resultType(...[a, b].map((v) => (v instanceof Tensor ? { dtype: v.dtype, ndim: v.ndim } : v))))) {
+    throw new RangeError('ZeroDivisionError: integer division by zero');
+  }
   if (mode === null) return binaryOp('div', a, b);
   if (mode === 'floor') return binaryOp('floor_divide', a, b);
   if (mode === 'trunc') return binaryOp('trunc_divide', a, b);
@@ -228,6 +235,7 @@ export function div(a: TensorOrScalar, b: TensorOrScalar, o: { roundingMode?: 'f
 
 /** `torch.gelu(x, approximate='none'|'tanh')`. */
 export function gelu(x: Tensor, o: { approximate?: 'none' | 'tanh' } = {}): Tensor {
+  checkOptions('gelu', o, ['approximate']);
   const a = o.approximate ?? 'none';
   if (a !== 'none' && a !== 'tanh') throw new RangeError(`approximate argument must be either none or tanh, got '${String(a)}'`);
   return unaryOp(a === 'tanh' ? 'gelu_tanh' : 'gelu', x);

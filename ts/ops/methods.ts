@@ -142,3 +142,40 @@ Object.assign(Tensor.prototype, newMethods, {
 Object.defineProperty(Tensor.prototype, 'T', {
   get(this: Tensor) { return V.t2(this); },
 });
+
+// ---- NN, statistics and shape methods (ts/ops/{nn,stats,shape}.ts) ----
+import { logSoftmax, softmax } from './nn.js';
+import { chunk, repeat, roll, split, tril, triu } from './shape.js';
+import { logsumexp, norm, std, variance, type NormOrd, type VarOptions } from './stats.js';
+
+declare module '../tensor.js' {
+  interface Tensor {
+    softmax(dim: number, options?: { dtype?: DType }): Tensor;
+    logSoftmax(dim: number, options?: { dtype?: DType }): Tensor;
+    var(dim?: Dims, options?: VarOptions): Tensor;
+    std(dim?: Dims, options?: VarOptions): Tensor;
+    logsumexp(dim: Dims, keepdim?: boolean): Tensor;
+    norm(p?: NormOrd, dim?: Dims, keepdim?: boolean): Tensor;
+    split(splitSizeOrSections: number | number[], dim?: number): Tensor[];
+    chunk(chunks: number, dim?: number): Tensor[];
+    roll(shifts: number | number[], dims?: number | number[]): Tensor;
+    repeat(...repeats: number[] | [number[]]): Tensor;
+    tril(diagonal?: number): Tensor;
+    triu(diagonal?: number): Tensor;
+  }
+}
+
+Object.assign(Tensor.prototype, {
+  softmax(this: Tensor, dim: number, o?: { dtype?: DType }) { return softmax(this, dim, o); },
+  logSoftmax(this: Tensor, dim: number, o?: { dtype?: DType }) { return logSoftmax(this, dim, o); },
+  var(this: Tensor, dim?: Dims, o?: VarOptions) { return variance(this, dim, o); },
+  std(this: Tensor, dim?: Dims, o?: VarOptions) { return std(this, dim, o); },
+  logsumexp(this: Tensor, dim: Dims, keepdim?: boolean) { return logsumexp(this, dim, keepdim); },
+  norm(this: Tensor, p?: NormOrd, dim?: Dims, keepdim?: boolean) { return norm(this, p, dim, keepdim); },
+  split(this: Tensor, s: number | number[], dim?: number) { return split(this, s, dim); },
+  chunk(this: Tensor, n: number, dim?: number) { return chunk(this, n, dim); },
+  roll(this: Tensor, s: number | number[], d?: number | number[]) { return roll(this, s, d); },
+  repeat(this: Tensor, ...r: number[] | [number[]]) { return repeat(this, shapeArgs(r)); },
+  tril(this: Tensor, d?: number) { return tril(this, d); },
+  triu(this: Tensor, d?: number) { return triu(this, d); },
+});

@@ -1,0 +1,247 @@
+/**
+ * Padding, im2col (`unfold`) and convolutions.
+ *
+ * Every sliding-window op here (conv1d/2d and the pools in pool.ts) goes through `windows`:
+ * a strided view of the (padded) input with one window per output position, made contiguous —
+ * no kernel beyond a copy. Windows overlap when stride < kernel extent, so the gradient of that
+ * copy is a fold: each kernel offset's slice of the gradient is added into the input positions
+ * it was read from, one strided read-add-write per offset. That rule, and `pad`'s (slice the
+ * gradient), are the only hand-written gradients; conv itself is windows + a batched matmul in
+ * which the groups are a batch dim.
+ */
+import { withGradMode, op as recorded } from '../autograd/graph.js';
+import { sameDevice } from '../runtime/dispatch.js';
+import { fmt, numel } from '../shape.js';
+import { Tensor, view } from '../tensor.js';
+import { copyInto } from './copy.js';
+import { full } from './creation.js';
+import { binaryOp } from './elementwise.js';
+import { matmul } from './matmul.js';
+import { checkFloat } from './nn.js';
+import { scoped } from './scoped.js';
+import * as V from './views.js';
+
+/** A size per spatial dim, or one size for all of them. */
+export type Size2 = number | number[];
+
+/** @internal Validates a per-dim size: `n` integers ≥ `min` (one number is repeated). */
+export function sizes(op: string, name: string, v: Size2 | undefined, n: number, fallback: number, min: number, why?: string): number[] {
+  const a = v === undefined || v === null ? new Array<number>(n).fill(fallback) : typeof v === 'number' ? new Array<number>(n).fill(v) : v;
+  if (!Array.isArray(a) || (a.length !== n && a.length !== 1) || a.some((x) => !Number.isInteger(x))) {
+    throw new TypeError(`${op}(): ${name} must be an integer or ${n} integers, but got ${JSON.stringify(v)}`);
+  }
+  const out = a.length === n ? a.slice() : new Array<number>(n).fill(a[0]);
+  if (out.some((x) => x < min)) throw new RangeError(why ?? `${op}(): ${name} must be at least ${min}, but got ${fmt(out)}`);
+  return out;
+}
+
+/** Adds the gradient of windows [N, C, kh, kw, oh, ow] (any strides) back into an input of `shape`. */
+function fold(g: Tensor, shape: readonly number[], k: number[], s: number[], d: number[]): Tensor {
+  return withGradMode(false, () => {
+    const [N, C, H, W] = shape, oh = g.shape[4], ow = g.shape[5], gs = g._strides;
+    const gx = full(shape.slice(), 0, { dtype: g.dtype, device: g.device });
+    if (!numel(g.shape)) return gx;
+    const collides = (i: number) => g.shape[4 + i] > 1 && k[i] > 1 && s[i] <= d[i] * (k[i] - 1);
+    const overlap = collides(0) && collides(1);
+    for (let i = 0; i < k[0]; i++) {
+      for (let j = 0; j < k[1]; j++) {
+        const dst = view(gx, [N, C, oh, ow], [C * H * W, H * W, s[0] * W, s[1]], i * d[0] * W + j * d[1]);
+        const src = view(g, [N, C, oh, ow], [gs[0], gs[1], gs[4], gs[5]], g._offset + i * gs[2] + j * gs[3]);
+        if (overlap && (i || j)) {
+          const sum = binaryOp('add', dst, src);
+          copyInto(dst, sum);
+          sum.dispose();
+        } else {
+          copyInto(dst, src);
+        }
+        dst.dispose();
+        src.dispose();
+      }
+    }
+    return gx;
+  });
+}
+
+/**
+ * @internal The sliding windows of x [N, C, H, W] (already padded) as a contiguous tensor
+ * [N, C, kh, kw, oh, ow], or [N, C, oh, ow, kh, kw] when `kernelLast`; gradient: `fold`.
+ */
+export function windows(x: Tensor, k: number[], s: number[], d: number[], kernelLast = false): Tensor {
+  const [N, C, H, W] = x.shape, [sN, sC, sH, sW] = x._strides;
+  const oh = Math.floor((H - d[0] * (k[0] - 1) - 1) / s[0]) + 1, ow = Math.floor((W - d[1] * (k[1] - 1) - 1) / s[1]) + 1;
+  const ks = [d[0] * sH, d[1] * sW], os = [s[0] * sH, s[1] * sW];
+  const [shape, strides] = kernelLast
+    ? [[N, C, oh, ow, k[0], k[1]], [sN, sC, ...os, ...ks]]
+    : [[N, C, k[0], k[1], oh, ow], [sN, sC, ...ks, ...os]];
+  return recorded('im2col', [x], () => {
+    const v = view(x, shape, strides);
+    const c = V.contiguous(v);
+    if (c !== v) v.dispose();
+    return c;
+  }, () => ([g]) => {
+    if (!kernelLast) return [fold(g!, x.shape, k, s, d)];
+    const t = g!._strides, gv = view(g!, [N, C, k[0], k[1], oh, ow], [t[0], t[1], t[4], t[5], t[2], t[3]]);
+    const gx = fold(gv, x.shape, k, s, d);
+    gv.dispose();
+    return [gx];
+  });
+}
+
+/**
+ * `F.pad(x, padding, 'constant', value)`: `padding` lists (before, after) pairs starting from the
+ * last dim, as in PyTorch; negative amounts crop.
+ */
+export function pad(x: Tensor, padding: number[], mode: 'constant' = 'constant', value = 0): Tensor {
+  if (!(x instanceof Tensor)) throw new TypeError(`pad(): expected input to be a Tensor, but got ${typeof x}`);
+  sameDevice('pad', [x]);
+  if (!Array.isArray(padding) || padding.some((p) => !Number.isInteger(p))) throw new TypeError(`pad(): padding must be an array of integers, but got ${JSON.stringify(padding)}`);
+  if (padding.length % 2) throw new RangeError(`Padding length must be divisible by 2 (pad(): got ${padding.length} values)`);
+  if (padding.length / 2 > x.ndim) throw new RangeError(`Padding length too large: ${padding.length} values pad ${padding.length / 2} dims of a ${x.ndim}-dim input ${fmt(x.shape)}`);
+  if (mode !== 'constant') throw new RangeError(`pad(): mode '${String(mode)}' is not supported; only 'constant' is`);
+  const lo = x.shape.map(() => 0), hi = x.shape.map(() => 0);
+  for (let i = 0; i < padding.length / 2; i++) [lo[x.ndim - 1 - i], hi[x.ndim - 1 - i]] = [padding[2 * i], padding[2 * i + 1]];
+  const outShape = x.shape.map((n, i) => n + lo[i] + hi[i]);
+  outShape.forEach((n, i) => {
+    if (n < 0) throw new RangeError(`The input size ${x.shape[i]}, plus negative padding ${lo[i]} and ${hi[i]} resulted in a negative output size, which is invalid. Check dimension ${i} of your input.`);
+  });
+  const len = x.shape.map((n, i) => Math.max(0, n - Math.max(0, -lo[i]) - Math.max(0, -hi[i])));
+  const inOff = lo.map((p) => Math.max(0, -p)), outOff = lo.map((p) => Math.max(0, p));
+  const region = (t: Tensor, off: number[]) => view(t, len, t._strides, t._offset + off.reduce((a, o, i) => a + o * t._strides[i], 0));
+  const copyRegion = (dst: Tensor, dOff: number[], src: Tensor, sOff: number[]) => {
+    if (!numel(len)) return;
+    const a = region(dst, dOff), b = region(src, sOff);
+    copyInto(a, b);
+    a.dispose();
+    b.dispose();
+  };
+  return recorded('constant_pad_nd', [x], () => {
+    const out = full(outShape, value, { dtype: x.dtype, device: x.device });
+    copyRegion(out, outOff, x, inOff);
+    return out;
+  }, () => ([g]) => withGradMode(false, () => {
+    if (len.every((n, i) => n === x.shape[i])) {
+      const r = region(g!, outOff), c = V.contiguous(r);
+      if (c !== r) r.dispose();
+      return [c];
+    }
+    const gx = full(x.shape.slice(), 0, { dtype: g!.dtype, device: g!.device });
+    copyRegion(gx, inOff, g!, outOff);
+    return [gx];
+  }));
+}
+
+/** Options of `unfold`. */
+export interface UnfoldOptions {
+  dilation?: Size2;
+  padding?: Size2;
+  stride?: Size2;
+}
+
+/** `F.unfold(x, kernelSize, {dilation, padding, stride})`: im2col, [N, C, H, W] → [N, C·kh·kw, L]. */
+export function unfold(x: Tensor, kernelSize: Size2, o: UnfoldOptions = {}): Tensor {
+  if (!(x instanceof Tensor)) throw new TypeError(`unfold(): expected input to be a Tensor, but got ${typeof x}`);
+  sameDevice('unfold', [x]);
+  if (x.ndim !== 3 && x.ndim !== 4) throw new RangeError(`Input Error: Only 3D or 4D input Tensors are supported (got ${x.ndim}D) (unfold of ${fmt(x.shape)})`);
+  const k = sizes('unfold', 'kernel_size', kernelSize, 2, 1, 1);
+  const d = sizes('unfold', 'dilation', o.dilation, 2, 1, 1), p = sizes('unfold', 'padding', o.padding, 2, 0, 0), s = sizes('unfold', 'stride', o.stride, 2, 1, 1);
+  const x4shape = x.ndim === 4 ? x.shape : [1, ...x.shape];
+  const oh = Math.floor((x4shape[2] + 2 * p[0] - d[0] * (k[0] - 1) - 1) / s[0]) + 1, ow = Math.floor((x4shape[3] + 2 * p[1] - d[1] * (k[1] - 1) - 1) / s[1]) + 1;
+  if (oh < 1 || ow < 1) {
+    throw new RangeError(`Given input with spatial size (${x4shape[2]}, ${x4shape[3]}), kernel_size=${fmt(k)}, dilation=${fmt(d)}, padding=${fmt(p)}, calculated shape of the array of sliding blocks as (${oh}, ${ow}), but its components must be at least one.`);
+  }
+  return scoped([x], (tmp) => {
+    const x4 = x.ndim === 4 ? x : tmp(V.unsqueeze(x, 0));
+    const xp = p[0] || p[1] ? tmp(pad(x4, [p[1], p[1], p[0], p[0]])) : x4;
+    const cols = tmp(windows(xp, k, s, d));
+    const out = V.reshape(cols, [x4.shape[0], x4.shape[1] * k[0] * k[1], oh * ow]);
+    return x.ndim === 4 ? out : V.squeeze(tmp(out), 0);
+  });
+}
+
+/** Options of `conv1d` and `conv2d`. */
+export interface ConvOptions {
+  stride?: Size2;
+  /** Zeros added on both sides of each spatial dim, or `'valid'` (none) or `'same'` (output size = input size, stride 1). */
+  padding?: Size2 | 'valid' | 'same';
+  dilation?: Size2;
+  groups?: number;
+}
+
+/** Checks a convolution's arguments; returns its geometry with the 1-D case as height 1. */
+function convArgs(op: string, nd: 1 | 2, x: Tensor, w: Tensor, b: Tensor | null | undefined, o: ConvOptions) {
+  checkFloat(op, x);
+  checkFloat(op, w, 'weight');
+  sameDevice(op, b ? [x, w, b] : [x, w]);
+  if (x.ndim !== nd + 1 && x.ndim !== nd + 2) {
+    throw new RangeError(`Expected ${nd + 1}D (unbatched) or ${nd + 2}D (batched) input to ${op}, but got input of size: ${fmt(x.shape)}`);
+  }
+  if (w.ndim !== nd + 2) throw new RangeError(`${op}(): expected weight of ${nd + 2} dims [out_channels, in_channels/groups, ${nd === 1 ? 'kW' : 'kH, kW'}], but got ${fmt(w.shape)}`);
+  if (x.dtype !== w.dtype || (b && b.dtype !== x.dtype)) {
+    throw new TypeError(`${op}(): expected input, weight and bias of one dtype, but got ${x.dtype}, ${w.dtype}${b ? `, ${b.dtype}` : ''}`);
+  }
+  const groups = o.groups ?? 1;
+  if (!Number.isInteger(groups) || groups < 1) throw new RangeError(`non-positive groups is not supported (${op}(): groups=${groups})`);
+  const s = sizes(op, 'stride', o.stride, nd, 1, 1, `non-positive stride is not supported (${op}(): stride=${JSON.stringify(o.stride)})`);
+  const d = sizes(op, 'dilation', o.dilation, nd, 1, 1, `dilation should be greater than zero (${op}(): dilation=${JSON.stringify(o.dilation)})`);
+  const k = w.shape.slice(2), cin = x.shape[x.ndim - nd - 1], cout = w.shape[0];
+  if (cout % groups) throw new RangeError(`Given groups=${groups}, expected weight to be divisible by ${groups} at dimension 0, but got weight of size ${fmt(w.shape)} instead`);
+  if (w.shape[1] * groups !== cin) {
+    throw new RangeError(`Given groups=${groups}, weight of size ${fmt(w.shape)}, expected input${fmt(x.shape)} to have ${w.shape[1] * groups} channels, but got ${cin} channels instead`);
+  }
+  if (b && (b.ndim !== 1 || b.shape[0] !== cout)) {
+    throw new RangeError(`Given weight of size ${fmt(w.shape)}, expected bias to be 1-dimensional with ${cout} elements, but got bias of size ${fmt(b.shape)} instead`);
+  }
+  let lo: number[], hi: number[];
+  if (o.padding === 'same') {
+    if (s.some((v) => v !== 1)) throw new RangeError(`padding='same' is not supported for strided convolutions (${op}(): stride=${fmt(s)})`);
+    lo = k.map((kk, i) => Math.floor((d[i] * (kk - 1)) / 2));
+    hi = k.map((kk, i) => d[i] * (kk - 1) - lo[i]);
+  } else if (o.padding === 'valid') {
+    lo = hi = k.map(() => 0);
+  } else if (typeof o.padding === 'string') {
+    throw new RangeError(`Invalid padding string '${o.padding}' (${op}() accepts 'valid', 'same', or integers)`);
+  } else {
+    lo = hi = sizes(op, 'padding', o.padding, nd, 0, 0, `negative padding is not supported (${op}(): padding=${JSON.stringify(o.padding)})`);
+  }
+  const spatial = x.shape.slice(-nd), padded = spatial.map((n, i) => n + lo[i] + hi[i]), extent = k.map((kk, i) => d[i] * (kk - 1) + 1);
+  if (padded.some((n, i) => n < extent[i])) {
+    throw new RangeError(`Calculated padded input size per channel: (${padded.join(' x ')}). Kernel size: (${extent.join(' x ')}). Kernel size can't be greater than actual input size`);
+  }
+  const as2 = (v: number[], one: number) => (nd === 1 ? [one, v[0]] : v);
+  return { groups, k: as2(k, 1), s: as2(s, 1), d: as2(d, 1), lo: as2(lo, 0), hi: as2(hi, 0), cout };
+}
+
+/** im2col + one batched matmul over [N, groups]: x [N, C, H, W], w [Cout, C/groups, kh, kw]. */
+function conv(x: Tensor, w: Tensor, b: Tensor | null | undefined, g: ReturnType<typeof convArgs>): Tensor {
+  return scoped([x, w, b], (tmp) => {
+    const { groups, k, s, d, lo, hi, cout } = g;
+    const xp = lo.some(Boolean) || hi.some(Boolean) ? tmp(pad(x, [lo[1], hi[1], lo[0], hi[0]])) : x;
+    const cols = tmp(windows(xp, k, s, d));
+    const [N, C] = x.shape, [oh, ow] = cols.shape.slice(4), K = (C / groups) * k[0] * k[1];
+    const y = tmp(matmul(tmp(V.reshape(w, [groups, cout / groups, K])), tmp(V.reshape(cols, [N, groups, K, oh * ow]))));
+    const out = V.reshape(y, [N, cout, oh, ow]);
+    return b ? binaryOp('add', tmp(out), tmp(V.reshape(b, [1, cout, 1, 1]))) : out;
+  });
+}
+
+/**
+ * `F.conv2d(x, weight, bias, {stride, padding, dilation, groups})`: x [N, C, H, W] or [C, H, W],
+ * weight [Cout, C/groups, kH, kW].
+ */
+export function conv2d(x: Tensor, weight: Tensor, bias?: Tensor | null, o: ConvOptions = {}): Tensor {
+  const g = convArgs('conv2d', 2, x, weight, bias, o);
+  return scoped([x, weight, bias], (tmp) => {
+    if (x.ndim === 4) return conv(x, weight, bias, g);
+    return V.squeeze(tmp(conv(tmp(V.unsqueeze(x, 0)), weight, bias, g)), 0);
+  });
+}
+
+/** `F.conv1d(x, weight, bias, {stride, padding, dilation, groups})`: x [N, C, L] or [C, L], weight [Cout, C/groups, kW]. */
+export function conv1d(x: Tensor, weight: Tensor, bias?: Tensor | null, o: ConvOptions = {}): Tensor {
+  const g = convArgs('conv1d', 1, x, weight, bias, o);
+  return scoped([x, weight, bias], (tmp) => {
+    const x4 = tmp(V.unsqueeze(x.ndim === 3 ? x : tmp(V.unsqueeze(x, 0)), 2));
+    const y = tmp(conv(x4, tmp(V.unsqueeze(weight, 2)), bias, g));
+    return x.ndim === 3 ? V.squeeze(y, 2) : V.reshape(y, [y.shape[1], y.shape[3]]);
+  });
+}

@@ -1,0 +1,171 @@
+/**
+ * 2-D pooling: `maxPool2d`, `avgPool2d`, `adaptiveAvgPool2d`, composed from `pad`, `windows`
+ * (conv.ts) and reductions, so their gradients need no rule of their own.
+ *
+ * The hard part is matching PyTorch's edges. Max pooling pads with -inf and reduces with
+ * `max(dim)`, whose gradient goes to the first maximal element of each window, as PyTorch's
+ * does. `ceilMode` adds a partial window at the end, so the input is padded further on the
+ * right. Average pooling divides by a per-position count computed on the host (it depends only
+ * on the geometry): the window clipped to the padded input (`countIncludePad`), or to the input.
+ * Adaptive pooling with uneven windows is two matmuls with averaging matrices.
+ */
+import { sameDevice } from '../runtime/dispatch.js';
+import { fmt } from '../shape.js';
+import { Tensor } from '../tensor.js';
+import { ReduceOp } from '../../wgsl/reduce.js';
+import { arange, fromHost } from './creation.js';
+import { binaryOp } from './elementwise.js';
+import { matmul } from './matmul.js';
+import { maxMin, reduce, type ValuesIndices } from './reduce.js';
+import { checkFloat } from './nn.js';
+import { pad, sizes, windows, type Size2 } from './conv.js';
+import { scoped, type Tmp } from './scoped.js';
+import * as V from './views.js';
+
+/** Options of `maxPool2d`. */
+export interface MaxPool2dOptions {
+  /** Defaults to the kernel size. */
+  stride?: Size2 | null;
+  padding?: Size2;
+  dilation?: Size2;
+  ceilMode?: boolean;
+  /** Also return, for each output, the flat index (h·W + w) of the chosen input element. */
+  returnIndices?: boolean;
+}
+
+/** Options of `avgPool2d`. */
+export interface AvgPool2dOptions {
+  stride?: Size2 | null;
+  padding?: Size2;
+  ceilMode?: boolean;
+  /** Count padding zeros in the divisor (PyTorch's default: true). */
+  countIncludePad?: boolean;
+  divisorOverride?: number | null;
+}
+
+interface PoolGeom { k: number[]; s: number[]; p: number[]; d: number[]; out: number[]; H: number; W: number }
+
+function poolArgs(op: string, x: Tensor, kernelSize: Size2, o: { stride?: Size2 | null; padding?: Size2; dilation?: Size2; ceilMode?: boolean }): PoolGeom {
+  checkFloat(op, x);
+  sameDevice(op, [x]);
+  if ((x.ndim !== 3 && x.ndim !== 4) || x.shape.slice(-3).some((n, i) => n === 0 && i > 0)) {
+    throw new RangeError(`${op}(): non-empty 3D or 4D (batch mode) tensor expected for input, but got ${fmt(x.shape)}`);
+  }
+  const k = sizes(op, 'kernel_size', kernelSize, 2, 1, 1, `kernel size should be greater than zero, but got kernel_size=${JSON.stringify(kernelSize)} (${op})`);
+  const s = sizes(op, 'stride', o.stride ?? k, 2, 1, 1, `stride should be greater than zero, but got stride=${JSON.stringify(o.stride)} (${op})`);
+  const d = sizes(op, 'dilation', o.dilation, 2, 1, 1, `dilation should be greater than zero, but got dilation=${JSON.stringify(o.dilation)} (${op})`);
+  const p = sizes(op, 'padding', o.padding, 2, 0, 0, `${op}(): padding must be non-negative, but got ${JSON.stringify(o.padding)}`);
+  p.forEach((v, i) => {
+    if (v > Math.floor(k[i] / 2)) throw new RangeError(`pad should be at most half of kernel size, but got pad=${v} and kernel_size=${k[i]} (${op})`);
+  });
+  const [H, W] = x.shape.slice(-2);
+  const out = [H, W].map((n, i) => {
+    let r = Math.floor((n + 2 * p[i] - d[i] * (k[i] - 1) - 1 + (o.ceilMode ? s[i] - 1 : 0)) / s[i]) + 1;
+    if (o.ceilMode && (r - 1) * s[i] >= n + p[i]) r--;
+    return r;
+  });
+  if (out.some((n) => n < 1)) {
+    const c = x.shape[x.ndim - 3];
+    throw new RangeError(`Given input size: (${c}x${H}x${W}). Calculated output size: (${c}x${out[0]}x${out[1]}). Output size is too small (${op})`);
+  }
+  return { k, s, p, d, out, H, W };
+}
+
+/** Windows [N, C, oh, ow, kh·kw] of x (3-D inputs gain a batch dim), padded with `value`. */
+function poolWindows(x: Tensor, g: PoolGeom, value: number, tmp: Tmp): Tensor {
+  const x4 = x.ndim === 4 ? x : tmp(V.unsqueeze(x, 0));
+  const [pt, pl] = g.p, [H, W] = [g.H, g.W];
+  const pb = (g.out[0] - 1) * g.s[0] + g.d[0] * (g.k[0] - 1) + 1 - H - pt, pr = (g.out[1] - 1) * g.s[1] + g.d[1] * (g.k[1] - 1) + 1 - W - pl;
+  const xp = pt || pl || pb || pr ? tmp(pad(x4, [pl, pr, pt, pb], 'constant', value)) : x4;
+  const w = tmp(windows(xp, g.k, g.s, g.d, true));
+  return tmp(V.reshape(w, [...w.shape.slice(0, 4), g.k[0] * g.k[1]]));
+}
+
+/** Drops the batch dim added to a 3-D input. */
+const unbatch = (x: Tensor, y: Tensor, tmp: Tmp) => (x.ndim === 4 ? y : V.squeeze(tmp(y), 0));
+
+/**
+ * `F.max_pool2d(x, kernelSize, {stride, padding, dilation, ceilMode, returnIndices})` over
+ * x [N, C, H, W] or [C, H, W]; with `returnIndices`, `{values, indices}`.
+ */
+export function maxPool2d(x: Tensor, kernelSize: Size2, o?: MaxPool2dOptions & { returnIndices?: false }): Tensor;
+export function maxPool2d(x: Tensor, kernelSize: Size2, o: MaxPool2dOptions & { returnIndices: true }): ValuesIndices;
+export function maxPool2d(x: Tensor, kernelSize: Size2, o: MaxPool2dOptions = {}): Tensor | ValuesIndices {
+  const g = poolArgs('max_pool2d', x, kernelSize, o);
+  return scoped([x], (tmp) => {
+    const { values, indices } = maxMin(true, poolWindows(x, g, -Infinity, tmp), -1) as ValuesIndices;
+    if (!o.returnIndices) {
+      tmp(indices);
+      return unbatch(x, values, tmp);
+    }
+    tmp(indices);
+    const i64 = { device: x.device, dtype: 'int64' };
+    const row = tmp(V.reshape(tmp(arange(0, g.out[0] * g.s[0], g.s[0], i64)), [g.out[0], 1]));
+    const col = tmp(arange(0, g.out[1] * g.s[1], g.s[1], i64));
+    const h = tmp(binaryOp('add', row, tmp(binaryOp('mul', tmp(binaryOp('floor_divide', indices, g.k[1])), g.d[0]))));
+    const w = tmp(binaryOp('add', col, tmp(binaryOp('mul', tmp(binaryOp('remainder', indices, g.k[1])), g.d[1]))));
+    const flat = tmp(binaryOp('add', tmp(binaryOp('mul', tmp(binaryOp('sub', h, g.p[0])), g.W)), tmp(binaryOp('sub', w, g.p[1]))));
+    return { values: unbatch(x, values, tmp), indices: unbatch(x, flat, tmp) };
+  });
+}
+
+/** PyTorch's divisor per output position along one dim: [window clipped to the padded input, window clipped to the input]. */
+function counts(n: number, out: number, k: number, s: number, p: number): [number[], number[]] {
+  const withPad: number[] = [], inside: number[] = [];
+  for (let i = 0; i < out; i++) {
+    const start = i * s - p, end = Math.min(start + k, n + p);
+    withPad.push(end - start);
+    inside.push(Math.min(end, n) - Math.max(start, 0));
+  }
+  return [withPad, inside];
+}
+
+/**
+ * `F.avg_pool2d(x, kernelSize, {stride, padding, ceilMode, countIncludePad, divisorOverride})`
+ * over x [N, C, H, W] or [C, H, W].
+ */
+export function avgPool2d(x: Tensor, kernelSize: Size2, o: AvgPool2dOptions = {}): Tensor {
+  const g = poolArgs('avg_pool2d', x, kernelSize, o);
+  if (o.divisorOverride != null && !(o.divisorOverride !== 0 && Number.isFinite(o.divisorOverride))) {
+    throw new RangeError(`avg_pool2d(): divisor must be not zero, but got divisorOverride=${o.divisorOverride}`);
+  }
+  const [hp, hi] = counts(g.H, g.out[0], g.k[0], g.s[0], g.p[0]), [wp, wi] = counts(g.W, g.out[1], g.k[1], g.s[1], g.p[1]);
+  const [hs, ws] = (o.countIncludePad ?? true) ? [hp, wp] : [hi, wi];
+  const divisor = hs.flatMap((a) => ws.map((b) => o.divisorOverride ?? a * b));
+  return scoped([x], (tmp) => {
+    const sum = tmp(reduce(ReduceOp.Sum, poolWindows(x, g, 0, tmp), -1));
+    const y = binaryOp('div', sum, tmp(fromHost(divisor, g.out, x.dtype, x.device)));
+    return unbatch(x, y, tmp);
+  });
+}
+
+/** The averaging matrix [out, n] of adaptive pooling along one dim. */
+function averaging(n: number, out: number): number[] {
+  const m = new Array<number>(out * n).fill(0);
+  for (let i = 0; i < out; i++) {
+    const start = Math.floor((i * n) / out), end = Math.ceil(((i + 1) * n) / out);
+    for (let j = start; j < end; j++) m[i * n + j] = 1 / (end - start);
+  }
+  return m;
+}
+
+/** `F.adaptive_avg_pool2d(x, outputSize)`: x [N, C, H, W] or [C, H, W]; a null size keeps the input's. */
+export function adaptiveAvgPool2d(x: Tensor, outputSize: number | (number | null)[]): Tensor {
+  checkFloat('adaptive_avg_pool2d', x);
+  sameDevice('adaptive_avg_pool2d', [x]);
+  if ((x.ndim !== 3 && x.ndim !== 4) || x.shape.slice(-2).some((n) => n === 0)) {
+    throw new RangeError(`adaptive_avg_pool2d(): Expected 3D or 4D tensor with non-zero spatial dims, but got ${fmt(x.shape)}`);
+  }
+  const [H, W] = x.shape.slice(-2);
+  const raw = typeof outputSize === 'number' ? [outputSize, outputSize] : outputSize;
+  if (!Array.isArray(raw) || raw.length !== 2 || raw.some((v) => v !== null && (!Number.isInteger(v) || v < 1))) {
+    throw new RangeError(`adaptive_avg_pool2d(): output_size must be a positive integer or 2 of them (null keeps a size), but got ${JSON.stringify(outputSize)}`);
+  }
+  const [oh, ow] = [raw[0] ?? H, raw[1] ?? W];
+  if (H % oh === 0 && W % ow === 0) return avgPool2d(x, [H / oh, W / ow]);
+  return scoped([x], (tmp) => {
+    const ah = tmp(fromHost(averaging(H, oh), [oh, H], x.dtype, x.device));
+    const aw = tmp(V.t2(tmp(fromHost(averaging(W, ow), [ow, W], x.dtype, x.device))));
+    return matmul(tmp(matmul(ah, x)), aw);
+  });
+}
