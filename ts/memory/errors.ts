@@ -64,14 +64,18 @@ export function outOfMemoryMessage(d: OutOfMemoryDetails): string {
 
 /** Thrown when an allocation cannot be served even after releasing the cache. */
 export class OutOfMemoryError extends Error {
-  /** The figures quoted in the message. */
-  readonly details: OutOfMemoryDetails;
+  /** The figures quoted in the message (null when the device itself ran out, see below). */
+  readonly details: OutOfMemoryDetails | null;
 
-  /** `cause` is set when the host's createSegment threw. */
-  constructor(details: OutOfMemoryDetails, options?: { cause?: unknown }) {
-    super(outOfMemoryMessage(details), options);
+  /**
+   * From the allocator's figures, or from a message when the device itself failed an allocation
+   * the budget allowed (a WebGPU `out-of-memory` error, reported at the next sync point).
+   * `cause` is set when the host's createSegment threw.
+   */
+  constructor(details: OutOfMemoryDetails | string, options?: { cause?: unknown }) {
+    super(typeof details === "string" ? details : outOfMemoryMessage(details), options);
     this.name = "OutOfMemoryError";
-    this.details = details;
+    this.details = typeof details === "string" ? null : details;
   }
 }
 

@@ -7,6 +7,7 @@
  * reach the worker in the order the program issued them.
  */
 import * as Comlink from 'comlink';
+import { OutOfMemoryError } from '../memory/errors.js';
 import { spawnWorker, type WorkerHandle } from '../platform.js';
 import type { Command, DeviceInfo, WorkerApi } from '../worker/protocol.js';
 
@@ -92,14 +93,22 @@ export class DeviceClient {
     if (this.closed) throw new Error(`webtorch: device ${this.name} was shut down; its tensors are gone`);
     this.flush();
     const r = await this.start();
-    return this.awaiting(() => r.read(id, byteOffset, bytes));
+    return this.awaiting(() => r.read(id, byteOffset, bytes)).catch((e) => this.rethrow(e));
   }
 
   /** Waits for all queued work; rethrows the first asynchronous error since the last sync. */
   async sync(): Promise<void> {
     this.flush();
     const r = await this.start();
-    await this.awaiting(() => r.sync());
+    await this.awaiting(() => r.sync()).catch((e) => this.rethrow(e));
+  }
+
+  /** Turns a device's out-of-memory failure into `OutOfMemoryError`; other errors pass through. */
+  private rethrow(e: unknown): never {
+    if (e instanceof Error && e.name === 'OutOfMemoryError') {
+      throw new OutOfMemoryError(`${this.name} ran out of memory: the device refused an allocation within the budget (${e.message}). Lower the budget with torch.gpu.configure({memory}) or setPerProcessMemoryFraction.`);
+    }
+    throw e;
   }
 
   /** Stops the worker. */

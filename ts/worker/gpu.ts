@@ -55,7 +55,11 @@ function openScope(): void {
 async function checkErrors(): Promise<void> {
   const errs = await Promise.all(errorChecks.splice(0));
   const e = errs.find((x) => x);
-  if (e) throw new Error(e.message);
+  if (e) {
+    const err = new Error(e.message);
+    if (e.constructor.name === 'GPUOutOfMemoryError') err.name = 'OutOfMemoryError';
+    throw err;
+  }
 }
 
 function pipeline(code: string): GPUComputePipeline {
