@@ -77,9 +77,13 @@ async function accuracy() {
   return c / nTest;
 }
 
-const bars = new cliProgress.MultiBar({ format: ' epoch {epoch} |{bar}| {value}/{total} batches | loss {loss} | test acc {acc}', hideCursor: true, clearOnComplete: false }, cliProgress.Presets.shades_classic);
+const bars = new cliProgress.MultiBar({
+  format: ' epoch {epoch} |{bar}| {value}/{total} batches | loss {loss} | test acc {acc}',
+  hideCursor: true, clearOnComplete: false, noTTYOutput: true, notTTYSchedule: 60_000,
+}, cliProgress.Presets.shades_classic);
 for (let epoch = 1; epoch <= epochs; epoch++) {
-  const bar = bars.create(loader.length, 0, { epoch: String(epoch).padStart(2), loss: '…', acc: '…' });
+  const label = String(epoch).padStart(2);
+  const bar = bars.create(loader.length, 0, { epoch: label, loss: '…', acc: '…' });
   let total = torch.zeros([], { device });
   for (const [Xb, yb] of loader) {
     const X = Xb.to(device), y = yb.to(device);
@@ -96,7 +100,7 @@ for (let epoch = 1; epoch <= epochs; epoch++) {
   sched.step();
   const mean = (await total.item()) / loader.length;
   total.dispose();
-  bar.update({ loss: mean.toFixed(4), acc: `${(100 * (await accuracy())).toFixed(1)}%` });
+  bar.update(loader.length, { epoch: label, loss: mean.toFixed(4), acc: `${(100 * (await accuracy())).toFixed(1)}%` });
   bar.stop();
 }
 bars.stop();
