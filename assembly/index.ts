@@ -11,6 +11,9 @@ export { reduce } from "./kernels/reduce";
 export { matmul, matmulWorkspaceBytes } from "./kernels/matmul";
 export { fill, arange } from "./kernels/fill";
 
+// The index family (gather, scatter, cumulative, sort, one_hot).
+export { gather, scatter, cumulative, sortIndices, sortWorkspaceBytes, oneHot, badIndex } from "./kernels/index";
+
 const SCRATCH = memory.data(16384, 16);
 
 /** First byte the host may use for tensor storage: __heap_base rounded to 64 B, plus 64 KiB. */

@@ -71,7 +71,7 @@ export function run(c: Case, args: (torch.Tensor | number)[], runners: Record<st
 /** Tolerances: 1e-5 relative for f32 elementwise; sums of products are compared with a looser absolute term. */
 export function tolerance(op: string): { rtol: number; atol: number } {
   if (op.endsWith(':grad')) return { rtol: 1e-4, atol: 1e-5 };
-  if (op === 'matmul' || op === 'sum' || op === 'mean' || op === 'prod') return { rtol: 1e-5, atol: 1e-5 };
+  if (op === 'matmul' || op === 'sum' || op === 'mean' || op === 'prod' || op === 'conv1d' || op === 'conv2d') return { rtol: 1e-5, atol: 1e-5 };
   return { rtol: 1e-5, atol: 1e-6 };
 }
 

@@ -89,6 +89,9 @@ export const argmax = (x: Tensor, dim?: number, keepdim?: boolean) => argReduce(
 /** `torch.argmin(x, dim?, keepdim?)`. */
 export const argmin = (x: Tensor, dim?: number, keepdim?: boolean) => argReduce(false, x, dim, keepdim);
 
+// The index family.
+export { indexSelect, gather, scatter, scatterAdd, take, embedding, oneHot, maskedFill, cumsum, cumprod, sort, topk } from './ops/indexing.js';
+
 /** @internal Live storages on a device; the test suites' leak check. */
 export { liveStorage as _liveStorage } from './runtime/storage.js';
 /** @internal Devices whose workers were started. */

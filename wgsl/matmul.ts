@@ -64,3 +64,81 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
 }
 `;
 }
+
+/** Output tile edge of the vectorised kernel. */
+export const TILE_V4 = 128;
+
+/**
+ * Whether the vectorised kernel applies: f32 operands whose rows are contiguous (column stride
+ * 1) and whose offsets, row strides, batch strides, K and N are multiples of 4, so every tile
+ * row is read and written as whole vec4s.
+ */
+export function vec4Eligible(m: number, n: number, k: number, a: { offset: number; strides: number[] }, b: { offset: number; strides: number[] }, outOffset: number): boolean {
+  const four = (...xs: number[]) => xs.every((x) => x % 4 === 0);
+  return m >= 64 && n >= 64 && a.strides[2] === 1 && b.strides[2] === 1 &&
+    four(k, n, a.offset, b.offset, a.strides[0], a.strides[1], b.strides[0], b.strides[1], outOffset);
+}
+
+/**
+ * matmul variant 2: 128×128 output tiles, 8×8 per invocation, K steps of 8, vec4 loads and
+ * stores. A's tile is stored k-major in workgroup memory so each invocation reads its 8 rows
+ * and 8 columns of a k step as two vec4s each: 4 vec4 loads feed 64 FMAs. Bindings are
+ * `array<vec4<f32>>` (one per distinct segment, as `slotBindings` explains); params as in
+ * `matmulShader`, in elements.
+ */
+export function matmulVec4Shader(aSlot: number, bSlot: number, slots: number): string {
+  let binds = `@group(0) @binding(0) var<storage, read> P: array<u32>;
+@group(0) @binding(1) var<storage, read_write> S0: array<vec4<f32>>;
+fn rd0(i: u32) -> vec4<f32> { return S0[i]; }
+`;
+  for (let k = 1; k < slots; k++) binds += `@group(0) @binding(${k + 1}) var<storage, read> S${k}: array<vec4<f32>>;\nfn rd${k}(i: u32) -> vec4<f32> { return S${k}[i]; }\n`;
+  return `${binds}
+var<workgroup> As: array<vec4<f32>, 256>;
+var<workgroup> Bs: array<vec4<f32>, 256>;
+
+@compute @workgroup_size(16, 16)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+  let M = P[0]; let N = P[1]; let K = P[2];
+  let aBase = P[3] + wid.z * P[4]; let aRS = P[5];
+  let bBase = P[7] + wid.z * P[8]; let bRS = P[9];
+  let oBase = P[11] + wid.z * M * N;
+  let row0 = wid.y * 128u; let col0 = wid.x * 128u;
+  let tid = lid.y * 16u + lid.x;
+  var acc: array<vec4<f32>, 16>;
+  let ar = tid >> 1u; let akv = (tid & 1u) * 4u;
+  let bk = tid >> 5u; let bc = (tid & 31u) * 4u;
+  for (var k0 = 0u; k0 < K; k0 += 8u) {
+    var av = vec4<f32>(0.0);
+    if (row0 + ar < M && k0 + akv < K) { av = rd${aSlot}((aBase + (row0 + ar) * aRS + k0 + akv) / 4u); }
+    let am = ar >> 2u; let ac = ar & 3u;
+    As[(akv + 0u) * 32u + am][ac] = av.x;
+    As[(akv + 1u) * 32u + am][ac] = av.y;
+    As[(akv + 2u) * 32u + am][ac] = av.z;
+    As[(akv + 3u) * 32u + am][ac] = av.w;
+    var bv = vec4<f32>(0.0);
+    if (k0 + bk < K && col0 + bc < N) { bv = rd${bSlot}((bBase + (k0 + bk) * bRS + col0 + bc) / 4u); }
+    Bs[bk * 32u + (bc >> 2u)] = bv;
+    workgroupBarrier();
+    for (var k = 0u; k < 8u; k++) {
+      let a0 = As[k * 32u + lid.y * 2u]; let a1 = As[k * 32u + lid.y * 2u + 1u];
+      let b0 = Bs[k * 32u + lid.x * 2u]; let b1 = Bs[k * 32u + lid.x * 2u + 1u];
+      for (var i = 0u; i < 4u; i++) {
+        acc[i * 2u] = fma(vec4<f32>(a0[i]), b0, acc[i * 2u]);
+        acc[i * 2u + 1u] = fma(vec4<f32>(a0[i]), b1, acc[i * 2u + 1u]);
+        acc[8u + i * 2u] = fma(vec4<f32>(a1[i]), b0, acc[8u + i * 2u]);
+        acc[8u + i * 2u + 1u] = fma(vec4<f32>(a1[i]), b1, acc[8u + i * 2u + 1u]);
+      }
+    }
+    workgroupBarrier();
+  }
+  for (var i = 0u; i < 8u; i++) {
+    let r = row0 + lid.y * 8u + i;
+    if (r >= M) { break; }
+    for (var h = 0u; h < 2u; h++) {
+      let c = col0 + lid.x * 8u + h * 4u;
+      if (c < N) { S0[(oBase + r * N + c) / 4u] = acc[i * 2u + h]; }
+    }
+  }
+}
+`;
+}

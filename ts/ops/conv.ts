@@ -17,8 +17,9 @@ import { copyInto } from './copy.js';
 import { full } from './creation.js';
 import { binaryOp } from './elementwise.js';
 import { matmul } from './matmul.js';
+import { checkOptions } from './options.js';
 import { checkFloat } from './nn.js';
-import { scoped } from './scoped.js';
+import { tidy } from './scoped.js';
 import * as V from './views.js';
 
 /** A size per spatial dim, or one size for all of them. */
@@ -42,7 +43,7 @@ function fold(g: Tensor, shape: readonly number[], k: number[], s: number[], d: 
     const gx = full(shape.slice(), 0, { dtype: g.dtype, device: g.device });
     if (!numel(g.shape)) return gx;
     const collides = (i: number) => g.shape[4 + i] > 1 && k[i] > 1 && s[i] <= d[i] * (k[i] - 1);
-    const overlap = collides(0) && collides(1);
+    const overlap = collides(0) || collides(1);
     for (let i = 0; i < k[0]; i++) {
       for (let j = 0; j < k[1]; j++) {
         const dst = view(gx, [N, C, oh, ow], [C * H * W, H * W, s[0] * W, s[1]], i * d[0] * W + j * d[1]);
@@ -140,6 +141,7 @@ export interface UnfoldOptions {
 /** `F.unfold(x, kernelSize, {dilation, padding, stride})`: im2col, [N, C, H, W] → [N, C·kh·kw, L]. */
 export function unfold(x: Tensor, kernelSize: Size2, o: UnfoldOptions = {}): Tensor {
   if (!(x instanceof Tensor)) throw new TypeError(`unfold(): expected input to be a Tensor, but got ${typeof x}`);
+  checkOptions('unfold', o, ['dilation', 'padding', 'stride']);
   sameDevice('unfold', [x]);
   if (x.ndim !== 3 && x.ndim !== 4) throw new RangeError(`Input Error: Only 3D or 4D input Tensors are supported (got ${x.ndim}D) (unfold of ${fmt(x.shape)})`);
   const k = sizes('unfold', 'kernel_size', kernelSize, 2, 1, 1);
@@ -149,12 +151,12 @@ export function unfold(x: Tensor, kernelSize: Size2, o: UnfoldOptions = {}): Ten
   if (oh < 1 || ow < 1) {
     throw new RangeError(`Given input with spatial size (${x4shape[2]}, ${x4shape[3]}), kernel_size=${fmt(k)}, dilation=${fmt(d)}, padding=${fmt(p)}, calculated shape of the array of sliding blocks as (${oh}, ${ow}), but its components must be at least one.`);
   }
-  return scoped([x], (tmp) => {
-    const x4 = x.ndim === 4 ? x : tmp(V.unsqueeze(x, 0));
-    const xp = p[0] || p[1] ? tmp(pad(x4, [p[1], p[1], p[0], p[0]])) : x4;
-    const cols = tmp(windows(xp, k, s, d));
+  return tidy(() => {
+    const x4 = x.ndim === 4 ? x : V.unsqueeze(x, 0);
+    const xp = p[0] || p[1] ? pad(x4, [p[1], p[1], p[0], p[0]]) : x4;
+    const cols = windows(xp, k, s, d);
     const out = V.reshape(cols, [x4.shape[0], x4.shape[1] * k[0] * k[1], oh * ow]);
-    return x.ndim === 4 ? out : V.squeeze(tmp(out), 0);
+    return x.ndim === 4 ? out : V.squeeze(out, 0);
   });
 }
 
@@ -169,6 +171,7 @@ export interface ConvOptions {
 
 /** Checks a convolution's arguments; returns its geometry with the 1-D case as height 1. */
 function convArgs(op: string, nd: 1 | 2, x: Tensor, w: Tensor, b: Tensor | null | undefined, o: ConvOptions) {
+  checkOptions(op, o, ['stride', 'padding', 'dilation', 'groups']);
   checkFloat(op, x);
   checkFloat(op, w, 'weight');
   sameDevice(op, b ? [x, w, b] : [x, w]);
@@ -213,14 +216,14 @@ function convArgs(op: string, nd: 1 | 2, x: Tensor, w: Tensor, b: Tensor | null 
 
 /** im2col + one batched matmul over [N, groups]: x [N, C, H, W], w [Cout, C/groups, kh, kw]. */
 function conv(x: Tensor, w: Tensor, b: Tensor | null | undefined, g: ReturnType<typeof convArgs>): Tensor {
-  return scoped([x, w, b], (tmp) => {
+  return tidy(() => {
     const { groups, k, s, d, lo, hi, cout } = g;
-    const xp = lo.some(Boolean) || hi.some(Boolean) ? tmp(pad(x, [lo[1], hi[1], lo[0], hi[0]])) : x;
-    const cols = tmp(windows(xp, k, s, d));
+    const xp = lo.some(Boolean) || hi.some(Boolean) ? pad(x, [lo[1], hi[1], lo[0], hi[0]]) : x;
+    const cols = windows(xp, k, s, d);
     const [N, C] = x.shape, [oh, ow] = cols.shape.slice(4), K = (C / groups) * k[0] * k[1];
-    const y = tmp(matmul(tmp(V.reshape(w, [groups, cout / groups, K])), tmp(V.reshape(cols, [N, groups, K, oh * ow]))));
+    const y = matmul(V.reshape(w, [groups, cout / groups, K]), V.reshape(cols, [N, groups, K, oh * ow]));
     const out = V.reshape(y, [N, cout, oh, ow]);
-    return b ? binaryOp('add', tmp(out), tmp(V.reshape(b, [1, cout, 1, 1]))) : out;
+    return b ? binaryOp('add', out, V.reshape(b, [1, cout, 1, 1])) : out;
   });
 }
 
@@ -230,18 +233,18 @@ function conv(x: Tensor, w: Tensor, b: Tensor | null | undefined, g: ReturnType<
  */
 export function conv2d(x: Tensor, weight: Tensor, bias?: Tensor | null, o: ConvOptions = {}): Tensor {
   const g = convArgs('conv2d', 2, x, weight, bias, o);
-  return scoped([x, weight, bias], (tmp) => {
+  return tidy(() => {
     if (x.ndim === 4) return conv(x, weight, bias, g);
-    return V.squeeze(tmp(conv(tmp(V.unsqueeze(x, 0)), weight, bias, g)), 0);
+    return V.squeeze(conv(V.unsqueeze(x, 0), weight, bias, g), 0);
   });
 }
 
 /** `F.conv1d(x, weight, bias, {stride, padding, dilation, groups})`: x [N, C, L] or [C, L], weight [Cout, C/groups, kW]. */
 export function conv1d(x: Tensor, weight: Tensor, bias?: Tensor | null, o: ConvOptions = {}): Tensor {
   const g = convArgs('conv1d', 1, x, weight, bias, o);
-  return scoped([x, weight, bias], (tmp) => {
-    const x4 = tmp(V.unsqueeze(x.ndim === 3 ? x : tmp(V.unsqueeze(x, 0)), 2));
-    const y = tmp(conv(x4, tmp(V.unsqueeze(weight, 2)), bias, g));
+  return tidy(() => {
+    const x4 = V.unsqueeze(x.ndim === 3 ? x : V.unsqueeze(x, 0), 2);
+    const y = conv(x4, V.unsqueeze(weight, 2), bias, g);
     return x.ndim === 3 ? V.squeeze(y, 2) : V.reshape(y, [y.shape[1], y.shape[3]]);
   });
 }

@@ -179,3 +179,34 @@ Object.assign(Tensor.prototype, {
   tril(this: Tensor, d?: number) { return tril(this, d); },
   triu(this: Tensor, d?: number) { return triu(this, d); },
 });
+
+// ---- The index family (ts/ops/indexing.ts) ----
+import * as IX from './indexing.js';
+
+declare module '../tensor.js' {
+  interface Tensor {
+    indexSelect(dim: number, index: Tensor): Tensor;
+    gather(dim: number, index: Tensor): Tensor;
+    scatter(dim: number, index: Tensor, src: Tensor | number | boolean): Tensor;
+    scatterAdd(dim: number, index: Tensor, src: Tensor): Tensor;
+    take(index: Tensor): Tensor;
+    maskedFill(mask: Tensor, value: number | boolean | Tensor): Tensor;
+    cumsum(dim: number): Tensor;
+    cumprod(dim: number): Tensor;
+    sort(dim?: number, descending?: boolean): ValuesIndices;
+    topk(k: number, dim?: number, largest?: boolean, sorted?: boolean): ValuesIndices;
+  }
+}
+
+Object.assign(Tensor.prototype, {
+  indexSelect(this: Tensor, dim: number, index: Tensor) { return IX.indexSelect(this, dim, index); },
+  gather(this: Tensor, dim: number, index: Tensor) { return IX.gather(this, dim, index); },
+  scatter(this: Tensor, dim: number, index: Tensor, src: Tensor | number | boolean) { return IX.scatter(this, dim, index, src); },
+  scatterAdd(this: Tensor, dim: number, index: Tensor, src: Tensor) { return IX.scatterAdd(this, dim, index, src); },
+  take(this: Tensor, index: Tensor) { return IX.take(this, index); },
+  maskedFill(this: Tensor, mask: Tensor, value: number | boolean | Tensor) { return IX.maskedFill(this, mask, value); },
+  cumsum(this: Tensor, dim: number) { return IX.cumsum(this, dim); },
+  cumprod(this: Tensor, dim: number) { return IX.cumprod(this, dim); },
+  sort(this: Tensor, dim?: number, descending?: boolean) { return IX.sort(this, dim, descending); },
+  topk(this: Tensor, k: number, dim?: number, largest?: boolean, sorted?: boolean) { return IX.topk(this, k, dim, largest, sorted); },
+});

@@ -17,8 +17,9 @@ import { copyInto } from './copy.js';
 import { arange, rand } from './creation.js';
 import { binaryOp, softplus, unaryOp, where, type TensorOrScalar } from './elementwise.js';
 import { matmul } from './matmul.js';
+import { checkOptions } from './options.js';
 import { reduce } from './reduce.js';
-import { scoped, type Tmp } from './scoped.js';
+import { tidy } from './scoped.js';
 import * as V from './views.js';
 
 /** How a loss reduces its per-element values. */
@@ -42,23 +43,24 @@ function checkReduction(op: string, r: unknown): Reduction {
   return r;
 }
 
-function reduceLoss(loss: Tensor, reduction: Reduction, tmp: Tmp): Tensor {
+function reduceLoss(loss: Tensor, reduction: Reduction): Tensor {
   if (reduction === 'none') return loss;
-  tmp(loss);
   return reduce(reduction === 'sum' ? ReduceOp.Sum : ReduceOp.Mean, loss, undefined);
 }
 
 /** `x - max(x, dim)` with the max taken off the tape. */
-function shifted(x: Tensor, dim: number, tmp: Tmp): Tensor {
-  const m = tmp(withGradMode(false, () => reduce(ReduceOp.Max, x, dim, true)));
-  return tmp(sub(x, m));
+function shifted(x: Tensor, dim: number): Tensor {
+  const m = withGradMode(false, () => reduce(ReduceOp.Max, x, dim, true));
+  return sub(x, m);
 }
 
-function softmaxInput(op: string, x: Tensor, dim: number, dtype: DType | string | undefined, tmp: Tmp): [Tensor, number] {
+function softmaxInput(op: string, x: Tensor, dim: number, o: { dtype?: DType | string }): [Tensor, number] {
+  checkOptions(op, o, ['dtype']);
+  const dtype = o.dtype;
   if (!(x instanceof Tensor)) throw new TypeError(`${op}(): expected input to be a Tensor, but got ${typeof x}`);
   if (dim === undefined) throw new TypeError(`${op}(): the dim argument is required (PyTorch's implicit dim choice is deprecated)`);
   const d = normDim(dim, x.ndim);
-  const src = dtype === undefined ? x : tmp(V.cast(x, toDType(dtype, op)));
+  const src = dtype === undefined ? x : V.cast(x, toDType(dtype, op));
   if (!isFloating(src.dtype)) {
     throw new TypeError(`"${op}" not implemented for '${scalarName(src.dtype)}' (input of shape ${fmt(x.shape)}); pass { dtype: 'float32' } to compute in float`);
   }
@@ -67,21 +69,21 @@ function softmaxInput(op: string, x: Tensor, dim: number, dtype: DType | string 
 
 /** `F.softmax(x, dim, {dtype})`: `exp(x - max) / sum(exp(x - max))` along `dim`. */
 export function softmax(x: Tensor, dim: number, o: { dtype?: DType | string } = {}): Tensor {
-  return scoped([x], (tmp) => {
-    const [src, d] = softmaxInput('softmax', x, dim, o.dtype, tmp);
+  return tidy(() => {
+    const [src, d] = softmaxInput('softmax', x, dim, o);
     if (x.shape[d] === 0) return mul(src, 1);
-    const e = tmp(unaryOp('exp', shifted(src, d, tmp)));
-    return div(e, tmp(reduce(ReduceOp.Sum, e, d, true)));
+    const e = unaryOp('exp', shifted(src, d));
+    return div(e, reduce(ReduceOp.Sum, e, d, true));
   });
 }
 
 /** `F.log_softmax(x, dim, {dtype})`: `(x - max) - log(sum(exp(x - max)))` along `dim`. */
 export function logSoftmax(x: Tensor, dim: number, o: { dtype?: DType | string } = {}): Tensor {
-  return scoped([x], (tmp) => {
-    const [src, d] = softmaxInput('log_softmax', x, dim, o.dtype, tmp);
+  return tidy(() => {
+    const [src, d] = softmaxInput('log_softmax', x, dim, o);
     if (x.shape[d] === 0) return mul(src, 1);
-    const z = shifted(src, d, tmp);
-    return sub(z, tmp(unaryOp('log', tmp(reduce(ReduceOp.Sum, tmp(unaryOp('exp', z)), d, true)))));
+    const z = shifted(src, d);
+    return sub(z, unaryOp('log', reduce(ReduceOp.Sum, unaryOp('exp', z), d, true)));
   });
 }
 
@@ -128,27 +130,27 @@ function classDim(op: string, input: Tensor, target: Tensor, weight: Tensor | nu
 }
 
 /** The negative log likelihood of log-probabilities `lsm` at int64 `target`, with optional label smoothing. */
-function indexLoss(op: string, lsm: Tensor, target: Tensor, o: CrossEntropyOptions, cdim: number, eps: number, tmp: Tmp): Tensor {
+function indexLoss(op: string, lsm: Tensor, target: Tensor, o: CrossEntropyOptions, cdim: number, eps: number): Tensor {
   const reduction = checkReduction(op, o.reduction ?? 'mean');
   const ignore = o.ignoreIndex ?? -100;
   if (!Number.isInteger(ignore)) throw new TypeError(`${op}(): ignoreIndex must be an integer, got ${ignore}`);
   const C = lsm.shape[cdim], classShape = lsm.shape.map((s, i) => (i === cdim ? s : 1));
-  const classes = tmp(V.reshape(tmp(arange(C, undefined, 1, { device: lsm.device, dtype: 'int64' })), classShape));
-  const valid = tmp(binaryOp('ne', target, ignore));
-  const expandClass = (t: Tensor) => (lsm.ndim === 1 ? t : tmp(V.unsqueeze(t, cdim)));
-  const mask = tmp(binaryOp('logical_and', tmp(binaryOp('eq', classes, expandClass(target))), expandClass(valid)));
-  const w = o.weight ? tmp(V.reshape(o.weight, classShape)) : null;
-  const picked = tmp(reduce(ReduceOp.Sum, tmp(where(mask, lsm, 0)), cdim));
-  const wt = w ? tmp(reduce(ReduceOp.Sum, tmp(where(mask, w, 0)), cdim)) : tmp(V.cast(valid, lsm.dtype));
-  let loss = tmp(unaryOp('neg', w ? tmp(mul(picked, wt)) : picked));
+  const classes = V.reshape(arange(C, undefined, 1, { device: lsm.device, dtype: 'int64' }), classShape);
+  const valid = binaryOp('ne', target, ignore);
+  const expandClass = (t: Tensor) => (lsm.ndim === 1 ? t : V.unsqueeze(t, cdim));
+  const mask = binaryOp('logical_and', binaryOp('eq', classes, expandClass(target)), expandClass(valid));
+  const w = o.weight ? V.reshape(o.weight, classShape) : null;
+  const picked = reduce(ReduceOp.Sum, where(mask, lsm, 0), cdim);
+  const wt = w ? reduce(ReduceOp.Sum, where(mask, w, 0), cdim) : V.cast(valid, lsm.dtype);
+  let loss = unaryOp('neg', w ? mul(picked, wt) : picked);
   if (eps > 0) {
-    const all = tmp(reduce(ReduceOp.Sum, w ? tmp(mul(lsm, w)) : lsm, cdim));
-    const smooth = tmp(where(valid, tmp(unaryOp('neg', all)), 0));
-    loss = tmp(add(tmp(mul(loss, 1 - eps)), tmp(mul(smooth, eps / C))));
+    const all = reduce(ReduceOp.Sum, w ? mul(lsm, w) : lsm, cdim);
+    const smooth = where(valid, unaryOp('neg', all), 0);
+    loss = add(mul(loss, 1 - eps), mul(smooth, eps / C));
   }
   if (reduction === 'none') return loss;
-  const total = tmp(reduce(ReduceOp.Sum, loss, undefined));
-  return reduction === 'sum' ? total : div(total, tmp(reduce(ReduceOp.Sum, wt, undefined)));
+  const total = reduce(ReduceOp.Sum, loss, undefined);
+  return reduction === 'sum' ? total : div(total, reduce(ReduceOp.Sum, wt, undefined));
 }
 
 /**
@@ -158,8 +160,9 @@ function indexLoss(op: string, lsm: Tensor, target: Tensor, o: CrossEntropyOptio
  * (checking it would need a sync).
  */
 export function nllLoss(input: Tensor, target: Tensor, o: NllOptions = {}): Tensor {
+  checkOptions('nll_loss', o, ['weight', 'ignoreIndex', 'reduction']);
   const cdim = classDim('nll_loss', input, target, o.weight, false);
-  return scoped([input, target, o.weight], (tmp) => indexLoss('nll_loss', input, target, o, cdim, 0, tmp));
+  return tidy(() => indexLoss('nll_loss', input, target, o, cdim, 0));
 }
 
 /**
@@ -168,20 +171,21 @@ export function nllLoss(input: Tensor, target: Tensor, o: NllOptions = {}): Tens
  * target of the input's shape, the cross entropy with those class probabilities.
  */
 export function crossEntropy(input: Tensor, target: Tensor, o: CrossEntropyOptions = {}): Tensor {
+  checkOptions('cross_entropy', o, ['weight', 'ignoreIndex', 'reduction', 'labelSmoothing']);
   const probs = target instanceof Tensor && isFloating(target.dtype);
   const cdim = classDim('cross_entropy', input, target, o.weight, probs);
   const eps = o.labelSmoothing ?? 0;
   if (!(eps >= 0 && eps <= 1)) throw new RangeError(`cross_entropy(): label_smoothing must be between 0.0 and 1.0. Got: ${eps}`);
-  return scoped([input, target, o.weight], (tmp) => {
-    const lsm = tmp(logSoftmax(input, cdim));
-    if (!probs) return indexLoss('cross_entropy', lsm, target, o, cdim, eps, tmp);
+  return tidy(() => {
+    const lsm = logSoftmax(input, cdim);
+    if (!probs) return indexLoss('cross_entropy', lsm, target, o, cdim, eps);
     const reduction = checkReduction('cross_entropy', o.reduction ?? 'mean');
     const C = input.shape[cdim];
-    const t = eps > 0 ? tmp(add(tmp(mul(target, 1 - eps)), eps / C)) : target;
-    let prod = tmp(mul(lsm, t));
-    if (o.weight) prod = tmp(mul(prod, tmp(V.reshape(o.weight, input.shape.map((s, i) => (i === cdim ? s : 1))))));
-    if (reduction === 'none') return unaryOp('neg', tmp(reduce(ReduceOp.Sum, prod, cdim)));
-    const total = tmp(unaryOp('neg', tmp(reduce(ReduceOp.Sum, prod, undefined))));
+    const t = eps > 0 ? add(mul(target, 1 - eps), eps / C) : target;
+    let prod = mul(lsm, t);
+    if (o.weight) prod = mul(prod, V.reshape(o.weight, input.shape.map((s, i) => (i === cdim ? s : 1))));
+    if (reduction === 'none') return unaryOp('neg', reduce(ReduceOp.Sum, prod, cdim));
+    const total = unaryOp('neg', reduce(ReduceOp.Sum, prod, undefined));
     return reduction === 'sum' ? total : div(total, input.numel() / Math.max(C, 1));
   });
 }
@@ -199,27 +203,28 @@ export function linear(x: Tensor, weight: Tensor, bias?: Tensor | null): Tensor 
     const rows = x.ndim === 1 ? 1 : numel(x.shape.slice(0, -1));
     throw new RangeError(`mat1 and mat2 shapes cannot be multiplied (${rows}x${inF} and ${wIn}x${weight.ndim === 2 ? weight.shape[0] : 1}) (linear: input ${fmt(x.shape)}, weight ${fmt(weight.shape)})`);
   }
-  return scoped([x, weight, bias], (tmp) => {
-    const y = matmul(x, tmp(V.t2(weight)));
-    return bias ? add(tmp(y), bias) : y;
+  return tidy(() => {
+    const y = matmul(x, V.t2(weight));
+    return bias ? add(y, bias) : y;
   });
 }
 
-function pointwiseLoss(op: string, input: Tensor, target: Tensor, reduction: Reduction | undefined, f: (d: Tensor, tmp: Tmp) => Tensor): Tensor {
+function pointwiseLoss(op: string, input: Tensor, target: Tensor, o: { reduction?: Reduction }, f: (d: Tensor) => Tensor): Tensor {
+  checkOptions(op, o, ['reduction']);
   checkFloat(op, input);
   if (!(target instanceof Tensor)) throw new TypeError(`${op}(): expected target to be a Tensor, but got ${typeof target}`);
   sameDevice(op, [input, target]);
-  const r = checkReduction(op, reduction ?? 'mean');
-  return scoped([input, target], (tmp) => reduceLoss(f(tmp(sub(input, target)), tmp), r, tmp));
+  const r = checkReduction(op, o.reduction ?? 'mean');
+  return tidy(() => reduceLoss(f(sub(input, target)), r));
 }
 
 /** `F.mse_loss(input, target, {reduction})`: `(input - target)²`, reduced (target broadcasts). */
 export const mseLoss = (input: Tensor, target: Tensor, o: { reduction?: Reduction } = {}): Tensor =>
-  pointwiseLoss('mse_loss', input, target, o.reduction, (d) => unaryOp('square', d));
+  pointwiseLoss('mse_loss', input, target, o, (d) => unaryOp('square', d));
 
 /** `F.l1_loss(input, target, {reduction})`: `|input - target|`, reduced (target broadcasts). */
 export const l1Loss = (input: Tensor, target: Tensor, o: { reduction?: Reduction } = {}): Tensor =>
-  pointwiseLoss('l1_loss', input, target, o.reduction, (d) => unaryOp('abs', d));
+  pointwiseLoss('l1_loss', input, target, o, (d) => unaryOp('abs', d));
 
 /**
  * `F.binary_cross_entropy_with_logits(input, target, {weight, posWeight, reduction})`, in the
@@ -227,6 +232,7 @@ export const l1Loss = (input: Tensor, target: Tensor, o: { reduction?: Reduction
  */
 export function binaryCrossEntropyWithLogits(input: Tensor, target: Tensor, o: { weight?: Tensor | null; posWeight?: Tensor | null; reduction?: Reduction } = {}): Tensor {
   const op = 'binary_cross_entropy_with_logits';
+  checkOptions(op, o, ['weight', 'posWeight', 'reduction']);
   checkFloat(op, input);
   checkFloat(op, target, 'target');
   sameDevice(op, [input, target, ...[o.weight, o.posWeight].filter((t): t is Tensor => !!t)]);
@@ -234,12 +240,12 @@ export function binaryCrossEntropyWithLogits(input: Tensor, target: Tensor, o: {
     throw new RangeError(`Target size (${fmt(target.shape)}) must be the same as input size (${fmt(input.shape)})`);
   }
   const r = checkReduction(op, o.reduction ?? 'mean');
-  return scoped([input, target, o.weight, o.posWeight], (tmp) => {
-    const sp = tmp(softplus(tmp(unaryOp('neg', input))));
-    const logWeight = o.posWeight ? tmp(add(tmp(mul(tmp(sub(o.posWeight, 1)), target)), 1)) : null;
-    let loss = tmp(add(tmp(mul(tmp(sub(1, target)), input)), logWeight ? tmp(mul(logWeight, sp)) : sp));
-    if (o.weight) loss = tmp(mul(loss, o.weight));
-    return reduceLoss(loss, r, tmp);
+  return tidy(() => {
+    const sp = softplus(unaryOp('neg', input));
+    const logWeight = o.posWeight ? add(mul(sub(o.posWeight, 1), target), 1) : null;
+    let loss = add(mul(sub(1, target), input), logWeight ? mul(logWeight, sp) : sp);
+    if (o.weight) loss = mul(loss, o.weight);
+    return reduceLoss(loss, r);
   });
 }
 
@@ -252,9 +258,9 @@ export function dropout(x: Tensor, p = 0.5, training = true): Tensor {
   checkFloat('dropout', x);
   if (!(p >= 0 && p <= 1)) throw new RangeError(`dropout probability has to be between 0 and 1, but got ${p}`);
   if (!training || p === 0) return V.index(x);
-  return scoped([x], (tmp) => {
-    const keep = tmp(binaryOp('ge', tmp(rand(x.shape.slice(), { device: x.device })), p));
-    return mul(x, tmp(mul(tmp(V.cast(keep, x.dtype)), p === 1 ? 0 : 1 / (1 - p))));
+  return tidy(() => {
+    const keep = binaryOp('ge', rand(x.shape.slice(), { device: x.device }), p);
+    return mul(x, mul(V.cast(keep, x.dtype), p === 1 ? 0 : 1 / (1 - p)));
   });
 }
 
@@ -272,12 +278,12 @@ export function layerNorm(x: Tensor, normalizedShape: number | number[], weight?
     }
   }
   const dims = ns.map((_, i) => x.ndim - ns.length + i);
-  return scoped([x, weight, bias], (tmp) => {
-    const xc = tmp(sub(x, tmp(reduce(ReduceOp.Mean, x, dims, true))));
-    const variance = tmp(reduce(ReduceOp.Mean, tmp(unaryOp('square', xc)), dims, true));
-    let y = mul(xc, tmp(unaryOp('rsqrt', tmp(add(variance, eps)))));
-    if (weight) y = mul(tmp(y), weight);
-    if (bias) y = add(tmp(y), bias);
+  return tidy(() => {
+    const xc = sub(x, reduce(ReduceOp.Mean, x, dims, true));
+    const variance = reduce(ReduceOp.Mean, unaryOp('square', xc), dims, true);
+    let y = mul(xc, unaryOp('rsqrt', add(variance, eps)));
+    if (weight) y = mul(y, weight);
+    if (bias) y = add(y, bias);
     return y;
   });
 }
@@ -300,28 +306,28 @@ export function batchNorm(x: Tensor, runningMean: Tensor | null, runningVar: Ten
   const n = x.numel() / Math.max(C, 1);
   if (training && n <= 1) throw new RangeError(`Expected more than 1 value per channel when training, got input size ${fmt(x.shape)}`);
   const chan = x.shape.map((s, i) => (i === 1 ? s : 1)), dims = x.shape.map((_, i) => i).filter((i) => i !== 1);
-  return scoped([x, runningMean, runningVar, weight, bias], (tmp) => {
-    const asChan = (t: Tensor) => tmp(V.reshape(t, chan));
+  return tidy(() => {
+    const asChan = (t: Tensor) => V.reshape(t, chan);
     let y: Tensor;
     if (training) {
-      const mean = tmp(reduce(ReduceOp.Mean, x, dims, true));
-      const xc = tmp(sub(x, mean));
-      const variance = tmp(reduce(ReduceOp.Mean, tmp(unaryOp('square', xc)), dims, true));
-      y = mul(xc, tmp(unaryOp('rsqrt', tmp(add(variance, eps)))));
+      const mean = reduce(ReduceOp.Mean, x, dims, true);
+      const xc = sub(x, mean);
+      const variance = reduce(ReduceOp.Mean, unaryOp('square', xc), dims, true);
+      y = mul(xc, unaryOp('rsqrt', add(variance, eps)));
       withGradMode(false, () => {
         const update = (buf: Tensor | null, stat: Tensor, scale: number) => {
           if (!buf) return;
-          const s = tmp(V.reshape(stat, buf.shape.slice()));
-          copyInto(buf, tmp(add(tmp(mul(buf, 1 - momentum)), tmp(mul(s, momentum * scale)))));
+          const s = V.reshape(stat, buf.shape.slice());
+          copyInto(buf, add(mul(buf, 1 - momentum), mul(s, momentum * scale)));
         };
         update(runningMean, mean, 1);
         update(runningVar, variance, n / (n - 1));
       });
     } else {
-      y = mul(tmp(sub(x, asChan(runningMean!))), tmp(unaryOp('rsqrt', tmp(add(asChan(runningVar!), eps)))));
+      y = mul(sub(x, asChan(runningMean!)), unaryOp('rsqrt', add(asChan(runningVar!), eps)));
     }
-    if (weight) y = mul(tmp(y), asChan(weight));
-    if (bias) y = add(tmp(y), asChan(bias));
+    if (weight) y = mul(y, asChan(weight));
+    if (bias) y = add(y, asChan(bias));
     return y;
   });
 }

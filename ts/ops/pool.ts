@@ -16,10 +16,11 @@ import { ReduceOp } from '../../wgsl/reduce.js';
 import { arange, fromHost } from './creation.js';
 import { binaryOp } from './elementwise.js';
 import { matmul } from './matmul.js';
+import { checkOptions } from './options.js';
 import { maxMin, reduce, type ValuesIndices } from './reduce.js';
 import { checkFloat } from './nn.js';
 import { pad, sizes, windows, type Size2 } from './conv.js';
-import { scoped, type Tmp } from './scoped.js';
+import { tidy } from './scoped.js';
 import * as V from './views.js';
 
 /** Options of `maxPool2d`. */
@@ -72,17 +73,17 @@ function poolArgs(op: string, x: Tensor, kernelSize: Size2, o: { stride?: Size2 
 }
 
 /** Windows [N, C, oh, ow, kh·kw] of x (3-D inputs gain a batch dim), padded with `value`. */
-function poolWindows(x: Tensor, g: PoolGeom, value: number, tmp: Tmp): Tensor {
-  const x4 = x.ndim === 4 ? x : tmp(V.unsqueeze(x, 0));
+function poolWindows(x: Tensor, g: PoolGeom, value: number): Tensor {
+  const x4 = x.ndim === 4 ? x : V.unsqueeze(x, 0);
   const [pt, pl] = g.p, [H, W] = [g.H, g.W];
   const pb = (g.out[0] - 1) * g.s[0] + g.d[0] * (g.k[0] - 1) + 1 - H - pt, pr = (g.out[1] - 1) * g.s[1] + g.d[1] * (g.k[1] - 1) + 1 - W - pl;
-  const xp = pt || pl || pb || pr ? tmp(pad(x4, [pl, pr, pt, pb], 'constant', value)) : x4;
-  const w = tmp(windows(xp, g.k, g.s, g.d, true));
-  return tmp(V.reshape(w, [...w.shape.slice(0, 4), g.k[0] * g.k[1]]));
+  const xp = pt || pl || pb || pr ? pad(x4, [pl, pr, pt, pb], 'constant', value) : x4;
+  const w = windows(xp, g.k, g.s, g.d, true);
+  return V.reshape(w, [...w.shape.slice(0, 4), g.k[0] * g.k[1]]);
 }
 
 /** Drops the batch dim added to a 3-D input. */
-const unbatch = (x: Tensor, y: Tensor, tmp: Tmp) => (x.ndim === 4 ? y : V.squeeze(tmp(y), 0));
+const unbatch = (x: Tensor, y: Tensor) => (x.ndim === 4 ? y : V.squeeze(y, 0));
 
 /**
  * `F.max_pool2d(x, kernelSize, {stride, padding, dilation, ceilMode, returnIndices})` over
@@ -91,21 +92,18 @@ const unbatch = (x: Tensor, y: Tensor, tmp: Tmp) => (x.ndim === 4 ? y : V.squeez
 export function maxPool2d(x: Tensor, kernelSize: Size2, o?: MaxPool2dOptions & { returnIndices?: false }): Tensor;
 export function maxPool2d(x: Tensor, kernelSize: Size2, o: MaxPool2dOptions & { returnIndices: true }): ValuesIndices;
 export function maxPool2d(x: Tensor, kernelSize: Size2, o: MaxPool2dOptions = {}): Tensor | ValuesIndices {
+  checkOptions('max_pool2d', o, ['stride', 'padding', 'dilation', 'ceilMode', 'returnIndices']);
   const g = poolArgs('max_pool2d', x, kernelSize, o);
-  return scoped([x], (tmp) => {
-    const { values, indices } = maxMin(true, poolWindows(x, g, -Infinity, tmp), -1) as ValuesIndices;
-    if (!o.returnIndices) {
-      tmp(indices);
-      return unbatch(x, values, tmp);
-    }
-    tmp(indices);
+  return tidy(() => {
+    const { values, indices } = maxMin(true, poolWindows(x, g, -Infinity), -1) as ValuesIndices;
+    if (!o.returnIndices) return unbatch(x, values);
     const i64 = { device: x.device, dtype: 'int64' };
-    const row = tmp(V.reshape(tmp(arange(0, g.out[0] * g.s[0], g.s[0], i64)), [g.out[0], 1]));
-    const col = tmp(arange(0, g.out[1] * g.s[1], g.s[1], i64));
-    const h = tmp(binaryOp('add', row, tmp(binaryOp('mul', tmp(binaryOp('floor_divide', indices, g.k[1])), g.d[0]))));
-    const w = tmp(binaryOp('add', col, tmp(binaryOp('mul', tmp(binaryOp('remainder', indices, g.k[1])), g.d[1]))));
-    const flat = tmp(binaryOp('add', tmp(binaryOp('mul', tmp(binaryOp('sub', h, g.p[0])), g.W)), tmp(binaryOp('sub', w, g.p[1]))));
-    return { values: unbatch(x, values, tmp), indices: unbatch(x, flat, tmp) };
+    const row = V.reshape(arange(0, g.out[0] * g.s[0], g.s[0], i64), [g.out[0], 1]);
+    const col = arange(0, g.out[1] * g.s[1], g.s[1], i64);
+    const h = binaryOp('add', row, binaryOp('mul', binaryOp('floor_divide', indices, g.k[1]), g.d[0]));
+    const w = binaryOp('add', col, binaryOp('mul', binaryOp('remainder', indices, g.k[1]), g.d[1]));
+    const flat = binaryOp('add', binaryOp('mul', binaryOp('sub', h, g.p[0]), g.W), binaryOp('sub', w, g.p[1]));
+    return { values: unbatch(x, values), indices: unbatch(x, flat) };
   });
 }
 
@@ -125,6 +123,7 @@ function counts(n: number, out: number, k: number, s: number, p: number): [numbe
  * over x [N, C, H, W] or [C, H, W].
  */
 export function avgPool2d(x: Tensor, kernelSize: Size2, o: AvgPool2dOptions = {}): Tensor {
+  checkOptions('avg_pool2d', o, ['stride', 'padding', 'ceilMode', 'countIncludePad', 'divisorOverride']);
   const g = poolArgs('avg_pool2d', x, kernelSize, o);
   if (o.divisorOverride != null && !(o.divisorOverride !== 0 && Number.isFinite(o.divisorOverride))) {
     throw new RangeError(`avg_pool2d(): divisor must be not zero, but got divisorOverride=${o.divisorOverride}`);
@@ -132,10 +131,10 @@ export function avgPool2d(x: Tensor, kernelSize: Size2, o: AvgPool2dOptions = {}
   const [hp, hi] = counts(g.H, g.out[0], g.k[0], g.s[0], g.p[0]), [wp, wi] = counts(g.W, g.out[1], g.k[1], g.s[1], g.p[1]);
   const [hs, ws] = (o.countIncludePad ?? true) ? [hp, wp] : [hi, wi];
   const divisor = hs.flatMap((a) => ws.map((b) => o.divisorOverride ?? a * b));
-  return scoped([x], (tmp) => {
-    const sum = tmp(reduce(ReduceOp.Sum, poolWindows(x, g, 0, tmp), -1));
-    const y = binaryOp('div', sum, tmp(fromHost(divisor, g.out, x.dtype, x.device)));
-    return unbatch(x, y, tmp);
+  return tidy(() => {
+    const sum = reduce(ReduceOp.Sum, poolWindows(x, g, 0), -1);
+    const y = binaryOp('div', sum, fromHost(divisor, g.out, x.dtype, x.device));
+    return unbatch(x, y);
   });
 }
 
@@ -163,9 +162,9 @@ export function adaptiveAvgPool2d(x: Tensor, outputSize: number | (number | null
   }
   const [oh, ow] = [raw[0] ?? H, raw[1] ?? W];
   if (H % oh === 0 && W % ow === 0) return avgPool2d(x, [H / oh, W / ow]);
-  return scoped([x], (tmp) => {
-    const ah = tmp(fromHost(averaging(H, oh), [oh, H], x.dtype, x.device));
-    const aw = tmp(V.t2(tmp(fromHost(averaging(W, ow), [ow, W], x.dtype, x.device))));
-    return matmul(tmp(matmul(ah, x)), aw);
+  return tidy(() => {
+    const ah = fromHost(averaging(H, oh), [oh, H], x.dtype, x.device);
+    const aw = V.t2(fromHost(averaging(W, ow), [ow, W], x.dtype, x.device));
+    return matmul(matmul(ah, x), aw);
   });
 }

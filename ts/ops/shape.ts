@@ -16,7 +16,7 @@ import { Tensor, view } from '../tensor.js';
 import { copyInto } from './copy.js';
 import { arange, full } from './creation.js';
 import { binaryOp, where } from './elementwise.js';
-import { scoped } from './scoped.js';
+import { tidy } from './scoped.js';
 import * as V from './views.js';
 
 function tensorList(op: string, tensors: Tensor[]): void {
@@ -88,7 +88,7 @@ export function stack(tensors: Tensor[], dim = 0): Tensor {
     }
   });
   const d = normDim(dim, tensors[0].ndim + 1);
-  return scoped(tensors, (tmp) => cat(tensors.map((t) => tmp(V.unsqueeze(t, d))), d));
+  return tidy(() => cat(tensors.map((t) => V.unsqueeze(t, d)), d));
 }
 
 /**
@@ -139,15 +139,15 @@ export function roll(x: Tensor, shifts: number | number[], dims?: number | numbe
   if (sh.some((s) => !Number.isInteger(s))) throw new TypeError(`roll(): shifts must be integers, but got ${JSON.stringify(shifts)}`);
   if (ds.length === 0) {
     if (sh.length !== 1) throw new RangeError(`shifts and dimensions must align. shifts: ${sh.length}, dims:0`);
-    return scoped([x], (tmp) => V.reshape(tmp(roll(tmp(V.reshape(x, [-1])), sh[0], 0)), x.shape.slice()));
+    return tidy(() => V.reshape(roll(V.reshape(x, [-1]), sh[0], 0), x.shape.slice()));
   }
   if (sh.length !== ds.length) throw new RangeError(`shifts and dimensions must align. shifts: ${sh.length}, dims:${ds.length}`);
-  return scoped([x], (tmp) => {
+  return tidy(() => {
     let cur = x;
     ds.forEach((dim, i) => {
       const d = normDim(dim, x.ndim), n = x.shape[d], s = n ? ((sh[i] % n) + n) % n : 0;
       if (s === 0) return;
-      cur = tmp(cat([tmp(V.narrow(cur, d, n - s, s)), tmp(V.narrow(cur, d, 0, n - s))], d));
+      cur = cat([V.narrow(cur, d, n - s, s), V.narrow(cur, d, 0, n - s)], d);
     });
     return cur === x ? V.index(x) : cur;
   });
@@ -163,9 +163,9 @@ export function repeat(x: Tensor, repeats: number[]): Tensor {
   }
   if (repeats.some((r) => r < 0)) throw new RangeError(`Trying to create tensor with negative dimension ${repeats.find((r) => r < 0)}: ${fmt(repeats)}`);
   const shape = [...new Array<number>(repeats.length - x.ndim).fill(1), ...x.shape];
-  return scoped([x], (tmp) => {
-    const spread = tmp(V.reshape(x, shape.flatMap((n) => [1, n])));
-    const tiled = tmp(V.expand(spread, shape.flatMap((n, i) => [repeats[i], n])));
+  return tidy(() => {
+    const spread = V.reshape(x, shape.flatMap((n) => [1, n]));
+    const tiled = V.expand(spread, shape.flatMap((n, i) => [repeats[i], n]));
     return V.reshape(tiled, shape.map((n, i) => n * repeats[i]));
   });
 }
@@ -176,11 +176,11 @@ function triangle(op: 'tril' | 'triu', x: Tensor, diagonal: number): Tensor {
   if (x.ndim < 2) throw new RangeError(`${op}: input tensor must have at least 2 dimensions (got shape ${fmt(x.shape)})`);
   if (!Number.isInteger(diagonal)) throw new TypeError(`${op}(): diagonal must be an integer, but got ${diagonal}`);
   const [r, c] = x.shape.slice(-2), opts = { device: x.device, dtype: 'int64' };
-  return scoped([x], (tmp) => {
-    const rows = tmp(V.reshape(tmp(arange(r, undefined, 1, opts)), [r, 1])), cols = tmp(arange(c, undefined, 1, opts));
-    const offset = tmp(binaryOp('sub', cols, rows));
-    const mask = tmp(binaryOp(op === 'tril' ? 'le' : 'ge', offset, diagonal));
-    return where(mask, x, tmp(full([], 0, { dtype: x.dtype, device: x.device })));
+  return tidy(() => {
+    const rows = V.reshape(arange(r, undefined, 1, opts), [r, 1]), cols = arange(c, undefined, 1, opts);
+    const offset = binaryOp('sub', cols, rows);
+    const mask = binaryOp(op === 'tril' ? 'le' : 'ge', offset, diagonal);
+    return where(mask, x, full([], 0, { dtype: x.dtype, device: x.device }));
   });
 }
 

@@ -13,8 +13,9 @@ import { fmt, normDim } from '../shape.js';
 import { Tensor } from '../tensor.js';
 import { ReduceOp } from '../../wgsl/reduce.js';
 import { binaryOp, unaryOp, where } from './elementwise.js';
+import { checkOptions } from './options.js';
 import { reduce, type Dims } from './reduce.js';
-import { scoped, type Tmp } from './scoped.js';
+import { tidy } from './scoped.js';
 import * as V from './views.js';
 
 /** Options of `var` and `std`. */
@@ -40,37 +41,36 @@ function checkStat(op: string, x: Tensor): void {
   if (!isFloating(x.dtype)) throw new TypeError(`std and var only support floating point and complex dtypes (${op} of ${x.dtype} tensor of shape ${fmt(x.shape)})`);
 }
 
-function divisor(x: Tensor, dims: number[], o: VarOptions): number {
+function divisor(op: string, x: Tensor, dims: number[], o: VarOptions): number {
+  checkOptions(op, o, ['correction', 'unbiased', 'keepdim']);
   const correction = o.correction ?? (o.unbiased === false ? 0 : 1);
   const n = dims.reduce((a, d) => a * (x.shape[d] ?? 1), 1);
   return Math.max(0, n - correction);
 }
 
-/** Σ(x - mean)² over `dims`, keepdim as asked; also returns the centered input. */
-function centered(x: Tensor, dims: number[], keepdim: boolean, tmp: Tmp): [Tensor, Tensor] {
-  const xc = tmp(binaryOp('sub', x, tmp(reduce(ReduceOp.Mean, x, dims, true))));
-  return [xc, tmp(reduce(ReduceOp.Sum, tmp(unaryOp('square', xc)), dims, keepdim))];
-}
+/** Σ(x - mean)² over `dims`. */
+const squaredDeviations = (x: Tensor, dims: number[], keepdim: boolean): Tensor =>
+  reduce(ReduceOp.Sum, unaryOp('square', binaryOp('sub', x, reduce(ReduceOp.Mean, x, dims, true))), dims, keepdim);
 
 /** `torch.var(x, dim?, {correction, keepdim})`: Σ(x - mean)² / (N - correction). */
 export function variance(x: Tensor, dim?: Dims, o: VarOptions = {}): Tensor {
   checkStat('var', x);
   const dims = dimList(x, dim);
-  return scoped([x], (tmp) => binaryOp('div', centered(x, dims, !!o.keepdim, tmp)[1], divisor(x, dims, o)));
+  return tidy(() => binaryOp('div', squaredDeviations(x, dims, !!o.keepdim), divisor('var', x, dims, o)));
 }
 
 /** `torch.std(x, dim?, {correction, keepdim})`: the square root of `var`; its gradient is 0 where std is 0. */
 export function std(x: Tensor, dim?: Dims, o: VarOptions = {}): Tensor {
   checkStat('std', x);
-  const dims = dimList(x, dim), n = divisor(x, dims, o);
-  return recorded('std', [x], () => scoped([x], (tmp) => unaryOp('sqrt', tmp(variance(x, dim, o)))), (ctx, out) => {
+  const dims = dimList(x, dim), n = divisor('std', x, dims, o);
+  return recorded('std', [x], () => tidy(() => unaryOp('sqrt', variance(x, dim, o))), (ctx, out) => {
     const sx = ctx.save(x), so = ctx.save(out);
-    return ([g]) => scoped([], (tmp) => withGradMode(false, () => {
-      const s = tmp(V.reshape(so, kept(x, dims))), gk = tmp(V.reshape(g!, kept(x, dims)));
-      const gvar = tmp(where(tmp(binaryOp('eq', s, 0)), 0, tmp(binaryOp('div', gk, tmp(binaryOp('mul', s, 2 * n))))));
-      const xc = tmp(binaryOp('sub', sx, tmp(reduce(ReduceOp.Mean, sx, dims, true))));
-      return [binaryOp('mul', tmp(binaryOp('mul', xc, 2)), gvar)];
-    }));
+    return ([g]) => {
+      const s = V.reshape(so, kept(x, dims)), gk = V.reshape(g!, kept(x, dims));
+      const gvar = where(binaryOp('eq', s, 0), 0, binaryOp('div', gk, binaryOp('mul', s, 2 * n)));
+      const xc = binaryOp('sub', sx, reduce(ReduceOp.Mean, sx, dims, true));
+      return [binaryOp('mul', binaryOp('mul', xc, 2), gvar)];
+    };
   });
 }
 
@@ -80,15 +80,15 @@ export function logsumexp(x: Tensor, dim: Dims, keepdim = false): Tensor {
   if (dim === undefined) throw new TypeError('logsumexp(): the dim argument is required');
   sameDevice('logsumexp', [x]);
   const dims = dimList(x, dim);
-  return scoped([x], (tmp) => {
-    const src = isFloating(x.dtype) ? x : tmp(V.cast(x, 'float32'));
-    const m = tmp(withGradMode(false, () => scoped([], (t2) => {
-      const raw = t2(reduce(ReduceOp.Max, src, dims, true));
-      return where(t2(binaryOp('eq', t2(unaryOp('abs', raw)), Infinity)), 0, raw);
-    })));
-    const s = tmp(reduce(ReduceOp.Sum, tmp(unaryOp('exp', tmp(binaryOp('sub', src, m)))), dims, keepdim));
-    const mk = keepdim ? m : tmp(V.reshape(m, x.shape.filter((_, i) => !dims.includes(i))));
-    return binaryOp('add', tmp(unaryOp('log', s)), mk);
+  return tidy(() => {
+    const src = isFloating(x.dtype) ? x : V.cast(x, 'float32');
+    const m = withGradMode(false, () => tidy(() => {
+      const raw = reduce(ReduceOp.Max, src, dims, true);
+      return where(binaryOp('eq', unaryOp('abs', raw), Infinity), 0, raw);
+    }));
+    const s = reduce(ReduceOp.Sum, unaryOp('exp', binaryOp('sub', src, m)), dims, keepdim);
+    const mk = keepdim ? m : V.reshape(m, x.shape.filter((_, i) => !dims.includes(i)));
+    return binaryOp('add', unaryOp('log', s), mk);
   });
 }
 
@@ -108,13 +108,13 @@ export function norm(x: Tensor, p: NormOrd = 'fro', dim?: Dims, keepdim = false)
   }
   const dims = dimList(x, dim);
   if (p === 'fro' && dim !== undefined && dims.length > 2) throw new RangeError(`norm(): 'fro' expects at most 2 dims, but got dim=${fmt(dims)}`);
-  if (p === 1) return scoped([x], (tmp) => reduce(ReduceOp.Sum, tmp(unaryOp('abs', x)), dims, keepdim));
-  if (p === Infinity) return scoped([x], (tmp) => reduce(ReduceOp.Max, tmp(unaryOp('abs', x)), dims, keepdim));
-  return recorded('norm', [x], () => scoped([x], (tmp) => unaryOp('sqrt', tmp(reduce(ReduceOp.SumSq, x, dims, keepdim)))), (ctx, out) => {
+  if (p === 1) return tidy(() => reduce(ReduceOp.Sum, unaryOp('abs', x), dims, keepdim));
+  if (p === Infinity) return tidy(() => reduce(ReduceOp.Max, unaryOp('abs', x), dims, keepdim));
+  return recorded('norm', [x], () => tidy(() => unaryOp('sqrt', reduce(ReduceOp.SumSq, x, dims, keepdim))), (ctx, out) => {
     const sx = ctx.save(x), so = ctx.save(out);
-    return ([g]) => scoped([], (tmp) => withGradMode(false, () => {
-      const n = tmp(V.reshape(so, kept(x, dims))), gk = tmp(V.reshape(g!, kept(x, dims)));
-      return [binaryOp('mul', sx, tmp(where(tmp(binaryOp('eq', n, 0)), 0, tmp(binaryOp('div', gk, n)))))];
-    }));
+    return ([g]) => {
+      const n = V.reshape(so, kept(x, dims)), gk = V.reshape(g!, kept(x, dims));
+      return [binaryOp('mul', sx, where(binaryOp('eq', n, 0), 0, binaryOp('div', gk, n)))];
+    };
   });
 }

@@ -11,6 +11,8 @@ import { StorageCode } from '../dtype.js';
 import { loadKernelWasm } from '../platform.js';
 import type { Backend } from './executor.js';
 import type { Command, DeviceInfo, Place, ViewRef } from './protocol.js';
+// The index family.
+import type { IndexCheck, IndexCommand } from './protocol.js';
 
 /** The AssemblyScript kernels' exports (see `assembly/index.ts`). */
 interface Kernels {
@@ -150,6 +152,9 @@ function run(cmd: Command): void {
       if (ws) freeRange(ws, wsBytes);
       return;
     }
+    // The index family.
+    case 'gather': case 'scatter': case 'cumulative': case 'sort': case 'oneHot':
+      return runIndex(cmd);
     default:
       throw new Error(`unknown command ${cmd.k}`);
   }
@@ -157,6 +162,50 @@ function run(cmd: Command): void {
 
 function write(id: number, byteOffset: number, data: ArrayBuffer): void {
   new Uint8Array(K.memory.buffer, ptr(id) + byteOffset, data.byteLength).set(new Uint8Array(data));
+}
+
+// ---- The index family (assembly/kernels/index.ts) ----
+
+/** The index kernels' exports; each checking kernel returns 1 on a bad index (then `badIndex()` is it). */
+interface IndexKernels {
+  gather(dt: number, x: number, idx: number, out: number, p: number, dimStride: number, size: number, wrap: number): number;
+  scatter(dt: number, add: number, out: number, idx: number, src: number, p: number, dimStride: number, size: number, value: number): number;
+  cumulative(prod: number, dt: number, outDt: number, x: number, out: number, p: number, len: number, dimStride: number, inner: number): void;
+  sortWorkspaceBytes(len: number): number;
+  sortIndices(dt: number, descending: number, x: number, out: number, outer: number, len: number, inner: number, ws: number): void;
+  oneHot(idx: number, out: number, n: number, classes: number): number;
+  badIndex(): number;
+}
+
+/** Raises a kernel's bad index as the op's message; the executor reports it at the next sync point. */
+function checked(status: number, check: IndexCheck): void {
+  if (status) throw new Error(check.message.replace('%d', String((K as unknown as IndexKernels).badIndex())));
+}
+
+function runIndex(cmd: IndexCommand): void {
+  const I = K as unknown as IndexKernels;
+  switch (cmd.k) {
+    case 'gather':
+      return checked(I.gather(cmd.dt, ptr(cmd.x.id), ptr(cmd.idx.id), at(cmd.out, cmd.dt), desc(viewWords(cmd.shape, [cmd.x, cmd.idx])),
+        cmd.dimStride, cmd.check.size, +cmd.check.wrap), cmd.check);
+    case 'scatter': {
+      if (!cmd.shape.every((s) => s > 0)) return;
+      K.copy(cmd.dt, cmd.dt, ptr(cmd.x.id), at(cmd.out, cmd.dt), desc(viewWords(cmd.shape, [cmd.x])));
+      const views = [{ id: cmd.out.id, offset: cmd.out.offset, strides: cmd.dstStrides }, cmd.idx, ...(cmd.src ? [cmd.src] : [])];
+      return checked(I.scatter(cmd.dt, +cmd.add, ptr(cmd.out.id), ptr(cmd.idx.id), cmd.src ? ptr(cmd.src.id) : 0, desc(viewWords(cmd.idxShape, views)),
+        cmd.dimStride, cmd.check.size, cmd.value), cmd.check);
+    }
+    case 'cumulative':
+      return I.cumulative(+cmd.prod, cmd.dt, cmd.outDt, ptr(cmd.x.id), at(cmd.out, cmd.outDt), desc(viewWords(cmd.lines, [cmd.x])), cmd.len, cmd.dimStride, cmd.inner);
+    case 'sort': {
+      if (!cmd.outer || !cmd.len || !cmd.inner) return;
+      const bytes = I.sortWorkspaceBytes(cmd.len), ws = allocRange(bytes);
+      I.sortIndices(cmd.dt, +cmd.descending, at(cmd.x, cmd.dt), at(cmd.out, StorageCode.I32), cmd.outer, cmd.len, cmd.inner, ws);
+      return freeRange(ws, bytes);
+    }
+    case 'oneHot':
+      return checked(I.oneHot(at(cmd.idx, StorageCode.I32), at(cmd.out, StorageCode.I32), cmd.n, cmd.classes), cmd.check);
+  }
 }
 
 /** The cpu device backend. */

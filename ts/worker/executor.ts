@@ -34,8 +34,8 @@ export interface Backend {
 /** Makes the worker API around a backend and exposes it to the parent thread. */
 export function serve(backend: Backend): void {
   const peers = new Map<string, MessagePort>();
-  const mailbox = new Map<string, ArrayBuffer>();
-  const waiting = new Map<string, (data: ArrayBuffer) => void>();
+  const mailbox = new Map<string, ArrayBuffer | Error>();
+  const waiting = new Map<string, (data: ArrayBuffer | Error) => void>();
   let chain: Promise<void> = Promise.resolve();
   let failure: Error | null = null;
 
@@ -49,7 +49,7 @@ export function serve(backend: Backend): void {
       mailbox.delete(key);
       return Promise.resolve(have);
     }
-    return new Promise<ArrayBuffer>((resolve) => waiting.set(key, resolve));
+    return new Promise<ArrayBuffer | Error>((resolve) => waiting.set(key, resolve));
   };
 
   async function runBatch(cmds: Command[]): Promise<void> {
@@ -58,7 +58,8 @@ export function serve(backend: Backend): void {
         if (cmd.k === 'connect') {
           peers.set(cmd.peer, cmd.port);
           onPortMessage(cmd.port, (msg) => {
-            const { tag, data } = msg as { tag: number; data: ArrayBuffer };
+            const { tag, data: bytes, error } = msg as { tag: number; data: ArrayBuffer; error?: string };
+            const data = error === undefined ? bytes : new Error(`the copy from ${cmd.peer} failed: ${error}`);
             const key = `${cmd.peer}#${tag}`;
             const w = waiting.get(key);
             if (w) {
@@ -68,11 +69,18 @@ export function serve(backend: Backend): void {
           });
         } else if (cmd.k === 'send') {
           backend.flush();
-          const data = await backend.read(cmd.id, cmd.byteOffset, cmd.bytes);
-          peers.get(cmd.peer)!.postMessage({ tag: cmd.tag, data }, [data]);
+          const port = peers.get(cmd.peer)!;
+          // A failed read (a device error found at this sync point) still answers the peer, whose recv fails too.
+          const data = await Promise.resolve(backend.read(cmd.id, cmd.byteOffset, cmd.bytes)).catch((e: unknown) => {
+            port.postMessage({ tag: cmd.tag, data: new ArrayBuffer(0), error: e instanceof Error ? e.message : String(e) });
+            throw e;
+          });
+          port.postMessage({ tag: cmd.tag, data }, [data]);
         } else if (cmd.k === 'recv') {
           backend.flush();
-          backend.write(cmd.id, cmd.byteOffset, await receive(cmd.peer, cmd.tag));
+          const data = await receive(cmd.peer, cmd.tag);
+          if (data instanceof Error) throw data;
+          backend.write(cmd.id, cmd.byteOffset, data);
         } else {
           backend.run(cmd);
         }

@@ -11,14 +11,18 @@
  * buffer and cast by the copy kernel.
  */
 import { StorageCode } from '../dtype.js';
-import { getGpu } from '../platform.js';
+import { env, getGpu } from '../platform.js';
 import { MAX_X, WG, mapInvocations, mapParams, mapShader, scatterShader, type MapKernel } from '../../wgsl/elementwise.js';
 import { computeType, elementsPerWord } from '../../wgsl/dtype.js';
 import { reduceShader } from '../../wgsl/reduce.js';
-import { TILE, matmulShader } from '../../wgsl/matmul.js';
+import { TILE, TILE_V4, matmulShader, matmulVec4Shader, vec4Eligible } from '../../wgsl/matmul.js';
 import { ELEMENTWISE, WGSL_PRELUDE } from '../ops/table.js';
 import type { Backend } from './executor.js';
 import type { Command, DeviceInfo, Place, ViewRef } from './protocol.js';
+// The index family.
+import { IWG, SORT_BLOCK, cumulativeShader, gatherShader, indexParams, oneHotShader, scalarWord, scatterIndexShader, sortGlobalShader,
+  sortInitShader, sortLocalShader, sortOutShader, sortParams, wordDt } from '../../wgsl/index.js';
+import type { IndexCommand } from './protocol.js';
 
 const UNARY = new Map(ELEMENTWISE.filter((o) => o.arity === 1).map((o) => [o.code, o]));
 const BINARY = new Map(ELEMENTWISE.filter((o) => o.arity === 2).map((o) => [o.code, o]));
@@ -28,6 +32,8 @@ let gpu: GPU | null = null;
 let adapter: GPUAdapter | null = null;
 let device: GPUDevice;
 let paramAlign = 256;
+/** `WEBTORCH_MATMUL=1` forces matmul variant 1 (for benchmarks comparing variants). */
+let matmulVariant = 2;
 let maxBinding = 1 << 27;
 const buffers = new Map<number, GPUBuffer>();
 const pipelines = new Map<string, GPUComputePipeline>();
@@ -208,10 +214,17 @@ function run(cmd: Command): void {
       viaScratch(cmd.out, cmd.dt, batch * m * n, StorageCode.F32, (target, offset) => {
         const { bind, slot } = slotsOf(target, [buf(cmd.a.id), buf(cmd.b.id)]);
         const p = new Uint32Array([m, n, kk, cmd.a.offset, ...cmd.aStrides, cmd.b.offset, ...cmd.bStrides, offset]).buffer;
-        dispatch(matmulShader(cmd.dt, slot[0], slot[1], bind.length), bind, p, [Math.ceil(n / TILE), Math.ceil(m / TILE), batch]);
+        const vec4 = cmd.dt === StorageCode.F32 && matmulVariant !== 1 &&
+          vec4Eligible(m, n, kk, { offset: cmd.a.offset, strides: cmd.aStrides }, { offset: cmd.b.offset, strides: cmd.bStrides }, offset);
+        if (vec4) dispatch(matmulVec4Shader(slot[0], slot[1], bind.length), bind, p, [Math.ceil(n / TILE_V4), Math.ceil(m / TILE_V4), batch]);
+        else dispatch(matmulShader(cmd.dt, slot[0], slot[1], bind.length), bind, p, [Math.ceil(n / TILE), Math.ceil(m / TILE), batch]);
       });
       return;
     }
+    // The index family.
+    case 'gather': case 'scatter': case 'cumulative': case 'sort': case 'oneHot':
+      runIndex(cmd);
+      return;
     default:
       throw new Error(`unknown command ${cmd.k}`);
   }
@@ -276,12 +289,111 @@ async function read(id: number, byteOffset: number, bytes: number): Promise<Arra
   staging.unmap();
   staging.destroy();
   await checkErrors();
+  await checkIndexErrors();
   return out;
+}
+
+// ---- The index family (wgsl/index.ts): gather, scatter, cumulative, sort, one_hot ----
+
+/** The device's index-error words (see wgsl/index.ts), and the codes of the messages of checking dispatches since the last check. */
+let indexErrors: GPUBuffer | null = null;
+const indexCodes = new Map<string, number>();
+
+/** Registers a checking dispatch; returns the code its kernel records on a bad index (one per distinct message). */
+function checkCode(cmd: IndexCommand & { check: { message: string } }): number {
+  indexErrors ??= device.createBuffer({ size: 16, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST });
+  const message = `${cmd.k} failed on device: ${cmd.check.message}`;
+  const code = indexCodes.get(message) ?? indexCodes.size + 1;
+  indexCodes.set(message, code);
+  return code;
+}
+
+/** Throws the first bad index recorded since the last check (the sync points call it), and clears it. */
+async function checkIndexErrors(): Promise<void> {
+  if (!indexCodes.size) return;
+  flush();
+  const messages = [...indexCodes.keys()];
+  indexCodes.clear();
+  const staging = device.createBuffer({ size: 16, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+  const enc = device.createCommandEncoder();
+  enc.copyBufferToBuffer(indexErrors!, 0, staging, 0, 16);
+  enc.clearBuffer(indexErrors!);
+  device.queue.submit([enc.finish()]);
+  await staging.mapAsync(GPUMapMode.READ);
+  const [code, bad] = new Int32Array(staging.getMappedRange().slice(0));
+  staging.unmap();
+  staging.destroy();
+  if (code) throw new Error(messages[code - 1].replace('%d', String(bad)));
+}
+
+const count = (shape: number[]) => shape.reduce((a, b) => a * b, 1);
+
+function runIndex(cmd: IndexCommand): void {
+  switch (cmd.k) {
+    case 'gather': {
+      const n = count(cmd.shape);
+      if (!n) return;
+      const { bind, slot } = slotsOf(buf(cmd.out.id), [buf(cmd.x.id), buf(cmd.idx.id)]);
+      const p = indexParams(n, cmd.shape, cmd.out.offset, [cmd.x, cmd.idx], [cmd.dimStride, cmd.check.size, +cmd.check.wrap, checkCode(cmd)]);
+      dispatch(gatherShader(cmd.shape.length, cmd.dt, slot[0], slot[1], bind.length), [...bind, indexErrors!], p, grid1d(Math.ceil(n / elementsPerWord(cmd.dt))));
+      return;
+    }
+    case 'scatter': {
+      const n = count(cmd.shape), m = count(cmd.idxShape), wdt = wordDt(cmd.dt);
+      if (!n) return;
+      viaScratch(cmd.out, cmd.dt, n, wdt, (target, offset) => {
+        runMap([{ r: cmd.x, dt: cmd.dt }], cmd.shape, target, offset, wdt, 'x0', computeType(cmd.dt));
+        if (!m) return;
+        const { bind, slot } = slotsOf(target, [buf(cmd.idx.id), ...(cmd.src ? [buf(cmd.src.id)] : [])]);
+        const views = [{ offset, strides: cmd.dstStrides }, cmd.idx, cmd.src ?? { offset: 0, strides: [] }];
+        const extra = [cmd.dimStride, cmd.check.size, +cmd.check.wrap, checkCode(cmd), scalarWord(cmd.value, computeType(cmd.dt))];
+        dispatch(scatterIndexShader(cmd.idxShape.length, cmd.dt, cmd.add, slot[0], cmd.src ? slot[1] : -1, bind.length), [...bind, indexErrors!],
+          indexParams(m, cmd.idxShape, 0, views, extra), grid1d(m));
+      });
+      return;
+    }
+    case 'cumulative': {
+      const lines = count(cmd.lines);
+      if (!lines || !cmd.len) return;
+      viaScratch(cmd.out, cmd.outDt, lines * cmd.len, wordDt(cmd.dt), (target, offset) => {
+        const { bind, slot } = slotsOf(target, [buf(cmd.x.id)]);
+        dispatch(cumulativeShader(cmd.lines.length, cmd.dt, cmd.prod, slot[0], bind.length), bind,
+          indexParams(lines, cmd.lines, offset, [cmd.x], [cmd.len, cmd.dimStride, cmd.inner]), grid1d(lines));
+      });
+      return;
+    }
+    case 'sort': {
+      const { len, inner } = cmd, n = cmd.outer * len * inner;
+      if (!n) return;
+      const padded = 2 ** Math.ceil(Math.log2(len)), total = (n / len) * padded, blocks = Math.ceil(total / SORT_BLOCK);
+      const tmp = device.createBuffer({ size: total * 8, usage: GPUBufferUsage.STORAGE });
+      retired.push(tmp);
+      const params = (k = 0, j = 0) => sortParams(total, padded, len, inner, cmd.x.offset, k, j, cmd.out.offset, n);
+      const init = slotsOf(tmp, [buf(cmd.x.id)]);
+      dispatch(sortInitShader(cmd.dt, cmd.descending, init.slot[0], init.bind.length), init.bind, params(), grid1d(total));
+      dispatch(sortLocalShader(false), [tmp], params(), grid1d(blocks * IWG));
+      for (let k = 2 * SORT_BLOCK; k <= padded; k *= 2) {
+        for (let j = k / 2; j >= SORT_BLOCK; j /= 2) dispatch(sortGlobalShader(), [tmp], params(k, j), grid1d(total / 2));
+        dispatch(sortLocalShader(true), [tmp], params(k), grid1d(blocks * IWG));
+      }
+      dispatch(sortOutShader(), [buf(cmd.out.id), tmp], params(), grid1d(n));
+      return;
+    }
+    case 'oneHot': {
+      const n = cmd.n * cmd.classes;
+      if (!n) return;
+      const { bind, slot } = slotsOf(buf(cmd.out.id), [buf(cmd.idx.id)]);
+      const p = new Uint32Array([n, cmd.classes, cmd.idx.offset, cmd.out.offset, checkCode(cmd)]).buffer;
+      dispatch(oneHotShader(slot[0], bind.length), [...bind, indexErrors!], p, grid1d(n));
+      return;
+    }
+  }
 }
 
 /** The gpu device backend. */
 export const gpuBackend: Backend = {
   async init({ name }): Promise<DeviceInfo> {
+    matmulVariant = Number(env('WEBTORCH_MATMUL') ?? 2);
     gpu = await getGpu();
     if (!gpu) throw new Error('WebGPU is not available on this platform (no navigator.gpu)');
     const found = await gpu.requestAdapter({ powerPreference: 'high-performance' });
@@ -311,6 +423,7 @@ export const gpuBackend: Backend = {
     flush();
     await device.queue.onSubmittedWorkDone();
     await checkErrors();
+    await checkIndexErrors();
   },
   async close() {
     flush();

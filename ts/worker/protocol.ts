@@ -38,7 +38,8 @@ export type Command =
       aStrides: [number, number, number]; bStrides: [number, number, number] }
   | { k: 'connect'; peer: string; port: MessagePort }
   | { k: 'send'; peer: string; tag: number; id: number; byteOffset: number; bytes: number }
-  | { k: 'recv'; peer: string; tag: number; id: number; byteOffset: number };
+  | { k: 'recv'; peer: string; tag: number; id: number; byteOffset: number }
+  | IndexCommand;
 
 /** What a device reports about itself. */
 export interface DeviceInfo {
@@ -72,3 +73,35 @@ export interface WorkerFailure {
   op: string;
   message: string;
 }
+
+// ---- The index family (ts/ops/indexing.ts; kernels in wgsl/index.ts, assembly/kernels/index.ts) ----
+
+/**
+ * A device-side index check: indices must lie in [0, size) (or [-size, size) with `wrap`).
+ * The first bad index is reported at the next sync point as `message` with `%d` replaced by it.
+ */
+export interface IndexCheck {
+  size: number;
+  wrap: boolean;
+  message: string;
+}
+
+/**
+ * Commands of the index family.
+ * - `gather`: out[i] = x[xView(i) + idx[idxView(i)] * dimStride], both views over the output
+ *   `shape` (index_select, gather, take, embedding, sort and topk values).
+ * - `scatter`: copies `x` into `out`, then writes or adds src (or `value`, already in the
+ *   dtype's range) at out + dstStrides·i + idx(i) * dimStride over the index's shape.
+ * - `cumulative`: running sums or products along lines of x (`lines` is x's shape without the
+ *   dim) into a contiguous `out`.
+ * - `sort`: the stable sort order (int64) of the contiguous [outer, len, inner] block at `x`.
+ * - `oneHot`: idx.numel() × classes int64 zeros and ones.
+ */
+export type IndexCommand =
+  | { k: 'gather'; x: ViewRef; idx: ViewRef; dt: StorageCode; out: Place; shape: number[]; dimStride: number; check: IndexCheck }
+  | { k: 'scatter'; add: boolean; x: ViewRef; dt: StorageCode; out: Place; shape: number[]; dstStrides: number[]; idx: ViewRef;
+      src: ViewRef | null; value: number; idxShape: number[]; dimStride: number; check: IndexCheck }
+  | { k: 'cumulative'; prod: boolean; x: ViewRef; dt: StorageCode; out: Place; outDt: StorageCode; lines: number[]; len: number;
+      dimStride: number; inner: number }
+  | { k: 'sort'; x: Place; dt: StorageCode; descending: boolean; out: Place; outer: number; len: number; inner: number }
+  | { k: 'oneHot'; idx: Place; out: Place; n: number; classes: number; check: IndexCheck };
