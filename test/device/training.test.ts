@@ -263,3 +263,63 @@ describe('training-loop misuse gets a clear error', () => {
     [x, y, z, r, x.grad!].forEach((t) => t.dispose());
   });
 });
+
+describe('layers', () => {
+  it('a small CNN (Conv2d, BatchNorm2d, MaxPool2d, Dropout, Linear) trains on every device; BatchNorm buffers move and update', async () => {
+    for (const d of devices) {
+      torch.manualSeed(5);
+      const net = new nn.Sequential(
+        new nn.Conv2d(1, 4, 3, { padding: 1 }), new nn.BatchNorm2d(4), new nn.ReLU(), new nn.MaxPool2d(2),
+        new nn.Flatten(), new nn.Dropout(0.1), new nn.Linear(4 * 4 * 4, 3),
+      ).to(d);
+      const bn = net.at(1) as unknown as { running_mean: torch.Tensor };
+      expect(String(bn.running_mean.device)).toBe(d);
+      const opt = new optim.Adam(net.parameters(), { lr: 0.01 });
+      const lossFn = new nn.CrossEntropyLoss();
+      const X = torch.randn([8, 1, 8, 8], { device: d }), y = torch.tensor([0, 1, 2, 0, 1, 2, 0, 1], { device: d });
+      const losses: number[] = [];
+      for (let i = 0; i < 8; i++) {
+        const loss = torch.tidy(() => lossFn.call(net.call(X), y));
+        opt.zeroGrad();
+        loss.backward();
+        opt.step();
+        losses.push((await loss.item()) as number);
+        loss.dispose();
+      }
+      expect(losses[7]).toBeLessThan(losses[0]);
+      expect((await bn.running_mean.values()).some((v) => v !== 0)).toBe(true);
+      net.eval();
+      const out = torch.noGrad(() => net.call(X));
+      expect(out.shape).toEqual([8, 3]);
+      out.dispose();
+      opt.zeroGrad();
+      for (const s of opt.state.values()) for (const v of Object.values(s)) if (typeof v === 'object') v.dispose();
+      [...net.parameters(), ...net.buffers(), X, y].forEach((t) => t.dispose());
+    }
+  });
+
+  it('Embedding, LayerNorm, Conv1d, AdaptiveAvgPool2d and the activations give the expected shapes and gradients', async () => {
+    for (const d of devices) {
+      const emb = new nn.Embedding(10, 4).to(d), ln = new nn.LayerNorm(4).to(d), c1 = new nn.Conv1d(4, 2, 3).to(d);
+      const shapes = torch.tidy(() => {
+        const idx = torch.tensor([[1, 2, 3, 4, 5]], { device: d });
+        const h = ln.call(emb.call(idx));                                 // [1, 5, 4]
+        const c = c1.call(h.transpose(1, 2));                             // [1, 2, 3]
+        const p = new nn.AdaptiveAvgPool2d(1).call(c.unsqueeze(0));       // [1, 1, 1, 1]
+        const a = new nn.GELU().call(new nn.SiLU().call(new nn.Tanh().call(new nn.Sigmoid().call(p))));
+        a.sum().backward();
+        return [h.shape, c.shape, p.shape];
+      });
+      expect(shapes).toEqual([[1, 5, 4], [1, 2, 3], [1, 1, 1, 1]]);
+      expect(emb.weight.grad!.shape).toEqual([10, 4]);
+      const sums = emb.weight.grad!.sum(1);
+      const rowGrads = (await sums.values()) as number[];
+      sums.dispose();
+      expect(rowGrads[0]).toBe(0);                                          // row 0 was not looked up
+      [...emb.parameters(), ...ln.parameters(), ...c1.parameters()].forEach((p) => {
+        p.grad?.dispose();
+        p.dispose();
+      });
+    }
+  });
+});

@@ -1,28 +1,12 @@
 /**
  * `Dataset` and `TensorDataset`. A dataset maps an index to an item; `TensorDataset` holds
- * tensors whose first dims are the samples and serves whole batches by copying the chosen rows
+ * tensors whose first dims are the samples and serves whole batches with one gather per tensor
  * on the tensors' own device, so batching never reads data back to the calling thread.
  */
-import { alloc, code, launch, place, ref } from '../runtime/dispatch.js';
+import { tensor } from '../ops/creation.js';
+import { indexSelect } from '../ops/indexing.js';
 import { select } from '../ops/views.js';
 import type { Tensor } from '../tensor.js';
-
-/** Copies rows `indices` of `t` (along dim 0) into a new tensor, one copy command per row. */
-export function gatherRows(t: Tensor, indices: number[]): Tensor {
-  const out = alloc([indices.length, ...t.shape.slice(1)], t.dtype, t.device);
-  const rowElems = out.numel() / Math.max(1, indices.length), p = place(out);
-  if (rowElems) {
-    indices.forEach((i, k) => {
-      const row = select(t, 0, i);
-      launch(t.device, {
-        k: 'copyInto', src: ref(row), srcDt: code(t), dt: code(out), shape: row.shape.slice(),
-        dst: { id: p.id, offset: p.offset + k * rowElems, strides: out._strides.slice(1) },
-      });
-      row.dispose();
-    });
-  }
-  return out;
-}
 
 /** A map-style dataset (PyTorch's `torch.utils.data.Dataset`). */
 export abstract class Dataset<T = Tensor[]> {
@@ -55,8 +39,16 @@ export class TensorDataset extends Dataset<Tensor[]> {
     return this.tensors.map((t) => select(t, 0, index));
   }
 
-  /** The samples at `indices`, batched. */
+  /** The samples at `indices`, batched: one gather per tensor, on the tensor's device. */
   getBatch(indices: number[]): Tensor[] {
-    return this.tensors.map((t) => gatherRows(t, indices));
+    const byDevice = new Map<Tensor['device'], Tensor>();
+    const idx = (t: Tensor) => {
+      let i = byDevice.get(t.device);
+      if (!i) byDevice.set(t.device, (i = tensor(Int32Array.from(indices), { dtype: 'int64', device: t.device })));
+      return i;
+    };
+    const out = this.tensors.map((t) => indexSelect(t, 0, idx(t)));
+    byDevice.forEach((i) => i.dispose());
+    return out;
   }
 }

@@ -1,3 +1,9 @@
-/** `torch.nn`: modules, layers and parameters. */
+/** `torch.nn`: modules, layers, losses and parameters. */
 export { Module, Parameter } from './module.js';
-export { Linear, LazyLinear, ReLU, GELU, SiLU, Tanh, Sigmoid, Flatten, Sequential, ModuleList, ModuleDict, linear } from './layers.js';
+export { Linear, LazyLinear, ReLU, GELU, SiLU, Tanh, Sigmoid, Flatten, Sequential, ModuleList, ModuleDict } from './layers.js';
+export {
+  Conv1d, Conv2d, BatchNorm1d, BatchNorm2d, LayerNorm, Embedding, Dropout, Softmax, LogSoftmax, MaxPool2d, AvgPool2d, AdaptiveAvgPool2d,
+} from './spatial.js';
+export type { ConvLayerOptions } from './spatial.js';
+export { CrossEntropyLoss, NLLLoss, MSELoss, L1Loss, BCEWithLogitsLoss } from './loss.js';
+export * as functional from '../ops/functional.js';

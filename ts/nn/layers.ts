@@ -9,9 +9,9 @@
 import { CPU } from '../device.js';
 import { defaultGenerator } from '../random.js';
 import { fromHost } from '../ops/creation.js';
-import { unaryOp, binaryOp, gelu } from '../ops/elementwise.js';
-import { matmul } from '../ops/matmul.js';
-import { flatten, transpose } from '../ops/views.js';
+import { unaryOp, gelu } from '../ops/elementwise.js';
+import { linear } from '../ops/nn.js';
+import { flatten } from '../ops/views.js';
 import type { Tensor } from '../tensor.js';
 import { Module, Parameter } from './module.js';
 
@@ -23,21 +23,6 @@ export function uniformParameter(shape: number[], bound: number): Parameter {
   const p = Parameter.of(t);
   t.dispose();
   return p;
-}
-
-/** `y = x·Wᵀ + b` with the weight stored as [out, in], as in PyTorch. */
-export function linear(x: Tensor, weight: Tensor, bias?: Tensor | null): Tensor {
-  const wt = transpose(weight, 0, 1);
-  let y: Tensor;
-  try {
-    y = matmul(x, wt);
-  } finally {
-    wt.dispose();
-  }
-  if (!bias) return y;
-  const out = binaryOp('add', y, bias);
-  y.dispose();
-  return out;
 }
 
 /** `nn.Linear(inFeatures, outFeatures, {bias})`. */

@@ -14,6 +14,7 @@ export type { ConvOptions, UnfoldOptions, Size2 } from './conv.js';
 export { maxPool2d, avgPool2d, adaptiveAvgPool2d } from './pool.js';
 export type { MaxPool2dOptions, AvgPool2dOptions } from './pool.js';
 export { gelu, softplus } from './elementwise.js';
+export { embedding, oneHot } from './indexing.js';
 
 /** `F.relu(x)`. */
 export const relu = (x: Tensor): Tensor => unaryOp('relu', x);

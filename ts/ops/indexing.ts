@@ -14,9 +14,11 @@ import { alloc, code, launch, place, ref, sameDevice } from '../runtime/dispatch
 import { broadcastShapes, broadcastStrides, contiguousStrides, fmt, MAX_KERNEL_RANK, normDim, numel } from '../shape.js';
 import { Tensor } from '../tensor.js';
 import { ReduceOp } from '../../wgsl/reduce.js';
-import { full } from './creation.js';
-import { reduce, type ValuesIndices } from './reduce.js';
-import { cast, contiguous, reshape, slice } from './views.js';
+import { arange, full } from './creation.js';
+import { op as recorded } from '../autograd/graph.js';
+import { binaryOp, where } from './elementwise.js';
+import { reduce, sumTo, type ValuesIndices } from './reduce.js';
+import { cast, contiguous, expand, reshape, slice } from './views.js';
 
 function checkRank(op: string, shape: readonly number[]): void {
   if (shape.length > MAX_KERNEL_RANK) throw new RangeError(`${op}: tensors of more than ${MAX_KERNEL_RANK} dims are not supported (got ${shape.length})`);
@@ -50,7 +52,7 @@ function gatherAlong(op: string, x: Tensor, d: number, index: Tensor): Tensor {
 }
 
 /** `torch.index_select(x, dim, index)`: the entries `index` (int64 or int32, at most 1-D) of dim `dim`. */
-export function indexSelect(x: Tensor, dim: number, index: Tensor): Tensor {
+function indexSelectForward(x: Tensor, dim: number, index: Tensor): Tensor {
   sameDevice('index_select', [x, index]);
   if (index.dtype !== 'int64' && index.dtype !== 'int32') throw new TypeError('index_select(): Expected dtype int32 or int64 for index');
   if (index.ndim > 1) throw new RangeError('index_select(): Index is supposed to be a vector');
@@ -81,7 +83,7 @@ function checkIndexShape(op: string, x: Tensor, d: number, index: Tensor, src?: 
 }
 
 /** `torch.gather(x, dim, index)`: out[i][j] = x[index[i][j]][j] (dim 0); index is int64 of x's rank. */
-export function gather(x: Tensor, dim: number, index: Tensor): Tensor {
+function gatherForward(x: Tensor, dim: number, index: Tensor): Tensor {
   sameDevice('gather', [x, index]);
   if (index.dtype !== 'int64') throw new TypeError('gather(): Expected dtype int64 for index');
   const d = normDim(dim, x.ndim);
@@ -126,7 +128,7 @@ function scatterOp(op: 'scatter' | 'scatter_add', add: boolean, x: Tensor, dim: 
  * src[i][j] (dim 0). `src` is a tensor of x's dtype or a number. Where indices repeat, which
  * write wins is unspecified, as in PyTorch.
  */
-export function scatter(x: Tensor, dim: number, index: Tensor, src: Tensor | number | boolean): Tensor {
+function scatterForward(x: Tensor, dim: number, index: Tensor, src: Tensor | number | boolean): Tensor {
   return scatterOp('scatter', false, x, dim, index, src);
 }
 
@@ -135,7 +137,7 @@ export function scatter(x: Tensor, dim: number, index: Tensor, src: Tensor | num
  * out[index[i][j]][j] (dim 0). On a GPU, float sums are accumulated with atomics, so their
  * rounding order is not deterministic (as with CUDA); float16/bfloat16 sums round once.
  */
-export function scatterAdd(x: Tensor, dim: number, index: Tensor, src: Tensor): Tensor {
+function scatterAddForward(x: Tensor, dim: number, index: Tensor, src: Tensor): Tensor {
   if (!(src instanceof Tensor)) throw new TypeError('scatter_add(): src must be a tensor (use scatter() to write a number)');
   return scatterOp('scatter_add', true, x, dim, index, src);
 }
@@ -154,7 +156,7 @@ export function take(x: Tensor, index: Tensor): Tensor {
 }
 
 /** `torch.nn.functional.embedding(indices, weight)`: rows of the 2-D `weight`; out is indices.shape + [dim]. */
-export function embedding(weight: Tensor, indices: Tensor): Tensor {
+function embeddingForward(weight: Tensor, indices: Tensor): Tensor {
   sameDevice('embedding', [weight, indices]);
   if (indices.dtype !== 'int64' && indices.dtype !== 'int32') {
     throw new TypeError(`Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, Int; but got torch.${scalarName(indices.dtype)}Tensor instead (while checking arguments for embedding)`);
@@ -202,7 +204,7 @@ export function oneHot(indices: Tensor, numClasses = -1): Tensor | Promise<Tenso
 }
 
 /** `torch.masked_fill(x, mask, value)`: x where the bool `mask` (broadcast) is false, else `value` (a number or 0-d tensor) in x's dtype. */
-export function maskedFill(x: Tensor, mask: Tensor, value: number | boolean | Tensor): Tensor {
+function maskedFillForward(x: Tensor, mask: Tensor, value: number | boolean | Tensor): Tensor {
   sameDevice('masked_fill', value instanceof Tensor ? [x, mask, value] : [x, mask]);
   if (mask.dtype !== 'bool') throw new TypeError(`masked_fill_ only supports boolean masks, but got mask with dtype ${mask.dtype}`);
   if (value instanceof Tensor && value.ndim !== 0) {
@@ -235,9 +237,9 @@ function cumulative(op: string, prod: boolean, x: Tensor, dim: number): Tensor {
 }
 
 /** `torch.cumsum(x, dim)`: running sums along `dim`; integer and bool inputs give int64. */
-export const cumsum = (x: Tensor, dim: number): Tensor => cumulative('cumsum', false, x, dim);
+const cumsumForward = (x: Tensor, dim: number): Tensor => cumulative('cumsum', false, x, dim);
 /** `torch.cumprod(x, dim)`: running products along `dim`; integer and bool inputs give int64. */
-export const cumprod = (x: Tensor, dim: number): Tensor => cumulative('cumprod', true, x, dim);
+const cumprodForward = (x: Tensor, dim: number): Tensor => cumulative('cumprod', true, x, dim);
 
 /** The stable sort order of x along dim `d` (int64, x's shape). */
 function sortOrder(x: Tensor, d: number, descending: boolean): Tensor {
@@ -258,7 +260,7 @@ function sortOrder(x: Tensor, d: number, descending: boolean): Tensor {
  * The sort is stable (equal elements keep their order, also when descending); NaN is larger
  * than every number (last ascending, first descending) and -0 equals 0, as in PyTorch.
  */
-export function sort(x: Tensor, dim = -1, descending = false): ValuesIndices {
+function sortForward(x: Tensor, dim = -1, descending = false): ValuesIndices {
   sameDevice('sort', [x]);
   checkRank('sort', x.shape);
   const d = normDim(dim, x.ndim);
@@ -271,7 +273,7 @@ export function sort(x: Tensor, dim = -1, descending = false): ValuesIndices {
  * along `dim` and their indices, always in sorted order. Ties go to the lower index (PyTorch
  * leaves their order unspecified); NaN counts as the largest value.
  */
-export function topk(x: Tensor, k: number, dim = -1, largest = true, _sorted = true): ValuesIndices {
+function topkForward(x: Tensor, k: number, dim = -1, largest = true, _sorted = true): ValuesIndices {
   sameDevice('topk', [x]);
   checkRank('topk', x.shape);
   const d = normDim(dim, x.ndim), size = x.ndim ? x.shape[d] : 1;
@@ -286,4 +288,122 @@ export function topk(x: Tensor, k: number, dim = -1, largest = true, _sorted = t
     order.dispose();
   }
   return { values: gatherAlong('topk', x, d, indices), indices };
+}
+
+// ---- Gradient rules: each differentiable op of this family, recorded around its forward ----
+
+const zerosOf = (t: Tensor) => full(t.shape.slice(), 0, { dtype: t.dtype, device: t.device });
+/** `x + g` scattered along `d` at `index` into zeros shaped like `like` (the gradient of a gather). */
+const scatterBack = (like: Tensor, d: number, index: Tensor, g: Tensor) => scatterAddForward(zerosOf(like), d, index, g);
+/** `y` reversed along `d`. */
+function flipDim(y: Tensor, d: number): Tensor {
+  const n = y.ndim ? y.shape[d] : 1;
+  return indexSelectForward(y, d, arange(n - 1, -1, -1, { device: y.device, dtype: 'int64' }));
+}
+/** Cumulative sum from the end along `d` (flipped, so long lines keep their precision). */
+const reverseCumsum = (y: Tensor, d: number) => flipDim(cumsumForward(flipDim(y, d), d), d);
+
+/** `torch.index_select(x, dim, index)` (int64 or int32 index, at most 1-D); its gradient adds rows back. */
+export function indexSelect(x: Tensor, dim: number, index: Tensor): Tensor {
+  return recorded('index_select', [x], () => indexSelectForward(x, dim, index), (ctx) => {
+    const idx = ctx.save(index);
+    return ([g]) => {
+      if (x.ndim === 0) return [reshape(g!, [])];
+      const d = normDim(dim, x.ndim);
+      const long = idx.dtype === 'int64' ? idx : cast(idx, 'int64');
+      const full = expand(reshape(long, g!.shape.map((s, i) => (i === d ? s : 1))), g!.shape.slice());
+      return [scatterBack(x, d, full, g!)];
+    };
+  });
+}
+
+/** `torch.gather(x, dim, index)`; its gradient is a scatter-add of the output gradient. */
+export function gather(x: Tensor, dim: number, index: Tensor): Tensor {
+  return recorded('gather', [x], () => gatherForward(x, dim, index), (ctx) => {
+    const idx = ctx.save(index);
+    return ([g]) => [scatterBack(x, normDim(dim, x.ndim), idx, g!)];
+  });
+}
+
+/** `torch.scatter(x, dim, index, src)`, out of place; gradients: g with the written places zeroed, and g gathered for src. */
+export function scatter(x: Tensor, dim: number, index: Tensor, src: Tensor | number | boolean): Tensor {
+  return recorded('scatter', [x, src as Tensor], () => scatterForward(x, dim, index, src), (ctx) => {
+    const idx = ctx.save(index);
+    return ([g]) => {
+      const d = normDim(dim, x.ndim);
+      return [scatterForward(g!, d, idx, 0), src instanceof Tensor ? gatherForward(g!, d, idx) : null];
+    };
+  });
+}
+
+/** `torch.scatter_add(x, dim, index, src)`, out of place; gradients: g for x, g gathered for src. */
+export function scatterAdd(x: Tensor, dim: number, index: Tensor, src: Tensor): Tensor {
+  return recorded('scatter_add', [x, src], () => scatterAddForward(x, dim, index, src), (ctx) => {
+    const idx = ctx.save(index);
+    return ([g]) => [binaryOp('mul', g!, 1), gatherForward(g!, normDim(dim, x.ndim), idx)];
+  });
+}
+
+/** `F.embedding(indices, weight)`: rows of `weight`; its gradient adds each output row into its weight row. */
+export function embedding(weight: Tensor, indices: Tensor): Tensor {
+  return recorded('embedding', [weight], () => embeddingForward(weight, indices), (ctx) => {
+    const idx = ctx.save(indices);
+    return ([g]) => {
+      const dimw = weight.shape[1];
+      const rows = reshape(g!, [-1, dimw]);
+      const long = idx.dtype === 'int64' ? idx : cast(idx, 'int64');
+      const at = expand(reshape(long, [-1, 1]), [rows.shape[0], dimw]);
+      return [scatterBack(weight, 0, at, rows)];
+    };
+  });
+}
+
+/** `torch.masked_fill(x, mask, value)`; the gradient flows to x where the mask is false, and to a 0-d value tensor where it is true. */
+export function maskedFill(x: Tensor, mask: Tensor, value: number | boolean | Tensor): Tensor {
+  return recorded('masked_fill', [x, mask, value as Tensor], () => maskedFillForward(x, mask, value), (ctx) => {
+    const m = ctx.save(mask);
+    return ([g]) => [
+      sumTo(where(m, 0, g!), x.shape),
+      null,
+      value instanceof Tensor && value.requiresGrad ? reduce(ReduceOp.Sum, where(m, g!, 0), undefined) : null,
+    ];
+  });
+}
+
+/** `torch.cumsum(x, dim)`: running sums along `dim`; integer and bool inputs give int64. */
+export const cumsum = (x: Tensor, dim: number): Tensor =>
+  recorded('cumsum', [x], () => cumsumForward(x, dim), () => ([g]) => [reverseCumsum(g!, normDim(dim, x.ndim))]);
+
+/** `torch.cumprod(x, dim)`: running products along `dim`; the gradient assumes x has no zeros. */
+export const cumprod = (x: Tensor, dim: number): Tensor =>
+  recorded('cumprod', [x], () => cumprodForward(x, dim), (ctx, out) => {
+    const sx = ctx.save(x), so = ctx.save(out);
+    return ([g]) => [binaryOp('div', reverseCumsum(binaryOp('mul', g!, so), normDim(dim, x.ndim)), sx)];
+  });
+
+/** Records the values of a sort/topk: their gradient goes back to the positions the indices name. */
+function withValueGrad(name: string, x: Tensor, dim: number, forward: () => ValuesIndices): ValuesIndices {
+  let indices: Tensor | null = null;
+  const values = recorded(name, [x], () => {
+    const r = forward();
+    indices = r.indices;
+    return r.values;
+  }, (ctx) => {
+    const idx = ctx.save(indices!);
+    return ([g]) => [scatterBack(x, normDim(dim, x.ndim), idx, g!)];
+  });
+  return { values, indices: indices! };
+}
+
+/**
+ * `torch.sort(x, dim=-1, descending=false, stable=true)`: `{values, indices}` along `dim`,
+ * stable; NaN is larger than every number and -0 equals 0, as in PyTorch.
+ */
+export function sort(x: Tensor, dim = -1, descending = false): ValuesIndices {
+  return withValueGrad('sort', x, dim, () => sortForward(x, dim, descending));
+}
+
+/** `torch.topk(x, k, dim=-1, largest=true, sorted=true)`: always sorted; ties go to the lower index. */
+export function topk(x: Tensor, k: number, dim = -1, largest = true, sorted = true): ValuesIndices {
+  return withValueGrad('topk', x, dim, () => topkForward(x, k, dim, largest, sorted));
 }
