@@ -1,0 +1,15 @@
+// The case list, in table order. `--cases` selects by a case's name or group.
+import alloc from './alloc.mjs';
+import elementwise from './elementwise.mjs';
+import launch from './launch.mjs';
+import matmul from './matmul.mjs';
+import nn from './nn.mjs';
+import reduce from './reduce.mjs';
+import train from './train.mjs';
+import transfer from './transfer.mjs';
+
+/** Cases listed as pending (no code yet). */
+export { default as PENDING } from './pending.mjs';
+
+/** Every case, in table order. @type {import('./common.mjs').Case[]} */
+export const CASES = [...matmul, ...elementwise, ...reduce, ...nn, ...train, ...launch, ...transfer, ...alloc];
