@@ -194,6 +194,10 @@ export function bf16ToF32(h: number): number {
 
 /** Encodes JS values into a dtype's host storage. */
 export function encode(values: ArrayLike<number | boolean>, dtype: DType, where: string): HostArray {
+  // Typed arrays that already hold the storage format are copied in one go.
+  if (values instanceof Float32Array && dtype === 'float32') return values.slice();
+  if (values instanceof Int32Array && (dtype === 'int32' || dtype === 'int64')) return values.slice();
+  if (values instanceof Uint8Array && dtype === 'uint8') return values.slice();
   const out = hostArray(dtype, values.length);
   const code = INFO[dtype].code;
   for (let i = 0; i < values.length; i++) {

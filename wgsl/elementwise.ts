@@ -132,3 +132,43 @@ ${write}
 }
 `;
 }
+
+/**
+ * Whether a map kernel can take the vec4 path: every input contiguous with the output's shape,
+ * all offsets multiples of 4, and 32-bit dtypes throughout. Each invocation then moves 16-byte
+ * words. The last vec4 may run past `n` by up to 3 elements: reads stay within the buffers
+ * (robust access), and the extra writes land in the output block's padding (blocks are
+ * 512-byte multiples, outputs start block-aligned), never in another tensor.
+ */
+export function vec4Eligible(k: MapKernel, outOffset: number, inputs: { offset: number }[]): boolean {
+  const wide = (dt: StorageCode) => elementsPerWord(dt) === 1;
+  return wide(k.outDt) && outOffset % 4 === 0 && k.inputs.every((inp, j) => inp.contiguous && wide(inp.dt) && inputs[j].offset % 4 === 0);
+}
+
+/** WGSL of a map kernel on the vec4 path (see `vec4Eligible`); params as `mapParams`. */
+export function mapVec4Shader(k: MapKernel): string {
+  let binds = `@group(0) @binding(0) var<storage, read> P: array<u32>;\n@group(0) @binding(1) var<storage, read_write> S0: array<vec4<u32>>;\n`;
+  for (let s = 1; s < k.slots; s++) binds += `@group(0) @binding(${s + 1}) var<storage, read> S${s}: array<vec4<u32>>;\n`;
+  const sBase = 10 + k.inputs.length * 9;
+  const scalars = [0, 1, 2, 3].map((j) => `  let s${j} = bitcast<f32>(P[${sBase + j}u]);`).join('\n');
+  const words = k.inputs.map((inp, j) => `  let v${j} = S${inp.slot}[P[${10 + j * 9}u] / 4u + w];`).join('\n');
+  const lanes = k.inputs.map((inp, j) => `    let x${j} = ${computeType(inp.dt) === 'f32' ? `bitcast<f32>(v${j}[c])` : `bitcast<i32>(v${j}[c])`};`).join('\n');
+  const value = convert(`(${k.expr})`, k.exprType, k.outDt);
+  return `${binds}${k.prelude ?? ''}
+@compute @workgroup_size(${WG})
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
+  let n = P[0];
+  let w = (wid.y * nwg.x + wid.x) * ${WG}u + li;
+  if (w * 4u >= n) { return; }
+${scalars}
+${words}
+  var o: vec4<u32>;
+  for (var c = 0u; c < 4u; c++) {
+    let i = w * 4u + c;
+${lanes}
+    o[c] = bitcast<u32>(${value});
+  }
+  S0[P[9] / 4u + w] = o;
+}
+`;
+}

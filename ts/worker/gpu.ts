@@ -12,7 +12,7 @@
  */
 import { StorageCode } from '../dtype.js';
 import { env, getGpu } from '../platform.js';
-import { MAX_X, WG, mapInvocations, mapParams, mapShader, scatterShader, type MapKernel } from '../../wgsl/elementwise.js';
+import { MAX_X, WG, mapInvocations, mapParams, mapShader, mapVec4Shader, scatterShader, vec4Eligible as mapVec4Eligible, type MapKernel } from '../../wgsl/elementwise.js';
 import { computeType, elementsPerWord } from '../../wgsl/dtype.js';
 import { reduceShader } from '../../wgsl/reduce.js';
 import { TILE, TILE_V4, matmulShader, matmulVec4Shader, vec4Eligible } from '../../wgsl/matmul.js';
@@ -32,8 +32,11 @@ let gpu: GPU | null = null;
 let adapter: GPUAdapter | null = null;
 let device: GPUDevice;
 let paramAlign = 256;
-/** `WEBTORCH_MATMUL=1` forces matmul variant 1 (for benchmarks comparing variants). */
-let matmulVariant = 2;
+/**
+ * Which matmul kernel: 0 (default) picks by size, 1 always the plain tiled kernel, 2 the
+ * vectorised one wherever it applies (`WEBTORCH_MATMUL`; the tests and benchmarks set it).
+ */
+let matmulVariant = 0;
 let maxBinding = 1 << 27;
 const buffers = new Map<number, GPUBuffer>();
 const pipelines = new Map<string, GPUComputePipeline>();
@@ -68,11 +71,13 @@ async function checkErrors(): Promise<void> {
   }
 }
 
-function pipeline(code: string): GPUComputePipeline {
-  let p = pipelines.get(code);
+/** The pipeline for a shader key; `make` writes the WGSL only on a cache miss. */
+function pipeline(key: string, make: () => string): GPUComputePipeline {
+  let p = pipelines.get(key);
   if (!p) {
+    const code = make();
     p = device.createComputePipeline({ layout: 'auto', compute: { module: device.createShaderModule({ code }), entryPoint: 'main' } });
-    pipelines.set(code, p);
+    pipelines.set(key, p);
   }
   return p;
 }
@@ -83,8 +88,11 @@ function buf(id: number): GPUBuffer {
   return b;
 }
 
-/** Queues one dispatch; its params are appended to the batch's params block. */
-function dispatch(code: string, bind: GPUBuffer[], p: ArrayBuffer, grid: [number, number, number]): void {
+/**
+ * Queues one dispatch; its params are appended to the batch's params block. `key` names the
+ * shader (everything its WGSL depends on), so the WGSL is generated once per key.
+ */
+function dispatch(key: string, make: () => string, bind: GPUBuffer[], p: ArrayBuffer, grid: [number, number, number]): void {
   openScope();
   const offset = Math.ceil(paramBytes / paramAlign) * paramAlign;
   if (offset + p.byteLength > params.length) {
@@ -94,7 +102,12 @@ function dispatch(code: string, bind: GPUBuffer[], p: ArrayBuffer, grid: [number
   }
   params.set(new Uint8Array(p), offset);
   paramBytes = offset + p.byteLength;
-  pendingBinds.push({ pipeline: pipeline(code), buffers: ['params', ...bind], offset, size: p.byteLength, grid });
+  pendingBinds.push({ pipeline: pipeline(key, make), buffers: ['params', ...bind], offset, size: p.byteLength, grid });
+}
+
+/** `dispatch` for a shader whose WGSL is its own key. */
+function dispatchCode(code: string, bind: GPUBuffer[], p: ArrayBuffer, grid: [number, number, number]): void {
+  dispatch(code, () => code, bind, p, grid);
 }
 
 function grid1d(invocations: number, wg = WG): [number, number, number] {
@@ -133,7 +146,13 @@ function runMap(
     rank: shape.length, slots: bind.length, outDt, expr, exprType, prelude: WGSL_PRELUDE,
     inputs: inputs.map(({ r, dt }, j) => ({ dt, contiguous: contiguousIn(r, shape), slot: slot[j] })),
   };
-  dispatch(mapShader(k), bind, mapParams(n, shape, outOffset, inputs.map((i) => i.r), scalars), grid1d(mapInvocations(n, outDt)));
+  const params = mapParams(n, shape, outOffset, inputs.map((i) => i.r), scalars);
+  const base = `${k.rank}|${k.slots}|${outDt}|${exprType}|${k.inputs.map((i) => `${i.dt}${i.contiguous ? 'c' : 's'}${i.slot}`).join(',')}|${expr}`;
+  if (mapVec4Eligible(k, outOffset, inputs.map((i) => i.r))) {
+    dispatch(`map4|${base}`, () => mapVec4Shader(k), bind, params, grid1d(Math.ceil(n / 4)));
+  } else {
+    dispatch(`map|${base}`, () => mapShader(k), bind, params, grid1d(mapInvocations(n, outDt)));
+  }
 }
 
 /** Runs `write` into a 32-bit target (the output itself, or a scratch buffer cast into a packed output). */
@@ -178,7 +197,7 @@ function run(cmd: Command): void {
       const n = cmd.shape.reduce((a, b) => a * b, 1);
       if (n === 0) return;
       const { bind, slot } = slotsOf(buf(cmd.dst.id), [buf(cmd.src.id)]);
-      dispatch(scatterShader(cmd.shape.length, cmd.srcDt, cmd.dt, slot[0], bind.length), bind,
+      dispatch(`scatter|${cmd.shape.length}|${cmd.srcDt}|${cmd.dt}|${slot[0]}|${bind.length}`, () => scatterShader(cmd.shape.length, cmd.srcDt, cmd.dt, slot[0], bind.length), bind,
         mapParams(n, cmd.shape, 0, [cmd.src, cmd.dst]), grid1d(n));
       return;
     }
@@ -204,7 +223,7 @@ function run(cmd: Command): void {
       viaScratch(cmd.out, cmd.outDt, cmd.outer, kernelOut, (target, offset) => {
         const { bind, slot } = slotsOf(target, [buf(cmd.a.id)]);
         const p = new Uint32Array([cmd.outer, cmd.inner, cmd.a.offset, offset]).buffer;
-        dispatch(reduceShader(cmd.op, cmd.dt, slot[0], bind.length), bind, p, grid1d(cmd.outer, 1));
+        dispatch(`reduce|${cmd.op}|${cmd.dt}|${slot[0]}|${bind.length}`, () => reduceShader(cmd.op, cmd.dt, slot[0], bind.length), bind, p, grid1d(cmd.outer, 1));
       });
       return;
     }
@@ -214,10 +233,13 @@ function run(cmd: Command): void {
       viaScratch(cmd.out, cmd.dt, batch * m * n, StorageCode.F32, (target, offset) => {
         const { bind, slot } = slotsOf(target, [buf(cmd.a.id), buf(cmd.b.id)]);
         const p = new Uint32Array([m, n, kk, cmd.a.offset, ...cmd.aStrides, cmd.b.offset, ...cmd.bStrides, offset]).buffer;
-        const vec4 = cmd.dt === StorageCode.F32 && matmulVariant !== 1 &&
+        // Variant 2 wins from about 2048² outputs on an H200 (26.8 vs 22.2 TFLOP/s at 4096³); below,
+        // variant 1's smaller tiles keep more of the GPU busy (9.5 vs 8.3 TFLOP/s at 1024³).
+        const vec4 = cmd.dt === StorageCode.F32 && matmulVariant !== 1 && (matmulVariant === 2 || m * n >= 1536 * 1024) &&
           vec4Eligible(m, n, kk, { offset: cmd.a.offset, strides: cmd.aStrides }, { offset: cmd.b.offset, strides: cmd.bStrides }, offset);
-        if (vec4) dispatch(matmulVec4Shader(slot[0], slot[1], bind.length), bind, p, [Math.ceil(n / TILE_V4), Math.ceil(m / TILE_V4), batch]);
-        else dispatch(matmulShader(cmd.dt, slot[0], slot[1], bind.length), bind, p, [Math.ceil(n / TILE), Math.ceil(m / TILE), batch]);
+        const slots = `${slot[0]}|${slot[1]}|${bind.length}`;
+        if (vec4) dispatch(`mm4|${slots}`, () => matmulVec4Shader(slot[0], slot[1], bind.length), bind, p, [Math.ceil(n / TILE_V4), Math.ceil(m / TILE_V4), batch]);
+        else dispatch(`mm|${cmd.dt}|${slots}`, () => matmulShader(cmd.dt, slot[0], slot[1], bind.length), bind, p, [Math.ceil(n / TILE), Math.ceil(m / TILE), batch]);
       });
       return;
     }
@@ -335,7 +357,7 @@ function runIndex(cmd: IndexCommand): void {
       if (!n) return;
       const { bind, slot } = slotsOf(buf(cmd.out.id), [buf(cmd.x.id), buf(cmd.idx.id)]);
       const p = indexParams(n, cmd.shape, cmd.out.offset, [cmd.x, cmd.idx], [cmd.dimStride, cmd.check.size, +cmd.check.wrap, checkCode(cmd)]);
-      dispatch(gatherShader(cmd.shape.length, cmd.dt, slot[0], slot[1], bind.length), [...bind, indexErrors!], p, grid1d(Math.ceil(n / elementsPerWord(cmd.dt))));
+      dispatchCode(gatherShader(cmd.shape.length, cmd.dt, slot[0], slot[1], bind.length), [...bind, indexErrors!], p, grid1d(Math.ceil(n / elementsPerWord(cmd.dt))));
       return;
     }
     case 'scatter': {
@@ -347,7 +369,7 @@ function runIndex(cmd: IndexCommand): void {
         const { bind, slot } = slotsOf(target, [buf(cmd.idx.id), ...(cmd.src ? [buf(cmd.src.id)] : [])]);
         const views = [{ offset, strides: cmd.dstStrides }, cmd.idx, cmd.src ?? { offset: 0, strides: [] }];
         const extra = [cmd.dimStride, cmd.check.size, +cmd.check.wrap, checkCode(cmd), scalarWord(cmd.value, computeType(cmd.dt))];
-        dispatch(scatterIndexShader(cmd.idxShape.length, cmd.dt, cmd.add, slot[0], cmd.src ? slot[1] : -1, bind.length), [...bind, indexErrors!],
+        dispatchCode(scatterIndexShader(cmd.idxShape.length, cmd.dt, cmd.add, slot[0], cmd.src ? slot[1] : -1, bind.length), [...bind, indexErrors!],
           indexParams(m, cmd.idxShape, 0, views, extra), grid1d(m));
       });
       return;
@@ -357,7 +379,7 @@ function runIndex(cmd: IndexCommand): void {
       if (!lines || !cmd.len) return;
       viaScratch(cmd.out, cmd.outDt, lines * cmd.len, wordDt(cmd.dt), (target, offset) => {
         const { bind, slot } = slotsOf(target, [buf(cmd.x.id)]);
-        dispatch(cumulativeShader(cmd.lines.length, cmd.dt, cmd.prod, slot[0], bind.length), bind,
+        dispatchCode(cumulativeShader(cmd.lines.length, cmd.dt, cmd.prod, slot[0], bind.length), bind,
           indexParams(lines, cmd.lines, offset, [cmd.x], [cmd.len, cmd.dimStride, cmd.inner]), grid1d(lines));
       });
       return;
@@ -370,13 +392,13 @@ function runIndex(cmd: IndexCommand): void {
       retired.push(tmp);
       const params = (k = 0, j = 0) => sortParams(total, padded, len, inner, cmd.x.offset, k, j, cmd.out.offset, n);
       const init = slotsOf(tmp, [buf(cmd.x.id)]);
-      dispatch(sortInitShader(cmd.dt, cmd.descending, init.slot[0], init.bind.length), init.bind, params(), grid1d(total));
-      dispatch(sortLocalShader(false), [tmp], params(), grid1d(blocks * IWG));
+      dispatchCode(sortInitShader(cmd.dt, cmd.descending, init.slot[0], init.bind.length), init.bind, params(), grid1d(total));
+      dispatchCode(sortLocalShader(false), [tmp], params(), grid1d(blocks * IWG));
       for (let k = 2 * SORT_BLOCK; k <= padded; k *= 2) {
-        for (let j = k / 2; j >= SORT_BLOCK; j /= 2) dispatch(sortGlobalShader(), [tmp], params(k, j), grid1d(total / 2));
-        dispatch(sortLocalShader(true), [tmp], params(k), grid1d(blocks * IWG));
+        for (let j = k / 2; j >= SORT_BLOCK; j /= 2) dispatchCode(sortGlobalShader(), [tmp], params(k, j), grid1d(total / 2));
+        dispatchCode(sortLocalShader(true), [tmp], params(k), grid1d(blocks * IWG));
       }
-      dispatch(sortOutShader(), [buf(cmd.out.id), tmp], params(), grid1d(n));
+      dispatchCode(sortOutShader(), [buf(cmd.out.id), tmp], params(), grid1d(n));
       return;
     }
     case 'oneHot': {
@@ -384,7 +406,7 @@ function runIndex(cmd: IndexCommand): void {
       if (!n) return;
       const { bind, slot } = slotsOf(buf(cmd.out.id), [buf(cmd.idx.id)]);
       const p = new Uint32Array([n, cmd.classes, cmd.idx.offset, cmd.out.offset, checkCode(cmd)]).buffer;
-      dispatch(oneHotShader(slot[0], bind.length), [...bind, indexErrors!], p, grid1d(n));
+      dispatchCode(oneHotShader(slot[0], bind.length), [...bind, indexErrors!], p, grid1d(n));
       return;
     }
   }
@@ -393,7 +415,7 @@ function runIndex(cmd: IndexCommand): void {
 /** The gpu device backend. */
 export const gpuBackend: Backend = {
   async init({ name }): Promise<DeviceInfo> {
-    matmulVariant = Number(env('WEBTORCH_MATMUL') ?? 2);
+    matmulVariant = Number(env('WEBTORCH_MATMUL') ?? 0);
     gpu = await getGpu();
     if (!gpu) throw new Error('WebGPU is not available on this platform (no navigator.gpu)');
     const found = await gpu.requestAdapter({ powerPreference: 'high-performance' });
