@@ -80,21 +80,24 @@ export function vec4Eligible(m: number, n: number, k: number, a: { offset: numbe
 }
 
 /**
- * matmul variant 2: 128×128 output tiles, 8×8 per invocation, K steps of 8, vec4 loads and
+ * matmul variants 2 (K steps of 8) and 3 (`bk` = 16, which halves the barriers per FLOP; chosen
+ * with WEBTORCH_MATMUL=3 while it is being measured): 128×128 output tiles, 8×8 per invocation, vec4 loads and
  * stores. A's tile is stored k-major in workgroup memory so each invocation reads its 8 rows
  * and 8 columns of a k step as two vec4s each: 4 vec4 loads feed 64 FMAs. Bindings are
  * `array<vec4<f32>>` (one per distinct segment, as `slotBindings` explains); params as in
  * `matmulShader`, in elements.
  */
-export function matmulVec4Shader(aSlot: number, bSlot: number, slots: number): string {
+export function matmulVec4Shader(aSlot: number, bSlot: number, slots: number, bk = 8): string {
   let binds = `@group(0) @binding(0) var<storage, read> P: array<u32>;
 @group(0) @binding(1) var<storage, read_write> S0: array<vec4<f32>>;
 fn rd0(i: u32) -> vec4<f32> { return S0[i]; }
 `;
   for (let k = 1; k < slots; k++) binds += `@group(0) @binding(${k + 1}) var<storage, read> S${k}: array<vec4<f32>>;\nfn rd${k}(i: u32) -> vec4<f32> { return S${k}[i]; }\n`;
+  const reps = bk / 8;
   return `${binds}
-var<workgroup> As: array<vec4<f32>, 256>;
-var<workgroup> Bs: array<vec4<f32>, 256>;
+const BK = ${bk}u;
+var<workgroup> As: array<vec4<f32>, ${bk * 32}>;
+var<workgroup> Bs: array<vec4<f32>, ${bk * 32}>;
 
 @compute @workgroup_size(16, 16)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
@@ -105,21 +108,24 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
   let row0 = wid.y * 128u; let col0 = wid.x * 128u;
   let tid = lid.y * 16u + lid.x;
   var acc: array<vec4<f32>, 16>;
-  let ar = tid >> 1u; let akv = (tid & 1u) * 4u;
-  let bk = tid >> 5u; let bc = (tid & 31u) * 4u;
-  for (var k0 = 0u; k0 < K; k0 += 8u) {
-    var av = vec4<f32>(0.0);
-    if (row0 + ar < M && k0 + akv < K) { av = rd${aSlot}((aBase + (row0 + ar) * aRS + k0 + akv) / 4u); }
-    let am = ar >> 2u; let ac = ar & 3u;
-    As[(akv + 0u) * 32u + am][ac] = av.x;
-    As[(akv + 1u) * 32u + am][ac] = av.y;
-    As[(akv + 2u) * 32u + am][ac] = av.z;
-    As[(akv + 3u) * 32u + am][ac] = av.w;
-    var bv = vec4<f32>(0.0);
-    if (k0 + bk < K && col0 + bc < N) { bv = rd${bSlot}((bBase + (k0 + bk) * bRS + col0 + bc) / 4u); }
-    Bs[bk * 32u + (bc >> 2u)] = bv;
+  for (var k0 = 0u; k0 < K; k0 += BK) {
+    for (var rep = 0u; rep < ${reps}u; rep++) {
+      let t = tid + rep * 256u;
+      let ar = t % 128u; let akv = (t / 128u) * 4u;
+      var av = vec4<f32>(0.0);
+      if (row0 + ar < M && k0 + akv < K) { av = rd${aSlot}((aBase + (row0 + ar) * aRS + k0 + akv) / 4u); }
+      let am = ar >> 2u; let ac = ar & 3u;
+      As[(akv + 0u) * 32u + am][ac] = av.x;
+      As[(akv + 1u) * 32u + am][ac] = av.y;
+      As[(akv + 2u) * 32u + am][ac] = av.z;
+      As[(akv + 3u) * 32u + am][ac] = av.w;
+      let bk = t >> 5u; let bc = (t & 31u) * 4u;
+      var bv = vec4<f32>(0.0);
+      if (k0 + bk < K && col0 + bc < N) { bv = rd${bSlot}((bBase + (k0 + bk) * bRS + col0 + bc) / 4u); }
+      Bs[bk * 32u + (bc >> 2u)] = bv;
+    }
     workgroupBarrier();
-    for (var k = 0u; k < 8u; k++) {
+    for (var k = 0u; k < BK; k++) {
       let a0 = As[k * 32u + lid.y * 2u]; let a1 = As[k * 32u + lid.y * 2u + 1u];
       let b0 = Bs[k * 32u + lid.x * 2u]; let b1 = Bs[k * 32u + lid.x * 2u + 1u];
       for (var i = 0u; i < 4u; i++) {

@@ -235,10 +235,11 @@ function run(cmd: Command): void {
         const p = new Uint32Array([m, n, kk, cmd.a.offset, ...cmd.aStrides, cmd.b.offset, ...cmd.bStrides, offset]).buffer;
         // Variant 2 wins from about 2048² outputs on an H200 (26.8 vs 22.2 TFLOP/s at 4096³); below,
         // variant 1's smaller tiles keep more of the GPU busy (9.5 vs 8.3 TFLOP/s at 1024³).
-        const vec4 = cmd.dt === StorageCode.F32 && matmulVariant !== 1 && (matmulVariant === 2 || m * n >= 1536 * 1024) &&
+        const vec4 = cmd.dt === StorageCode.F32 && matmulVariant !== 1 && (matmulVariant >= 2 || m * n >= 1536 * 1024) &&
           vec4Eligible(m, n, kk, { offset: cmd.a.offset, strides: cmd.aStrides }, { offset: cmd.b.offset, strides: cmd.bStrides }, offset);
         const slots = `${slot[0]}|${slot[1]}|${bind.length}`;
-        if (vec4) dispatch(`mm4|${slots}`, () => matmulVec4Shader(slot[0], slot[1], bind.length), bind, p, [Math.ceil(n / TILE_V4), Math.ceil(m / TILE_V4), batch]);
+        const bk = matmulVariant === 3 ? 16 : 8;
+        if (vec4) dispatch(`mm4|${bk}|${slots}`, () => matmulVec4Shader(slot[0], slot[1], bind.length, bk), bind, p, [Math.ceil(n / TILE_V4), Math.ceil(m / TILE_V4), batch]);
         else dispatch(`mm|${cmd.dt}|${slots}`, () => matmulShader(cmd.dt, slot[0], slot[1], bind.length), bind, p, [Math.ceil(n / TILE), Math.ceil(m / TILE), batch]);
       });
       return;
