@@ -33,8 +33,9 @@ let adapter: GPUAdapter | null = null;
 let device: GPUDevice;
 let paramAlign = 256;
 /**
- * Which matmul kernel: 0 (default) picks by size, 1 always the plain tiled kernel, 2 the
- * vectorised one wherever it applies (`WEBTORCH_MATMUL`; the tests and benchmarks set it).
+ * Which matmul kernel (`WEBTORCH_MATMUL`): 0 (default) picks by size between variant 1 (plain
+ * tiles) and variant 3 (vectorised, K steps of 16); 1, 2 (vectorised, K steps of 8) and 3 force
+ * one wherever it applies. The tests set 3 so that small shapes exercise the vectorised kernel.
  */
 let matmulVariant = 0;
 let maxBinding = 1 << 27;
@@ -238,7 +239,7 @@ function run(cmd: Command): void {
         const vec4 = cmd.dt === StorageCode.F32 && matmulVariant !== 1 && (matmulVariant >= 2 || m * n >= 1536 * 1024) &&
           vec4Eligible(m, n, kk, { offset: cmd.a.offset, strides: cmd.aStrides }, { offset: cmd.b.offset, strides: cmd.bStrides }, offset);
         const slots = `${slot[0]}|${slot[1]}|${bind.length}`;
-        const bk = matmulVariant === 3 ? 16 : 8;
+        const bk = matmulVariant === 2 ? 8 : 16;
         if (vec4) dispatch(`mm4|${bk}|${slots}`, () => matmulVec4Shader(slot[0], slot[1], bind.length, bk), bind, p, [Math.ceil(n / TILE_V4), Math.ceil(m / TILE_V4), batch]);
         else dispatch(`mm|${cmd.dt}|${slots}`, () => matmulShader(cmd.dt, slot[0], slot[1], bind.length), bind, p, [Math.ceil(n / TILE), Math.ceil(m / TILE), batch]);
       });
