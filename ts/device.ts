@@ -12,6 +12,7 @@
  * each with its own worker, GPUDevice and queue: multi-device code runs on one GPU.
  */
 import { env } from './platform.js';
+import { thenRestore } from './scope.js';
 import { DeviceClient } from './runtime/client.js';
 import type { DeviceInfo } from './worker/protocol.js';
 
@@ -157,16 +158,7 @@ export function setDevice(i: DeviceLike): void {
 export function withDevice<T>(i: DeviceLike, fn: () => T): T {
   const prev = currentIndex;
   setDevice(i);
-  let result: T;
-  try {
-    result = fn();
-  } catch (e) {
-    currentIndex = prev;
-    throw e;
-  }
-  if (result instanceof Promise) return result.finally(() => (currentIndex = prev)) as T;
-  currentIndex = prev;
-  return result;
+  return thenRestore(fn, () => (currentIndex = prev));
 }
 
 /** What `getDeviceProperties` reports. */

@@ -12,7 +12,7 @@
  * the copy (its rule is `g.to(source device)`). Backward runs with grad mode off unless
  * `createGraph` is set. Intermediate gradients are disposed as soon as they are consumed.
  */
-import { untrack } from '../scope.js';
+import { thenRestore, untrack } from '../scope.js';
 import type { Tensor } from '../tensor.js';
 
 let gradEnabled = true;
@@ -24,16 +24,7 @@ export const isGradEnabled = (): boolean => gradEnabled;
 export function withGradMode<T>(on: boolean, fn: () => T): T {
   const prev = gradEnabled;
   gradEnabled = on;
-  let result: T;
-  try {
-    result = fn();
-  } catch (e) {
-    gradEnabled = prev;
-    throw e;
-  }
-  if (result instanceof Promise) return result.finally(() => (gradEnabled = prev)) as T;
-  gradEnabled = prev;
-  return result;
+  return thenRestore(fn, () => (gradEnabled = prev));
 }
 
 /** What a gradient rule receives besides the output gradients. */
