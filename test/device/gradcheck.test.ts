@@ -56,6 +56,7 @@ const CASES: [string, Fn, number[]][] = [
   ['matmul with itself, log-sum-exp', (x) => torch.logsumexp(x.matmul(x.T), 1), [3, 4]],
   ['cat, roll and repeat', (x) => torch.roll(torch.cat([x, x.mul(2)], 0), 1, 0).repeat(1, 2), [2, 3]],
   ['conv2d with padding and stride', (x) => torch.F.conv2d(x.reshape(1, 1, 4, 4), x.reshape(1, 1, 4, 4).index(null, null, ':3', ':3'), null, { padding: 1, stride: 2 }), [4, 4]],
+  ['take (negative indices too) and cumprod of positive values', (x) => torch.take(x.abs().add(0.5).cumprod(1), torch.tensor([[0, -1], [5, 5]], { device: x.device })), [3, 4]],
   ['gather, cumsum and the max over a dim', (x) => torch.gather(x.cumsum(1), 1, torch.tensor([[0, 2], [1, 1], [3, 0]], { device: x.device })).add(x.max(1, true).values), [3, 4]],
 ];
 

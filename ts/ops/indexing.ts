@@ -143,7 +143,7 @@ function scatterAddForward(x: Tensor, dim: number, index: Tensor, src: Tensor): 
 }
 
 /** `torch.take(x, index)`: x read as 1-D at int64 `index` (negative counts from the end); out has index's shape. */
-export function take(x: Tensor, index: Tensor): Tensor {
+function takeForward(x: Tensor, index: Tensor): Tensor {
   sameDevice('take', [x, index]);
   if (index.dtype !== 'int64') throw new TypeError(`take(): Expected a long tensor for index, but got ${scalarName(index.dtype)}`);
   const n = x.numel();
@@ -406,4 +406,17 @@ export function sort(x: Tensor, dim = -1, descending = false): ValuesIndices {
 /** `torch.topk(x, k, dim=-1, largest=true, sorted=true)`: always sorted; ties go to the lower index. */
 export function topk(x: Tensor, k: number, dim = -1, largest = true, sorted = true): ValuesIndices {
   return withValueGrad('topk', x, dim, () => topkForward(x, k, dim, largest, sorted));
+}
+
+/** `torch.take(x, index)`: x read as 1-D at int64 `index` (negative counts from the end); its gradient adds back into x's flat positions. */
+export function take(x: Tensor, index: Tensor): Tensor {
+  return recorded('take', [x], () => takeForward(x, index), (ctx) => {
+    const idx = ctx.save(index);
+    return ([g]) => {
+      const n = x.numel();
+      const flatIdx = reshape(where(binaryOp('lt', idx, 0), binaryOp('add', idx, n), idx), [-1]);
+      const flat = scatterAddForward(full([n], 0, { dtype: x.dtype, device: x.device }), 0, flatIdx, reshape(g!, [-1]));
+      return [reshape(flat, x.shape.slice())];
+    };
+  });
 }
