@@ -72,6 +72,8 @@ export function sumTo(g: Tensor, shape: readonly number[]): Tensor {
 /** Reduces `x` over `dims` with a reduction op (differentiable for sum, mean, prod, max, min). */
 export function reduce(op: ReduceOp, x: Tensor, dims: Dims, keepdim = false): Tensor {
   const name = NAMES[op];
+  // An empty list of dims reduces over every dim, as in PyTorch 1.x (`x.sum(dim=[])`).
+  if (Array.isArray(dims) && dims.length === 0) dims = undefined;
   if (op === ReduceOp.Sum || op === ReduceOp.Mean) {
     return recorded(name, [x], () => reduceForward(op, x, dims, keepdim), () => ([g]) => {
       const gx = spread(g!, x, dims);
