@@ -17,7 +17,7 @@ import { checkOptions } from './ops/options.js';
 import { argReduce, maxMin, reduce, type Dims, type ValuesIndices } from './ops/reduce.js';
 import { ReduceOp } from '../wgsl/reduce.js';
 import { Tensor } from './tensor.js';
-import { tidy as tidyScope } from './scope.js';
+import { tidy } from './ops/scoped.js';
 import { setEngineOps } from './autograd/engine.js';
 import { withGradMode } from './autograd/graph.js';
 import { onesLike } from './ops/creation.js';
@@ -97,8 +97,7 @@ export { liveStorage as _liveStorage } from './runtime/storage.js';
 /** @internal Devices whose workers were started. */
 export { startedDevices as _startedDevices } from './device.js';
 
-/** Runs `fn` and disposes every tensor it created except those it returns (synchronous `fn` only). */
-export const tidy = <T>(fn: () => T): T => tidyScope(fn, (v): v is Tensor => v instanceof Tensor);
+export { tidy };
 
 setEngineOps({ add: (a, b) => binaryOp('add', a, b), onesLike: (t) => onesLike(t), tidy });
 

@@ -7,8 +7,8 @@
  * optimizer was built), its state follows it at the next step.
  */
 import { withGradMode } from '../autograd/graph.js';
-import { tidy } from '../scope.js';
-import { Tensor } from '../tensor.js';
+import { tidy } from '../ops/scoped.js';
+import type { Tensor } from '../tensor.js';
 
 /** Options shared by every parameter of a group. */
 export type GroupOptions = Record<string, number | boolean | [number, number] | number[]>;
@@ -24,8 +24,6 @@ export interface OptimizerState {
   state: Record<number, ParamState>;
   paramGroups: (GroupOptions & { params: number[] })[];
 }
-
-const isTensor = (v: unknown): v is Tensor => v instanceof Tensor;
 
 /** Base class of the optimizers. */
 export abstract class Optimizer {
@@ -77,7 +75,7 @@ export abstract class Optimizer {
           }
           const grad = p.grad;
           // Every temporary of the update is disposed; the new value and state tensors are kept.
-          const { value, updates } = tidy(() => this.update(p, grad.device === p.device ? grad : grad.to(p.device), state, group), isTensor);
+          const { value, updates } = tidy(() => this.update(p, grad.device === p.device ? grad : grad.to(p.device), state, group));
           for (const [k, v] of Object.entries(updates)) {
             const old = state[k];
             if (typeof old === 'object' && old !== v) old.dispose();
