@@ -288,6 +288,7 @@ describe('layers', () => {
       }
       expect(losses[7]).toBeLessThan(losses[0]);
       expect((await bn.running_mean.values()).some((v) => v !== 0)).toBe(true);
+      expect(await (bn as unknown as { num_batches_tracked: torch.Tensor }).num_batches_tracked.item()).toBe(8);
       net.eval();
       const out = torch.noGrad(() => net.call(X));
       expect(out.shape).toEqual([8, 3]);

@@ -9,6 +9,8 @@ import { conv1d, conv2d, type ConvOptions, type Size2 } from '../ops/conv.js';
 import { embedding } from '../ops/indexing.js';
 import { batchNorm, dropout, layerNorm, logSoftmax, softmax } from '../ops/nn.js';
 import { adaptiveAvgPool2d, avgPool2d, maxPool2d, type AvgPool2dOptions, type MaxPool2dOptions } from '../ops/pool.js';
+import { withGradMode } from '../autograd/graph.js';
+import { binaryOp } from '../ops/elementwise.js';
 import { defaultGenerator } from '../random.js';
 import type { Tensor } from '../tensor.js';
 import { uniformParameter } from './layers.js';
@@ -96,8 +98,13 @@ abstract class BatchNormNd extends Module {
 
   forward(x: Tensor): Tensor {
     if (!this.dims.includes(x.ndim)) throw new RangeError(`${this.constructor.name}: expected ${this.dims.join('D or ')}D input (got ${x.ndim}D input)`);
-    const self = this as unknown as { running_mean: Tensor | null; running_var: Tensor | null };
+    const self = this as unknown as { running_mean: Tensor | null; running_var: Tensor | null; num_batches_tracked: Tensor | null };
     const useBatch = this.training || !self.running_mean;
+    if (this.training && self.num_batches_tracked) {
+      const counted = withGradMode(false, () => binaryOp('add', self.num_batches_tracked!, 1));
+      self.num_batches_tracked._setData(counted);
+      counted.dispose();
+    }
     return batchNorm(x, self.running_mean, self.running_var, this.weight, this.bias, useBatch, this.options.momentum ?? 0.1, this.options.eps ?? 1e-5);
   }
 }
