@@ -3,24 +3,17 @@
  * copies between every pair of devices, the cross-device error, and bad input that fails at
  * the call without killing a worker.
  */
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as torch from '../../dist/webtorch.js';
-import { liveCounts, testDevices } from '../devices.js';
+import { leakCheck, testDevices } from '../devices.js';
 
 const startedAtImport = torch._startedDevices();
 let devices: string[] = [];
-let before: Record<string, [number, number]>;
 
 beforeAll(async () => {
   devices = await testDevices();
 });
-beforeEach(() => {
-  before = liveCounts(devices);
-});
-afterEach(async () => {
-  await torch.gpu.synchronize();
-  expect(liveCounts(devices), 'live storages after the test (leak check)').toEqual(before);
-});
+leakCheck(() => devices);
 afterAll(async () => {
   await torch.shutdown();
 });

@@ -4,24 +4,17 @@
  * tensors freed by the garbage collector.
  */
 import { spawnSync } from 'node:child_process';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as torch from '../../dist/webtorch.js';
-import { liveCounts, testDevices } from '../devices.js';
+import { leakCheck, testDevices } from '../devices.js';
 
 const MiB = 1024 * 1024;
 const devices = await testDevices();
-let before: Record<string, [number, number]>;
 
 beforeAll(() => {
   for (const d of devices) torch.gpu.emptyCache(d);
 });
-beforeEach(() => {
-  before = liveCounts(devices);
-});
-afterEach(async () => {
-  await torch.gpu.synchronize();
-  expect(liveCounts(devices), 'allocated bytes and live storages after the test (leak check)').toEqual(before);
-});
+leakCheck(() => devices);
 afterAll(async () => {
   await torch.shutdown();
 });

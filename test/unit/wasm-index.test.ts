@@ -4,9 +4,8 @@
 // output and target sits between guard bytes, a kernel that meets a bad index
 // must return 1 and name it, and the guards must be untouched. The sort is
 // checked against JS's stable Array.prototype.sort on data full of ties.
-import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { loadKernels } from './wasm.js';
 
 interface Kernels {
   memory: WebAssembly.Memory;
@@ -26,9 +25,7 @@ let k: Kernels;
 let top = 0;
 
 beforeAll(async () => {
-  const wasm = readFileSync(fileURLToPath(new URL('../../build/webtorch.wasm', import.meta.url)));
-  const { instance } = await WebAssembly.instantiate(wasm, { env: { abort() { throw new Error('abort'); } } });
-  k = instance.exports as unknown as Kernels;
+  k = await loadKernels<Kernels>();
 });
 beforeEach(() => { top = k.heapBase(); });
 

@@ -4,9 +4,8 @@
 // against a nearest-value search over the target format (not bit tricks), erf
 // against Simpson integration, and matmul against a naive f64 loop. Tensors are
 // bump-allocated above heapBase() and the allocator is reset before each test.
-import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { loadKernels } from './wasm.js';
 
 interface Kernels {
   memory: WebAssembly.Memory;
@@ -30,9 +29,7 @@ let k: Kernels;
 let top = 0;
 
 beforeAll(async () => {
-  const wasm = readFileSync(fileURLToPath(new URL('../../build/webtorch.wasm', import.meta.url)));
-  const { instance } = await WebAssembly.instantiate(wasm, { env: { abort() { throw new Error('abort'); } } });
-  k = instance.exports as unknown as Kernels;
+  k = await loadKernels<Kernels>();
 });
 beforeEach(() => { top = k.heapBase(); });
 

@@ -125,11 +125,24 @@ export class Flatten extends Module {
   }
 }
 
+/** Containers whose submodules are numbered in order: `at(i)` (negative counts from the end) and `length`. */
+abstract class IndexedModules extends Module {
+  /** The i-th submodule. */
+  at(i: number): Module {
+    const all = [...this.children()];
+    return all[i < 0 ? all.length + i : i];
+  }
+
+  get length(): number {
+    return [...this.children()].length;
+  }
+}
+
 /**
  * `nn.Sequential(...modules)`: calls each in turn. Intermediate activations are disposed once
  * the next layer has consumed them (autograd keeps what it needs).
  */
-export class Sequential extends Module {
+export class Sequential extends IndexedModules {
   constructor(...layers: Module[]) {
     super();
     layers.forEach((m, i) => this.registerModule(String(i), m));
@@ -144,20 +157,10 @@ export class Sequential extends Module {
     }
     return h;
   }
-
-  /** The i-th layer. */
-  at(i: number): Module {
-    const all = [...this.children()];
-    return all[i < 0 ? all.length + i : i];
-  }
-
-  get length(): number {
-    return [...this.children()].length;
-  }
 }
 
 /** `nn.ModuleList`: holds submodules in order. */
-export class ModuleList extends Module {
+export class ModuleList extends IndexedModules {
   constructor(modules: Module[] = []) {
     super();
     modules.forEach((m) => this.append(m));
@@ -166,15 +169,6 @@ export class ModuleList extends Module {
   append(m: Module): this {
     this.registerModule(String(this.length), m);
     return this;
-  }
-
-  at(i: number): Module {
-    const all = [...this.children()];
-    return all[i < 0 ? all.length + i : i];
-  }
-
-  get length(): number {
-    return [...this.children()].length;
   }
 
   [Symbol.iterator](): Iterator<Module> {
