@@ -47,6 +47,8 @@ export { where, clamp, nanToNum, div, gelu, softplus, matmul };
 export type { TensorOrScalar };
 export type { ValuesIndices, Dims } from './ops/reduce.js';
 export { ELEMENTWISE } from './ops/table.js';
+export { OPS, opInfo } from './ops/registry.js';
+export type { OpInfo, OpFamily } from './ops/registry.js';
 
 const u = (name: string) => (x: Tensor) => unaryOp(name, x);
 const b = (name: string) => (x: TensorOrScalar, y: TensorOrScalar) => binaryOp(name, x, y);
