@@ -182,6 +182,42 @@ def mlp_train(b, din, h, dout, lr):
     return j
 
 
+def cnn_train(b, lr):
+    j = Job()
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(1, 8, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+        torch.nn.Conv2d(8, 16, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+        torch.nn.Flatten(), torch.nn.Linear(16 * 7 * 7, 10),
+    ).to(DEV)
+    ref = copy.deepcopy(model).double()
+    g = torch.Generator().manual_seed(96)
+    x = torch.rand(b, 1, 28, 28, generator=g).to(DEV)
+    y = torch.randint(0, 10, (b,), generator=g).to(DEV)
+    opt = torch.optim.SGD(model.parameters(), lr=lr)
+
+    def launch():
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        j.last = loss
+
+    def check():
+        loss = F.cross_entropy(ref(x.double()), y)
+        loss.backward()
+        if abs(j.last.item() - loss.item()) > 1e-4 * abs(loss.item()) + 1e-6:
+            return "loss %r, expected %r" % (j.last.item(), loss.item())
+        for p, q in zip(model.parameters(), ref.parameters()):
+            if (p.grad.double() - q.grad).abs().max().item() > 1e-3 * q.grad.abs().max().item() + 1e-7:
+                return "gradient mismatch"
+        return None
+
+    j.launch = launch
+    j.check = check
+    return j
+
+
 def alloc(n, count):
     j = Job()
 
@@ -209,6 +245,7 @@ OPS = {
     "layer_norm": lambda p: unary_like(lambda x: F.layer_norm(x, (p["c"],)), lambda x: F.layer_norm(x, (p["c"],)), shape=(p["r"], p["c"]), rtol=1e-4, atol=1e-5, scale=2),
     "conv2d": lambda p: conv2d(p["n"], p["c"], p["h"], p["w"], p["k"]),
     "mlp_train": lambda p: mlp_train(p["b"], p["din"], p["h"], p["dout"], p["lr"]),
+    "cnn_train": lambda p: cnn_train(p["b"], p["lr"]),
 }
 
 

@@ -1,5 +1,6 @@
 // The case list, in table order. `--cases` selects by a case's name or group.
 import alloc from './alloc.mjs';
+import cnn from './cnn.mjs';
 import elementwise from './elementwise.mjs';
 import launch from './launch.mjs';
 import matmul from './matmul.mjs';
@@ -12,4 +13,4 @@ import transfer from './transfer.mjs';
 export { default as PENDING } from './pending.mjs';
 
 /** Every case, in table order. @type {import('./common.mjs').Case[]} */
-export const CASES = [...matmul, ...elementwise, ...reduce, ...nn, ...train, ...launch, ...transfer, ...alloc];
+export const CASES = [...matmul, ...elementwise, ...reduce, ...nn, ...train, ...cnn, ...launch, ...transfer, ...alloc];

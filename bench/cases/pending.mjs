@@ -11,9 +11,4 @@
  */
 
 /** @type {Pending[]} */
-export default [{
-  label: 'small CNN train step',
-  size: 'conv-pool-conv-pool-linear, b64',
-  needs: 'autograd + conv2d + max_pool2d',
-  present: (t) => typeof t.Tensor?.prototype?.backward === 'function' && typeof (t.F ?? t.nn?.functional)?.conv2d === 'function',
-}];
+export default [];
