@@ -106,3 +106,53 @@ describe('an unknown option is an error at the call that names the op', () => {
 afterAll(async () => {
   await torch.shutdown();
 });
+
+/** Bad input: each is an error at the call (or, for values on the device, at the next sync) naming the op and what was wrong. */
+const f = (shape: number[]) => torch.randn(shape);
+const i64 = (v: number[]) => torch.tensor(v, { dtype: 'int64' });
+const BAD: [string, () => unknown, RegExp][] = [
+  ...torch.OPS.filter((o) => o.family === 'binary' && o.name !== 'where').map((o): [string, () => unknown, RegExp] => [
+    `${o.name}: mismatched shapes`,
+    () => (o.name.startsWith('logical') ? torch.F : torch) && (torch as any)[o.api[0].split('.')[1]](f([2, 3]), f([4])),
+    new RegExp(`size of tensor a \\(3\\) must match the size of tensor b \\(4\\).*${o.api[0] === 'torch.div' ? 'div|divide' : o.name}.*\\[2, 3\\].*\\[4\\].*float32`),
+  ]),
+  ['where: mismatched shapes', () => torch.where(f([2]).gt(0), f([3]), f([2])), /where.*\[2\].*\[3\]/],
+  ['matmul: mismatched shapes', () => torch.matmul(f([2, 3]), f([4, 5])), /matmul.*2x3.*4x5|mat1 and mat2 shapes cannot be multiplied \(2x3 and 4x5\)/],
+  ['linear: mismatched shapes', () => torch.F.linear(f([2, 3]), f([5, 4])), /linear|2x3 and 4x5/],
+  ['cat: mismatched shapes', () => torch.cat([f([2, 3]), f([2, 4])]), /Sizes of tensors must match except in dimension 0.*cat.*\[2, 3\].*\[2, 4\]/],
+  ['stack: mismatched shapes', () => torch.stack([f([2, 3]), f([2, 4])]), /stack.*\[2, 3\].*\[2, 4\]/],
+  ['mse_loss: mismatched shapes', () => torch.F.mseLoss(f([2, 3]), f([3, 2])), /mse_loss.*\[2, 3\].*\[3, 2\]/],
+  ['cross_entropy: target shape', () => torch.F.crossEntropy(f([2, 3]), i64([0, 1, 2])), /batch_size \(2\) to match target batch_size \(3\).*cross_entropy.*\[2, 3\].*\[3\]/],
+  ['conv2d: channels', () => torch.F.conv2d(f([1, 3, 5, 5]), f([2, 4, 3, 3])), /conv2d.*\[1, 3, 5, 5\].*\[2, 4, 3, 3\]|expected input.*to have 4 channels/],
+  ['index_select: float index', () => torch.indexSelect(f([3]), 0, f([2])), /index_select.*float32/],
+  ['gather: float index', () => torch.gather(f([3]), 0, f([2])), /gather.*float32/],
+  ['scatter: float index', () => torch.scatter(f([3]), 0, f([2]), 1), /scatter.*float32/],
+  ['scatter_add: float index', () => torch.scatterAdd(f([3]), 0, f([2]), f([2])), /scatter_add.*float32/],
+  ['take: float index', () => torch.take(f([3]), f([2])), /take.*float32/],
+  ['embedding: float index', () => torch.embedding(f([3, 2]), f([2])), /embedding.*float32/],
+  ['one_hot: float index', () => torch.F.oneHot(f([2]), 3), /one_hot.*float32/],
+  ['masked_fill: float mask', () => torch.maskedFill(f([3]), f([3]), 0), /masked_fill.*float32/],
+];
+const OUT_OF_RANGE: [string, () => torch.Tensor, RegExp][] = [
+  ['index_select', () => torch.indexSelect(f([3]), 0, i64([3])), /index_select.*3.*out of range|out of bounds/],
+  ['gather', () => torch.gather(f([3]), 0, i64([5])), /gather.*5.*out of (range|bounds)/],
+  ['scatter', () => torch.scatter(f([3]), 0, i64([-4]), 1), /scatter.*-4.*out of (range|bounds)/],
+  ['scatter_add', () => torch.scatterAdd(f([3]), 0, i64([7]), f([1])), /scatter_add.*7.*out of (range|bounds)/],
+  ['take', () => torch.take(f([3]), i64([9])), /take.*out of range.*index 9/],
+  ['embedding', () => torch.embedding(f([3, 2]), i64([3])), /embedding.*3.*out of (range|bounds)/],
+  ['one_hot', () => torch.F.oneHot(i64([4]), 3), /one_hot|Class values must be smaller than num_classes/],
+];
+
+describe('bad input names the op, the shapes and the dtypes', () => {
+  it.each(BAD)('%s', (_what, call, message) => {
+    expect(call).toThrow(message);
+  });
+  it.each(OUT_OF_RANGE)('%s: an index out of range (at the next sync)', async (_op, call, message) => {
+    let out: torch.Tensor | undefined;
+    await expect((async () => {
+      out = call();
+      await out.values();
+    })()).rejects.toThrow(message);
+    out?.dispose();
+  });
+});
