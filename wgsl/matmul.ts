@@ -148,3 +148,160 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
 }
 `;
 }
+
+/**
+ * Shape of a register-tiled vec4 matmul kernel (variants 4 and up). A workgroup of `wx`×`wy`
+ * invocations computes a `wy·rm` × `wx·rn` output tile; each invocation an `rm`×`rn` block
+ * (`rm`, `rn` ∈ {4, 8}) made of 4×4 sub-blocks spread by half a tile, so neighbouring invocations
+ * read neighbouring vec4s of workgroup memory (no bank conflicts) and store neighbouring vec4s.
+ * `bk` is the depth of a K step. With `double`, workgroup memory holds two K steps: the next step's
+ * global loads go to registers before the current step's FMAs and to the other buffer after them,
+ * so each step costs one barrier instead of two.
+ */
+export interface MatmulTiling {
+  wx: number; wy: number; rm: 4 | 8; rn: 4 | 8; bk: 4 | 8 | 16 | 32; double: boolean;
+}
+
+/** The numbered tilings (variants 1–3 are `matmulShader` and `matmulVec4Shader`); see bench/MATMUL-VARIANTS.md. */
+export const MATMUL_TILINGS: Readonly<Record<number, MatmulTiling>> = {
+  4: { wx: 16, wy: 16, rm: 8, rn: 8, bk: 8, double: true },
+  5: { wx: 16, wy: 16, rm: 8, rn: 8, bk: 16, double: true },
+  6: { wx: 16, wy: 16, rm: 8, rn: 8, bk: 16, double: false },
+  7: { wx: 16, wy: 16, rm: 4, rn: 4, bk: 16, double: true },
+  8: { wx: 16, wy: 16, rm: 8, rn: 4, bk: 16, double: true },
+  9: { wx: 32, wy: 8, rm: 4, rn: 4, bk: 16, double: true },
+  10: { wx: 16, wy: 8, rm: 8, rn: 8, bk: 16, double: true },
+  11: { wx: 16, wy: 16, rm: 8, rn: 8, bk: 32, double: false },
+};
+
+/** Output tile (rows, cols) of a tiling. */
+export const tileOf = (t: MatmulTiling): [number, number] => [t.wy * t.rm, t.wx * t.rn];
+
+/** Workgroup memory bytes a tiling needs (check it against `maxComputeWorkgroupStorageSize`). */
+export const tilingStorage = (t: MatmulTiling): number => (t.double ? 2 : 1) * t.bk * tileOf(t).reduce((a, b) => a + b) * 4;
+
+/** The dispatch grid of a tiling for an m×n output and `batch` products. */
+export function tilingGrid(t: MatmulTiling, m: number, n: number, batch: number): [number, number, number] {
+  const [tm, tn] = tileOf(t);
+  return [Math.ceil(n / tn), Math.ceil(m / tm), batch];
+}
+
+/**
+ * WGSL of a register-tiled matmul (see `MatmulTiling`). Applies where `matmulVec4Shader` does
+ * (`vec4Eligible`: rows contiguous; K, N, offsets and strides multiples of 4), with any M; params,
+ * bindings and output as there.
+ */
+export function matmulTiledShader(aSlot: number, bSlot: number, slots: number, t: MatmulTiling): string {
+  const { wx, wy, rm, rn, bk, double } = t;
+  const threads = wx * wy;
+  const [tm, tn] = tileOf(t);
+  const aVecs = (tm * bk) / 4, bVecs = (tn * bk) / 4; // vec4s per K step
+  const aRow = tm / 4, bRow = tn / 4; // vec4s per k row of As and Bs
+  const bufA = aVecs, bufB = bVecs;
+  let binds = `@group(0) @binding(0) var<storage, read> P: array<u32>;
+@group(0) @binding(1) var<storage, read_write> S0: array<vec4<f32>>;
+fn rd0(i: u32) -> vec4<f32> { return S0[i]; }
+`;
+  for (let k = 1; k < slots; k++) binds += `@group(0) @binding(${k + 1}) var<storage, read> S${k}: array<vec4<f32>>;\nfn rd${k}(i: u32) -> vec4<f32> { return S${k}[i]; }\n`;
+  const loadsOf = (count: number) => Array.from({ length: Math.ceil(count / threads) }, (_, r) => r);
+  const aReps = loadsOf(aVecs), bReps = loadsOf(bVecs);
+  const guard = (count: number, r: number) => ((r + 1) * threads > count ? `idx < ${count}u && ` : '');
+  // Global loads of one K step (at k0) into registers pa*, pb*.
+  const fetch = aReps.map((r) => `    {
+      let idx = tid + ${r * threads}u;
+      let row = idx / ${bk / 4}u; let kv = (idx % ${bk / 4}u) * 4u;
+      pa${r} = vec4<f32>(0.0);
+      if (${guard(aVecs, r)}row0 + row < M && k0 + kv < K) { pa${r} = rd${aSlot}((aBase + (row0 + row) * aRS + k0 + kv) / 4u); }
+    }`).concat(bReps.map((r) => `    {
+      let idx = tid + ${r * threads}u;
+      let kr = idx / ${bRow}u; let cv = idx % ${bRow}u;
+      pb${r} = vec4<f32>(0.0);
+      if (${guard(bVecs, r)}k0 + kr < K && col0 + cv * 4u < N) { pb${r} = rd${bSlot}((bBase + (k0 + kr) * bRS + col0 + cv * 4u) / 4u); }
+    }`)).join('\n');
+  // Registers into workgroup memory buffer `sb` (a WGSL expression: 0u or 1u): A transposed, k-major.
+  const stash = (sb: string) => aReps.map((r) => `    {
+      let idx = tid + ${r * threads}u;
+      ${guard(aVecs, r) ? `if (idx < ${aVecs}u) {` : '{'}
+        let row = idx / ${bk / 4}u; let kv = (idx % ${bk / 4}u) * 4u;
+        let at = ${sb} * ${bufA}u + kv * ${aRow}u + row / 4u; let c = row % 4u;
+        As[at][c] = pa${r}.x; As[at + ${aRow}u][c] = pa${r}.y; As[at + ${2 * aRow}u][c] = pa${r}.z; As[at + ${3 * aRow}u][c] = pa${r}.w;
+      }
+    }`).concat(bReps.map((r) => `    {
+      let idx = tid + ${r * threads}u;
+      ${guard(bVecs, r) ? `if (idx < ${bVecs}u) { ` : ''}Bs[${sb} * ${bufB}u + idx] = pb${r};${guard(bVecs, r) ? ' }' : ''}
+    }`)).join('\n');
+  // FMAs of one K step from buffer `sb`, fully unrolled over k, rows and column groups.
+  const ah = rm / 4, bh = rn / 4;
+  const fmaStep = (sb: string) => {
+    let s = `    let ab = ${sb} * ${bufA}u + lid.y; let bb = ${sb} * ${bufB}u + lid.x;\n`;
+    for (let k = 0; k < bk; k++) {
+      s += '    {\n';
+      for (let h = 0; h < ah; h++) s += `      let a${h} = As[ab + ${k * aRow + h * (aRow / ah)}u];\n`;
+      for (let h = 0; h < bh; h++) s += `      let b${h} = Bs[bb + ${k * bRow + h * (bRow / bh)}u];\n`;
+      for (let i = 0; i < rm; i++) {
+        for (let h = 0; h < bh; h++) s += `      c${i}_${h} = fma(vec4<f32>(a${i >> 2}[${i & 3}]), b${h}, c${i}_${h});\n`;
+      }
+      s += '    }\n';
+    }
+    return s;
+  };
+  const accs = [];
+  for (let i = 0; i < rm; i++) for (let h = 0; h < bh; h++) accs.push(`  var c${i}_${h} = vec4<f32>(0.0);`);
+  const regs = [...aReps.map((r) => `pa${r}`), ...bReps.map((r) => `pb${r}`)].map((v) => `  var ${v}: vec4<f32>;`).join('\n');
+  let store = '';
+  for (let i = 0; i < rm; i++) {
+    const r = `row0 + ${(i >> 2) * (tm / ah)}u + lid.y * 4u + ${i & 3}u`;
+    store += `  if (${r} < M) {\n`;
+    for (let h = 0; h < bh; h++) store += `    { let c = col0 + ${h * (tn / bh)}u + lid.x * 4u; if (c < N) { S0[(oBase + (${r}) * N + c) / 4u] = c${i}_${h}; } }\n`;
+    store += '  }\n';
+  }
+  const loop = double
+    ? `  var k0 = 0u;
+${fetch}
+${stash('0u')}
+  workgroupBarrier();
+  var sb = 0u;
+  for (var kt = 0u; kt < K; kt += BK) {
+    k0 = kt + BK;
+    let more = k0 < K;
+    if (more) {
+${fetch}
+    }
+${fmaStep('sb')}
+    if (more) {
+${stash('(1u - sb)')}
+    }
+    workgroupBarrier();
+    sb = 1u - sb;
+  }`
+    : `  var k0 = 0u;
+${fetch}
+  for (var kt = 0u; kt < K; kt += BK) {
+${stash('0u')}
+    workgroupBarrier();
+    k0 = kt + BK;
+    if (k0 < K) {
+${fetch}
+    }
+${fmaStep('0u')}
+    workgroupBarrier();
+  }`;
+  return `${binds}
+const BK = ${bk}u;
+var<workgroup> As: array<vec4<f32>, ${(double ? 2 : 1) * bufA}>;
+var<workgroup> Bs: array<vec4<f32>, ${(double ? 2 : 1) * bufB}>;
+
+@compute @workgroup_size(${wx}, ${wy})
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+  let M = P[0]; let N = P[1]; let K = P[2];
+  let aBase = P[3] + wid.z * P[4]; let aRS = P[5];
+  let bBase = P[7] + wid.z * P[8]; let bRS = P[9];
+  let oBase = P[11] + wid.z * M * N;
+  let row0 = wid.y * ${tm}u; let col0 = wid.x * ${tn}u;
+  let tid = lid.y * ${wx}u + lid.x;
+${accs.join('\n')}
+${regs}
+${loop}
+${store}}
+`;
+}
