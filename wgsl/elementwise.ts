@@ -5,12 +5,19 @@
  * Inputs are (shape, strides, offset) views, so broadcasting (stride 0), transposes and slices
  * need no copy. The shader is specialised on the rank and on which inputs are contiguous, so
  * the common case compiles to a plain `i + offset` load. Params are an `array<u32>` block:
- *   [0] n, [1..9) shape, [9] output offset, then per input (offset, strides[8]), then 4 f32 scalars.
+ *   [0] n, [1..9) shape, [9] output offset, then per input (offset, strides[8]), then 4 f32
+ *   scalars, then the device-check code.
+ *
+ * Device checks: an expression that calls `divisor_i(b)` (the integer divisions of the op
+ * table) makes a checking kernel: it binds the device's error buffer after its storages
+ * (`errorBinding` in wgsl/index.ts), and a zero divisor records the params' check code there,
+ * which the worker turns into PyTorch's ZeroDivisionError at the next sync point.
  * The output is contiguous from its offset; a packed output dtype runs one invocation per
  * 32-bit word, so its offset must be word-aligned (allocator blocks are 512-byte aligned).
  */
 import type { StorageCode } from '../ts/dtype.js';
 import { bits, computeType, convert, elementsPerWord, helpers, load, slotBindings } from './dtype.js';
+import { errorBinding } from './index.js';
 
 /** Workgroup size of 1-D kernels. */
 export const WG = 256;
@@ -40,11 +47,23 @@ export interface MapKernel {
   prelude?: string;
 }
 
-/** Params words a map kernel uses. */
-export const mapParamWords = (nInputs: number): number => 10 + nInputs * 9 + 4;
+/** Whether a map expression checks its divisors (see the module's note): its kernel binds the error buffer. */
+export const checksDivisor = (expr: string): boolean => expr.includes('divisor_i(');
 
-/** The params block of a map kernel: n, shape, the output's element offset, each input's view, scalars. */
-export function mapParams(n: number, shape: number[], outOffset: number, inputs: { strides: number[]; offset: number }[], scalars: number[] = []): ArrayBuffer {
+/** The WGSL of a checking kernel: the error buffer after `slots` storages, and `divisor_i`. */
+function divisorCheck(slots: number, codeWord: number): string {
+  return `${errorBinding(slots)}fn divisor_i(b: i32) -> i32 {
+  if (b == 0i) { fail(P[${codeWord}u], 0i); }
+  return b;
+}
+`;
+}
+
+/** Params words a map kernel uses. */
+export const mapParamWords = (nInputs: number): number => 10 + nInputs * 9 + 5;
+
+/** The params block of a map kernel: n, shape, the output's element offset, each input's view, scalars, the check code. */
+export function mapParams(n: number, shape: number[], outOffset: number, inputs: { strides: number[]; offset: number }[], scalars: number[] = [], checkCode = 0): ArrayBuffer {
   const words = new Uint32Array(mapParamWords(inputs.length));
   const f = new Float32Array(words.buffer);
   words[0] = n;
@@ -57,6 +76,7 @@ export function mapParams(n: number, shape: number[], outOffset: number, inputs:
   });
   const sBase = 10 + inputs.length * 9;
   scalars.forEach((s, k) => (f[sBase + k] = s));
+  words[sBase + 4] = checkCode;
   return words.buffer;
 }
 
@@ -96,7 +116,8 @@ export function mapShader(k: MapKernel): string {
     if (i < n) { word |= ${bits('value(i)', k.outDt)} << (j * ${32 / epw}u); }
   }
   S0[P[9] / ${epw}u + w] = word;`;
-  return `${slotBindings(k.slots)}${helpers(k.outDt)}${k.prelude ?? ''}
+  const check = checksDivisor(k.expr) ? divisorCheck(k.slots, sBase + 4) : '';
+  return `${slotBindings(k.slots)}${check}${helpers(k.outDt)}${k.prelude ?? ''}
 ${offsets}
 ${compute}
 ${MAIN_HEAD}
@@ -154,7 +175,8 @@ export function mapVec4Shader(k: MapKernel): string {
   const words = k.inputs.map((inp, j) => `  let v${j} = S${inp.slot}[P[${10 + j * 9}u] / 4u + w];`).join('\n');
   const lanes = k.inputs.map((inp, j) => `    let x${j} = ${computeType(inp.dt) === 'f32' ? `bitcast<f32>(v${j}[c])` : `bitcast<i32>(v${j}[c])`};`).join('\n');
   const value = convert(`(${k.expr})`, k.exprType, k.outDt);
-  return `${binds}${k.prelude ?? ''}
+  const check = checksDivisor(k.expr) ? divisorCheck(k.slots, sBase + 4) : '';
+  return `${binds}${check}${k.prelude ?? ''}
 @compute @workgroup_size(${WG})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
   let n = P[0];
@@ -165,6 +187,7 @@ ${words}
   var o: vec4<u32>;
   for (var c = 0u; c < 4u; c++) {
     let i = w * 4u + c;
+    if (i >= n) { break; }
 ${lanes}
     o[c] = bitcast<u32>(${value});
   }

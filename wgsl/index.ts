@@ -71,7 +71,7 @@ function offsetFn(name: string, k: number, rank: number): string {
 }
 
 /** The error buffer binding and `fail(code, v)`, which keeps the first failure. */
-function errorBinding(slots: number): string {
+export function errorBinding(slots: number): string {
   return `@group(0) @binding(${slots + 1}) var<storage, read_write> E: array<atomic<u32>>;
 fn fail(code: u32, v: i32) {
   loop {

@@ -3,7 +3,8 @@
 // The hard part is matching PyTorch's edge semantics while staying fast:
 // float ops run in f64 on f32 inputs and round once (so +,-,*,/ are correctly
 // rounded f32 results); integer division/remainder never hit wasm's traps
-// (b = 0 gives 0, INT_MIN / -1 wraps); maximum/minimum propagate NaN (wasm's
+// (b = 0 gives 0 and is reported: binary() returns 1, and the host raises
+// PyTorch's ZeroDivisionError; INT_MIN / -1 wraps); maximum/minimum propagate NaN (wasm's
 // f32x4.max/min and f64.max/min already do). Rows whose inner strides are 0 or
 // 1 on both sides (contiguous, scalar-broadcast, or bias-style row broadcast)
 // take an f32x4 / i32x4 path.
@@ -49,9 +50,12 @@ export function binaryF(op: i32, x: f64, y: f64, alpha: f64): f64 {
   }
 }
 
+/** Set when an integer floor/trunc division or remainder met a zero divisor. */
+let zeroDivisor: bool = false;
+
 /**
  * Integer-class op on one pair. Division by zero yields 0 for floor/trunc
- * division and remainder; INT_MIN / -1 wraps to INT_MIN.
+ * division and remainder, and sets `zeroDivisor`; INT_MIN / -1 wraps to INT_MIN.
  */
 export function binaryI(op: i32, x: i32, y: i32, alpha: i32): i32 {
   switch (op) {
@@ -59,20 +63,29 @@ export function binaryI(op: i32, x: i32, y: i32, alpha: i32): i32 {
     case 1: return x - alpha * y;
     case 2: return x * y;
     case 4: {
-      if (y == 0) return 0;
+      if (y == 0) {
+        zeroDivisor = true;
+        return 0;
+      }
       if (y == -1) return -x;
       const q = x / y;
       return (x % y != 0 && (x < 0) != (y < 0)) ? q - 1 : q;
     }
     case 5: {
-      if (y == 0) return 0;
+      if (y == 0) {
+        zeroDivisor = true;
+        return 0;
+      }
       return y == -1 ? -x : x / y;
     }
     case 6: return powI(x, y);
     case 7: return max<i32>(x, y);
     case 8: return min<i32>(x, y);
     case 9: {
-      if (y == 0) return 0;
+      if (y == 0) {
+        zeroDivisor = true;
+        return 0;
+      }
       const m = x % y;
       return (m != 0 && (m < 0) != (y < 0)) ? m + y : m;
     }
@@ -144,11 +157,13 @@ function simdRowI32(op: i32, pa: usize, sa: i32, pb: usize, sb: i32, po: usize, 
  * out = a (op) b with broadcasting; contiguous out.
  * p: [r, n, shape[r], aStrides[r], aOffset, bStrides[r], bOffset].
  * alpha scales b for add/sub (integer-class: truncated to i32).
+ * Returns 1 when an integer division or remainder met a zero divisor (those elements are 0).
  */
-export function binary(op: i32, dt: i32, outDt: i32, a: usize, b: usize, out: usize, p: usize, alpha: f64): void {
+export function binary(op: i32, dt: i32, outDt: i32, a: usize, b: usize, out: usize, p: usize, alpha: f64): i32 {
   const d = normalize(p, 2);
   const n = load<i32>(d, 4);
-  if (n <= 0) return;
+  if (n <= 0) return 0;
+  zeroDivisor = false;
   const len = rowLen(d);
   const sa = rowStride(d, 0);
   const sb = rowStride(d, 1);
@@ -180,6 +195,7 @@ export function binary(op: i32, dt: i32, outDt: i32, a: usize, b: usize, out: us
     o += len;
     nextRow(d, 2);
   }
+  return <i32>zeroDivisor;
 }
 
 /**

@@ -16,6 +16,7 @@ import { sumTo } from './reduce.js';
 import { elementwiseOp, type ElementwiseOp, type GradMath } from './table.js';
 import { checkOptions } from './options.js';
 import { cast } from './views.js';
+import type { Command } from '../worker/protocol.js';
 
 /** A tensor or a JS scalar operand. */
 export type Scalar = number | boolean;
@@ -132,6 +133,9 @@ export function binaryOp(name: string, a: TensorOrScalar, b: TensorOrScalar, alp
   });
 }
 
+/** Integer divisions: a zero divisor raises PyTorch's ZeroDivisionError (at the call, or at the next sync point for a tensor's element). */
+const INT_DIVISIONS = new Set(['floor_divide', 'trunc_divide', 'remainder']);
+
 function binaryForward(op: ElementwiseOp, a: TensorOrScalar, b: TensorOrScalar, alpha: number): Tensor {
   const name = op.name;
   sameDevice(name, [a, b].filter((x): x is Tensor => x instanceof Tensor));
@@ -140,16 +144,20 @@ function binaryForward(op: ElementwiseOp, a: TensorOrScalar, b: TensorOrScalar, 
   if ((name === 'add' || name === 'sub') && alpha !== 1 && !isFloating(compute) && !Number.isInteger(alpha)) {
     throw new TypeError(`For integral input tensors, argument alpha must not be a floating point number.`);
   }
+  const intDivision = INT_DIVISIONS.has(name) && !isFloating(compute);
+  if (intDivision && !(b instanceof Tensor) && Number(b) === 0) throw new RangeError('ZeroDivisionError: integer division by zero');
   const [ta, tb, temps] = operands(a, b, compute);
   const shape = broadcastFor(name, [ta.shape, tb.shape], `, dtypes ${ta.dtype} and ${tb.dtype}`);
   checkRank(name, shape);
   const [ac, tempA] = toCompute(ta, compute), [bc, tempB] = toCompute(tb, compute);
   const out = alloc(shape, outDt, ta.device);
   if (out.numel()) {
-    launch(ta.device, {
+    const cmd: Command = {
       k: 'binary', op: op.code, dt: storageCode(compute), outDt: storageCode(outDt), out: place(out), shape,
       a: ref(ac, broadcastStrides(ac.shape, ac._strides, shape)), b: ref(bc, broadcastStrides(bc.shape, bc._strides, shape)), alpha,
-    });
+    };
+    if (intDivision) cmd.check = { message: `ZeroDivisionError: integer division by zero (in ${name}, dtype ${compute})` };
+    launch(ta.device, cmd);
   }
   if (tempA) ac.dispose();
   if (tempB) bc.dispose();

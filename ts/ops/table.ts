@@ -5,6 +5,8 @@
  *
  * `code` is the op's number in the AssemblyScript kernels (`assembly/kernels`); the WGSL
  * expressions read inputs `x0`, `x1` and scalars `s0..s3`, in the compute type named by the key.
+ * Integer divisions pass their divisor through `divisor_i`, which reports a zero divisor as
+ * PyTorch's ZeroDivisionError at the next sync point (see wgsl/elementwise.ts).
  *
  * dtype rules (`dtypes`):
  * - 'float': integer and bool inputs are promoted to float32 first (torch.exp(int) is float);
@@ -193,8 +195,8 @@ export const ELEMENTWISE: readonly ElementwiseOp[] = [
   d(b('sub', 1, 'number', 'x0 - s0 * x1', 'x0 - i32(s0) * x1', ['alpha']), [], (m, { g, s }) => [m.mul(g, 1), m.mul(g, -s[0])]),
   d(b('mul', 2, 'any', 'x0 * x1', 'x0 * x1'), ['x', 'y'], (m, { x, y, g }) => [m.mul(g, y), m.mul(g, x)]),
   d(b('div', 3, 'float', 'x0 / x1'), ['y', 'out'], (m, { y, out, g }) => [m.div(g, y), m.neg(m.div(m.mul(g, out), y))]),
-  d(b('floor_divide', 4, 'number', 'floor(x0 / x1)', 'floordiv_i(x0, x1)'), [], zero),
-  d(b('trunc_divide', 5, 'number', 'trunc(x0 / x1)', 'select(x0 / x1, 0i, x1 == 0i)'), [], zero),
+  d(b('floor_divide', 4, 'number', 'floor(x0 / x1)', 'floordiv_i(x0, divisor_i(x1))'), [], zero),
+  d(b('trunc_divide', 5, 'number', 'trunc(x0 / x1)', 'select(x0 / divisor_i(x1), 0i, x1 == 0i)'), [], zero),
   d(b('pow', 6, 'number', 'pow_f(x0, x1)', 'pow_i(x0, x1)'), ['x', 'y', 'out'], (m, { x, y, out, g }) => [
     m.mul(g, m.mul(y, m.pow(x, m.sub(y, 1)))),
     m.mul(g, m.where(m.mul(m.eq(x, 0), m.ge(y, 0)), 0, m.mul(out, m.log(x)))),
@@ -207,7 +209,7 @@ export const ELEMENTWISE: readonly ElementwiseOp[] = [
     const half = m.mul(m.mul(g, m.eq(x, y)), 0.5);
     return [m.add(m.mul(g, m.lt(x, y)), half), m.add(m.mul(g, m.gt(x, y)), half)];
   }),
-  d(b('remainder', 9, 'number', 'rem_f(x0, x1)', 'rem_i(x0, x1)'), ['x', 'y'], (m, { x, y, g }) => [m.mul(g, 1), m.neg(m.mul(g, m.floorDivide(x, y)))]),
+  d(b('remainder', 9, 'number', 'rem_f(x0, x1)', 'rem_i(x0, divisor_i(x1))'), ['x', 'y'], (m, { x, y, g }) => [m.mul(g, 1), m.neg(m.mul(g, m.floorDivide(x, y)))]),
   d(b('atan2', 10, 'float', 'atan2(x0, x1)'), ['x', 'y'], (m, { x, y, g }) => {
     const r = m.add(m.square(x), m.square(y));
     return [m.div(m.mul(g, y), r), m.neg(m.div(m.mul(g, x), r))];

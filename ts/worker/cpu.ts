@@ -22,7 +22,8 @@ interface Kernels {
   copy(srcDt: number, dstDt: number, src: number, dst: number, p: number): void;
   copyStrided(srcDt: number, dstDt: number, src: number, dst: number, p: number): void;
   unary(op: number, dt: number, outDt: number, a: number, out: number, p: number, s0: number, s1: number, s2: number): void;
-  binary(op: number, dt: number, outDt: number, a: number, b: number, out: number, p: number, alpha: number): void;
+  /** Returns 1 when an integer division met a zero divisor. */
+  binary(op: number, dt: number, outDt: number, a: number, b: number, out: number, p: number, alpha: number): number;
   where(dt: number, c: number, a: number, b: number, out: number, p: number): void;
   reduce(op: number, dt: number, outDt: number, a: number, out: number, outer: number, inner: number): void;
   matmulWorkspaceBytes(m: number, n: number, k: number): number;
@@ -120,8 +121,11 @@ function run(cmd: Command): void {
       return K.copyStrided(cmd.srcDt, cmd.dt, ptr(cmd.src.id), ptr(cmd.dst.id), desc(viewWords(cmd.shape, [cmd.src, cmd.dst])));
     case 'unary':
       return K.unary(cmd.op, cmd.dt, cmd.outDt, ptr(cmd.a.id), at(cmd.out, cmd.outDt), desc(viewWords(cmd.shape, [cmd.a])), ...cmd.s);
-    case 'binary':
-      return K.binary(cmd.op, cmd.dt, cmd.outDt, ptr(cmd.a.id), ptr(cmd.b.id), at(cmd.out, cmd.outDt), desc(viewWords(cmd.shape, [cmd.a, cmd.b])), cmd.alpha);
+    case 'binary': {
+      const zeroDivisor = K.binary(cmd.op, cmd.dt, cmd.outDt, ptr(cmd.a.id), ptr(cmd.b.id), at(cmd.out, cmd.outDt), desc(viewWords(cmd.shape, [cmd.a, cmd.b])), cmd.alpha);
+      if (zeroDivisor && cmd.check) throw new Error(cmd.check.message);
+      return;
+    }
     case 'where':
       return K.where(cmd.dt, ptr(cmd.c.id), ptr(cmd.a.id), ptr(cmd.b.id), at(cmd.out, cmd.dt), desc(viewWords(cmd.shape, [cmd.c, cmd.a, cmd.b])));
     case 'reduce':

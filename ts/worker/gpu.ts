@@ -12,13 +12,13 @@
  */
 import { StorageCode } from '../dtype.js';
 import { env, getGpu } from '../platform.js';
-import { MAX_X, WG, mapInvocations, mapParams, mapShader, mapVec4Shader, scatterShader, vec4Eligible as mapVec4Eligible, type MapKernel } from '../../wgsl/elementwise.js';
+import { MAX_X, WG, checksDivisor, mapInvocations, mapParams, mapShader, mapVec4Shader, scatterShader, vec4Eligible as mapVec4Eligible, type MapKernel } from '../../wgsl/elementwise.js';
 import { computeType, elementsPerWord } from '../../wgsl/dtype.js';
 import { reduceShader } from '../../wgsl/reduce.js';
 import { TILE, TILE_V4, matmulShader, matmulVec4Shader, vec4Eligible } from '../../wgsl/matmul.js';
 import { ELEMENTWISE, WGSL_PRELUDE } from '../ops/table.js';
 import type { Backend } from './executor.js';
-import type { Command, DeviceInfo, Place, ViewRef } from './protocol.js';
+import type { Command, DeviceCheck, DeviceInfo, Place, ViewRef } from './protocol.js';
 // The index family.
 import { IWG, SORT_BLOCK, cumulativeShader, gatherShader, indexParams, oneHotShader, scalarWord, scatterIndexShader, sortGlobalShader,
   sortInitShader, sortLocalShader, sortOutShader, sortParams, wordDt } from '../../wgsl/index.js';
@@ -135,19 +135,24 @@ const contiguousIn = (r: ViewRef, shape: number[]): boolean => {
   return true;
 };
 
-/** Runs a map kernel `expr` over strided inputs into `out` (a buffer and an element offset). */
+/**
+ * Runs a map kernel `expr` over strided inputs into `out` (a buffer and an element offset).
+ * An expression with a device check (see wgsl/elementwise.ts) reports `check` at the next sync point.
+ */
 function runMap(
   inputs: { r: ViewRef; dt: StorageCode; b?: GPUBuffer }[], shape: number[], out: GPUBuffer, outOffset: number, outDt: StorageCode,
-  expr: string, exprType: 'f32' | 'i32', scalars: number[] = [],
+  expr: string, exprType: 'f32' | 'i32', scalars: number[] = [], check?: DeviceCheck,
 ): void {
   const n = shape.reduce((a, b) => a * b, 1);
   if (n === 0) return;
   const { bind, slot } = slotsOf(out, inputs.map((i) => i.b ?? buf(i.r.id)));
+  const code = checksDivisor(expr) ? checkCode('binary', check?.message ?? 'ZeroDivisionError: integer division by zero') : 0;
   const k: MapKernel = {
     rank: shape.length, slots: bind.length, outDt, expr, exprType, prelude: WGSL_PRELUDE,
     inputs: inputs.map(({ r, dt }, j) => ({ dt, contiguous: contiguousIn(r, shape), slot: slot[j] })),
   };
-  const params = mapParams(n, shape, outOffset, inputs.map((i) => i.r), scalars);
+  const params = mapParams(n, shape, outOffset, inputs.map((i) => i.r), scalars, code);
+  if (code) bind.push(deviceErrors!);
   const base = `${k.rank}|${k.slots}|${outDt}|${exprType}|${k.inputs.map((i) => `${i.dt}${i.contiguous ? 'c' : 's'}${i.slot}`).join(',')}|${expr}`;
   if (mapVec4Eligible(k, outOffset, inputs.map((i) => i.r))) {
     dispatch(`map4|${base}`, () => mapVec4Shader(k), bind, params, grid1d(Math.ceil(n / 4)));
@@ -210,7 +215,7 @@ function run(cmd: Command): void {
       if (!expr) throw new Error(`${op.name} has no ${t} kernel`);
       const ins = cmd.k === 'unary' ? [{ r: cmd.a, dt: cmd.dt }] : [{ r: cmd.a, dt: cmd.dt }, { r: cmd.b, dt: cmd.dt }];
       const scalars = cmd.k === 'unary' ? cmd.s : [cmd.alpha];
-      runMap(ins, cmd.shape, buf(cmd.out.id), cmd.out.offset, cmd.outDt, expr, op.dtypes === 'bool' ? 'i32' : t, scalars);
+      runMap(ins, cmd.shape, buf(cmd.out.id), cmd.out.offset, cmd.outDt, expr, op.dtypes === 'bool' ? 'i32' : t, scalars, cmd.k === 'binary' ? cmd.check : undefined);
       return;
     }
     case 'where':
@@ -313,35 +318,38 @@ async function read(id: number, byteOffset: number, bytes: number): Promise<Arra
   staging.unmap();
   staging.destroy();
   await checkErrors();
-  await checkIndexErrors();
+  await checkDeviceErrors();
   return out;
 }
 
-// ---- The index family (wgsl/index.ts): gather, scatter, cumulative, sort, one_hot ----
+// ---- Device checks (see DeviceCheck in protocol.ts; `errorBinding` in wgsl/index.ts) ----
 
-/** The device's index-error words (see wgsl/index.ts), and the codes of the messages of checking dispatches since the last check. */
-let indexErrors: GPUBuffer | null = null;
-const indexCodes = new Map<string, number>();
+/** The device's error words, and the messages of checking dispatches since the last check, with their codes. */
+let deviceErrors: GPUBuffer | null = null;
+const checkCodes = new Map<string, number>();
 
-/** Registers a checking dispatch; returns the code its kernel records on a bad index (one per distinct message). */
-function checkCode(cmd: IndexCommand & { check: { message: string } }): number {
-  indexErrors ??= device.createBuffer({ size: 16, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST });
-  const message = `${cmd.k} failed on device: ${cmd.check.message}`;
-  const code = indexCodes.get(message) ?? indexCodes.size + 1;
-  indexCodes.set(message, code);
+/**
+ * Registers a checking dispatch of command `k` (and creates the error buffer, which the caller
+ * binds after its storages); returns the code its kernel records on bad data, one per message.
+ */
+function checkCode(k: string, message: string): number {
+  deviceErrors ??= device.createBuffer({ size: 16, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST });
+  const key = `${k} failed on device: ${message}`;
+  const code = checkCodes.get(key) ?? checkCodes.size + 1;
+  checkCodes.set(key, code);
   return code;
 }
 
-/** Throws the first bad index recorded since the last check (the sync points call it), and clears it. */
-async function checkIndexErrors(): Promise<void> {
-  if (!indexCodes.size) return;
+/** Throws the first failed check recorded since the last one (the sync points call it), and clears it. */
+async function checkDeviceErrors(): Promise<void> {
+  if (!checkCodes.size) return;
   flush();
-  const messages = [...indexCodes.keys()];
-  indexCodes.clear();
+  const messages = [...checkCodes.keys()];
+  checkCodes.clear();
   const staging = device.createBuffer({ size: 16, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
   const enc = device.createCommandEncoder();
-  enc.copyBufferToBuffer(indexErrors!, 0, staging, 0, 16);
-  enc.clearBuffer(indexErrors!);
+  enc.copyBufferToBuffer(deviceErrors!, 0, staging, 0, 16);
+  enc.clearBuffer(deviceErrors!);
   device.queue.submit([enc.finish()]);
   await staging.mapAsync(GPUMapMode.READ);
   const [code, bad] = new Int32Array(staging.getMappedRange().slice(0));
@@ -349,6 +357,8 @@ async function checkIndexErrors(): Promise<void> {
   staging.destroy();
   if (code) throw new Error(messages[code - 1].replace('%d', String(bad)));
 }
+
+// ---- The index family (wgsl/index.ts): gather, scatter, cumulative, sort, one_hot ----
 
 const count = (shape: number[]) => shape.reduce((a, b) => a * b, 1);
 
@@ -358,8 +368,8 @@ function runIndex(cmd: IndexCommand): void {
       const n = count(cmd.shape);
       if (!n) return;
       const { bind, slot } = slotsOf(buf(cmd.out.id), [buf(cmd.x.id), buf(cmd.idx.id)]);
-      const p = indexParams(n, cmd.shape, cmd.out.offset, [cmd.x, cmd.idx], [cmd.dimStride, cmd.check.size, +cmd.check.wrap, checkCode(cmd)]);
-      dispatchCode(gatherShader(cmd.shape.length, cmd.dt, slot[0], slot[1], bind.length), [...bind, indexErrors!], p, grid1d(Math.ceil(n / elementsPerWord(cmd.dt))));
+      const p = indexParams(n, cmd.shape, cmd.out.offset, [cmd.x, cmd.idx], [cmd.dimStride, cmd.check.size, +cmd.check.wrap, checkCode(cmd.k, cmd.check.message)]);
+      dispatchCode(gatherShader(cmd.shape.length, cmd.dt, slot[0], slot[1], bind.length), [...bind, deviceErrors!], p, grid1d(Math.ceil(n / elementsPerWord(cmd.dt))));
       return;
     }
     case 'scatter': {
@@ -370,8 +380,8 @@ function runIndex(cmd: IndexCommand): void {
         if (!m) return;
         const { bind, slot } = slotsOf(target, [buf(cmd.idx.id), ...(cmd.src ? [buf(cmd.src.id)] : [])]);
         const views = [{ offset, strides: cmd.dstStrides }, cmd.idx, cmd.src ?? { offset: 0, strides: [] }];
-        const extra = [cmd.dimStride, cmd.check.size, +cmd.check.wrap, checkCode(cmd), scalarWord(cmd.value, computeType(cmd.dt))];
-        dispatchCode(scatterIndexShader(cmd.idxShape.length, cmd.dt, cmd.add, slot[0], cmd.src ? slot[1] : -1, bind.length), [...bind, indexErrors!],
+        const extra = [cmd.dimStride, cmd.check.size, +cmd.check.wrap, checkCode(cmd.k, cmd.check.message), scalarWord(cmd.value, computeType(cmd.dt))];
+        dispatchCode(scatterIndexShader(cmd.idxShape.length, cmd.dt, cmd.add, slot[0], cmd.src ? slot[1] : -1, bind.length), [...bind, deviceErrors!],
           indexParams(m, cmd.idxShape, 0, views, extra), grid1d(m));
       });
       return;
@@ -407,8 +417,8 @@ function runIndex(cmd: IndexCommand): void {
       const n = cmd.n * cmd.classes;
       if (!n) return;
       const { bind, slot } = slotsOf(buf(cmd.out.id), [buf(cmd.idx.id)]);
-      const p = new Uint32Array([n, cmd.classes, cmd.idx.offset, cmd.out.offset, checkCode(cmd)]).buffer;
-      dispatchCode(oneHotShader(slot[0], bind.length), [...bind, indexErrors!], p, grid1d(n));
+      const p = new Uint32Array([n, cmd.classes, cmd.idx.offset, cmd.out.offset, checkCode(cmd.k, cmd.check.message)]).buffer;
+      dispatchCode(oneHotShader(slot[0], bind.length), [...bind, deviceErrors!], p, grid1d(n));
       return;
     }
   }
@@ -447,7 +457,7 @@ export const gpuBackend: Backend = {
     flush();
     await device.queue.onSubmittedWorkDone();
     await checkErrors();
-    await checkIndexErrors();
+    await checkDeviceErrors();
   },
   async close() {
     flush();

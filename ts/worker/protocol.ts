@@ -31,7 +31,7 @@ export type Command =
   | { k: 'copy'; src: ViewRef; srcDt: StorageCode; out: Place; dt: StorageCode; shape: number[] }
   | { k: 'copyInto'; src: ViewRef; srcDt: StorageCode; dst: ViewRef; dt: StorageCode; shape: number[] }
   | { k: 'unary'; op: number; a: ViewRef; dt: StorageCode; out: Place; outDt: StorageCode; shape: number[]; s: [number, number, number] }
-  | { k: 'binary'; op: number; a: ViewRef; b: ViewRef; dt: StorageCode; out: Place; outDt: StorageCode; shape: number[]; alpha: number }
+  | { k: 'binary'; op: number; a: ViewRef; b: ViewRef; dt: StorageCode; out: Place; outDt: StorageCode; shape: number[]; alpha: number; check?: DeviceCheck }
   | { k: 'where'; c: ViewRef; a: ViewRef; b: ViewRef; dt: StorageCode; out: Place; shape: number[] }
   | { k: 'reduce'; op: number; a: ViewRef; dt: StorageCode; out: Place; outDt: StorageCode; outer: number; inner: number }
   | { k: 'matmul'; a: ViewRef; b: ViewRef; dt: StorageCode; out: Place; batch: number; m: number; n: number; kk: number;
@@ -68,6 +68,18 @@ export interface WorkerApi {
   close(): Promise<void>;
 }
 
+/**
+ * A device-side check: a kernel that meets bad data (an index out of range, an integer
+ * division by zero) records the first bad value, and the worker raises `message` (with `%d`
+ * replaced by that value) at the next sync point, naming the command. The GPU's kernels record
+ * it in a small error buffer (wgsl/index.ts), the cpu's return a flag (ts/worker/cpu.ts).
+ * Integer division checks ride on `binary` commands of floor_divide, trunc_divide and
+ * remainder with an integer dtype.
+ */
+export interface DeviceCheck {
+  message: string;
+}
+
 /** An error raised inside a worker, carried back to the next sync point. */
 export interface WorkerFailure {
   op: string;
@@ -80,10 +92,9 @@ export interface WorkerFailure {
  * A device-side index check: indices must lie in [0, size) (or [-size, size) with `wrap`).
  * The first bad index is reported at the next sync point as `message` with `%d` replaced by it.
  */
-export interface IndexCheck {
+export interface IndexCheck extends DeviceCheck {
   size: number;
   wrap: boolean;
-  message: string;
 }
 
 /**
