@@ -22,6 +22,7 @@ const HELP = `usage: node bench/profile-kernels.mjs [options]
   --torch          also time each shape in PyTorch with CUDA events (bench/torch_kernels.py)
   --dawn-flags F   flags for Dawn's create(), comma-separated lists joined by ';'
                    (e.g. "enable-dawn-features=allow_unsafe_apis,disable_robustness")
+  --sizes a,b      square matmul sizes (default 1024,2048,4096; quick 256,512)
   --min-ms N       GPU time per sample (default 20, quick 5)
   --json FILE      write the results as JSON`;
 
@@ -36,6 +37,7 @@ try {
       torch: { type: 'boolean', default: false },
       'dawn-flags': { type: 'string', default: '' },
       'min-ms': { type: 'string' },
+      sizes: { type: 'string' },
       json: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
@@ -263,16 +265,18 @@ async function timeMatmul(sizeName, caseName, m, n, k, vs) {
  * The skinny product as the runtime runs it (ts/ops/matmul.ts): `split` partial products over
  * slices of K as a batch, then their sum as ones[1, split] · parts[split, m·n]; and unsplit.
  */
-async function timeSkinny(m, n, k, split, vs) {
+async function timeSkinny(m, n, k, splits, vs) {
   const a = rand(m * k, 5), b = rand(k * n, 6);
   const bufs = { a: buffer(a), b: buffer(b), out: buffer(null, m * n * 4) };
-  const parts = buffer(null, split * m * n * 4), ones = buffer(new Float32Array(split).fill(1)), out = buffer(null, m * n * 4);
+  const most = Math.max(...splits);
+  const parts = buffer(null, most * m * n * 4), ones = buffer(new Float32Array(most).fill(1)), out = buffer(null, m * n * 4);
   const picks = Array.from({ length: 32 }, (_, i) => [(i * 7919) % m, (i * 104729) % n]);
   const ref = matmulRef(a, b, m, n, k, picks);
-  const ks = k / split, name = `${m}×${k}×${n}`;
+  const name = `${m}×${k}×${n}`;
   for (const v of vs) {
     try {
-      for (const s of split > 1 ? [1, split] : [1]) {
+      for (const s of splits) {
+        const ks = k / s;
         let launches;
         if (s === 1) launches = [await matmulLaunch(v, bufs, m, n, k)];
         else {
@@ -369,8 +373,9 @@ async function timeSum(rows, cols) {
 
 // ---- the run ----
 const started = new Date();
-const squares = opts.quick ? [256, 512] : [1024, 2048, 4096];
-const skinny = opts.quick ? [32, 1024, 256, 4] : [32, 4096, 4096, 4]; // m, k, n, split as ts/ops/matmul.ts picks it
+const squares = opts.sizes ? opts.sizes.split(',').map(Number) : opts.quick ? [256, 512] : [1024, 2048, 4096];
+// m, k, n, and the splits to try (the first split > 1 is the one ts/ops/matmul.ts picks today).
+const skinnies = opts.quick ? [[32, 1024, 256, [1, 4, 8]]] : [[32, 4096, 4096, [1, 4, 8, 16]], [256, 16384, 256, [1, 16, 32]]];
 const elemN = opts.quick ? 1 << 20 : 1 << 25;
 const sums = opts.quick ? [[256, 1024], [16, 16384]] : [[4096, 4096], [32768, 1024], [64, 524288]];
 
@@ -381,7 +386,7 @@ if (cases.has('matmul') || cases.has('skinny')) {
 }
 const good = variants.filter((v) => !results.some((r) => r.case === 'matmul check' && r.variant === v));
 if (cases.has('matmul')) for (const s of squares) await timeMatmul(`${s}³`, 'matmul', s, s, s, good);
-if (cases.has('skinny')) await timeSkinny(skinny[0], skinny[2], skinny[1], skinny[3], good);
+if (cases.has('skinny')) for (const [m, k, n, splits] of skinnies) await timeSkinny(m, n, k, splits, good);
 if (cases.has('elementwise')) await timeElementwise(elemN);
 if (cases.has('reduce')) for (const [r, c] of sums) await timeSum(r, c);
 device.destroy();
@@ -419,7 +424,7 @@ if (opts.runtime) {
     inputs.forEach((x) => x.dispose());
   };
   if (cases.has('matmul')) for (const s of squares) await put(`matmul|${s}³`, null, torch.matmul, [t([s, s], 3), t([s, s], 4)]);
-  if (cases.has('skinny')) await put(`skinny|${skinny[0]}×${skinny[1]}×${skinny[2]}`, null, torch.matmul, [t([skinny[0], skinny[1]], 5), t([skinny[1], skinny[2]], 6)]);
+  if (cases.has('skinny')) for (const [m, k, n] of skinnies) await put(`skinny|${m}×${k}×${n}`, null, torch.matmul, [t([m, k], 5), t([k, n], 6)]);
   if (cases.has('elementwise')) {
     const size = `2^${Math.log2(elemN)} (${(elemN * 4) / 2 ** 20} MiB)`;
     await put(`relu|${size}`, null, (x) => torch.relu(x), [t([elemN], 7)]);
@@ -435,7 +440,7 @@ let torchInfo = null;
 if (opts.torch) {
   const jobs = [];
   if (cases.has('matmul')) for (const s of squares) jobs.push({ key: `matmul|${s}³`, op: 'matmul', m: s, k: s, n: s });
-  if (cases.has('skinny')) jobs.push({ key: `skinny|${skinny[0]}×${skinny[1]}×${skinny[2]}`, op: 'matmul', m: skinny[0], k: skinny[1], n: skinny[2] });
+  if (cases.has('skinny')) for (const [m, k, n] of skinnies) jobs.push({ key: `skinny|${m}×${k}×${n}`, op: 'matmul', m, k, n });
   if (cases.has('elementwise')) {
     const size = `2^${Math.log2(elemN)} (${(elemN * 4) / 2 ** 20} MiB)`;
     for (const o of ['relu', 'mul', 'a*b+c']) jobs.push({ key: `${o}|${size}`, op: o, n: elemN });

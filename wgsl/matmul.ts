@@ -160,6 +160,16 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
  */
 export interface MatmulTiling {
   wx: number; wy: number; rm: 4 | 8; rn: 4 | 8; bk: 4 | 8 | 16 | 32; double: boolean;
+  /** With `double`: unroll the K loop by two so that each half names its buffers by constants. */
+  unroll2?: boolean;
+  /**
+   * Invocation (tx, ty) from the flat index so that a 32-wide subgroup covers 8×4 invocations
+   * rather than 16×2: its reads of a k step touch 8 B vec4s and 4 A vec4s (one 128-byte
+   * wavefront each) instead of 16 and 2.
+   */
+  swizzle?: boolean;
+  /** A's global loads: consecutive invocations take consecutive rows (conflict-free stores into the k-major tile) instead of consecutive K. */
+  aSpread?: boolean;
 }
 
 /** The numbered tilings (variants 1–3 are `matmulShader` and `matmulVec4Shader`); see bench/MATMUL-VARIANTS.md. */
@@ -172,6 +182,16 @@ export const MATMUL_TILINGS: Readonly<Record<number, MatmulTiling>> = {
   9: { wx: 32, wy: 8, rm: 4, rn: 4, bk: 16, double: true },
   10: { wx: 16, wy: 8, rm: 8, rn: 8, bk: 16, double: true },
   11: { wx: 16, wy: 16, rm: 8, rn: 8, bk: 32, double: false },
+  12: { wx: 16, wy: 16, rm: 8, rn: 8, bk: 16, double: true, unroll2: true },
+  13: { wx: 16, wy: 8, rm: 8, rn: 8, bk: 16, double: false },
+  14: { wx: 16, wy: 16, rm: 8, rn: 8, bk: 8, double: false },
+  15: { wx: 16, wy: 16, rm: 8, rn: 8, bk: 8, double: true, unroll2: true },
+  16: { wx: 16, wy: 8, rm: 8, rn: 8, bk: 16, double: true, unroll2: true },
+  17: { wx: 16, wy: 16, rm: 8, rn: 8, bk: 16, double: false, swizzle: true },
+  18: { wx: 16, wy: 16, rm: 8, rn: 8, bk: 16, double: true, unroll2: true, swizzle: true },
+  19: { wx: 16, wy: 8, rm: 8, rn: 8, bk: 16, double: false, swizzle: true },
+  20: { wx: 16, wy: 16, rm: 8, rn: 8, bk: 16, double: false, swizzle: true, aSpread: true },
+  21: { wx: 16, wy: 16, rm: 8, rn: 8, bk: 8, double: true, unroll2: true, swizzle: true, aSpread: true },
 };
 
 /** Output tile (rows, cols) of a tiling. */
@@ -192,7 +212,7 @@ export function tilingGrid(t: MatmulTiling, m: number, n: number, batch: number)
  * bindings and output as there.
  */
 export function matmulTiledShader(aSlot: number, bSlot: number, slots: number, t: MatmulTiling): string {
-  const { wx, wy, rm, rn, bk, double } = t;
+  const { wx, wy, rm, rn, bk, double, unroll2, swizzle, aSpread } = t;
   const threads = wx * wy;
   const [tm, tn] = tileOf(t);
   const aVecs = (tm * bk) / 4, bVecs = (tn * bk) / 4; // vec4s per K step
@@ -203,13 +223,14 @@ export function matmulTiledShader(aSlot: number, bSlot: number, slots: number, t
 fn rd0(i: u32) -> vec4<f32> { return S0[i]; }
 `;
   for (let k = 1; k < slots; k++) binds += `@group(0) @binding(${k + 1}) var<storage, read> S${k}: array<vec4<f32>>;\nfn rd${k}(i: u32) -> vec4<f32> { return S${k}[i]; }\n`;
+  const aMap = aSpread ? `let row = idx % ${tm}u; let kv = (idx / ${tm}u) * 4u;` : `let row = idx / ${bk / 4}u; let kv = (idx % ${bk / 4}u) * 4u;`;
   const loadsOf = (count: number) => Array.from({ length: Math.ceil(count / threads) }, (_, r) => r);
   const aReps = loadsOf(aVecs), bReps = loadsOf(bVecs);
   const guard = (count: number, r: number) => ((r + 1) * threads > count ? `idx < ${count}u && ` : '');
   // Global loads of one K step (at k0) into registers pa*, pb*.
   const fetch = aReps.map((r) => `    {
       let idx = tid + ${r * threads}u;
-      let row = idx / ${bk / 4}u; let kv = (idx % ${bk / 4}u) * 4u;
+      ${aMap}
       pa${r} = vec4<f32>(0.0);
       if (${guard(aVecs, r)}row0 + row < M && k0 + kv < K) { pa${r} = rd${aSlot}((aBase + (row0 + row) * aRS + k0 + kv) / 4u); }
     }`).concat(bReps.map((r) => `    {
@@ -222,7 +243,7 @@ fn rd0(i: u32) -> vec4<f32> { return S0[i]; }
   const stash = (sb: string) => aReps.map((r) => `    {
       let idx = tid + ${r * threads}u;
       ${guard(aVecs, r) ? `if (idx < ${aVecs}u) {` : '{'}
-        let row = idx / ${bk / 4}u; let kv = (idx % ${bk / 4}u) * 4u;
+        ${aMap}
         let at = ${sb} * ${bufA}u + kv * ${aRow}u + row / 4u; let c = row % 4u;
         As[at][c] = pa${r}.x; As[at + ${aRow}u][c] = pa${r}.y; As[at + ${2 * aRow}u][c] = pa${r}.z; As[at + ${3 * aRow}u][c] = pa${r}.w;
       }
@@ -233,7 +254,7 @@ fn rd0(i: u32) -> vec4<f32> { return S0[i]; }
   // FMAs of one K step from buffer `sb`, fully unrolled over k, rows and column groups.
   const ah = rm / 4, bh = rn / 4;
   const fmaStep = (sb: string) => {
-    let s = `    let ab = ${sb} * ${bufA}u + lid.y; let bb = ${sb} * ${bufB}u + lid.x;\n`;
+    let s = `    let ab = ${sb} * ${bufA}u + ty; let bb = ${sb} * ${bufB}u + tx;\n`;
     for (let k = 0; k < bk; k++) {
       s += '    {\n';
       for (let h = 0; h < ah; h++) s += `      let a${h} = As[ab + ${k * aRow + h * (aRow / ah)}u];\n`;
@@ -250,12 +271,41 @@ fn rd0(i: u32) -> vec4<f32> { return S0[i]; }
   const regs = [...aReps.map((r) => `pa${r}`), ...bReps.map((r) => `pb${r}`)].map((v) => `  var ${v}: vec4<f32>;`).join('\n');
   let store = '';
   for (let i = 0; i < rm; i++) {
-    const r = `row0 + ${(i >> 2) * (tm / ah)}u + lid.y * 4u + ${i & 3}u`;
+    const r = `row0 + ${(i >> 2) * (tm / ah)}u + ty * 4u + ${i & 3}u`;
     store += `  if (${r} < M) {\n`;
-    for (let h = 0; h < bh; h++) store += `    { let c = col0 + ${h * (tn / bh)}u + lid.x * 4u; if (c < N) { S0[(oBase + (${r}) * N + c) / 4u] = c${i}_${h}; } }\n`;
+    for (let h = 0; h < bh; h++) store += `    { let c = col0 + ${h * (tn / bh)}u + tx * 4u; if (c < N) { S0[(oBase + (${r}) * N + c) / 4u] = c${i}_${h}; } }\n`;
     store += '  }\n';
   }
-  const loop = double
+  const loop = double && unroll2
+    ? `  var k0 = 0u;
+${fetch}
+${stash('0u')}
+  workgroupBarrier();
+  for (var kt = 0u; kt < K; kt += 2u * BK) {
+    k0 = kt + BK;
+    let more = k0 < K;
+    if (more) {
+${fetch}
+    }
+${fmaStep('0u')}
+    if (more) {
+${stash('1u')}
+    }
+    workgroupBarrier();
+    if (more) {
+      k0 = kt + 2u * BK;
+      let more2 = k0 < K;
+      if (more2) {
+${fetch}
+      }
+${fmaStep('1u')}
+      if (more2) {
+${stash('0u')}
+      }
+      workgroupBarrier();
+    }
+  }`
+    : double
     ? `  var k0 = 0u;
 ${fetch}
 ${stash('0u')}
@@ -299,6 +349,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
   let oBase = P[11] + wid.z * M * N;
   let row0 = wid.y * ${tm}u; let col0 = wid.x * ${tn}u;
   let tid = lid.y * ${wx}u + lid.x;
+${swizzle ? `  let lane = tid % 32u; let warp = tid / 32u;
+  let tx = (warp % ${wx / 8}u) * 8u + lane % 8u; let ty = (warp / ${wx / 8}u) * 4u + lane / 8u;` : '  let tx = lid.x; let ty = lid.y;'}
 ${accs.join('\n')}
 ${regs}
 ${loop}
