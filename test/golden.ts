@@ -4,7 +4,7 @@
  * A suite passes a table of runners for the ops whose call is not `torch[camelCase(op)](...args)`.
  */
 import { readFileSync } from 'node:fs';
-import { expect } from 'vitest';
+import { expect, it } from 'vitest';
 import * as torch from '../dist/webtorch.js';
 
 export type Raw = number | boolean | string;
@@ -12,6 +12,12 @@ export interface TensorJson { shape: number[]; dtype: string; data: Raw[]; permu
 export type Arg = TensorJson | { scalar: Raw };
 export interface Case {
   id: string; op: string; args: Arg[]; kwargs: Record<string, unknown>; out: TensorJson | { values: TensorJson; indices: TensorJson };
+  /** PyTorch refused the case with this message: webtorch must throw too (see `expectRefusal`). */
+  error?: string;
+  /** The dtype an error case is about: webtorch's message must name it. */
+  errorDtype?: string;
+  /** A known gap (make_goldens*.py's KNOWN_GAPS): the suites skip the case on these devices (all when absent). */
+  knownGap?: { reason: string; devices?: string[] };
   /** Backward goldens: the output gradient fed to `backward`, and each argument's gradient (null when not differentiable). */
   gradOut?: TensorJson;
   grads?: (TensorJson | null)[];
@@ -97,6 +103,47 @@ export function loadGoldens(name: string): { torch: string; cases: Case[] } {
   return JSON.parse(readFileSync(new URL(`fixtures/${name}`, import.meta.url), 'utf8'));
 }
 
+/** Whether a case is a known gap on a device (the suites skip it, its reason in the title). */
+export const gapOn = (c: Case, device: string): boolean => !!c.knownGap && (!c.knownGap.devices || c.knownGap.devices.includes(device));
+
+/** The title of a case in a suite: its id, and the known gap's reason when it has one. */
+export const title = (c: Case): string => (c.knownGap ? `${c.id} (KNOWN GAP${c.knownGap.devices ? ` on ${c.knownGap.devices.join(', ')}` : ''}: ${c.knownGap.reason})` : c.id);
+
+/** Golden op names whose webtorch error may name the public op instead. */
+const ERROR_OP: Record<string, string> = {
+  floor_divide: 'div', trunc_divide: 'div', gelu_tanh: 'gelu', bce_with_logits: 'binary_cross_entropy_with_logits', batch_norm_stats: 'batch_norm',
+};
+/** The names webtorch's messages may use for a dtype: PyTorch's scalar name or webtorch's. */
+const DTYPE_NAMES: Record<string, string[]> = {
+  float32: ['Float', 'float32'], float16: ['Half', 'float16'], bfloat16: ['BFloat16', 'bfloat16'], int32: ['Int', 'int32'],
+  int64: ['Long', 'int64'], uint8: ['Byte', 'uint8'], bool: ['Bool', 'bool'],
+};
+const named = (message: string, words: string[]) =>
+  words.some((w) => new RegExp(`(^|[^a-z0-9])${w.replace(/[^a-z0-9_]/gi, (ch) => `\\${ch}`)}([^a-z0-9]|$)`, 'i').test(message));
+
+/**
+ * An error case: webtorch must refuse it, at the call or at the next sync point, with an Error
+ * whose message names the op (snake_case or camelCase) and, for a dtype refusal, the dtype.
+ */
+async function expectRefusal(c: Case, call: () => torch.Tensor | torch.ValuesIndices | torch.Tensor[], owned: torch.Tensor[]): Promise<void> {
+  let error: unknown;
+  try {
+    const out = call();
+    const outs = out instanceof torch.Tensor ? [out] : Array.isArray(out) ? out : [out.values, out.indices];
+    owned.push(...outs);
+    for (const o of outs) await o.values();
+  } catch (e) {
+    error = e;
+  }
+  expect(error, `${c.id}: PyTorch refuses this (${c.error}); webtorch returned a result`).toBeInstanceOf(Error);
+  const message = (error as Error).message;
+  const ops = [c.op, ERROR_OP[c.op]].filter((o): o is string => !!o).flatMap((o) => [o, o.replace(/_(\w)/g, (_, ch: string) => ch.toUpperCase())]);
+  expect(named(message, ops), `${c.id}: the message names the op (${ops.join(' or ')}): "${message}" (PyTorch: "${c.error}")`).toBe(true);
+  if (c.errorDtype) {
+    expect(named(message, DTYPE_NAMES[c.errorDtype]), `${c.id}: the message names the dtype (${DTYPE_NAMES[c.errorDtype].join(' or ')}): "${message}" (PyTorch: "${c.error}")`).toBe(true);
+  }
+}
+
 /**
  * Builds a case's inputs on a device, runs it, checks every output (and, when the case has
  * `grads`, the gradients `backward(gradOut)` leaves on the inputs), and disposes everything.
@@ -122,6 +169,7 @@ export async function runCase(c: Case, device: string, runners: Record<string, R
   });
   let out: torch.Tensor | torch.ValuesIndices | undefined;
   try {
+    if (c.error !== undefined) return await expectRefusal(c, () => run(c, args, runners), owned);
     out = run(c, args, runners);
     if (c.grads && c.gradOut) {
       const gOut = build(c.gradOut, device, owned) as torch.Tensor;
@@ -154,4 +202,19 @@ export async function runCase(c: Case, device: string, runners: Record<string, R
     }
     owned.forEach((t) => t.dispose());
   }
+}
+
+/**
+ * Registers one test per case on a device; the known gaps of that device are registered skipped,
+ * their reason in the title, so a run lists them.
+ */
+export function goldenTests(cases: Case[], device: string, runners: Record<string, Runner> = RUN): void {
+  const rows = (cs: Case[]) => cs.map((c) => [title(c), c] as const);
+  it.each(rows(cases.filter((c) => !gapOn(c, device))))('%s', async (_id, c) => {
+    await runCase(c, device, runners);
+  });
+  const gaps = cases.filter((c) => gapOn(c, device));
+  if (gaps.length) it.skip.each(rows(gaps))('%s', async (_id, c) => {
+    await runCase(c, device, runners);
+  });
 }

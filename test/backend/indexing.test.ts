@@ -7,7 +7,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import * as torch from '../../dist/webtorch.js';
 import { leakCheck, testDevices } from '../devices.js';
-import { loadGoldens, runCase, T, type Runner } from '../golden.js';
+import { goldenTests, loadGoldens, T, type Runner } from '../golden.js';
 
 const goldens = loadGoldens('goldens-indexing.json');
 const devices = await testDevices();
@@ -29,9 +29,7 @@ const RUNNERS: Record<string, Runner> = {
 };
 
 describe.each(devices)(`index ops on %s (goldens from PyTorch ${goldens.torch})`, (device) => {
-  it.each(goldens.cases.map((c) => [c.id, c] as const))('%s', async (_id, c) => {
-    await runCase(c, device, RUNNERS);
-  });
+  goldenTests(goldens.cases, device, RUNNERS);
 });
 
 describe('the index goldens', () => {

@@ -6,7 +6,7 @@
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import * as torch from '../../dist/webtorch.js';
 import { liveCounts, testDevices } from '../devices.js';
-import { loadGoldens, runCase } from '../golden.js';
+import { goldenTests, loadGoldens } from '../golden.js';
 
 const goldens = loadGoldens('goldens.json');
 const devices = await testDevices();
@@ -21,9 +21,7 @@ describe.each(devices)(`ops on %s (goldens from PyTorch ${goldens.torch})`, (dev
     expect(liveCounts(devices), 'allocated bytes and live storages after the test (leak check)').toEqual(before);
   });
 
-  it.each(goldens.cases.map((c) => [c.id, c] as const))('%s', async (_id, c) => {
-    await runCase(c, device);
-  });
+  goldenTests(goldens.cases, device);
 });
 
 describe('the goldens cover the op table', () => {

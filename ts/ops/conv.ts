@@ -18,7 +18,7 @@ import { full } from './creation.js';
 import { binaryOp } from './elementwise.js';
 import { matmul } from './matmul.js';
 import { checkOptions } from './options.js';
-import { checkFloat } from './nn.js';
+import { checkFloat, checkNumber } from './nn.js';
 import { tidy } from './scoped.js';
 import * as V from './views.js';
 
@@ -142,6 +142,7 @@ export interface UnfoldOptions {
 export function unfold(x: Tensor, kernelSize: Size2, o: UnfoldOptions = {}): Tensor {
   if (!(x instanceof Tensor)) throw new TypeError(`unfold(): expected input to be a Tensor, but got ${typeof x}`);
   checkOptions('unfold', o, ['dilation', 'padding', 'stride']);
+  checkFloat('unfold', x);
   sameDevice('unfold', [x]);
   if (x.ndim !== 3 && x.ndim !== 4) throw new RangeError(`Input Error: Only 3D or 4D input Tensors are supported (got ${x.ndim}D) (unfold of ${fmt(x.shape)})`);
   const k = sizes('unfold', 'kernel_size', kernelSize, 2, 1, 1);
@@ -172,8 +173,9 @@ export interface ConvOptions {
 /** Checks a convolution's arguments; returns its geometry with the 1-D case as height 1. */
 function convArgs(op: string, nd: 1 | 2, x: Tensor, w: Tensor, b: Tensor | null | undefined, o: ConvOptions) {
   checkOptions(op, o, ['stride', 'padding', 'dilation', 'groups']);
-  checkFloat(op, x);
-  checkFloat(op, w, 'weight');
+  // PyTorch convolves integers too (on the CPU), but not bools
+  checkNumber(op, x);
+  checkNumber(op, w, 'weight');
   sameDevice(op, b ? [x, w, b] : [x, w]);
   if (x.ndim !== nd + 1 && x.ndim !== nd + 2) {
     throw new RangeError(`Expected ${nd + 1}D (unbatched) or ${nd + 2}D (batched) input to ${op}, but got input of size: ${fmt(x.shape)}`);

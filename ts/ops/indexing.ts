@@ -54,7 +54,7 @@ function gatherAlong(op: string, x: Tensor, d: number, index: Tensor): Tensor {
 /** `torch.index_select(x, dim, index)`: the entries `index` (int64 or int32, at most 1-D) of dim `dim`. */
 function indexSelectForward(x: Tensor, dim: number, index: Tensor): Tensor {
   sameDevice('index_select', [x, index]);
-  if (index.dtype !== 'int64' && index.dtype !== 'int32') throw new TypeError('index_select(): Expected dtype int32 or int64 for index');
+  if (index.dtype !== 'int64' && index.dtype !== 'int32') throw new TypeError(`index_select(): Expected dtype int32 or int64 for index (got ${index.dtype})`);
   if (index.ndim > 1) throw new RangeError('index_select(): Index is supposed to be a vector');
   const d = normDim(dim, x.ndim), m = index.numel();
   if (x.ndim === 0 && m !== 1) throw new RangeError(`index_select(): Index to scalar can have only 1 value, got ${m} value(s)`);
@@ -85,7 +85,7 @@ function checkIndexShape(op: string, x: Tensor, d: number, index: Tensor, src?: 
 /** `torch.gather(x, dim, index)`: out[i][j] = x[index[i][j]][j] (dim 0); index is int64 of x's rank. */
 function gatherForward(x: Tensor, dim: number, index: Tensor): Tensor {
   sameDevice('gather', [x, index]);
-  if (index.dtype !== 'int64') throw new TypeError('gather(): Expected dtype int64 for index');
+  if (index.dtype !== 'int64') throw new TypeError(`gather(): Expected dtype int64 for index (got ${index.dtype})`);
   const d = normDim(dim, x.ndim);
   checkIndexShape('gather', x, d, index);
   return gatherAlong('gather', x, d, index);
@@ -104,7 +104,7 @@ function scalarAs(v: number | boolean, dtype: DType, op: string): number {
 function scatterOp(op: 'scatter' | 'scatter_add', add: boolean, x: Tensor, dim: number, index: Tensor, src: Tensor | number | boolean): Tensor {
   const srcT = src instanceof Tensor ? src : undefined;
   sameDevice(op, srcT ? [x, index, srcT] : [x, index]);
-  if (index.dtype !== 'int64') throw new TypeError(`${op}(): Expected dtype int64 for index`);
+  if (index.dtype !== 'int64') throw new TypeError(`${op}(): Expected dtype int64 for index (got ${index.dtype})`);
   if (srcT && srcT.dtype !== x.dtype) throw new TypeError(`${op}(): Expected self.dtype to be equal to src.dtype`);
   const d = normDim(dim, x.ndim);
   checkIndexShape(op, x, d, index, srcT);
@@ -159,7 +159,7 @@ function takeForward(x: Tensor, index: Tensor): Tensor {
 function embeddingForward(weight: Tensor, indices: Tensor): Tensor {
   sameDevice('embedding', [weight, indices]);
   if (indices.dtype !== 'int64' && indices.dtype !== 'int32') {
-    throw new TypeError(`Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, Int; but got torch.${scalarName(indices.dtype)}Tensor instead (while checking arguments for embedding)`);
+    throw new TypeError(`Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, Int; but got torch.${scalarName(indices.dtype)}Tensor instead (while checking arguments for embedding) (got ${indices.dtype} indices)`);
   }
   if (weight.ndim !== 2) throw new RangeError("'weight' must be 2-D");
   const rows = weight.shape[0];
@@ -189,7 +189,7 @@ export function oneHot(indices: Tensor, numClasses: number): Tensor;
 export function oneHot(indices: Tensor): Promise<Tensor>;
 export function oneHot(indices: Tensor, numClasses = -1): Tensor | Promise<Tensor> {
   sameDevice('one_hot', [indices]);
-  if (indices.dtype !== 'int64') throw new TypeError('one_hot is only applicable to index tensor.');
+  if (indices.dtype !== 'int64') throw new TypeError(`one_hot is only applicable to index tensor. (got ${indices.dtype}; one_hot takes int64)`);
   if (!Number.isInteger(numClasses) || numClasses < -1) throw new RangeError(`one_hot(): num_classes must be -1 or a non-negative integer, got ${numClasses}`);
   if (!indices.numel() && numClasses <= 0) throw new RangeError('Can not infer total number of classes from empty tensor.');
   if (numClasses === 0) throw new RangeError('Class values must be smaller than num_classes.');

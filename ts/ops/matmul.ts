@@ -4,14 +4,17 @@
  * broadcast batches reach it without a copy; only batch dims that cannot be folded into one
  * stride are made contiguous first.
  */
-import { isFloating, scalarName } from '../dtype.js';
+import { isFloating } from '../dtype.js';
 import { alloc, code, launch, ref, sameDevice, place } from '../runtime/dispatch.js';
 import { full } from './creation.js';
 import { broadcastShapes, fmt, numel, viewStrides } from '../shape.js';
 import type { Tensor } from '../tensor.js';
 import { op as recorded } from '../autograd/graph.js';
-import { sumTo } from './reduce.js';
-import { contiguous, expand, reshape, transpose, unsqueeze } from './views.js';
+import { binaryOp } from './elementwise.js';
+import { reduce, sumTo } from './reduce.js';
+import { ReduceOp } from '../../wgsl/reduce.js';
+import { checkDtypes } from './registry.js';
+import { cast, contiguous, expand, reshape, transpose, unsqueeze } from './views.js';
 
 /** Folds an operand to [batch, rows, cols] strides, copying only when batch dims cannot fold. */
 function fold(t: Tensor, batch: number[], temps: Tensor[]): [Tensor, [number, number, number]] {
@@ -65,7 +68,7 @@ function matmulForward(a: Tensor, b: Tensor): Tensor {
   if (a.dtype !== b.dtype) {
     throw new TypeError(`expected m1 and m2 to have the same dtype, but got: ${a.dtype} != ${b.dtype}`);
   }
-  if (!isFloating(a.dtype)) throw new TypeError(`"addmm" not implemented for '${scalarName(a.dtype)}'`);
+  checkDtypes('matmul', a);
   const aShape = a.ndim === 1 ? [1, a.shape[0]] : a.shape, bShape = b.ndim === 1 ? [b.shape[0], 1] : b.shape;
   const [m, k] = aShape.slice(-2), [k2, n] = bShape.slice(-2);
   if (k !== k2) {
@@ -74,6 +77,7 @@ function matmulForward(a: Tensor, b: Tensor): Tensor {
       ? `mat1 and mat2 shapes cannot be multiplied (${s(aShape)} and ${s(bShape)})`
       : `Expected size for first two dimensions of batch2 tensor to be: [${k}] but got: [${k2}] (matmul of ${fmt(a.shape)} and ${fmt(b.shape)})`);
   }
+  if (!isFloating(a.dtype)) return integerMatmul(a, b);
   const batch = broadcastShapes(aShape.slice(0, -2), bShape.slice(0, -2));
   const temps: Tensor[] = [];
   const a2 = a.ndim === 1 ? unsqueeze(a, 0) : a, b2 = b.ndim === 1 ? unsqueeze(b, 1) : b;
@@ -106,5 +110,22 @@ function matmulForward(a: Tensor, b: Tensor): Tensor {
   if (shape.length === out.ndim) return out;
   const r = reshape(out, shape);
   out.dispose();
+  return r;
+}
+
+/**
+ * Integer matmul (PyTorch computes it on the CPU; the matmul kernels are float): the products
+ * a[..., m, k, 1] · b[..., 1, k, n] summed over k, exact and wrapping like PyTorch's. It holds
+ * m·k·n products at once, so it suits the small integer products it is meant for.
+ */
+function integerMatmul(a: Tensor, b: Tensor): Tensor {
+  const a2 = a.ndim === 1 ? unsqueeze(a, 0) : a, b2 = b.ndim === 1 ? unsqueeze(b, 1) : b;
+  const a3 = unsqueeze(a2, -1), b3 = unsqueeze(b2, -3);
+  const prod = binaryOp('mul', a3, b3);
+  const sum = reduce(ReduceOp.Sum, prod, -2);
+  const out = cast(sum, a.dtype);
+  const shape = out.shape.slice(0, out.ndim - 2).concat(a.ndim === 1 ? [] : [out.shape[out.ndim - 2]], b.ndim === 1 ? [] : [out.shape[out.ndim - 1]]);
+  const r = reshape(out, shape);
+  for (const t of new Set([a2, b2, a3, b3, prod, sum, out])) if (t !== a && t !== b && t !== r) t.dispose();
   return r;
 }

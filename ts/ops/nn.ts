@@ -38,6 +38,18 @@ export function checkFloat(op: string, x: unknown, what = 'input'): asserts x is
   }
 }
 
+/** @internal Throws unless `x` is a tensor of a numeric dtype (PyTorch refuses bool for the op). */
+export function checkNumber(op: string, x: unknown, what = 'input'): asserts x is Tensor {
+  if (!(x instanceof Tensor)) throw new TypeError(`${op}(): expected ${what} to be a Tensor, but got ${x === null ? 'null' : typeof x}`);
+  if (x.dtype === 'bool') throw new TypeError(`"${op}" not implemented for 'Bool' (${what} of dtype bool, shape ${fmt(x.shape)})`);
+}
+
+/** Runs `f` on float32 copies of 16-bit float tensors and rounds its result back once, as PyTorch accumulates them in f32. */
+function inF32(x: Tensor, others: (Tensor | null | undefined)[], f: (x: Tensor, others: (Tensor | null | undefined)[]) => Tensor): Tensor {
+  if (x.dtype !== 'float16' && x.dtype !== 'bfloat16') return f(x, others);
+  return tidy(() => V.cast(f(V.cast(x, 'float32'), others.map((t) => (t && t.dtype === x.dtype ? V.cast(t, 'float32') : t))), x.dtype));
+}
+
 function checkReduction(op: string, r: unknown): Reduction {
   if (r !== 'mean' && r !== 'sum' && r !== 'none') throw new RangeError(`${op}(): ${JSON.stringify(r)} is not a valid value for reduction (expected 'mean', 'sum' or 'none')`);
   return r;
@@ -192,8 +204,8 @@ export function crossEntropy(input: Tensor, target: Tensor, o: CrossEntropyOptio
 
 /** `F.linear(x, weight, bias)`: `x @ weightᵀ + bias`, weight of shape [out, in]. */
 export function linear(x: Tensor, weight: Tensor, bias?: Tensor | null): Tensor {
-  checkFloat('linear', x);
-  checkFloat('linear', weight, 'weight');
+  checkNumber('linear', x);
+  checkNumber('linear', weight, 'weight');
   sameDevice('linear', bias ? [x, weight, bias] : [x, weight]);
   if (x.ndim === 0 || weight.ndim === 0 || weight.ndim > 2) {
     throw new RangeError(`linear(): expected input of at least 1 dim and a weight of shape [out_features, in_features], but got input ${fmt(x.shape)} and weight ${fmt(weight.shape)}`);
@@ -211,7 +223,9 @@ export function linear(x: Tensor, weight: Tensor, bias?: Tensor | null): Tensor 
 
 function pointwiseLoss(op: string, input: Tensor, target: Tensor, o: { reduction?: Reduction }, f: (d: Tensor) => Tensor): Tensor {
   checkOptions(op, o, ['reduction']);
-  checkFloat(op, input);
+  // PyTorch's l1_loss takes integers too; mse_loss only floats
+  if (op === 'l1_loss') checkNumber(op, input);
+  else checkFloat(op, input);
   if (!(target instanceof Tensor)) throw new TypeError(`${op}(): expected target to be a Tensor, but got ${typeof target}`);
   sameDevice(op, [input, target]);
   const r = checkReduction(op, o.reduction ?? 'mean');
@@ -255,9 +269,11 @@ export function binaryCrossEntropyWithLogits(input: Tensor, target: Tensor, o: {
  * When not training (or p = 0) it returns a view of `x`.
  */
 export function dropout(x: Tensor, p = 0.5, training = true): Tensor {
-  checkFloat('dropout', x);
+  if (!(x instanceof Tensor)) throw new TypeError(`dropout(): expected input to be a Tensor, but got ${x === null ? 'null' : typeof x}`);
   if (!(p >= 0 && p <= 1)) throw new RangeError(`dropout probability has to be between 0 and 1, but got ${p}`);
-  if (!training || p === 0) return V.index(x);
+  if (!training) return V.index(x); // the identity, for every dtype, as in PyTorch
+  checkFloat('dropout', x);
+  if (p === 0) return V.index(x);
   return tidy(() => {
     const keep = binaryOp('ge', rand(x.shape.slice(), { device: x.device }), p);
     return mul(x, mul(V.cast(keep, x.dtype), p === 1 ? 0 : 1 / (1 - p)));
@@ -278,14 +294,14 @@ export function layerNorm(x: Tensor, normalizedShape: number | number[], weight?
     }
   }
   const dims = ns.map((_, i) => x.ndim - ns.length + i);
-  return tidy(() => {
+  return inF32(x, [weight, bias], (x, [weight, bias]) => tidy(() => {
     const xc = sub(x, reduce(ReduceOp.Mean, x, dims, true));
     const variance = reduce(ReduceOp.Mean, unaryOp('square', xc), dims, true);
     let y = mul(xc, unaryOp('rsqrt', add(variance, eps)));
     if (weight) y = mul(y, weight);
     if (bias) y = add(y, bias);
     return y;
-  });
+  }));
 }
 
 /**

@@ -47,7 +47,8 @@ export interface AvgPool2dOptions {
 interface PoolGeom { k: number[]; s: number[]; p: number[]; d: number[]; out: number[]; H: number; W: number }
 
 function poolArgs(op: string, x: Tensor, kernelSize: Size2, o: { stride?: Size2 | null; padding?: Size2; dilation?: Size2; ceilMode?: boolean }): PoolGeom {
-  checkFloat(op, x);
+  // PyTorch's CPU average-pools int64 (dividing with truncation) but no other integer dtype
+  if (!(op === 'avg_pool2d' && x instanceof Tensor && x.dtype === 'int64')) checkFloat(op, x);
   sameDevice(op, [x]);
   if ((x.ndim !== 3 && x.ndim !== 4) || x.shape.slice(-3).some((n, i) => n === 0 && i > 0)) {
     throw new RangeError(`${op}(): non-empty 3D or 4D (batch mode) tensor expected for input, but got ${fmt(x.shape)}`);
@@ -133,6 +134,7 @@ export function avgPool2d(x: Tensor, kernelSize: Size2, o: AvgPool2dOptions = {}
   const divisor = hs.flatMap((a) => ws.map((b) => o.divisorOverride ?? a * b));
   return tidy(() => {
     const sum = reduce(ReduceOp.Sum, poolWindows(x, g, 0), -1);
+    if (x.dtype === 'int64') return unbatch(x, binaryOp('trunc_divide', sum, fromHost(divisor, g.out, 'int64', x.device)));
     const y = binaryOp('div', sum, fromHost(divisor, g.out, x.dtype, x.device));
     return unbatch(x, y);
   });

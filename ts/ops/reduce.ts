@@ -2,7 +2,8 @@
  * Reductions over dims, with `keepdim`. The reduced dims are permuted last and the input made
  * contiguous (a copy only when the layout needs it), so one [outer, inner] → [outer] kernel
  * serves every combination of dims. Output dtypes follow PyTorch: sum/prod of integers and
- * bools give int64, mean needs a float, arg-reductions give int64, all/any give bool.
+ * bools give int64, mean needs a float (the mean of nothing is NaN), arg-reductions give int64 and
+ * refuse bool, all/any give bool (uint8 for uint8).
  */
 import { isFloating, scalarName, storageCode, type DType } from '../dtype.js';
 import { alloc, launch, ref, sameDevice, place } from '../runtime/dispatch.js';
@@ -10,7 +11,8 @@ import { normDim, numel } from '../shape.js';
 import type { Tensor } from '../tensor.js';
 import { ReduceOp } from '../../wgsl/reduce.js';
 import { op as recorded } from '../autograd/graph.js';
-import { arange } from './creation.js';
+import { arange, full } from './creation.js';
+import { checkDtypes } from './registry.js';
 import { binaryOp, where } from './elementwise.js';
 import { cast, contiguous, expand, permute, reshape } from './views.js';
 
@@ -34,7 +36,7 @@ function outDType(op: ReduceOp, dt: DType): DType {
     case ReduceOp.ArgMax: case ReduceOp.ArgMin:
       return 'int64';
     case ReduceOp.All: case ReduceOp.Any:
-      return 'bool';
+      return dt === 'uint8' ? 'uint8' : 'bool'; // PyTorch keeps uint8 for all/any
     default:
       return dt;
   }
@@ -100,8 +102,17 @@ export function reduce(op: ReduceOp, x: Tensor, dims: Dims, keepdim = false): Te
   return reduceForward(op, x, dims, keepdim);
 }
 
-function reduceForward(op: ReduceOp, x: Tensor, dims: Dims, keepdim = false): Tensor {
-  const name = NAMES[op];
+/** max/min/argmax/argmin refuse an empty reduction, in PyTorch's words (`name`: the op called). */
+function checkNonEmpty(op: ReduceOp, name: string, x: Tensor, dims: Dims, inner: number): void {
+  if (inner !== 0 || ![ReduceOp.Max, ReduceOp.Min, ReduceOp.ArgMax, ReduceOp.ArgMin].includes(op)) return;
+  if (dims === undefined) {
+    throw new RangeError(`${name}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument. (input shape [${x.shape.join(', ')}])`);
+  }
+  const d = (Array.isArray(dims) ? dims : [dims]).map((v) => normDim(v, x.ndim)).find((v) => x.shape[v] === 0);
+  throw new RangeError(`${name}(): Expected reduction dim ${d} to have non-zero size. (input shape [${x.shape.join(', ')}])`);
+}
+
+function reduceForward(op: ReduceOp, x: Tensor, dims: Dims, keepdim = false, name = NAMES[op]): Tensor {
   sameDevice(name, [x]);
   const all = dims === undefined;
   const list = all ? x.shape.map((_, i) => i) : (Array.isArray(dims) ? dims : [dims]).map((d) => normDim(d, x.ndim));
@@ -111,10 +122,10 @@ function reduceForward(op: ReduceOp, x: Tensor, dims: Dims, keepdim = false): Te
   const inner = numel(list.map((d) => x.shape[d] ?? 1));
   const outer = numel(kept.map((d) => x.shape[d]));
   const outShape = keepdim ? x.shape.map((s, i) => (reduced.has(i) || (all && x.ndim === 0) ? 1 : s)) : kept.map((d) => x.shape[d]);
-  if (inner === 0 && op !== ReduceOp.Sum && op !== ReduceOp.Prod && op !== ReduceOp.All && op !== ReduceOp.Any && op !== ReduceOp.SumSq) {
-    throw new RangeError(`${name}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument. (input shape [${x.shape.join(', ')}])`);
-  }
+  checkNonEmpty(op, name, x, dims, inner);
   const outDt = outDType(op, x.dtype);
+  // The mean of nothing is NaN, as in PyTorch (0 / 0).
+  if (op === ReduceOp.Mean && inner === 0) return full(outShape, NaN, { dtype: outDt, device: x.device });
   const perm = x.ndim ? [...kept, ...list] : [];
   const permuted = perm.every((p, i) => p === i) ? x : permute(x, perm);
   const src = contiguous(permuted);
@@ -139,10 +150,11 @@ export interface ValuesIndices {
 export function maxMin(isMax: boolean, x: Tensor, dim?: number, keepdim = false): Tensor | ValuesIndices {
   const v = isMax ? ReduceOp.Max : ReduceOp.Min, a = isMax ? ReduceOp.ArgMax : ReduceOp.ArgMin;
   if (dim === undefined) return reduce(v, x, undefined);
-  const indices = reduceForward(a, x, dim, keepdim);
+  const indices = reduceForward(a, x, dim, keepdim, NAMES[v]);
   const values = recorded(NAMES[v], [x], () => reduceForward(v, x, dim, keepdim), (ctx) => {
     const si = ctx.save(indices);
     return ([g]) => {
+      if (x.ndim === 0) return [reshape(g!, [])]; // a 0-d input is its own max
       // The gradient goes to the element each index names: a one-hot mask along `dim`.
       const d = normDim(dim, x.ndim);
       const pos = arange(x.shape[d], undefined, 1, { device: x.device, dtype: 'int64' });
@@ -157,7 +169,9 @@ export function maxMin(isMax: boolean, x: Tensor, dim?: number, keepdim = false)
 /** `argmax`/`argmin`: over one dim, or over the flattened tensor when `dim` is undefined. */
 export function argReduce(isMax: boolean, x: Tensor, dim?: number, keepdim = false): Tensor {
   const op = isMax ? ReduceOp.ArgMax : ReduceOp.ArgMin;
+  checkDtypes(NAMES[op], x);
   if (dim !== undefined) return reduce(op, x, dim, keepdim);
+  checkNonEmpty(op, NAMES[op], x, undefined, x.numel());
   const flat = reshape(x, [-1]);
   const out = reduce(op, flat, 0, false);
   flat.dispose();

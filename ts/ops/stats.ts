@@ -28,7 +28,8 @@ export interface VarOptions {
 }
 
 function dimList(x: Tensor, dims: Dims): number[] {
-  if (dims === undefined) return x.shape.map((_, i) => i);
+  // an empty list reduces over every dim, as in PyTorch 1.x
+  if (dims === undefined || (Array.isArray(dims) && dims.length === 0)) return x.shape.map((_, i) => i);
   return (Array.isArray(dims) ? dims : [dims]).map((d) => normDim(d, x.ndim));
 }
 

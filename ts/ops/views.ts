@@ -65,7 +65,7 @@ export function reshape(t: Tensor, shape: number[]): Tensor {
     if (strides) return view(src, target, strides);
     const c = contiguous(src);
     const out = view(c, target, contiguousStrides(target));
-    c.dispose();
+    if (c !== src) c.dispose(); // contiguous() returns src itself when it already is (a 0-d tensor)
     return out;
   });
 }
