@@ -30,6 +30,11 @@ export interface MapInput {
   contiguous: boolean;
   /** The binding slot of its segment (0 when it shares the output's segment). */
   slot: number;
+  /**
+   * A JS scalar operand: no binding; its storage bits (in the low bits of a word) are the
+   * params word of its view's offset, so `x + 1` is one kernel with no 0-dim tensor.
+   */
+  scalar?: boolean;
 }
 
 /** Describes a map kernel; `expr` computes the value in the output's compute type. */
@@ -98,12 +103,17 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let n = P[0];
   let w = (wid.y * nwg.x + wid.x) * ${WG}u + li;`;
 
+/** `fn rdP(i)`, the params reader scalar operands load through, when a kernel has any. */
+const scalarReader = (k: MapKernel): string => (k.inputs.some((inp) => inp.scalar) ? `fn rdP(i: u32) -> u32 { return P[i]; }\n` : '');
+
 /** WGSL source of a map kernel. */
 export function mapShader(k: MapKernel): string {
   const epw = elementsPerWord(k.outDt);
   const sBase = 10 + k.inputs.length * 9;
-  const offsets = k.inputs.map((inp, j) => offsetFn(j, k.rank, inp.contiguous)).join('');
-  const loads = k.inputs.map((inp, j) => `  let x${j} = ${load(`rd${inp.slot}`, inp.dt, `off${j}(i)`)};`).join('\n');
+  const offsets = k.inputs.map((inp, j) => (inp.scalar ? '' : offsetFn(j, k.rank, inp.contiguous))).join('') + scalarReader(k);
+  const loads = k.inputs.map((inp, j) => `  let x${j} = ${inp.scalar
+    ? load('rdP', inp.dt, `${(10 + j * 9) * elementsPerWord(inp.dt)}u`)
+    : load(`rd${inp.slot}`, inp.dt, `off${j}(i)`)};`).join('\n');
   const value = convert(`(${k.expr})`, k.exprType, k.outDt);
   const scalars = [0, 1, 2, 3].map((j) => `  let s${j} = bitcast<f32>(P[${sBase + j}u]);`).join('\n');
   const compute = `fn value(i: u32) -> ${computeType(k.outDt)} {\n${scalars}\n${loads}\n  return ${value};\n}\n`;
@@ -155,15 +165,16 @@ ${write}
 }
 
 /**
- * Whether a map kernel can take the vec4 path: every input contiguous with the output's shape,
- * all offsets multiples of 4, and 32-bit dtypes throughout. Each invocation then moves 16-byte
+ * Whether a map kernel can take the vec4 path: every input contiguous with the output's shape
+ * (or a scalar), all offsets multiples of 4, and 32-bit dtypes throughout. Each invocation then moves 16-byte
  * words. The last vec4 may run past `n` by up to 3 elements: reads stay within the buffers
  * (robust access), and the extra writes land in the output block's padding (blocks are
  * 512-byte multiples, outputs start block-aligned), never in another tensor.
  */
 export function vec4Eligible(k: MapKernel, outOffset: number, inputs: { offset: number }[]): boolean {
   const wide = (dt: StorageCode) => elementsPerWord(dt) === 1;
-  return wide(k.outDt) && outOffset % 4 === 0 && k.inputs.every((inp, j) => inp.contiguous && wide(inp.dt) && inputs[j].offset % 4 === 0);
+  return wide(k.outDt) && outOffset % 4 === 0 &&
+    k.inputs.every((inp, j) => wide(inp.dt) && (inp.scalar || (inp.contiguous && inputs[j].offset % 4 === 0)));
 }
 
 /** WGSL of a map kernel on the vec4 path (see `vec4Eligible`); params as `mapParams`. */
@@ -172,7 +183,9 @@ export function mapVec4Shader(k: MapKernel): string {
   for (let s = 1; s < k.slots; s++) binds += `@group(0) @binding(${s + 1}) var<storage, read> S${s}: array<vec4<u32>>;\n`;
   const sBase = 10 + k.inputs.length * 9;
   const scalars = [0, 1, 2, 3].map((j) => `  let s${j} = bitcast<f32>(P[${sBase + j}u]);`).join('\n');
-  const words = k.inputs.map((inp, j) => `  let v${j} = S${inp.slot}[P[${10 + j * 9}u] / 4u + w];`).join('\n');
+  const words = k.inputs.map((inp, j) => (inp.scalar
+    ? `  let v${j} = vec4<u32>(P[${10 + j * 9}u]);`
+    : `  let v${j} = S${inp.slot}[P[${10 + j * 9}u] / 4u + w];`)).join('\n');
   const lanes = k.inputs.map((inp, j) => `    let x${j} = ${computeType(inp.dt) === 'f32' ? `bitcast<f32>(v${j}[c])` : `bitcast<i32>(v${j}[c])`};`).join('\n');
   const value = convert(`(${k.expr})`, k.exprType, k.outDt);
   const check = checksDivisor(k.expr) ? divisorCheck(k.slots, sBase + 4) : '';

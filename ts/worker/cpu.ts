@@ -10,7 +10,7 @@
 import { StorageCode } from '../dtype.js';
 import { loadKernelWasm } from '../platform.js';
 import type { Backend } from './executor.js';
-import type { Command, DeviceInfo, Place, ViewRef } from './protocol.js';
+import type { Command, DeviceInfo, Operand, Place, ViewRef } from './protocol.js';
 // The index family.
 import type { IndexCheck, IndexCommand } from './protocol.js';
 
@@ -82,20 +82,54 @@ function ptr(id: number): number {
 /** The byte address of a place holding elements of storage code `dt`. */
 const at = (p: Place, dt: number): number => ptr(p.id) + p.offset * ELEMENT_BYTES[dt];
 
-/** Writes i32 words into the scratch area and returns its address. */
-function desc(words: number[]): number {
-  const p = K.scratch();
-  new Int32Array(K.memory.buffer, p, words.length).set(words);
-  return p;
+/** The scratch area as i32 words (made again after the memory grows, which detaches the old view). */
+let scratchView: Int32Array | null = null;
+function scratchWords(): Int32Array {
+  if (scratchView?.buffer !== K.memory.buffer) scratchView = new Int32Array(K.memory.buffer, K.scratch(), 4096);
+  return scratchView!;
 }
 
-const pad8 = (xs: number[]) => [...xs, ...new Array(8 - xs.length).fill(0)].slice(0, xs.length);
-const viewWords = (shape: number[], views: ViewRef[]): number[] => {
-  const n = shape.reduce((a, b) => a * b, 1);
-  const out = [shape.length, n, ...pad8(shape)];
-  for (const v of views) out.push(...v.strides, v.offset);
-  return out;
-};
+/** Writes i32 words into the scratch area and returns its address. */
+function desc(words: number[]): number {
+  scratchWords().set(words);
+  return scratchView!.byteOffset;
+}
+
+/**
+ * Writes a strided kernel's descriptor, [rank, n, shape, (strides, offset) per view], into the
+ * scratch area and returns its address (the launch path: no intermediate arrays).
+ */
+function viewDesc(shape: number[], views: ViewRef[]): number {
+  const w = scratchWords(), r = shape.length;
+  let n = 1, k = 2;
+  for (let d = 0; d < r; d++) {
+    n *= shape[d];
+    w[k++] = shape[d];
+  }
+  w[0] = r;
+  w[1] = n;
+  for (const v of views) {
+    for (let d = 0; d < r; d++) w[k++] = v.strides[d];
+    w[k++] = v.offset;
+  }
+  return w.byteOffset;
+}
+
+/** Zero strides of each rank (a scalar operand's view). */
+const ZEROS: number[][] = [];
+const zeros = (rank: number): number[] => (ZEROS[rank] ??= new Array(rank).fill(0));
+
+/**
+ * A kernel operand's address and view: a strided view of a segment, or a scalar's storage bits
+ * written to slot `j` at the end of the scratch area (descriptors use its start) and read with
+ * stride 0, as a broadcast 0-dim tensor would be.
+ */
+function operand(o: Operand, j: number, rank: number): [number, ViewRef] {
+  if (typeof o !== 'number') return [ptr(o.id), o];
+  const w = scratchWords(), slot = 4096 - 4 * (j + 1);
+  w[slot] = o;
+  return [w.byteOffset + slot * 4, { id: -1, offset: 0, strides: zeros(rank) }];
+}
 
 function run(cmd: Command): void {
   switch (cmd.k) {
@@ -116,18 +150,19 @@ function run(cmd: Command): void {
     case 'arange':
       return K.arange(cmd.dt, at(cmd.out, cmd.dt), cmd.n, cmd.start, cmd.step);
     case 'copy':
-      return K.copy(cmd.srcDt, cmd.dt, ptr(cmd.src.id), at(cmd.out, cmd.dt), desc(viewWords(cmd.shape, [cmd.src])));
+      return K.copy(cmd.srcDt, cmd.dt, ptr(cmd.src.id), at(cmd.out, cmd.dt), viewDesc(cmd.shape, [cmd.src]));
     case 'copyInto':
-      return K.copyStrided(cmd.srcDt, cmd.dt, ptr(cmd.src.id), ptr(cmd.dst.id), desc(viewWords(cmd.shape, [cmd.src, cmd.dst])));
+      return K.copyStrided(cmd.srcDt, cmd.dt, ptr(cmd.src.id), ptr(cmd.dst.id), viewDesc(cmd.shape, [cmd.src, cmd.dst]));
     case 'unary':
-      return K.unary(cmd.op, cmd.dt, cmd.outDt, ptr(cmd.a.id), at(cmd.out, cmd.outDt), desc(viewWords(cmd.shape, [cmd.a])), ...cmd.s);
+      return K.unary(cmd.op, cmd.dt, cmd.outDt, ptr(cmd.a.id), at(cmd.out, cmd.outDt), viewDesc(cmd.shape, [cmd.a]), ...cmd.s);
     case 'binary': {
-      const zeroDivisor = K.binary(cmd.op, cmd.dt, cmd.outDt, ptr(cmd.a.id), ptr(cmd.b.id), at(cmd.out, cmd.outDt), desc(viewWords(cmd.shape, [cmd.a, cmd.b])), cmd.alpha);
+      const [a, av] = operand(cmd.a, 0, cmd.shape.length), [b, bv] = operand(cmd.b, 1, cmd.shape.length);
+      const zeroDivisor = K.binary(cmd.op, cmd.dt, cmd.outDt, a, b, at(cmd.out, cmd.outDt), viewDesc(cmd.shape, [av, bv]), cmd.alpha);
       if (zeroDivisor && cmd.check) throw new Error(cmd.check.message);
       return;
     }
     case 'where':
-      return K.where(cmd.dt, ptr(cmd.c.id), ptr(cmd.a.id), ptr(cmd.b.id), at(cmd.out, cmd.dt), desc(viewWords(cmd.shape, [cmd.c, cmd.a, cmd.b])));
+      return K.where(cmd.dt, ptr(cmd.c.id), ptr(cmd.a.id), ptr(cmd.b.id), at(cmd.out, cmd.dt), viewDesc(cmd.shape, [cmd.c, cmd.a, cmd.b]));
     case 'reduce':
       return K.reduce(cmd.op, cmd.dt, cmd.outDt, at(cmd.a, cmd.dt), at(cmd.out, cmd.outDt), cmd.outer, cmd.inner);
     case 'matmul': {
@@ -190,17 +225,17 @@ function runIndex(cmd: IndexCommand): void {
   const I = K as unknown as IndexKernels;
   switch (cmd.k) {
     case 'gather':
-      return checked(I.gather(cmd.dt, ptr(cmd.x.id), ptr(cmd.idx.id), at(cmd.out, cmd.dt), desc(viewWords(cmd.shape, [cmd.x, cmd.idx])),
+      return checked(I.gather(cmd.dt, ptr(cmd.x.id), ptr(cmd.idx.id), at(cmd.out, cmd.dt), viewDesc(cmd.shape, [cmd.x, cmd.idx]),
         cmd.dimStride, cmd.check.size, +cmd.check.wrap), cmd.check);
     case 'scatter': {
       if (!cmd.shape.every((s) => s > 0)) return;
-      K.copy(cmd.dt, cmd.dt, ptr(cmd.x.id), at(cmd.out, cmd.dt), desc(viewWords(cmd.shape, [cmd.x])));
+      K.copy(cmd.dt, cmd.dt, ptr(cmd.x.id), at(cmd.out, cmd.dt), viewDesc(cmd.shape, [cmd.x]));
       const views = [{ id: cmd.out.id, offset: cmd.out.offset, strides: cmd.dstStrides }, cmd.idx, ...(cmd.src ? [cmd.src] : [])];
-      return checked(I.scatter(cmd.dt, +cmd.add, ptr(cmd.out.id), ptr(cmd.idx.id), cmd.src ? ptr(cmd.src.id) : 0, desc(viewWords(cmd.idxShape, views)),
+      return checked(I.scatter(cmd.dt, +cmd.add, ptr(cmd.out.id), ptr(cmd.idx.id), cmd.src ? ptr(cmd.src.id) : 0, viewDesc(cmd.idxShape, views),
         cmd.dimStride, cmd.check.size, cmd.value), cmd.check);
     }
     case 'cumulative':
-      return I.cumulative(+cmd.prod, cmd.dt, cmd.outDt, ptr(cmd.x.id), at(cmd.out, cmd.outDt), desc(viewWords(cmd.lines, [cmd.x])), cmd.len, cmd.dimStride, cmd.inner);
+      return I.cumulative(+cmd.prod, cmd.dt, cmd.outDt, ptr(cmd.x.id), at(cmd.out, cmd.outDt), viewDesc(cmd.lines, [cmd.x]), cmd.len, cmd.dimStride, cmd.inner);
     case 'sort': {
       if (!cmd.outer || !cmd.len || !cmd.inner) return;
       const bytes = I.sortWorkspaceBytes(cmd.len), ws = allocRange(bytes);

@@ -12,7 +12,7 @@
  */
 import { StorageCode } from '../dtype.js';
 import { env, getGpu } from '../platform.js';
-import { MAX_X, WG, checksDivisor, mapInvocations, mapParams, mapShader, mapVec4Shader, scatterShader, vec4Eligible as mapVec4Eligible, type MapKernel } from '../../wgsl/elementwise.js';
+import { MAX_X, WG, checksDivisor, mapInvocations, mapParamWords, mapParams, mapShader, mapVec4Shader, scatterShader, type MapKernel } from '../../wgsl/elementwise.js';
 import { computeType, elementsPerWord } from '../../wgsl/dtype.js';
 import { reduceShader } from '../../wgsl/reduce.js';
 import { TILE, TILE_V4, matmulShader, matmulVec4Shader, vec4Eligible } from '../../wgsl/matmul.js';
@@ -40,13 +40,27 @@ let paramAlign = 256;
 let matmulVariant = 0;
 let maxBinding = 1 << 27;
 const buffers = new Map<number, GPUBuffer>();
-const pipelines = new Map<string, GPUComputePipeline>();
+/** A compiled kernel; `layout` is null for a shader whose bindings `layoutOf` cannot read (bound the slow way). */
+interface Kernel {
+  pipeline: GPUComputePipeline;
+  layout: { key: string; group: GPUBindGroupLayout } | null;
+}
+const kernels = new Map<string, Kernel>();
+/** Bind group layouts by their bindings' access ('r' read, 'w' read_write), the params binding first. */
+const layouts = new Map<string, GPUBindGroupLayout>();
+/** Bind groups by (layout, params size, buffers); dropped when one of their buffers is destroyed. */
+const groups = new Map<string, GPUBindGroup>();
+const groupsOf = new Map<GPUBuffer, string[]>();
+const bufferIds = new WeakMap<GPUBuffer, number>();
+let nextBufferId = 1;
 let encoder: GPUCommandEncoder | null = null;
 let pass: GPUComputePassEncoder | null = null;
 let params = new Uint8Array(new ArrayBuffer(1 << 16));
+let paramWords = new Uint32Array(params.buffer);
+let paramFloats = new Float32Array(params.buffer);
 let paramBytes = 0;
 let paramBuffer: GPUBuffer | null = null;
-const pendingBinds: { pipeline: GPUComputePipeline; buffers: (GPUBuffer | 'params')[]; offset: number; size: number; grid: [number, number, number] }[] = [];
+const pendingBinds: { kernel: Kernel; buffers: GPUBuffer[]; offset: number; size: number; grid: [number, number, number] }[] = [];
 /** Buffers to destroy once the work recorded so far is submitted. */
 const retired: GPUBuffer[] = [];
 /** Pending validation/out-of-memory checks of submitted batches. */
@@ -72,15 +86,81 @@ async function checkErrors(): Promise<void> {
   }
 }
 
-/** The pipeline for a shader key; `make` writes the WGSL only on a cache miss. */
-function pipeline(key: string, make: () => string): GPUComputePipeline {
-  let p = pipelines.get(key);
-  if (!p) {
-    const code = make();
-    p = device.createComputePipeline({ layout: 'auto', compute: { module: device.createShaderModule({ code }), entryPoint: 'main' } });
-    pipelines.set(key, p);
+/**
+ * The bind group layout of a generated shader, read from its declarations: every binding is a
+ * storage buffer, and binding 0 (the params block) takes a dynamic offset, so that one bind
+ * group serves every dispatch on the same buffers whatever its params' place in the batch.
+ */
+function layoutOf(code: string): Kernel['layout'] {
+  const access: string[] = [];
+  for (const m of code.matchAll(/@binding\((\d+)\)\s*var<([^>]*)>/g)) {
+    const a = /^storage,\s*(read|read_write)$/.exec(m[2].trim());
+    if (!a) return null;
+    access[Number(m[1])] = a[1] === 'read' ? 'r' : 'w';
   }
-  return p;
+  const key = [...access].map((a) => a ?? '-').join('');
+  if (access[0] !== 'r' || key.includes('-')) return null;
+  let group = layouts.get(key);
+  if (!group) {
+    group = device.createBindGroupLayout({
+      entries: access.map((a, i) => ({
+        binding: i, visibility: GPUShaderStage.COMPUTE, buffer: { type: a === 'r' ? 'read-only-storage' : 'storage', hasDynamicOffset: i === 0 },
+      })),
+    });
+    layouts.set(key, group);
+  }
+  return { key, group };
+}
+
+/** The kernel for a shader key; `make` writes the WGSL only on a cache miss. */
+function kernel(key: string, make: () => string): Kernel {
+  let k = kernels.get(key);
+  if (!k) {
+    const code = make();
+    const layout = layoutOf(code);
+    const module = device.createShaderModule({ code });
+    k = {
+      pipeline: device.createComputePipeline({
+        layout: layout ? device.createPipelineLayout({ bindGroupLayouts: [layout.group] }) : 'auto', compute: { module, entryPoint: 'main' },
+      }),
+      layout,
+    };
+    kernels.set(key, k);
+  }
+  return k;
+}
+
+const bufferId = (b: GPUBuffer): number => {
+  let id = bufferIds.get(b);
+  if (id === undefined) bufferIds.set(b, (id = nextBufferId++));
+  return id;
+};
+
+/** The cached bind group of a kernel with an explicit layout over `bind` (params first, at offset 0 with `size` bytes). */
+function bindGroup(layout: NonNullable<Kernel['layout']>, bind: GPUBuffer[], size: number): GPUBindGroup {
+  let key = `${layout.key}|${size}`;
+  for (const b of bind) key += `|${bufferId(b)}`;
+  let g = groups.get(key);
+  if (!g) {
+    g = device.createBindGroup({
+      layout: layout.group,
+      entries: bind.map((b, i) => ({ binding: i, resource: { buffer: b, offset: 0, size: i === 0 ? size : Math.min(b.size, maxBinding) } })),
+    });
+    groups.set(key, g);
+    for (const b of bind) {
+      const keys = groupsOf.get(b);
+      if (keys) keys.push(key);
+      else groupsOf.set(b, [key]);
+    }
+  }
+  return g;
+}
+
+/** Destroys a buffer and forgets the bind groups that use it. */
+function destroyBuffer(b: GPUBuffer): void {
+  for (const key of groupsOf.get(b) ?? []) groups.delete(key);
+  groupsOf.delete(b);
+  b.destroy();
 }
 
 function buf(id: number): GPUBuffer {
@@ -90,20 +170,38 @@ function buf(id: number): GPUBuffer {
 }
 
 /**
- * Queues one dispatch; its params are appended to the batch's params block. `key` names the
- * shader (everything its WGSL depends on), so the WGSL is generated once per key.
+ * Reserves `words` params words for the next dispatch, aligned for a dynamic offset; returns the
+ * first word's index in `paramWords`/`paramFloats` (views of the batch's params block).
  */
-function dispatch(key: string, make: () => string, bind: GPUBuffer[], p: ArrayBuffer, grid: [number, number, number]): void {
-  openScope();
+function reserveParams(words: number): number {
   const offset = Math.ceil(paramBytes / paramAlign) * paramAlign;
-  if (offset + p.byteLength > params.length) {
-    const grown = new Uint8Array(new ArrayBuffer(Math.max(params.length * 2, offset + p.byteLength)));
+  const end = offset + words * 4;
+  if (end > params.length) {
+    const grown = new Uint8Array(new ArrayBuffer(Math.max(params.length * 2, end)));
     grown.set(params.subarray(0, paramBytes));
     params = grown;
+    paramWords = new Uint32Array(params.buffer);
+    paramFloats = new Float32Array(params.buffer);
   }
-  params.set(new Uint8Array(p), offset);
-  paramBytes = offset + p.byteLength;
-  pendingBinds.push({ pipeline: pipeline(key, make), buffers: ['params', ...bind], offset, size: p.byteLength, grid });
+  paramWords.fill(0, offset / 4, end / 4);
+  paramBytes = end;
+  return offset / 4;
+}
+
+/**
+ * Queues one dispatch whose params were written at word `at` (see `reserveParams`). `key` names
+ * the shader (everything its WGSL depends on), so the WGSL is generated once per key.
+ */
+function dispatchAt(key: string, make: () => string, bind: GPUBuffer[], at: number, words: number, grid: [number, number, number]): void {
+  openScope();
+  pendingBinds.push({ kernel: kernel(key, make), buffers: bind, offset: at * 4, size: words * 4, grid });
+}
+
+/** Queues one dispatch with its params block `p`. */
+function dispatch(key: string, make: () => string, bind: GPUBuffer[], p: ArrayBuffer, grid: [number, number, number]): void {
+  const at = reserveParams(p.byteLength / 4);
+  params.set(new Uint8Array(p), at * 4);
+  dispatchAt(key, make, bind, at, p.byteLength / 4, grid);
 }
 
 /** `dispatch` for a shader whose WGSL is its own key. */
@@ -135,30 +233,75 @@ const contiguousIn = (r: ViewRef, shape: number[]): boolean => {
   return true;
 };
 
+/** An input of a map kernel: a strided view (of `b`, or of segment `r.id`), or a JS scalar's storage bits. */
+interface MapOperand {
+  r: ViewRef | number;
+  dt: StorageCode;
+  b?: GPUBuffer;
+}
+
+/** Short ids of map expressions, for shader keys (the table's strings hash once). */
+const exprIds = new Map<string, number>();
+const NO_SCALARS: number[] = [];
+
 /**
  * Runs a map kernel `expr` over strided inputs into `out` (a buffer and an element offset).
  * An expression with a device check (see wgsl/elementwise.ts) reports `check` at the next sync point.
+ * This is the launch path of every elementwise op, so it builds the shader key and writes the
+ * params straight into the batch's params block without intermediate objects.
  */
 function runMap(
-  inputs: { r: ViewRef; dt: StorageCode; b?: GPUBuffer }[], shape: number[], out: GPUBuffer, outOffset: number, outDt: StorageCode,
-  expr: string, exprType: 'f32' | 'i32', scalars: number[] = [], check?: DeviceCheck,
+  inputs: MapOperand[], shape: number[], out: GPUBuffer, outOffset: number, outDt: StorageCode,
+  expr: string, exprType: 'f32' | 'i32', scalars: number[] = NO_SCALARS, check?: DeviceCheck,
 ): void {
-  const n = shape.reduce((a, b) => a * b, 1);
+  let n = 1;
+  for (const d of shape) n *= d;
   if (n === 0) return;
-  const { bind, slot } = slotsOf(out, inputs.map((i) => i.b ?? buf(i.r.id)));
-  const code = checksDivisor(expr) ? checkCode('binary', check?.message ?? 'ZeroDivisionError: integer division by zero') : 0;
-  const k: MapKernel = {
-    rank: shape.length, slots: bind.length, outDt, expr, exprType, prelude: WGSL_PRELUDE,
-    inputs: inputs.map(({ r, dt }, j) => ({ dt, contiguous: contiguousIn(r, shape), slot: slot[j] })),
-  };
-  const params = mapParams(n, shape, outOffset, inputs.map((i) => i.r), scalars, code);
-  if (code) bind.push(deviceErrors!);
-  const base = `${k.rank}|${k.slots}|${outDt}|${exprType}|${k.inputs.map((i) => `${i.dt}${i.contiguous ? 'c' : 's'}${i.slot}`).join(',')}|${expr}`;
-  if (mapVec4Eligible(k, outOffset, inputs.map((i) => i.r))) {
-    dispatch(`map4|${base}`, () => mapVec4Shader(k), bind, params, grid1d(Math.ceil(n / 4)));
-  } else {
-    dispatch(`map|${base}`, () => mapShader(k), bind, params, grid1d(mapInvocations(n, outDt)));
+  let exprId = exprIds.get(expr);
+  if (exprId === undefined) exprIds.set(expr, (exprId = exprIds.size));
+  const bind = [out];
+  const kin: MapKernel['inputs'] = [];
+  let vec4 = elementsPerWord(outDt) === 1 && outOffset % 4 === 0;
+  let key = '';
+  for (const inp of inputs) {
+    const wide = elementsPerWord(inp.dt) === 1;
+    if (typeof inp.r === 'number') {
+      kin.push({ dt: inp.dt, contiguous: false, slot: -1, scalar: true });
+      key += `${inp.dt}k,`;
+      vec4 &&= wide;
+      continue;
+    }
+    const b = inp.b ?? buf(inp.r.id);
+    let slot = bind.indexOf(b);
+    if (slot < 0) slot = bind.push(b) - 1;
+    const contiguous = contiguousIn(inp.r, shape);
+    kin.push({ dt: inp.dt, contiguous, slot });
+    key += `${inp.dt}${contiguous ? 'c' : 's'}${slot},`;
+    vec4 &&= wide && contiguous && inp.r.offset % 4 === 0;
   }
+  const code = checksDivisor(expr) ? checkCode('binary', check?.message ?? 'ZeroDivisionError: integer division by zero') : 0;
+  const k: MapKernel = { rank: shape.length, slots: bind.length, outDt, expr, exprType, prelude: WGSL_PRELUDE, inputs: kin };
+  if (code) bind.push(deviceErrors!);
+  // The params block (see wgsl/elementwise.ts): n, shape, output offset, views (a scalar's bits in its offset word), scalars, check code.
+  const words = mapParamWords(inputs.length), at = reserveParams(words);
+  paramWords[at] = n;
+  for (let d = 0; d < shape.length; d++) paramWords[at + 1 + d] = shape[d];
+  paramWords[at + 9] = outOffset;
+  for (let j = 0; j < inputs.length; j++) {
+    const r = inputs[j].r, base = at + 10 + j * 9;
+    if (typeof r === 'number') {
+      paramWords[base] = r;
+      continue;
+    }
+    paramWords[base] = r.offset;
+    for (let d = 0; d < r.strides.length; d++) paramWords[base + 1 + d] = r.strides[d];
+  }
+  const sBase = at + 10 + inputs.length * 9;
+  for (let j = 0; j < scalars.length; j++) paramFloats[sBase + j] = scalars[j];
+  paramWords[sBase + 4] = code;
+  key += `|${shape.length}|${bind.length}|${outDt}|${exprType}|${exprId}`;
+  if (vec4) dispatchAt(`map4|${key}`, () => mapVec4Shader(k), bind, at, words, grid1d(Math.ceil(n / 4)));
+  else dispatchAt(`map|${key}`, () => mapShader(k), bind, at, words, grid1d(mapInvocations(n, outDt)));
 }
 
 /** Runs `write` into a 32-bit target (the output itself, or a scratch buffer cast into a packed output). */
@@ -213,7 +356,7 @@ function run(cmd: Command): void {
       const t = computeType(cmd.dt);
       const expr = t === 'f32' ? op.wgsl.f32 : op.wgsl.i32;
       if (!expr) throw new Error(`${op.name} has no ${t} kernel`);
-      const ins = cmd.k === 'unary' ? [{ r: cmd.a, dt: cmd.dt }] : [{ r: cmd.a, dt: cmd.dt }, { r: cmd.b, dt: cmd.dt }];
+      const ins: MapOperand[] = cmd.k === 'unary' ? [{ r: cmd.a, dt: cmd.dt }] : [{ r: cmd.a, dt: cmd.dt }, { r: cmd.b, dt: cmd.dt }];
       const scalars = cmd.k === 'unary' ? cmd.s : [cmd.alpha];
       runMap(ins, cmd.shape, buf(cmd.out.id), cmd.out.offset, cmd.outDt, expr, op.dtypes === 'bool' ? 'i32' : t, scalars, cmd.k === 'binary' ? cmd.check : undefined);
       return;
@@ -263,20 +406,24 @@ function run(cmd: Command): void {
 function encodePending(): void {
   if (!pendingBinds.length) return;
   if (!paramBuffer || paramBuffer.size < paramBytes) {
-    paramBuffer?.destroy();
+    if (paramBuffer) destroyBuffer(paramBuffer);
     paramBuffer = device.createBuffer({ size: Math.max(1 << 16, Math.ceil(paramBytes / 4096) * 4096 * 2), usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST });
   }
   device.queue.writeBuffer(paramBuffer, 0, params, 0, Math.ceil(paramBytes / 4) * 4);
   encoder ??= device.createCommandEncoder();
   pass = encoder.beginComputePass();
+  let current: GPUComputePipeline | null = null;
   for (const d of pendingBinds) {
-    const entries = d.buffers.map((b, i) => ({
-      binding: i,
-      resource: b === 'params' ? { buffer: paramBuffer!, offset: d.offset, size: d.size } : { buffer: b, size: Math.min(b.size, maxBinding) },
-    }));
-    pass.setPipeline(d.pipeline);
-    pass.setBindGroup(0, device.createBindGroup({ layout: d.pipeline.getBindGroupLayout(0), entries }));
-    pass.dispatchWorkgroups(...d.grid);
+    const { pipeline, layout } = d.kernel;
+    if (pipeline !== current) pass.setPipeline((current = pipeline));
+    if (layout) pass.setBindGroup(0, bindGroup(layout, [paramBuffer, ...d.buffers], d.size), [d.offset]);
+    else {
+      const entries = [paramBuffer, ...d.buffers].map((b, i) => ({
+        binding: i, resource: i === 0 ? { buffer: b, offset: d.offset, size: d.size } : { buffer: b, size: Math.min(b.size, maxBinding) },
+      }));
+      pass.setBindGroup(0, device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries }));
+    }
+    pass.dispatchWorkgroups(d.grid[0], d.grid[1], d.grid[2]);
   }
   pass.end();
   pass = null;
@@ -291,7 +438,7 @@ function flush(): void {
     device.queue.submit([encoder.finish()]);
     encoder = null;
   }
-  for (const b of retired.splice(0)) b.destroy();
+  for (const b of retired.splice(0)) destroyBuffer(b);
   if (scoped) {
     errorChecks.push(device.popErrorScope(), device.popErrorScope());
     scoped = false;

@@ -21,6 +21,13 @@ export interface ViewRef extends Place {
   strides: number[];
 }
 
+/**
+ * An operand of an elementwise kernel: a strided view, or a JS scalar as its storage bits in
+ * the kernel's dtype (a number: f32 bits, the low 16 bits of a half, an int32, a byte), which
+ * broadcasts like a 0-dim tensor without being one.
+ */
+export type Operand = ViewRef | number;
+
 /** One command of a batch. `out` places receive contiguous results. */
 export type Command =
   | { k: 'segment'; id: number; bytes: number }
@@ -31,7 +38,7 @@ export type Command =
   | { k: 'copy'; src: ViewRef; srcDt: StorageCode; out: Place; dt: StorageCode; shape: number[] }
   | { k: 'copyInto'; src: ViewRef; srcDt: StorageCode; dst: ViewRef; dt: StorageCode; shape: number[] }
   | { k: 'unary'; op: number; a: ViewRef; dt: StorageCode; out: Place; outDt: StorageCode; shape: number[]; s: [number, number, number] }
-  | { k: 'binary'; op: number; a: ViewRef; b: ViewRef; dt: StorageCode; out: Place; outDt: StorageCode; shape: number[]; alpha: number; check?: DeviceCheck }
+  | { k: 'binary'; op: number; a: Operand; b: Operand; dt: StorageCode; out: Place; outDt: StorageCode; shape: number[]; alpha: number; check?: DeviceCheck }
   | { k: 'where'; c: ViewRef; a: ViewRef; b: ViewRef; dt: StorageCode; out: Place; shape: number[] }
   | { k: 'reduce'; op: number; a: ViewRef; dt: StorageCode; out: Place; outDt: StorageCode; outer: number; inner: number }
   | { k: 'matmul'; a: ViewRef; b: ViewRef; dt: StorageCode; out: Place; batch: number; m: number; n: number; kk: number;
