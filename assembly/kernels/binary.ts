@@ -23,7 +23,7 @@ export function binaryF(op: i32, x: f64, y: f64, alpha: f64): f64 {
     case 1: return x - <f64><f32>(alpha * y);
     case 2: return x * y;
     case 3: return x / y;
-    case 4: return Math.floor(x / y);
+    case 4: return floorDivF(x, y);
     case 5: return trunc<f64>(x / y);
     case 6: return powC(x, y);
     case 7: return max<f64>(x, y);
@@ -48,6 +48,21 @@ export function binaryF(op: i32, x: f64, y: f64, alpha: f64): f64 {
     case 22: return <f64>(<i32>x ^ <i32>y);
     default: return NaN;
   }
+}
+
+/**
+ * PyTorch's floating floor division (div_floor): through fmod, so ±Inf / finite is NaN and the
+ * quotient is exact where floor(x / y) would round first; a zero divisor gives x / y.
+ */
+function floorDivF(x: f64, y: f64): f64 {
+  if (y == 0) return x / y;
+  const mod = x % y;
+  let div = (x - mod) / y;
+  if (mod != 0 && (y < 0) != (mod < 0)) div -= 1;
+  if (div == 0) return copysign<f64>(0, x / y);
+  let q = Math.floor(div);
+  if (div - q > 0.5) q += 1;
+  return q;
 }
 
 /** Set when an integer floor/trunc division or remainder met a zero divisor. */

@@ -98,6 +98,12 @@ fn tanh_f(x: f32) -> f32 { return select(tanh(clamp(x, -15.0, 15.0)), x, isnan_f
 fn sigmoid_f(x: f32) -> f32 { return 1.0 / (1.0 + exp(-x)); }
 fn pow_f(a: f32, b: f32) -> f32 {
   if (b == 0.0) { return 1.0; }
+  if (isnan_f(a) || isnan_f(b)) { return nan_f(); }
+  if (abs(a) == inf_f()) {
+    let odd = floor(b) == b && (abs(b) % 2.0) == 1.0;
+    let m = select(0.0, inf_f(), b > 0.0);
+    return select(m, -m, a < 0.0 && odd);
+  }
   if (a < 0.0) {
     if (floor(b) != b) { return nan_f(); }
     let m = pow(-a, b);
@@ -125,6 +131,35 @@ fn rem_i(a: i32, b: i32) -> i32 {
 fn rem_f(a: f32, b: f32) -> f32 {
   let r = a - b * trunc(a / b);
   return select(r, r + b, r != 0.0 && ((r < 0.0) != (b < 0.0)));
+}
+fn floordiv_f(a: f32, b: f32) -> f32 {
+  if (b == 0.0) { return a / b; }
+  let m = a - b * trunc(a / b);
+  var d = (a - m) / b;
+  if (m != 0.0 && ((b < 0.0) != (m < 0.0))) { d -= 1.0; }
+  if (d == 0.0) { return select(0.0, -0.0, a / b < 0.0); }
+  var q = floor(d);
+  if (d - q > 0.5) { q += 1.0; }
+  return q;
+}
+fn clamp_f(x: f32, lo: f32, hi: f32) -> f32 {
+  var y = x;
+  if (y < lo) { y = lo; }
+  if (y > hi) { y = hi; }
+  return y;
+}
+fn clamp_i(x: i32, lo: f32, hi: f32) -> i32 {
+  var y = x;
+  if (f32(y) < lo) { y = i32(lo); }
+  if (f32(y) > hi) { y = i32(hi); }
+  return y;
+}
+fn atan2_f(y: f32, x: f32) -> f32 {
+  if (y == 0.0 && x == 0.0) {
+    let pi = select(0.0, 3.141592653589793, (bitcast<u32>(x) >> 31u) == 1u);
+    return select(pi, -pi, (bitcast<u32>(y) >> 31u) == 1u);
+  }
+  return atan2(y, x);
 }
 fn maximum_f(a: f32, b: f32) -> f32 { return select(select(max(a, b), b, isnan_f(b)), a, isnan_f(a)); }
 fn minimum_f(a: f32, b: f32) -> f32 { return select(select(min(a, b), b, isnan_f(b)), a, isnan_f(a)); }
@@ -180,7 +215,7 @@ export const ELEMENTWISE: readonly ElementwiseOp[] = [
   d(u('round', 20, 'number', 'round(x0)', 'x0'), [], zero),
   d(u('sign', 21, 'number', 'select(sign(x0), 0.0, isnan_f(x0))', 'sign(x0)'), [], zero),
   d(u('reciprocal', 22, 'float', '1.0 / x0'), ['out'], (m, { out, g }) => [m.neg(m.mul(g, m.square(out)))]),
-  d(u('clamp', 23, 'number', 'select(select(x0, s0, x0 < s0), s1, x0 > s1)', 'select(select(x0, i32(s0), f32(x0) < s0), i32(s1), f32(x0) > s1)', ['min', 'max']), ['x'], (m, { x, g, s }) => {
+  d(u('clamp', 23, 'number', 'clamp_f(x0, s0, s1)', 'clamp_i(x0, s0, s1)', ['min', 'max']), ['x'], (m, { x, g, s }) => {
     let r = g;
     if (!Number.isNaN(s[0])) r = m.mul(r, m.ge(x, s[0]));
     if (!Number.isNaN(s[1])) r = m.mul(r, m.le(x, s[1]));
@@ -195,7 +230,7 @@ export const ELEMENTWISE: readonly ElementwiseOp[] = [
   d(b('sub', 1, 'number', 'x0 - s0 * x1', 'x0 - i32(s0) * x1', ['alpha']), [], (m, { g, s }) => [m.mul(g, 1), m.mul(g, -s[0])]),
   d(b('mul', 2, 'any', 'x0 * x1', 'x0 * x1'), ['x', 'y'], (m, { x, y, g }) => [m.mul(g, y), m.mul(g, x)]),
   d(b('div', 3, 'float', 'x0 / x1'), ['y', 'out'], (m, { y, out, g }) => [m.div(g, y), m.neg(m.div(m.mul(g, out), y))]),
-  d(b('floor_divide', 4, 'number', 'floor(x0 / x1)', 'floordiv_i(x0, divisor_i(x1))'), [], zero),
+  d(b('floor_divide', 4, 'number', 'floordiv_f(x0, x1)', 'floordiv_i(x0, divisor_i(x1))'), [], zero),
   d(b('trunc_divide', 5, 'number', 'trunc(x0 / x1)', 'select(x0 / divisor_i(x1), 0i, x1 == 0i)'), [], zero),
   d(b('pow', 6, 'number', 'pow_f(x0, x1)', 'pow_i(x0, x1)'), ['x', 'y', 'out'], (m, { x, y, out, g }) => [
     m.mul(g, m.mul(y, m.pow(x, m.sub(y, 1)))),
@@ -210,7 +245,7 @@ export const ELEMENTWISE: readonly ElementwiseOp[] = [
     return [m.add(m.mul(g, m.lt(x, y)), half), m.add(m.mul(g, m.gt(x, y)), half)];
   }),
   d(b('remainder', 9, 'number', 'rem_f(x0, x1)', 'rem_i(x0, divisor_i(x1))'), ['x', 'y'], (m, { x, y, g }) => [m.mul(g, 1), m.neg(m.mul(g, m.floorDivide(x, y)))]),
-  d(b('atan2', 10, 'float', 'atan2(x0, x1)'), ['x', 'y'], (m, { x, y, g }) => {
+  d(b('atan2', 10, 'float', 'atan2_f(x0, x1)'), ['x', 'y'], (m, { x, y, g }) => {
     const r = m.add(m.square(x), m.square(y));
     return [m.div(m.mul(g, y), r), m.neg(m.div(m.mul(g, x), r))];
   }),
