@@ -93,6 +93,8 @@ export const argmin = (x: Tensor, dim?: number, keepdim?: boolean) => argReduce(
 
 // The index family.
 export { indexSelect, gather, scatter, scatterAdd, take, embedding, oneHot, maskedFill, cumsum, cumprod, sort, topk } from './ops/indexing.js';
+export { flip, nonzero, maskedSelect, indexAsync, indexPut_ } from './ops/advanced.js';
+export type { Index } from './ops/views.js';
 
 /** @internal Live storages on a device; the test suites' leak check. */
 export { liveStorage as _liveStorage } from './runtime/storage.js';

@@ -210,3 +210,29 @@ Object.assign(Tensor.prototype, {
   sort(this: Tensor, dim?: number, descending?: boolean) { return IX.sort(this, dim, descending); },
   topk(this: Tensor, k: number, dim?: number, largest?: boolean, sorted?: boolean) { return IX.topk(this, k, dim, largest, sorted); },
 });
+
+// ---- Advanced indexing and flip (ts/ops/advanced.ts); `index` with tensor entries is in views.ts ----
+import * as AD from './advanced.js';
+
+declare module '../tensor.js' {
+  interface Tensor {
+    /** `x.flip(0, -1)` or `x.flip([0, -1])`: a copy reversed along the dims. */
+    flip(...dims: number[] | [number[]]): Tensor;
+    /** `x[idx]` with bool/uint8 masks too (a sync point: the result's shape depends on the mask's values). */
+    indexAsync(...idx: V.Index[]): Promise<Tensor>;
+    /** `x[indices] = values` (or `+=` with accumulate), in place; returns x. */
+    indexPut_(indices: Tensor | Tensor[], values: Tensor | number | boolean, accumulate?: boolean): Tensor;
+    /** `torch.nonzero(x)`: int64 [n, ndim] coordinates (a sync point). */
+    nonzero(): Promise<Tensor>;
+    /** `torch.masked_select(x, mask)` (a sync point). */
+    maskedSelect(mask: Tensor): Promise<Tensor>;
+  }
+}
+
+Object.assign(Tensor.prototype, {
+  flip(this: Tensor, ...d: number[] | [number[]]) { return AD.flip(this, shapeArgs(d)); },
+  indexAsync(this: Tensor, ...idx: V.Index[]) { return AD.indexAsync(this, ...idx); },
+  indexPut_(this: Tensor, i: Tensor | Tensor[], v: Tensor | number | boolean, acc?: boolean) { return AD.indexPut_(this, i, v, acc); },
+  nonzero(this: Tensor) { return AD.nonzero(this); },
+  maskedSelect(this: Tensor, mask: Tensor) { return AD.maskedSelect(this, mask); },
+});

@@ -7,7 +7,7 @@ import { code, launch, alloc, ref, sameDevice, place } from '../runtime/dispatch
 import { sumTo } from './reduce.js';
 import { contiguousStrides, fmt, inferShape, isContiguous, normDim, numel, viewStrides } from '../shape.js';
 import { op as recorded } from '../autograd/graph.js';
-import { view, type Tensor } from '../tensor.js';
+import { Tensor, view } from '../tensor.js';
 import { full } from './creation.js';
 
 /**
@@ -185,15 +185,59 @@ export function narrow(t: Tensor, dim: number, start: number, length: number): T
   return slice(t, d, start, start + length);
 }
 
-/** One index per dim: a number selects, `null`/`':'` keeps, `'a:b:c'` or `[a, b, c]` slices. */
-export type Index = number | null | string | [number?, number?, number?];
+/**
+ * One entry of `t.index(...)`: a number selects (removing the dim), `null`/`':'` keeps the dim,
+ * `'a:b:c'` or `[a, b, c]` slices, `'...'` stands for every dim not named, and an int32/int64
+ * tensor picks entries along its dim (advanced indexing, ts/ops/advanced.ts). Bool/uint8 masks
+ * are accepted by `indexAsync` only, since the result's shape depends on their values.
+ */
+export type Index = number | null | string | [number?, number?, number?] | Tensor;
 
-/** Python-like basic indexing: `t.index(0, '1:3', null)` is `t[0, 1:3, :]`. */
-export function index(t: Tensor, ...idx: Index[]): Tensor {
-  if (idx.length > t.ndim) throw new RangeError(`too many indices for tensor of dimension ${t.ndim}`);
+/** What `index` leaves to advanced indexing: the tensor indices and the dims of `view` they pick along. */
+export interface IndexParts {
+  view: Tensor;
+  dims: number[];
+  tensors: Tensor[];
+}
+
+type AdvancedIndex = (view: Tensor, dims: number[], tensors: Tensor[]) => Tensor;
+let advanced: AdvancedIndex | null = null;
+
+/** @internal ts/ops/advanced.ts registers the gather of integer-tensor indices (no import cycle). */
+export function setAdvancedIndex(fn: AdvancedIndex): void {
+  advanced = fn;
+}
+
+/** PyTorch's dtype rule for index tensors, and the pointer to `indexAsync` for masks. */
+function checkIndexTensor(i: Tensor): void {
+  i._check('index');
+  if (i.dtype === 'bool' || i.dtype === 'uint8') {
+    throw new TypeError(
+      `index(): a ${i.dtype} mask index ${fmt(i.shape)} selects a number of elements that depends on its values, which live on the device; ` +
+        'reading them is a sync point (PyTorch syncs here too), so use `await x.indexAsync(...)` (or `torch.maskedSelect`, `torch.nonzero`)',
+    );
+  }
+  if (i.dtype !== 'int32' && i.dtype !== 'int64') throw new TypeError('tensors used as indices must be long, int, byte or bool tensors');
+}
+
+/**
+ * Applies the basic entries of an index (numbers, slices, `'...'`) as views and returns the
+ * view with the tensor entries and the dims of the view they pick along. Numbers select
+ * first, as in PyTorch, so `x[0, :, idx]` picks along dim 1 of `x[0]`.
+ */
+export function applyIndices(t: Tensor, idx: Index[]): IndexParts {
+  t._check('index');
+  const ellipses = idx.filter((i) => i === '...').length;
+  if (ellipses > 1) throw new RangeError("an index can only have a single ellipsis ('...')");
+  const named = idx.length - ellipses;
+  if (named > t.ndim) throw new RangeError(`too many indices for tensor of dimension ${t.ndim}`);
+  for (const i of idx) if (i instanceof Tensor) checkIndexTensor(i);
   let out = t, dim = 0;
+  const dims: number[] = [], tensors: Tensor[] = [];
   for (const i of idx) {
     let next: Tensor;
+    if (i === '...') { dim += t.ndim - named; continue; }
+    if (i instanceof Tensor) { dims.push(dim++); tensors.push(i); continue; }
     if (typeof i === 'number') next = select(out, dim, i);
     else if (i === null || i === ':') { dim++; continue; }
     else {
@@ -207,7 +251,25 @@ export function index(t: Tensor, ...idx: Index[]): Tensor {
     if (out !== t) out.dispose();
     out = next;
   }
-  return out === t ? viewOp('alias', t, (src) => view(src, src.shape, src._strides)) : out;
+  return { view: out, dims, tensors };
+}
+
+/**
+ * Python-like indexing: `t.index(0, '1:3', null)` is `t[0, 1:3, :]`, a view. With int32/int64
+ * tensor entries it is PyTorch's advanced indexing (`t.index(idx, '...', 0)` is
+ * `t[idx, ..., 0]`), a gather: the index tensors broadcast together, their result dims replace
+ * them when they are adjacent and go first otherwise; negative indices count from the end; an
+ * out-of-range index fails the next sync point. Differentiable either way.
+ */
+export function index(t: Tensor, ...idx: Index[]): Tensor {
+  const { view: v, dims, tensors } = applyIndices(t, idx);
+  if (tensors.length) {
+    if (!advanced) throw new Error('index: advanced indexing is not loaded (import webtorch, not ts/ops/views.js alone)');
+    const out = advanced(v, dims, tensors);
+    if (v !== t) v.dispose();
+    return out;
+  }
+  return v === t ? viewOp('alias', t, (src) => view(src, src.shape, src._strides)) : v;
 }
 
 /** `as_strided`: a view with explicit sizes, strides and storage offset (elements). */
