@@ -320,7 +320,7 @@ export function batchNorm(x: Tensor, runningMean: Tensor | null, runningVar: Ten
   }
   if (!training && (!runningMean || !runningVar)) throw new TypeError('running_mean must be defined in evaluation mode');
   const n = x.numel() / Math.max(C, 1);
-  if (training && n <= 1) throw new RangeError(`Expected more than 1 value per channel when training, got input size ${fmt(x.shape)}`);
+  if (training && n <= 1) throw new RangeError(`Expected more than 1 value per channel when training, got input size ${fmt(x.shape)} (batch_norm)`);
   const chan = x.shape.map((s, i) => (i === 1 ? s : 1)), dims = x.shape.map((_, i) => i).filter((i) => i !== 1);
   return tidy(() => {
     const asChan = (t: Tensor) => V.reshape(t, chan);

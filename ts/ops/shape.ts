@@ -35,7 +35,7 @@ export function cat(tensors: Tensor[], dim = 0): Tensor {
   const parts = tensors.filter((_, i) => used[i]);
   const first = parts[0] ?? tensors[0];
   tensors.forEach((t, i) => {
-    if (t.ndim === 0) throw new RangeError(`zero-dimensional tensor (at position ${i}) cannot be concatenated`);
+    if (t.ndim === 0) throw new RangeError(`zero-dimensional tensor (at position ${i}) cannot be concatenated (cat)`);
   });
   const d = normDim(dim, first.ndim);
   tensors.forEach((t, i) => {
