@@ -237,7 +237,12 @@ describe.each(devices)('advanced indexing errors and layouts on %s', (device) =>
     expect(await ia.tolist()).toEqual([2, 3]);
     const plain = await a.indexAsync(1, '1:');
     expect(await plain.tolist()).toEqual([0, 3]);
-    for (const z of [a, nz, m, sel, ia, plain]) z.dispose();
+    // A mask takes as many dims as it has, also when more entries follow (NumPy, PyTorch 2; torch 1.13 counted one).
+    const y = scoped(() => torch.arange(24, undefined, 1, { device }).reshape(2, 3, 4));
+    const mask = t([[true, false, true], [false, false, true]]);
+    const after = await y.indexAsync(mask, -1);
+    expect(await after.tolist()).toEqual([3, 11, 23]);
+    for (const z of [a, nz, m, sel, ia, plain, y, mask, after]) z.dispose();
   });
 });
 

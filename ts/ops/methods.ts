@@ -62,6 +62,7 @@ declare module '../tensor.js' {
     select(dim: number, index: number): Tensor;
     narrow(dim: number, start: number, length: number): Tensor;
     asStrided(shape: number[], strides: number[], storageOffset?: number): Tensor;
+    /** `x[...]`: numbers, slices ('1:3', ':'), '...' and int32/int64 index tensors (advanced indexing); masks go through `indexAsync`. */
     index(...idx: V.Index[]): Tensor;
     contiguous(): Tensor;
     clone(): Tensor;
