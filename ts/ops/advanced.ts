@@ -161,8 +161,9 @@ function gatherPicks(v: Tensor, p: Picks): Tensor {
 
 /**
  * Writes at the picks (Note [picks]): a contiguous copy of `base` (read with `baseStrides` over
- * `shape`) with `src` (broadcast over the picked layout) written or added, or `value` written.
- * With `into`, the result goes to that contiguous tensor (it may be `base` itself).
+ * `shape`) with `src` (broadcast over the picked layout) written or added there, or zeros
+ * written there without `src`. With `into`, the result goes to that contiguous tensor, which
+ * may be `base` itself (the in-place `indexPut_`). The picks must be wrapped and checked.
  */
 function scatterPicks(base: Tensor, baseStrides: number[], shape: number[], dtype: DType, p: Picks, src: Tensor | null, add: boolean, into?: Tensor): Tensor {
   const l = layout(shape, p);
