@@ -148,16 +148,10 @@ def conv2d(n, c, h, w, k):
     return j
 
 
-def mlp_train(b, din, h, dout, lr):
+def train_job(model, x, y, lr):
+    """One SGD step of `model` on (x, y) with cross-entropy; checked against a float64 copy."""
     j = Job()
-    torch.manual_seed(0)
-    model = torch.nn.Sequential(
-        torch.nn.Linear(din, h), torch.nn.ReLU(), torch.nn.Linear(h, h), torch.nn.ReLU(), torch.nn.Linear(h, dout)
-    ).to(DEV)
     ref = copy.deepcopy(model).double()
-    g = torch.Generator().manual_seed(80)
-    x = torch.rand(b, din, generator=g).to(DEV)
-    y = torch.randint(0, dout, (b,), generator=g).to(DEV)
     opt = torch.optim.SGD(model.parameters(), lr=lr)
 
     def launch():
@@ -182,40 +176,28 @@ def mlp_train(b, din, h, dout, lr):
     return j
 
 
+def mlp_train(b, din, h, dout, lr):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(din, h), torch.nn.ReLU(), torch.nn.Linear(h, h), torch.nn.ReLU(), torch.nn.Linear(h, dout)
+    ).to(DEV)
+    g = torch.Generator().manual_seed(80)
+    x = torch.rand(b, din, generator=g).to(DEV)
+    y = torch.randint(0, dout, (b,), generator=g).to(DEV)
+    return train_job(model, x, y, lr)
+
+
 def cnn_train(b, lr):
-    j = Job()
     torch.manual_seed(0)
     model = torch.nn.Sequential(
         torch.nn.Conv2d(1, 8, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
         torch.nn.Conv2d(8, 16, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
         torch.nn.Flatten(), torch.nn.Linear(16 * 7 * 7, 10),
     ).to(DEV)
-    ref = copy.deepcopy(model).double()
     g = torch.Generator().manual_seed(96)
     x = torch.rand(b, 1, 28, 28, generator=g).to(DEV)
     y = torch.randint(0, 10, (b,), generator=g).to(DEV)
-    opt = torch.optim.SGD(model.parameters(), lr=lr)
-
-    def launch():
-        opt.zero_grad()
-        loss = F.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        j.last = loss
-
-    def check():
-        loss = F.cross_entropy(ref(x.double()), y)
-        loss.backward()
-        if abs(j.last.item() - loss.item()) > 1e-4 * abs(loss.item()) + 1e-6:
-            return "loss %r, expected %r" % (j.last.item(), loss.item())
-        for p, q in zip(model.parameters(), ref.parameters()):
-            if (p.grad.double() - q.grad).abs().max().item() > 1e-3 * q.grad.abs().max().item() + 1e-7:
-                return "gradient mismatch"
-        return None
-
-    j.launch = launch
-    j.check = check
-    return j
+    return train_job(model, x, y, lr)
 
 
 def alloc(n, count):

@@ -6,6 +6,7 @@
 // its own layout: its conv weights and the rows of its linear weight are laid out for it on the
 // host, and its gradients are put back into PyTorch's layout for the check, outside the timing.
 import { compare, uniform } from '../lib/harness.mjs';
+import { tfTrainImpl, wtTrainImpl } from './common.mjs';
 import { fn } from './nn.mjs';
 
 const LR = 0.01;
@@ -106,23 +107,16 @@ export default [{
         const h2 = F.maxPool2d(F.conv2d(h1, W2, b2, { padding: 1 }).relu(), 2);
         return F.crossEntropy(F.linear(h2.reshape([p.b, FEAT]), W3, b3), Y);
       };
-      const opt = new torch.optim.SGD(params, { lr: LR });
-      let loss = null;
-      return {
-        launch() {
-          loss?.dispose();
-          loss = torch.tidy(lossOf);
-          opt.zeroGrad();
-          loss.backward();
-          opt.step();
-        },
-        sync: ctx.wtSync,
-        async output() {
+      return wtTrainImpl(ctx, {
+        lossOf,
+        params,
+        lr: LR,
+        async output(loss) {
           const [l, dW, db] = await Promise.all([loss.data(), W3.grad.data(), b3.grad.data()]);
           return Float32Array.from([l[0], ...dW, ...db]);
         },
-        dispose() { loss?.dispose(); [X, Y].forEach((t) => t.dispose()); params.forEach((t) => { t.grad?.dispose(); t.dispose(); }); },
-      };
+        free() { [X, Y].forEach((t) => t.dispose()); params.forEach((t) => { t.grad?.dispose(); t.dispose(); }); },
+      });
     },
     tfjs(ctx, p, inp) {
       if (!ctx.tf) return null;
@@ -148,24 +142,18 @@ export default [{
         const h = tf.reshape(block(block(X, vars[0], vars[1]), vars[2], vars[3]), [p.b, FEAT]);
         return tf.losses.softmaxCrossEntropy(onehot, tf.add(tf.matMul(h, vars[4]), vars[5]));
       };
-      const opt = tf.train.sgd(LR);
-      let last = null;
-      const free = () => { if (last) { last.value.dispose(); Object.values(last.grads).forEach((g) => g.dispose()); } };
-      return {
-        launch() {
-          free();
-          last = tf.variableGrads(lossOf, vars);
-          opt.applyGradients(last.grads);
-        },
-        sync: ctx.tfSync,
-        async output() {
-          const [l, gw, gb] = await Promise.all([last.value.data(), last.grads[vars[4].name].data(), last.grads[vars[5].name].data()]);
+      return tfTrainImpl(ctx, {
+        lossOf,
+        vars,
+        lr: LR,
+        async output(value, grads) {
+          const [l, gw, gb] = await Promise.all([value.data(), grads[vars[4].name].data(), grads[vars[5].name].data()]);
           const dW = new Float32Array(OUT * FEAT);
           for (let o = 0; o < OUT; o++) for (let k = 0; k < FEAT; k++) dW[o * FEAT + k] = gw[nhwcFeature(k) * OUT + o];
           return Float32Array.from([l[0], ...dW, ...gb]);
         },
-        dispose() { free(); [...vars, X, onehot].forEach((t) => t.dispose()); opt.dispose(); },
-      };
+        free() { [X, onehot].forEach((t) => t.dispose()); },
+      });
     },
   },
   torchJob: (p) => ({ op: 'cnn_train', ...p, lr: LR }),

@@ -75,6 +75,45 @@ export function tfImpl(ctx, held, op) {
   };
 }
 
+/**
+ * An Impl of one SGD training step in webtorch: `lossOf()` builds the loss (inside `torch.tidy`),
+ * `params` are updated; `output(loss)` reads what the check compares; `free()` runs at the end.
+ */
+export function wtTrainImpl(ctx, { lossOf, params, lr, output, free }) {
+  const { torch } = ctx;
+  const opt = new torch.optim.SGD(params, { lr });
+  let loss = null;
+  return {
+    launch() {
+      loss?.dispose();
+      loss = torch.tidy(lossOf);
+      opt.zeroGrad();
+      loss.backward();
+      opt.step();
+    },
+    sync: ctx.wtSync,
+    output: () => output(loss),
+    dispose() { loss?.dispose(); free(); },
+  };
+}
+
+/** The same for TensorFlow.js (`tf.variableGrads` + `sgd.applyGradients`); `output(value, grads)`. */
+export function tfTrainImpl(ctx, { lossOf, vars, lr, output, free }) {
+  const tf = ctx.tf, opt = tf.train.sgd(lr);
+  let last = null;
+  const drop = () => { if (last) { last.value.dispose(); Object.values(last.grads).forEach((g) => g.dispose()); } };
+  return {
+    launch() {
+      drop();
+      last = tf.variableGrads(lossOf, vars);
+      opt.applyGradients(last.grads);
+    },
+    sync: ctx.tfSync,
+    output: () => output(last.value, last.grads),
+    dispose() { drop(); vars.forEach((v) => v.dispose()); free(); opt.dispose(); },
+  };
+}
+
 /** Storage usage for raw buffers. */
 export const STORAGE = () => GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
 

@@ -3,6 +3,7 @@
 // point. Every implementation starts from the same weights; the checked step's loss and gradients
 // (of the last layer, and a sample of the first) are compared with a float64 plain-JS backprop.
 import { compare, sampleIndices, uniform } from '../lib/harness.mjs';
+import { tfTrainImpl, wtTrainImpl } from './common.mjs';
 import { fn } from './nn.mjs';
 
 const LR = 0.01;
@@ -121,23 +122,16 @@ export default [{
         const s = z.sub(m);
         return s.exp().sum(1, true).log().sub(s.mul(onehot).sum(1, true)).mean();
       };
-      const opt = new torch.optim.SGD(L.flatMap((l) => [l.weight, l.bias]), { lr: LR });
-      let loss = null;
-      return {
-        launch() {
-          loss?.dispose();
-          loss = torch.tidy(lossOf);
-          opt.zeroGrad();
-          loss.backward();
-          opt.step();
-        },
-        sync: ctx.wtSync,
-        async output() {
+      return wtTrainImpl(ctx, {
+        lossOf,
+        params: L.flatMap((l) => [l.weight, l.bias]),
+        lr: LR,
+        async output(loss) {
           const [l, dW3, db3, dW1] = await Promise.all([loss.data(), L[2].weight.grad.data(), L[2].bias.grad.data(), L[0].weight.grad.data()]);
           return gather(l[0], dW3, db3, dW1, inp.w1Sample);
         },
-        dispose() { loss?.dispose(); held.forEach((t) => t.dispose()); L.forEach((l) => [l.weight, l.bias, l.weight.grad, l.bias.grad].forEach((t) => t?.dispose())); },
-      };
+        free() { held.forEach((t) => t.dispose()); L.forEach((l) => [l.weight, l.bias, l.weight.grad, l.bias.grad].forEach((t) => t?.dispose())); },
+      });
     },
     tfjs(ctx, p, inp) {
       if (!ctx.tf) return null;
@@ -146,23 +140,17 @@ export default [{
       const X = tf.tensor2d(inp.x, [p.b, p.din]), onehot = tf.tensor2d(inp.onehot, [p.b, p.dout]);
       const dense = (x, k) => tf.add(tf.matMul(x, vars[2 * k], false, true), vars[2 * k + 1]);
       const lossOf = () => tf.losses.softmaxCrossEntropy(onehot, dense(tf.relu(dense(tf.relu(dense(X, 0)), 1)), 2));
-      const opt = tf.train.sgd(LR);
-      let last = null;
-      const free = () => { if (last) { last.value.dispose(); Object.values(last.grads).forEach((g) => g.dispose()); } };
-      return {
-        launch() {
-          free();
-          last = tf.variableGrads(lossOf, vars);
-          opt.applyGradients(last.grads);
-        },
-        sync: ctx.tfSync,
-        async output() {
-          const g = (k) => last.grads[vars[k].name].data();
-          const [l, dW3, db3, dW1] = await Promise.all([last.value.data(), g(4), g(5), g(0)]);
+      return tfTrainImpl(ctx, {
+        lossOf,
+        vars,
+        lr: LR,
+        async output(value, grads) {
+          const g = (k) => grads[vars[k].name].data();
+          const [l, dW3, db3, dW1] = await Promise.all([value.data(), g(4), g(5), g(0)]);
           return gather(l[0], dW3, db3, dW1, inp.w1Sample);
         },
-        dispose() { free(); [...vars, X, onehot].forEach((t) => t.dispose()); opt.dispose(); },
-      };
+        free() { [X, onehot].forEach((t) => t.dispose()); },
+      });
     },
   },
   torchJob: (p) => ({ op: 'mlp_train', ...p, lr: LR }),
