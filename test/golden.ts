@@ -11,6 +11,7 @@ export type Raw = number | boolean | string;
 export interface TensorJson { shape: number[]; dtype: string; data: Raw[]; permute?: number[] }
 export type Arg = TensorJson | { scalar: Raw };
 export interface Case {
+  /** `out` is PyTorch's output; an error case has `error` instead (the type keeps `out` required for the output cases' sake). */
   id: string; op: string; args: Arg[]; kwargs: Record<string, unknown>; out: TensorJson | { values: TensorJson; indices: TensorJson };
   /** PyTorch refused the case with this message: webtorch must throw too (see `expectRefusal`). */
   error?: string;
