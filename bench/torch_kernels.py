@@ -4,7 +4,7 @@ Reads {"jobs": [{"key", "op", ...}], "minMs", "samples"} as JSON on stdin and pr
 {"torch", "device", "results": {key: {"seconds", "min", "reps"}}}: the median over samples of
 CUDA-event time around `reps` back-to-back launches, divided by `reps` (kernel time, as the WGSL
 side's timestamp queries give it), after a checked run and a warm-up. TF32 is off.
-Ops: matmul (m, k, n), relu, mul, a*b+c (n), sum (rows, cols; over the last dim).
+Ops: matmul (m, k, n, batch), relu, mul, a*b+c (n), sum (rows, cols; over the last dim).
 """
 import json
 import sys
@@ -24,8 +24,9 @@ def make(job):
     """The launch function of a job, and its float64 check."""
     op = job["op"]
     if op == "matmul":
-        a, b = rand(job["m"], job["k"], seed=1), rand(job["k"], job["n"], seed=2)
-        return (lambda: torch.matmul(a, b)), (lambda out: (out[:8].double() - a[:8].double() @ b.double()).abs().max().item() < 1e-3)
+        batch = [job["batch"]] if job.get("batch", 1) > 1 else []
+        a, b = rand(*batch, job["m"], job["k"], seed=1), rand(*batch, job["k"], job["n"], seed=2)
+        return (lambda: torch.matmul(a, b)), (lambda out: (out[..., :8, :].double() - a[..., :8, :].double() @ b.double()).abs().max().item() < 1e-3)
     if op == "sum":
         x = rand(job["rows"], job["cols"], seed=3)
         return (lambda: x.sum(-1)), (lambda out: (out.double() - x.double().sum(-1)).abs().max().item() < 1e-2)

@@ -192,6 +192,10 @@ export const MATMUL_TILINGS: Readonly<Record<number, MatmulTiling>> = {
   19: { wx: 16, wy: 8, rm: 8, rn: 8, bk: 16, double: false, swizzle: true },
   20: { wx: 16, wy: 16, rm: 8, rn: 8, bk: 16, double: false, swizzle: true, aSpread: true },
   21: { wx: 16, wy: 16, rm: 8, rn: 8, bk: 8, double: true, unroll2: true, swizzle: true, aSpread: true },
+  22: { wx: 16, wy: 32, rm: 8, rn: 8, bk: 8, double: false },
+  23: { wx: 16, wy: 32, rm: 8, rn: 8, bk: 16, double: false },
+  24: { wx: 8, wy: 8, rm: 8, rn: 8, bk: 16, double: true },
+  25: { wx: 16, wy: 8, rm: 8, rn: 8, bk: 8, double: true },
 };
 
 /** Output tile (rows, cols) of a tiling. */
@@ -356,4 +360,29 @@ ${regs}
 ${loop}
 ${store}}
 `;
+}
+
+/**
+ * Whether a register-tiled variant (4 and up) applies: f32 operands with contiguous rows, and K, N,
+ * offsets, row and batch strides multiples of 4 (every tile row moves as whole vec4s). Any M.
+ */
+export function tiledEligible(k: number, n: number, a: { offset: number; strides: number[] }, b: { offset: number; strides: number[] }, outOffset: number): boolean {
+  const four = (...xs: number[]) => xs.every((x) => x % 4 === 0);
+  return a.strides[2] === 1 && b.strides[2] === 1 && four(k, n, a.offset, b.offset, a.strides[0], a.strides[1], b.strides[0], b.strides[1], outOffset);
+}
+
+/** WGSL of matmul variant `v` (1: `matmulShader` for `dt`; 2, 3: `matmulVec4Shader`; 4 and up: `matmulTiledShader`). */
+export function matmulVariantShader(v: number, dt: StorageCode, aSlot: number, bSlot: number, slots: number): string {
+  if (v === 1) return matmulShader(dt, aSlot, bSlot, slots);
+  if (v === 2 || v === 3) return matmulVec4Shader(aSlot, bSlot, slots, v === 2 ? 8 : 16);
+  const t = MATMUL_TILINGS[v];
+  if (!t) throw new Error(`no matmul variant ${v}`);
+  return matmulTiledShader(aSlot, bSlot, slots, t);
+}
+
+/** The dispatch grid of variant `v` for `batch` m×n outputs. */
+export function matmulVariantGrid(v: number, m: number, n: number, batch: number): [number, number, number] {
+  if (v === 1) return [Math.ceil(n / TILE), Math.ceil(m / TILE), batch];
+  if (v === 2 || v === 3) return [Math.ceil(n / TILE_V4), Math.ceil(m / TILE_V4), batch];
+  return tilingGrid(MATMUL_TILINGS[v], m, n, batch);
 }
