@@ -9,7 +9,7 @@ import { runBackward, rootGrad, type BackwardOptions } from './autograd/engine.j
 import { setDetach, type Node } from './autograd/graph.js';
 import { decode, elementSize, isFloating, viewStorage, type DType } from './dtype.js';
 import type { Device } from './device.js';
-import { collected, type Storage } from './runtime/storage.js';
+import { collected, watch, type Storage } from './runtime/storage.js';
 import { track } from './scope.js';
 import { contiguousStrides, isContiguous, normDim, numel, type Shape } from './shape.js';
 
@@ -26,6 +26,8 @@ export class Tensor {
   gradFn: Node | null = null;
   /** @internal Which output of `gradFn` this tensor is. */
   _outputIndex = 0;
+  /** @internal Whether the garbage collector watches this tensor (see `watch`). */
+  _watched = false;
 
   /** @internal Use the creation functions (`torch.tensor`, `torch.zeros`, …). */
   constructor(
@@ -36,7 +38,7 @@ export class Tensor {
     public dtype: DType,
   ) {
     storage.retain();
-    collected.register(this, storage, this);
+    watch(this);
     track(this);
   }
 
@@ -159,21 +161,21 @@ export class Tensor {
   _setData(src: Tensor): void {
     this._check('set data');
     src.storage.retain();
-    collected.unregister(this);
+    if (this._watched) collected.unregister(this);
     this.storage.release();
     this.storage = src.storage;
     this.shape = src.shape.slice();
     this._strides = src._strides.slice();
     this._offset = src._offset;
     this.dtype = src.dtype;
-    collected.register(this, this.storage, this);
+    if (this._watched) collected.register(this, this.storage, this);
   }
 
   /** Frees the tensor's reference to its storage now. Views keep the storage alive. Idempotent. */
   dispose(): void {
     if (this._disposed) return;
     this._disposed = true;
-    collected.unregister(this);
+    if (this._watched) collected.unregister(this);
     this.storage.release();
     this.gradFn?.drop();
   }

@@ -12,7 +12,7 @@ import { alloc, launch, ref, sameDevice, place } from '../runtime/dispatch.js';
 import { broadcastFor, broadcastStrides, MAX_KERNEL_RANK } from '../shape.js';
 import { Tensor } from '../tensor.js';
 import { full } from './creation.js';
-import { op as recorded } from '../autograd/graph.js';
+import { isGradEnabled, op as recorded } from '../autograd/graph.js';
 import { sumTo } from './reduce.js';
 import { elementwiseOp, type ElementwiseOp, type GradMath } from './table.js';
 import { checkOptions } from './options.js';
@@ -82,7 +82,7 @@ function gradFor(t: Tensor, g: Tensor | null): Tensor | null {
 export function unaryOp(name: string, x: Tensor, s: number[] = []): Tensor {
   const op = elementwiseOp(name);
   sameDevice(name, [x]);
-  if (!op.grad) return unaryForward(op, x, s);
+  if (!op.grad || !(x.requiresGrad && isGradEnabled())) return unaryForward(op, x, s);
   return recorded(name, [x], () => unaryForward(op, x, s), (ctx, out) => {
     const sx = op.saves!.includes('x') ? ctx.save(x) : x, so = op.saves!.includes('out') ? ctx.save(out) : out;
     return ([g]) => [gradFor(x, op.grad!(M, { x: sx, y: sx, out: so, g: g!, s })[0])];
@@ -147,7 +147,10 @@ function operand(x: TensorOrScalar, compute: DType, shape: readonly number[], te
 export function binaryOp(name: string, a: TensorOrScalar, b: TensorOrScalar, alpha = 1): Tensor {
   const op = elementwiseOp(name);
   if (!(a instanceof Tensor) && !(b instanceof Tensor)) throw new TypeError(`${name}: expected at least one tensor argument`);
-  if (!op.grad) return binaryForward(op, a, b, alpha);
+  // The common case, nothing to record, skips the tape's closures.
+  if (!op.grad || !isGradEnabled() || !((a instanceof Tensor && a.requiresGrad) || (b instanceof Tensor && b.requiresGrad))) {
+    return binaryForward(op, a, b, alpha);
+  }
   return recorded(name, [a as Tensor, b as Tensor], () => binaryForward(op, a, b, alpha), (ctx, out) => {
     const keep = (t: TensorOrScalar, k: 'x' | 'y'): TensorOrScalar => (t instanceof Tensor && op.saves!.includes(k) ? ctx.save(t) : t);
     const sa = keep(a, 'x'), sb = keep(b, 'y'), so = op.saves!.includes('out') ? ctx.save(out) : out;

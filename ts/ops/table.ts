@@ -260,9 +260,11 @@ export const ELEMENTWISE: readonly ElementwiseOp[] = [
   logic('logical_xor', 19, '!='),
 ];
 
+const BY_NAME = new Map(ELEMENTWISE.map((o) => [o.name, o]));
+
 /** Looks an op up by name. */
 export function elementwiseOp(name: string): ElementwiseOp {
-  const op = ELEMENTWISE.find((o) => o.name === name);
+  const op = BY_NAME.get(name);
   if (!op) throw new Error(`webtorch: unknown op ${name}`);
   return op;
 }

@@ -9,7 +9,7 @@
 import * as Comlink from 'comlink';
 import { OutOfMemoryError } from '../memory/errors.js';
 import { spawnWorker, type WorkerHandle } from '../platform.js';
-import type { Command, DeviceInfo, WorkerApi } from '../worker/protocol.js';
+import { BatchWriter, type Command, type DeviceInfo, type WorkerApi } from '../worker/protocol.js';
 
 /** A device's worker and command queue. */
 export class DeviceClient {
@@ -18,7 +18,8 @@ export class DeviceClient {
   info: DeviceInfo | null = null;
   /** Devices this worker has a MessageChannel to. */
   readonly peers = new Set<string>();
-  private queue: Command[] = [];
+  /** The queued commands, in their wire form (see `Batch`). */
+  private queue = new BatchWriter();
   private transfers: Transferable[] = [];
   private scheduled = false;
   private handle: WorkerHandle | null = null;
@@ -78,12 +79,12 @@ export class DeviceClient {
   /** Sends the queued commands now. */
   flush(): void {
     this.scheduled = false;
-    if (!this.queue.length) return;
-    const cmds = this.queue, transfers = this.transfers;
-    this.queue = [];
+    if (this.queue.empty) return;
+    const batch = this.queue.take(), transfers = this.transfers;
+    transfers.push(batch.words.buffer);
     this.transfers = [];
     this.start().then(
-      (r) => r.submit(Comlink.transfer(cmds, transfers)),
+      (r) => r.submit(Comlink.transfer(batch, transfers)),
       () => undefined,
     );
   }

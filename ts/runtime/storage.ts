@@ -80,3 +80,43 @@ export function liveStorage(device: Device): { count: number; bytes: number } {
 
 /** Releases the storage of tensors that were garbage-collected without `dispose()`. */
 export const collected = new FinalizationRegistry<Storage>((s) => s.release());
+
+/** What `watch` needs of a tensor. */
+interface Watched {
+  storage: Storage;
+  isDisposed: boolean;
+  _watched: boolean;
+}
+
+const pending: Watched[] = [];
+let scheduled = false;
+/** Tensors waiting longer than this in one synchronous run are registered at once (bounds the list). */
+const MAX_PENDING = 1 << 14;
+
+function registerPending(): void {
+  scheduled = false;
+  for (const t of pending) {
+    if (t.isDisposed) continue;
+    t._watched = true;
+    collected.register(t, t.storage, t);
+  }
+  pending.length = 0;
+}
+
+/**
+ * Note [Watching tensors late]. Each tensor must release its storage when the garbage collector
+ * takes it undisposed, through `collected`. Registering with a FinalizationRegistry costs about
+ * a microsecond, as much as the rest of an op's launch, and most tensors are disposed in the
+ * same synchronous run that made them (by `tidy`, or a loop that disposes as it goes). So a new
+ * tensor is registered at the end of the current run (a microtask), and only if it is still
+ * alive then. Nothing is lost: a finalizer can only run after the run, and until then the list
+ * keeps the tensor (a small JS object; its device memory is the same either way).
+ */
+export function watch(t: Watched): void {
+  pending.push(t);
+  if (pending.length >= MAX_PENDING) registerPending();
+  else if (!scheduled) {
+    scheduled = true;
+    queueMicrotask(registerPending);
+  }
+}

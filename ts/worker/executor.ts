@@ -13,7 +13,7 @@
  */
 import * as Comlink from 'comlink';
 import { exposeWorker, onPortMessage } from '../platform.js';
-import type { Command, DeviceInfo, WorkerApi } from './protocol.js';
+import { readBatch, type Command, type DeviceInfo, type WorkerApi } from './protocol.js';
 
 /** What a device implements; everything else (ordering, peers, errors) is the executor's. */
 export interface Backend {
@@ -104,7 +104,8 @@ export function serve(backend: Backend): void {
 
   const api: WorkerApi = {
     init: (options) => backend.init(options),
-    submit(cmds) {
+    submit(batch) {
+      const cmds = readBatch(batch);
       void enqueue(() => runBatch(cmds));
     },
     read: (id, byteOffset, bytes) =>
