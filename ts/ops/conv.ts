@@ -18,7 +18,7 @@ import { full } from './creation.js';
 import { binaryOp } from './elementwise.js';
 import { matmul } from './matmul.js';
 import { checkOptions } from './options.js';
-import { checkFloat, checkNumber } from './nn.js';
+import { checkAccepted, checkFloat } from './nn.js';
 import { tidy } from './scoped.js';
 import * as V from './views.js';
 
@@ -174,8 +174,8 @@ export interface ConvOptions {
 function convArgs(op: string, nd: 1 | 2, x: Tensor, w: Tensor, b: Tensor | null | undefined, o: ConvOptions) {
   checkOptions(op, o, ['stride', 'padding', 'dilation', 'groups']);
   // PyTorch convolves integers too (on the CPU), but not bools
-  checkNumber(op, x);
-  checkNumber(op, w, 'weight');
+  checkAccepted(op, x);
+  checkAccepted(op, w, 'weight');
   sameDevice(op, b ? [x, w, b] : [x, w]);
   if (x.ndim !== nd + 1 && x.ndim !== nd + 2) {
     throw new RangeError(`Expected ${nd + 1}D (unbatched) or ${nd + 2}D (batched) input to ${op}, but got input of size: ${fmt(x.shape)}`);

@@ -19,6 +19,7 @@ import { binaryOp, softplus, unaryOp, where, type TensorOrScalar } from './eleme
 import { matmul } from './matmul.js';
 import { checkOptions } from './options.js';
 import { reduce } from './reduce.js';
+import { checkDtypes } from './registry.js';
 import { tidy } from './scoped.js';
 import * as V from './views.js';
 
@@ -38,10 +39,10 @@ export function checkFloat(op: string, x: unknown, what = 'input'): asserts x is
   }
 }
 
-/** @internal Throws unless `x` is a tensor of a numeric dtype (PyTorch refuses bool for the op). */
-export function checkNumber(op: string, x: unknown, what = 'input'): asserts x is Tensor {
+/** @internal Throws unless `x` is a tensor of a dtype the op's row of the op table accepts (ts/ops/registry.ts). */
+export function checkAccepted(op: string, x: unknown, what = 'input'): asserts x is Tensor {
   if (!(x instanceof Tensor)) throw new TypeError(`${op}(): expected ${what} to be a Tensor, but got ${x === null ? 'null' : typeof x}`);
-  if (x.dtype === 'bool') throw new TypeError(`"${op}" not implemented for 'Bool' (${what} of dtype bool, shape ${fmt(x.shape)})`);
+  checkDtypes(op, x);
 }
 
 /** Runs `f` on float32 copies of 16-bit float tensors and rounds its result back once, as PyTorch accumulates them in f32. */
@@ -204,8 +205,8 @@ export function crossEntropy(input: Tensor, target: Tensor, o: CrossEntropyOptio
 
 /** `F.linear(x, weight, bias)`: `x @ weightᵀ + bias`, weight of shape [out, in]. */
 export function linear(x: Tensor, weight: Tensor, bias?: Tensor | null): Tensor {
-  checkNumber('linear', x);
-  checkNumber('linear', weight, 'weight');
+  checkAccepted('linear', x);
+  checkAccepted('linear', weight, 'weight');
   sameDevice('linear', bias ? [x, weight, bias] : [x, weight]);
   if (x.ndim === 0 || weight.ndim === 0 || weight.ndim > 2) {
     throw new RangeError(`linear(): expected input of at least 1 dim and a weight of shape [out_features, in_features], but got input ${fmt(x.shape)} and weight ${fmt(weight.shape)}`);
@@ -224,7 +225,7 @@ export function linear(x: Tensor, weight: Tensor, bias?: Tensor | null): Tensor 
 function pointwiseLoss(op: string, input: Tensor, target: Tensor, o: { reduction?: Reduction }, f: (d: Tensor) => Tensor): Tensor {
   checkOptions(op, o, ['reduction']);
   // PyTorch's l1_loss takes integers too; mse_loss only floats
-  if (op === 'l1_loss') checkNumber(op, input);
+  if (op === 'l1_loss') checkAccepted(op, input);
   else checkFloat(op, input);
   if (!(target instanceof Tensor)) throw new TypeError(`${op}(): expected target to be a Tensor, but got ${typeof target}`);
   sameDevice(op, [input, target]);

@@ -18,7 +18,7 @@ import { binaryOp } from './elementwise.js';
 import { matmul } from './matmul.js';
 import { checkOptions } from './options.js';
 import { maxMin, reduce, type ValuesIndices } from './reduce.js';
-import { checkFloat } from './nn.js';
+import { checkAccepted } from './nn.js';
 import { pad, sizes, windows, type Size2 } from './conv.js';
 import { tidy } from './scoped.js';
 import * as V from './views.js';
@@ -47,8 +47,8 @@ export interface AvgPool2dOptions {
 interface PoolGeom { k: number[]; s: number[]; p: number[]; d: number[]; out: number[]; H: number; W: number }
 
 function poolArgs(op: string, x: Tensor, kernelSize: Size2, o: { stride?: Size2 | null; padding?: Size2; dilation?: Size2; ceilMode?: boolean }): PoolGeom {
-  // PyTorch's CPU average-pools int64 (dividing with truncation) but no other integer dtype
-  if (!(op === 'avg_pool2d' && x instanceof Tensor && x.dtype === 'int64')) checkFloat(op, x);
+  // the op table's dtypes: floats (avg_pool2d also int64, dividing with truncation, as PyTorch's CPU does)
+  checkAccepted(op, x);
   sameDevice(op, [x]);
   if ((x.ndim !== 3 && x.ndim !== 4) || x.shape.slice(-3).some((n, i) => n === 0 && i > 0)) {
     throw new RangeError(`${op}(): non-empty 3D or 4D (batch mode) tensor expected for input, but got ${fmt(x.shape)}`);
@@ -152,7 +152,7 @@ function averaging(n: number, out: number): number[] {
 
 /** `F.adaptive_avg_pool2d(x, outputSize)`: x [N, C, H, W] or [C, H, W]; a null size keeps the input's. */
 export function adaptiveAvgPool2d(x: Tensor, outputSize: number | (number | null)[]): Tensor {
-  checkFloat('adaptive_avg_pool2d', x);
+  checkAccepted('adaptive_avg_pool2d', x);
   sameDevice('adaptive_avg_pool2d', [x]);
   if ((x.ndim !== 3 && x.ndim !== 4) || x.shape.slice(-2).some((n) => n === 0)) {
     throw new RangeError(`adaptive_avg_pool2d(): Expected 3D or 4D tensor with non-zero spatial dims, but got ${fmt(x.shape)}`);
