@@ -114,6 +114,7 @@ describe.each(devices)('advanced indexing errors and layouts on %s', (device) =>
     ['a uint8 mask to index', () => x().index(':', t([1, 0, 1], 'uint8')), 'depends on its values'],
     ['indices that do not broadcast', () => x().index(t([0, 1]), t([0, 1, 2])), 'shape mismatch: indexing tensors could not be broadcast together with shapes [2], [3]'],
     ['too many indices', () => x().index(t([0]), 0, 1), 'too many indices for tensor of dimension 2'],
+    ['a JS boolean', () => x().index(true as unknown as torch.Index), 'index: unsupported entry true'],
     ['two ellipses', () => x().index('...', t([0]), '...'), "an index can only have a single ellipsis ('...')"],
     ['flip twice', () => torch.flip(x(), [0, -2]), 'dim 0 appears multiple times in the list of dims'],
     ['flip dim', () => x().flip(2), 'Dimension out of range (expected to be in range of [-2, 1], but got 2)'],

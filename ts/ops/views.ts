@@ -241,6 +241,9 @@ export function applyIndices(t: Tensor, idx: Index[]): IndexParts {
     if (typeof i === 'number') next = select(out, dim, i);
     else if (i === null || i === ':') { dim++; continue; }
     else {
+      if (typeof i !== 'string' && !(Array.isArray(i) && i.length <= 3)) {
+        throw new TypeError(`index: unsupported entry ${String(i)}; expected a number, 'start:end[:step]', [start, end, step], null, ':', '...' or an index tensor (a bool mask as a tensor, through indexAsync)`);
+      }
       const parts = typeof i === 'string' ? i.split(':').map((p) => (p.trim() === '' ? undefined : Number(p))) : i;
       if (typeof i === 'string' && (parts.length < 2 || parts.length > 3 || parts.some((p) => p !== undefined && !Number.isInteger(p)))) {
         throw new TypeError(`index: cannot parse slice ${JSON.stringify(i)}; expected 'start:end[:step]'`);
