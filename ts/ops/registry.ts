@@ -134,6 +134,10 @@ export const OPS: readonly OpInfo[] = [
   row('sort', 'index', both('sort'), ALL, true, ['sort', 'gather']),
   row('topk', 'index', both('topk'), NUMBER, true, ['sort', 'gather']),
   row('flip', 'index', both('flip'), ALL, true, ['gather']),
+  row('index', 'index', ['Tensor.index', 'Tensor.indexAsync'], ALL, true, ['gather']),
+  row('index_put', 'index', ['Tensor.indexPut_'], ALL, true, ['scatter', 'where']),
+  row('nonzero', 'index', both('nonzero'), ALL, false, ['reduce', 'sort', 'gather']),
+  row('masked_select', 'index', both('masked_select'), ALL, true, ['reduce', 'sort', 'gather']),
 
   row('cat', 'shape', ['torch.cat'], ALL, true, ['copyInto']),
   row('stack', 'shape', ['torch.stack'], ALL, true, ['copyInto']),
