@@ -9,6 +9,7 @@ const copyAssets = {
   writeBundle() {
     mkdirSync('dist', { recursive: true });
     cpSync('build/webtorch.wasm', 'dist/webtorch.wasm');
+    cpSync('build/webtorch-shared.wasm', 'dist/webtorch-shared.wasm');
     cpSync('build/js', 'dist/types', { recursive: true, filter: (src) => !src.endsWith('.js') });
   },
 };
@@ -18,6 +19,7 @@ export default {
     webtorch: 'build/js/ts/index.js',
     'webtorch-cpu-worker': 'build/js/ts/worker/cpu-entry.js',
     'webtorch-gpu-worker': 'build/js/ts/worker/gpu-entry.js',
+    'webtorch-cpu-helper': 'build/js/ts/worker/cpu-pool-helper.js',
   },
   output: { dir: 'dist', format: 'es', entryFileNames: '[name].js', chunkFileNames: '[name]-[hash].js', sourcemap: true },
   external: [/^node:/, 'webgpu'],

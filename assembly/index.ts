@@ -8,7 +8,7 @@ export { copy, copyStrided } from "./kernels/copy";
 export { unary } from "./kernels/unary";
 export { binary, where } from "./kernels/binary";
 export { reduce } from "./kernels/reduce";
-export { matmul, matmulWorkspaceBytes } from "./kernels/matmul";
+export { matmul, matmulPart, matmulWorkspaceBytes } from "./kernels/matmul";
 export { fill, arange } from "./kernels/fill";
 
 // The index family (gather, scatter, cumulative, sort, one_hot).

@@ -89,3 +89,95 @@ export function onPortMessage(port: MessagePort, fn: (data: unknown) => void): v
   port.addEventListener('message', (ev: MessageEvent) => fn(ev.data));
   port.start();
 }
+
+// ---- Helper threads of a device worker (the cpu device's matmul pool, `ts/worker/cpu-pool.ts`) ----
+
+/** The helper thread's entry file, next to the bundled library in `dist/`. */
+const HELPER_FILE = 'webtorch-cpu-helper.js';
+
+/** A started helper thread. */
+export interface HelperHandle {
+  /** Stops the thread (also when it is blocked in `Atomics.wait`). */
+  terminate(): Promise<void>;
+}
+
+/**
+ * Starts a helper thread of this worker, posts it `init` (which may hold a WebAssembly.Module,
+ * a shared WebAssembly.Memory and SharedArrayBuffers) and resolves once it answers `'ready'`;
+ * rejects with its error if it fails first. Node: the thread is unref'd, so it never keeps the
+ * process alive.
+ */
+export async function spawnHelper(init: unknown, base: string | URL = import.meta.url): Promise<HelperHandle> {
+  const url = new URL(HELPER_FILE, base);
+  if (isNode) {
+    const { Worker } = await import('node:worker_threads');
+    const w = new Worker(url, { execArgv: [] });
+    w.unref();
+    await new Promise<void>((resolve, reject) => {
+      w.once('message', (m) => (m === 'ready' ? resolve() : reject(new Error(String(m)))));
+      w.once('error', reject);
+      w.once('exit', (code) => reject(new Error(`helper thread exited (${code}) before it was ready`)));
+      w.postMessage(init);
+    });
+    w.removeAllListeners('exit');
+    w.removeAllListeners('error');
+    w.on('error', () => undefined);
+    return { terminate: async () => void (await w.terminate()) };
+  }
+  const w = new Worker(url, { type: 'module' });
+  await new Promise<void>((resolve, reject) => {
+    w.onmessage = (ev: MessageEvent) => (ev.data === 'ready' ? resolve() : reject(new Error(String(ev.data))));
+    w.onerror = (ev) => reject(new Error(ev.message || 'helper thread failed to start'));
+    w.postMessage(init);
+  });
+  w.onmessage = null;
+  w.onerror = null;
+  return { terminate: async () => w.terminate() };
+}
+
+/** In a helper thread: resolves with the parent's first message and a way to answer it. */
+export async function helperInit(): Promise<{ data: unknown; reply(msg: unknown): void }> {
+  if (isNode) {
+    const { parentPort } = await import('node:worker_threads');
+    const data = await new Promise<unknown>((resolve) => parentPort!.once('message', resolve));
+    return { data, reply: (msg) => parentPort!.postMessage(msg) };
+  }
+  const scope = self as unknown as { onmessage: ((ev: MessageEvent) => void) | null; postMessage(msg: unknown): void };
+  const data = await new Promise<unknown>((resolve) => (scope.onmessage = (ev) => resolve(ev.data)));
+  scope.onmessage = null;
+  return { data, reply: (msg) => scope.postMessage(msg) };
+}
+
+/**
+ * Whether this thread can share a WebAssembly memory with helper threads: SharedArrayBuffer
+ * exists (browsers expose it only to cross-origin isolated pages: COOP `same-origin` and COEP
+ * `require-corp`) and a shared WebAssembly.Memory can be made.
+ */
+export function canShareMemory(): boolean {
+  if (typeof SharedArrayBuffer === 'undefined' || typeof Atomics === 'undefined') return false;
+  if (!isNode && (globalThis as { crossOriginIsolated?: boolean }).crossOriginIsolated === false) return false;
+  try {
+    return new WebAssembly.Memory({ initial: 1, maximum: 1, shared: true }).buffer instanceof SharedArrayBuffer;
+  } catch {
+    return false;
+  }
+}
+
+/** The number of logical cores this process may use (`os.availableParallelism()`, `navigator.hardwareConcurrency`). */
+export async function hardwareThreads(): Promise<number> {
+  if (isNode) {
+    const os = await import('node:os');
+    return os.availableParallelism?.() ?? os.cpus().length;
+  }
+  return (globalThis.navigator as Navigator | undefined)?.hardwareConcurrency ?? 1;
+}
+
+/** Compiles the kernels' shared-memory build (imports `env.memory`, shared), shipped next to this file. */
+export async function loadSharedKernelWasm(base: string | URL = import.meta.url): Promise<WebAssembly.Module> {
+  const url = new URL('webtorch-shared.wasm', base);
+  if (isNode) {
+    const { readFile } = await import('node:fs/promises');
+    return WebAssembly.compile(await readFile(url));
+  }
+  return WebAssembly.compileStreaming(fetch(url));
+}

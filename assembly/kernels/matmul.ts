@@ -1,24 +1,34 @@
-// Batched, arbitrarily strided f32 matrix multiply.
+// Batched, arbitrarily strided f32 matrix multiply, split into parts for a pool of threads.
 //
-// The hard part is speed without packing A or relaxed SIMD. B is packed, one
-// KC x NC block at a time, into host-provided workspace as 8-column strips
-// (kc rows of 8 floats, zero-padded past N), so the micro-kernel streams B
-// with two aligned-size v128 loads per k whatever B's strides are. The 4x8
-// micro-kernel keeps 8 f32x4 accumulators (fits the 16 SIMD registers V8 has
-// on x64 alongside the B vectors and the A broadcast). Loops follow the usual
-// GEMM nest: N blocks, K blocks (pack), M blocks of MC rows, strips, 4 rows,
+// The hard part is speed without FMA (WebAssembly SIMD has none before relaxed-simd) and without
+// packing A. B is packed, one KC x NC block at a time, into the calling thread's workspace as
+// 8-column strips (kc rows of 8 floats, zero-padded past N), so the micro-kernel streams B with
+// two v128 loads per k whatever B's strides are. (Reading a row-major B in place for small M was
+// slower: every k then touches another page.) The 4x8 micro-kernel keeps 8 f32x4 accumulators (V8
+// has 15 free SIMD registers on x64: 8 accumulators, 2 B vectors, the A broadcast and the product)
+// and broadcasts A with `v128.load32_splat` (one vbroadcastss from memory; a scalar load and a
+// splat cost a shuffle more per row and k: 10-30% slower). Unrolling k, even by 2, made TurboFan
+// hoist the loads and spill accumulators, so the loop stays one k per trip.
+// Loops follow the usual GEMM nest: N blocks, K blocks (pack), M blocks of MC rows, strips, 4 rows,
 // so one strip (8 KiB) stays in L1 while MC rows of A stream over it.
 // Each K block after the first accumulates into out; K = 0 writes zeros.
+//
+// Threads: `matmulPart(part, parts)` computes one of `parts` disjoint pieces of the output (whole
+// batches and row bands, or column bands when A has few rows), so the cpu worker and its helpers
+// run the same export on one shared memory. A part touches only the memory it is given: its own
+// slice of the workspace (`part * matmulWorkspaceBytes`) and its own rows or columns of out.
+// Nothing here allocates or keeps state, so any number of threads may run it at once.
 
 const KC: i32 = 256;
 const NC: i32 = 512;
 const MC: i32 = 64;
-const EDGE = memory.data(128, 16);
+/** Bytes at the end of each thread's workspace where a ragged 4x8 tile is spilled. */
+const EDGE_BYTES: i32 = 128;
 
-/** Workspace bytes that matmul needs for these sizes (0 when nothing to pack). */
+/** Workspace bytes that one part of matmul needs for these sizes (0 when nothing to pack). */
 export function matmulWorkspaceBytes(M: i32, N: i32, K: i32): i32 {
   if (M <= 0 || N <= 0 || K <= 0) return 0;
-  return min<i32>(K, KC) * ((min<i32>(N, NC) + 7) & ~7) * 4;
+  return min<i32>(K, KC) * ((min<i32>(N, NC) + 7) & ~7) * 4 + EDGE_BYTES;
 }
 
 function packB(src: usize, rs: usize, cs: usize, kc: i32, nc: i32, ws: usize): void {
@@ -63,17 +73,18 @@ function packB(src: usize, rs: usize, cs: usize, kc: i32, nc: i32, ws: usize): v
   v128.store(pc + off, first ? v : f32x4.add(v128.load(pc + off), v));
 }
 
-function edgeStore(pc: usize, crs: usize, rows: i32, cols: i32, first: bool): void {
+function edgeStore(edge: usize, pc: usize, crs: usize, rows: i32, cols: i32, first: bool): void {
   for (let r = 0; r < rows; r++) {
     for (let j = 0; j < cols; j++) {
-      const v = load<f32>(EDGE + (<usize>(r * 8 + j) << 2));
+      const v = load<f32>(edge + (<usize>(r * 8 + j) << 2));
       const at = pc + <usize>r * crs + (<usize>j << 2);
       store<f32>(at, first ? v : load<f32>(at) + v);
     }
   }
 }
 
-function kernel4x8(pa: usize, ars: usize, acs: usize, pb: usize, kc: i32, pc: usize, crs: usize, cols: i32, first: bool): void {
+/** C[4, cols] (+)= A[4, kc] B[kc, 8] (a packed strip). */
+function kernel4x8(pa: usize, ars: usize, acs: usize, pb: usize, kc: i32, pc: usize, crs: usize, cols: i32, first: bool, edge: usize): void {
   let c00 = f32x4.splat(0), c01 = f32x4.splat(0);
   let c10 = f32x4.splat(0), c11 = f32x4.splat(0);
   let c20 = f32x4.splat(0), c21 = f32x4.splat(0);
@@ -82,19 +93,20 @@ function kernel4x8(pa: usize, ars: usize, acs: usize, pb: usize, kc: i32, pc: us
   let a1 = pa + ars;
   let a2 = a1 + ars;
   let a3 = a2 + ars;
-  for (let k = 0; k < kc; k++) {
+  let k = 0;
+  for (; k < kc; k++) {
     const b0 = v128.load(pb);
     const b1 = v128.load(pb, 16);
-    let av = f32x4.splat(load<f32>(a0));
+    let av = v128.load32_splat(a0);
     c00 = f32x4.add(c00, f32x4.mul(av, b0));
     c01 = f32x4.add(c01, f32x4.mul(av, b1));
-    av = f32x4.splat(load<f32>(a1));
+    av = v128.load32_splat(a1);
     c10 = f32x4.add(c10, f32x4.mul(av, b0));
     c11 = f32x4.add(c11, f32x4.mul(av, b1));
-    av = f32x4.splat(load<f32>(a2));
+    av = v128.load32_splat(a2);
     c20 = f32x4.add(c20, f32x4.mul(av, b0));
     c21 = f32x4.add(c21, f32x4.mul(av, b1));
-    av = f32x4.splat(load<f32>(a3));
+    av = v128.load32_splat(a3);
     c30 = f32x4.add(c30, f32x4.mul(av, b0));
     c31 = f32x4.add(c31, f32x4.mul(av, b1));
     a0 += acs; a1 += acs; a2 += acs; a3 += acs;
@@ -107,17 +119,18 @@ function kernel4x8(pa: usize, ars: usize, acs: usize, pb: usize, kc: i32, pc: us
     put(pc, 0, c30, first); put(pc, 16, c31, first);
     return;
   }
-  v128.store(EDGE, c00); v128.store(EDGE, c01, 16);
-  v128.store(EDGE, c10, 32); v128.store(EDGE, c11, 48);
-  v128.store(EDGE, c20, 64); v128.store(EDGE, c21, 80);
-  v128.store(EDGE, c30, 96); v128.store(EDGE, c31, 112);
-  edgeStore(pc, crs, 4, cols, first);
+  v128.store(edge, c00); v128.store(edge, c01, 16);
+  v128.store(edge, c10, 32); v128.store(edge, c11, 48);
+  v128.store(edge, c20, 64); v128.store(edge, c21, 80);
+  v128.store(edge, c30, 96); v128.store(edge, c31, 112);
+  edgeStore(edge, pc, crs, 4, cols, first);
 }
 
-function kernel1x8(pa: usize, acs: usize, pb: usize, kc: i32, pc: usize, cols: i32, first: bool): void {
+/** C[1, cols] (+)= A[1, kc] B[kc, 8]. */
+function kernel1x8(pa: usize, acs: usize, pb: usize, kc: i32, pc: usize, cols: i32, first: bool, edge: usize): void {
   let c0 = f32x4.splat(0), c1 = f32x4.splat(0);
   for (let k = 0; k < kc; k++) {
-    const av = f32x4.splat(load<f32>(pa));
+    const av = v128.load32_splat(pa);
     c0 = f32x4.add(c0, f32x4.mul(av, v128.load(pb)));
     c1 = f32x4.add(c1, f32x4.mul(av, v128.load(pb, 16)));
     pa += acs;
@@ -127,24 +140,67 @@ function kernel1x8(pa: usize, acs: usize, pb: usize, kc: i32, pc: usize, cols: i
     put(pc, 0, c0, first); put(pc, 16, c1, first);
     return;
   }
-  v128.store(EDGE, c0); v128.store(EDGE, c1, 16);
-  edgeStore(pc, 0, 1, cols, first);
+  v128.store(edge, c0); v128.store(edge, c1, 16);
+  edgeStore(edge, pc, 0, 1, cols, first);
+}
+
+/** Runs the 4x8 and 1x8 kernels over rows [m0, mEnd) of one strip. */
+function rows(pa: usize, ars: usize, acs: usize, pb: usize, kc: i32, pc: usize, crs: usize, m0: i32, mEnd: i32, cols: i32, first: bool, edge: usize): void {
+  let i = m0;
+  for (; i + 4 <= mEnd; i += 4) {
+    kernel4x8(pa + <usize>i * ars, ars, acs, pb, kc, pc + <usize>i * crs, crs, cols, first, edge);
+  }
+  for (; i < mEnd; i++) {
+    kernel1x8(pa + <usize>i * ars, acs, pb, kc, pc + <usize>i * crs, cols, first, edge);
+  }
 }
 
 /**
- * out[bi, i, j] = sum_k A[bi, i, k] * B[bi, k, j] in f32 (dt must be 0).
- * p: [B, M, N, K, aBatchStride, aRowStride, aColStride, aOffset,
- *     bBatchStride, bRowStride, bColStride, bOffset] (elements);
- * out is contiguous [B, M, N]; ws must hold matmulWorkspaceBytes(M, N, K).
+ * C[M, N] = A[M, K] B[K, N] for one matrix (K > 0); A and B are strided (bytes), C has rows
+ * `crs` bytes apart. `ws` holds matmulWorkspaceBytes(M, N, K).
  */
-export function matmul(dt: i32, a: usize, b: usize, out: usize, p: usize, ws: usize): void {
+function gemm(pa: usize, ars: usize, acs: usize, pb: usize, brs: usize, bcs: usize, pc: usize, crs: usize, M: i32, N: i32, K: i32, ws: usize): void {
+  const edge = ws + <usize>(min<i32>(K, KC) * ((min<i32>(N, NC) + 7) & ~7) * 4);
+  for (let n0 = 0; n0 < N; n0 += NC) {
+    const nc = min<i32>(NC, N - n0);
+    const strips = (nc + 7) >> 3;
+    for (let k0 = 0; k0 < K; k0 += KC) {
+      const kc = min<i32>(KC, K - k0);
+      const first = k0 == 0;
+      const a = pa + <usize>k0 * acs;
+      packB(pb + <usize>k0 * brs + <usize>n0 * bcs, brs, bcs, kc, nc, ws);
+      for (let m0 = 0; m0 < M; m0 += MC) {
+        const mEnd = min<i32>(M, m0 + MC);
+        for (let s = 0; s < strips; s++) {
+          const cols = min<i32>(8, nc - (s << 3));
+          rows(a, ars, acs, ws + <usize>(s * kc) * 32, kc, pc + (<usize>(n0 + (s << 3)) << 2), crs, m0, mEnd, cols, first, edge);
+        }
+      }
+    }
+  }
+}
+
+/**
+ * Computes part `part` of `parts` of out[bi, i, j] = sum_k A[bi, i, k] * B[bi, k, j] in f32
+ * (dt must be 0). p: [B, M, N, K, aBatchStride, aRowStride, aColStride, aOffset, bBatchStride,
+ * bRowStride, bColStride, bOffset] (elements); out is contiguous [B, M, N]; ws must hold
+ * `parts * matmulWorkspaceBytes(M, N, K)` bytes (this part uses its own slice).
+ *
+ * The parts split the batches' row bands (multiples of 4 rows) when there are rows enough,
+ * otherwise the columns (multiples of 8); the split depends only on the sizes and `parts`.
+ */
+export function matmulPart(dt: i32, a: usize, b: usize, out: usize, p: usize, ws: usize, part: i32, parts: i32): void {
   const batches = load<i32>(p);
   const M = load<i32>(p, 4);
   const N = load<i32>(p, 8);
   const K = load<i32>(p, 12);
-  if (batches <= 0 || M <= 0 || N <= 0) return;
+  if (batches <= 0 || M <= 0 || N <= 0 || part >= parts) return;
+  const crs = <usize>N << 2;
+  const cbs = <usize>M * crs;
   if (K <= 0) {
-    memory.fill(out, 0, <usize>batches * <usize>M * <usize>N << 2);
+    // Zeros, split by whole batches.
+    const b0 = <i32>(<i64>batches * part / parts), b1 = <i32>(<i64>batches * (part + 1) / parts);
+    memory.fill(out + <usize>b0 * cbs, 0, <usize>(b1 - b0) * cbs);
     return;
   }
   const aBS = <usize>load<i32>(p, 16) << 2;
@@ -155,34 +211,34 @@ export function matmul(dt: i32, a: usize, b: usize, out: usize, p: usize, ws: us
   const bRS = <usize>load<i32>(p, 36) << 2;
   const bCS = <usize>load<i32>(p, 40) << 2;
   const bOff = <usize>load<i32>(p, 44) << 2;
-  const crs = <usize>N << 2;
-  for (let bi = 0; bi < batches; bi++) {
-    const aBase = a + aOff + <usize>bi * aBS;
-    const bBase = b + bOff + <usize>bi * bBS;
-    const cBase = out + <usize>bi * <usize>M * crs;
-    for (let n0 = 0; n0 < N; n0 += NC) {
-      const nc = min<i32>(NC, N - n0);
-      const strips = (nc + 7) >> 3;
-      for (let k0 = 0; k0 < K; k0 += KC) {
-        const kc = min<i32>(KC, K - k0);
-        const first = k0 == 0;
-        packB(bBase + <usize>k0 * bRS + <usize>n0 * bCS, bRS, bCS, kc, nc, ws);
-        for (let m0 = 0; m0 < M; m0 += MC) {
-          const mEnd = min<i32>(M, m0 + MC);
-          for (let s = 0; s < strips; s++) {
-            const cols = min<i32>(8, nc - (s << 3));
-            const pb = ws + <usize>(s * kc) * 32;
-            const col = <usize>(n0 + (s << 3)) << 2;
-            let i = m0;
-            for (; i + 4 <= mEnd; i += 4) {
-              kernel4x8(aBase + <usize>i * aRS + <usize>k0 * aCS, aRS, aCS, pb, kc, cBase + <usize>i * crs + col, crs, cols, first);
-            }
-            for (; i < mEnd; i++) {
-              kernel1x8(aBase + <usize>i * aRS + <usize>k0 * aCS, aCS, pb, kc, cBase + <usize>i * crs + col, cols, first);
-            }
-          }
-        }
-      }
+  ws += <usize>part * <usize>matmulWorkspaceBytes(M, N, K);
+  const tiles = (M + 3) >> 2;
+  const strips = (N + 7) >> 3;
+  if (parts == 1 || <i64>batches * M >= <i64>64 * parts || strips < 2 * parts) {
+    // Row bands: units are 4-row tiles of every batch, numbered batch-major.
+    const total = <i64>batches * tiles;
+    const u0 = total * part / parts, u1 = total * (part + 1) / parts;
+    for (let u = u0; u < u1;) {
+      const bi = <i32>(u / tiles), t0 = <i32>(u % tiles);
+      const t1 = <i32>min<i64>(<i64>tiles, <i64>t0 + (u1 - u));
+      const r0 = t0 << 2, r1 = min<i32>(M, t1 << 2);
+      gemm(a + aOff + <usize>bi * aBS + <usize>r0 * aRS, aRS, aCS, b + bOff + <usize>bi * bBS, bRS, bCS,
+        out + <usize>bi * cbs + <usize>r0 * crs, crs, r1 - r0, N, K, ws);
+      u += t1 - t0;
+    }
+  } else {
+    // Column bands of 8-column strips, every batch.
+    const s0 = <i32>(<i64>strips * part / parts), s1 = <i32>(<i64>strips * (part + 1) / parts);
+    const c0 = s0 << 3, c1 = min<i32>(N, s1 << 3);
+    if (c1 <= c0) return;
+    for (let bi = 0; bi < batches; bi++) {
+      gemm(a + aOff + <usize>bi * aBS, aRS, aCS, b + bOff + <usize>bi * bBS + <usize>c0 * bCS, bRS, bCS,
+        out + <usize>bi * cbs + (<usize>c0 << 2), crs, M, c1 - c0, K, ws);
     }
   }
+}
+
+/** The whole product on the calling thread: `matmulPart(.., 0, 1)`; see there for `p` and `ws`. */
+export function matmul(dt: i32, a: usize, b: usize, out: usize, p: usize, ws: usize): void {
+  matmulPart(dt, a, b, out, p, ws, 0, 1);
 }

@@ -18,6 +18,7 @@ interface Kernels {
   where(dt: number, c: number, a: number, b: number, out: number, p: number): void;
   reduce(op: number, dt: number, outDt: number, a: number, out: number, outer: number, inner: number): void;
   matmul(dt: number, a: number, b: number, out: number, p: number, ws: number): void;
+  matmulPart(dt: number, a: number, b: number, out: number, p: number, ws: number, part: number, parts: number): void;
   matmulWorkspaceBytes(M: number, N: number, K: number): number;
   fill(dt: number, out: number, n: number, value: number): void;
   arange(dt: number, out: number, n: number, start: number, step: number): void;
@@ -550,8 +551,12 @@ describe('reduce', () => {
 });
 
 // ---- matmul -------------------------------------------------------------------
-interface MM { Bt: number; M: number; N: number; K: number; aT?: boolean; bT?: boolean; aB0?: boolean; bB0?: boolean; bCS2?: boolean }
-function checkMatmul({ Bt, M, N, K, aT = false, bT = false, aB0 = false, bB0 = false, bCS2 = false }: MM): void {
+interface MM { Bt: number; M: number; N: number; K: number; aT?: boolean; bT?: boolean; aB0?: boolean; bB0?: boolean; bCS2?: boolean; parts?: number }
+/**
+ * Checks matmul against a naive f64 loop. With `parts`, runs matmulPart for each part in turn, each
+ * into its own output full of garbage, and checks that every element is written by exactly one part.
+ */
+function checkMatmul({ Bt, M, N, K, aT = false, bT = false, aB0 = false, bB0 = false, bCS2 = false, parts = 0 }: MM): void {
   const rnd = lcg(M * 131 + N * 17 + K);
   const aOff = 3, bOff = 5;
   const aLen = aOff + (aB0 ? 1 : Bt) * M * K, bCols = bCS2 ? 2 * N : N, bLen = bOff + (bB0 ? 1 : Bt) * K * bCols;
@@ -562,10 +567,28 @@ function checkMatmul({ Bt, M, N, K, aT = false, bT = false, aB0 = false, bB0 = f
   const aBS = aB0 ? 0 : M * K, bBS = bB0 ? 0 : K * bCols;
   const a = put(F32, A), b = put(F32, B);
   const o = out(F32, Bt * M * N, 0x7f);
-  const ws = alloc(k.matmulWorkspaceBytes(M, N, K));
+  const ws = alloc(k.matmulWorkspaceBytes(M, N, K) * Math.max(parts, 1));
   const p = desc([Bt, M, N, K, aBS, aRS, aCS, aOff, bBS, bRS, bCS, bOff]);
-  k.matmul(F32, a, b, o, p, ws);
-  const got = get(F32, o, Bt * M * N);
+  let got: number[];
+  if (!parts) {
+    k.matmul(F32, a, b, o, p, ws);
+    got = get(F32, o, Bt * M * N);
+  } else {
+    const garbage = get(F32, o, 1)[0];
+    got = new Array(Bt * M * N).fill(garbage);
+    const writers = new Array(Bt * M * N).fill(0);
+    for (let part = 0; part < parts; part++) {
+      const po = out(F32, Bt * M * N, 0x7f);
+      k.matmulPart(F32, a, b, po, p, ws, part, parts);
+      get(F32, po, Bt * M * N).forEach((v, i) => {
+        if (Object.is(v, garbage)) return;
+        writers[i]++;
+        got[i] = v;
+      });
+    }
+    const bad = writers.findIndex((w) => w !== 1);
+    if (bad >= 0) throw new Error(`matmulPart ${JSON.stringify({ Bt, M, N, K, parts })}: element ${bad} written by ${writers[bad]} parts`);
+  }
   for (let bi = 0; bi < Bt; bi++) {
     for (let i = 0; i < M; i++) {
       for (let j = 0; j < N; j++) {
@@ -592,11 +615,23 @@ describe('matmul', () => {
   ];
   for (const c of cases) it(`matches a naive loop: ${JSON.stringify(c)}`, () => checkMatmul(c));
 
+  // The parts of the helper threads: row bands across batches (ragged: M not a multiple of 4,
+  // bands that straddle batches), column bands (few rows, many columns), transposed and broadcast
+  // operands, more parts than rows or columns.
+  const split: MM[] = [
+    { Bt: 1, M: 130, N: 37, K: 70, parts: 2 }, { Bt: 1, M: 131, N: 45, K: 300, parts: 3 }, { Bt: 3, M: 45, N: 20, K: 33, parts: 4 },
+    { Bt: 5, M: 7, N: 9, K: 5, parts: 3 }, { Bt: 1, M: 9, N: 530, K: 300, parts: 2 }, { Bt: 2, M: 5, N: 203, K: 17, parts: 3, bT: true },
+    { Bt: 1, M: 150, N: 70, K: 40, parts: 2, aT: true, bT: true }, { Bt: 3, M: 33, N: 24, K: 6, parts: 2, aB0: true },
+    { Bt: 2, M: 3, N: 70, K: 8, parts: 4, bB0: true, bCS2: true }, { Bt: 1, M: 2, N: 3, K: 4, parts: 4 }, { Bt: 1, M: 1, N: 1, K: 1, parts: 3 },
+    { Bt: 2, M: 3, N: 4, K: 0, parts: 3 },
+  ];
+  for (const c of split) it(`matmulPart: the parts cover the output once: ${JSON.stringify(c)}`, () => checkMatmul(c));
+
   it('K = 0 writes zeros; workspace size covers one packed block', () => {
     const o = out(F32, 2 * 3 * 4, 0x7f);
     k.matmul(F32, top, top, o, desc([2, 3, 4, 0, 0, 0, 1, 0, 0, 4, 1, 0]), 0);
     expect(get(F32, o, 24)).toEqual(new Array(24).fill(0));
-    expect(k.matmulWorkspaceBytes(3, 5, 7)).toBe(7 * 8 * 4);
+    expect(k.matmulWorkspaceBytes(3, 5, 7)).toBe(7 * 8 * 4 + 128);
     expect(k.matmulWorkspaceBytes(3, 5, 0)).toBe(0);
   });
 });

@@ -8,7 +8,8 @@
  * as the kernels expect.
  */
 import { StorageCode } from '../dtype.js';
-import { loadKernelWasm } from '../platform.js';
+import { loadKernelWasm, loadSharedKernelWasm } from '../platform.js';
+import { poolThreads, sharedMemory, startPool, type KernelPool } from './cpu-pool.js';
 import type { Backend } from './executor.js';
 import type { Command, DeviceInfo, Operand, Place, ViewRef } from './protocol.js';
 // The index family.
@@ -28,6 +29,7 @@ interface Kernels {
   reduce(op: number, dt: number, outDt: number, a: number, out: number, outer: number, inner: number): void;
   matmulWorkspaceBytes(m: number, n: number, k: number): number;
   matmul(dt: number, a: number, b: number, out: number, p: number, ws: number): void;
+  matmulPart(dt: number, a: number, b: number, out: number, p: number, ws: number, part: number, parts: number): void;
   fill(dt: number, out: number, n: number, value: number): void;
   arange(dt: number, out: number, n: number, start: number, step: number): void;
 }
@@ -36,6 +38,12 @@ const ALIGN = 16;
 const ELEMENT_BYTES = [4, 4, 1, 1, 2, 2];
 
 let K: Kernels;
+/** Helper threads for large matmuls (null: single-threaded; see `cpu-pool.ts`). */
+let pool: KernelPool | null = null;
+/** Products with fewer multiply-adds than this run on one thread (waking helpers costs more). */
+const POOL_MIN_MACS = 1 << 19;
+/** Initial pages of the shared memory (the kernels' build asks for 16: `--initialMemory 16`). */
+const SHARED_INITIAL_PAGES = 16;
 let heapEnd = 0;
 /** Free ranges [start, size], sorted by start. */
 const freeList: [number, number][] = [];
@@ -167,10 +175,14 @@ function run(cmd: Command): void {
       return K.reduce(cmd.op, cmd.dt, cmd.outDt, at(cmd.a, cmd.dt), at(cmd.out, cmd.outDt), cmd.outer, cmd.inner);
     case 'matmul': {
       const p = [cmd.batch, cmd.m, cmd.n, cmd.kk, ...cmd.aStrides, cmd.a.offset, ...cmd.bStrides, cmd.b.offset];
-      const wsBytes = K.matmulWorkspaceBytes(cmd.m, cmd.n, cmd.kk);
+      // Large products are split across the pool's threads, each with its own workspace slice.
+      const parts = pool && cmd.batch * cmd.m * cmd.n * cmd.kk >= POOL_MIN_MACS ? pool.threads : 1;
+      const wsBytes = K.matmulWorkspaceBytes(cmd.m, cmd.n, cmd.kk) * parts;
       const ws = wsBytes > 0 ? allocRange(wsBytes) : 0;
       const out = at(cmd.out, cmd.dt), a = ptr(cmd.a.id), b = ptr(cmd.b.id);
-      if (cmd.dt === StorageCode.F32) K.matmul(cmd.dt, a, b, out, desc(p), ws);
+      const f32 = (a: number, b: number, out: number) =>
+        parts > 1 ? pool!.run('matmulPart', [StorageCode.F32, a, b, out, desc(p), ws]) : K.matmul(StorageCode.F32, a, b, out, desc(p), ws);
+      if (cmd.dt === StorageCode.F32) f32(a, b, out);
       else {
         // 16-bit floats: multiply in f32, then round into the output once.
         const n = cmd.batch * cmd.m * cmd.n, tmp = allocRange(n * 4);
@@ -182,7 +194,7 @@ function run(cmd: Command): void {
         const extent = (v: ViewRef, s: number[], rows: number, cols: number) => v.offset + (cmd.batch - 1) * s[0] + (rows - 1) * s[1] + (cols - 1) * s[2] + 1;
         const aN = extent(cmd.a, cmd.aStrides, cmd.m, cmd.kk), bN = extent(cmd.b, cmd.bStrides, cmd.kk, cmd.n);
         const a32 = conv(a, cmd.dt, aN), b32 = conv(b, cmd.dt, bN);
-        K.matmul(StorageCode.F32, a32, b32, tmp, desc(p), ws);
+        f32(a32, b32, tmp);
         K.copy(StorageCode.F32, cmd.dt, tmp, out, desc([1, n, n, 1, 0]));
         freeRange(a32, aN * 4);
         freeRange(b32, bN * 4);
@@ -250,26 +262,34 @@ function runIndex(cmd: IndexCommand): void {
 /** The cpu device backend. */
 export const cpuBackend: Backend = {
   async init({ name }): Promise<DeviceInfo> {
-    const module = await loadKernelWasm();
-    const instance = await WebAssembly.instantiate(module, {
-      env: {
-        abort: (_msg: number, _file: number, line: number, col: number) => {
-          throw new Error(`wasm kernel aborted at ${line}:${col}`);
-        },
-      },
-    });
+    // Memory: shared (the kernels' shared build, helper threads on it) where the platform allows
+    // it and there is more than one core; otherwise the plain build, which owns its memory.
+    const threads = await poolThreads();
+    const memory = threads > 1 ? sharedMemory(SHARED_INITIAL_PAGES) : null;
+    const module = await (memory ? loadSharedKernelWasm() : loadKernelWasm());
+    const abort = (_msg: number, _file: number, line: number, col: number) => {
+      throw new Error(`wasm kernel aborted at ${line}:${col}`);
+    };
+    const instance = await WebAssembly.instantiate(module, { env: memory ? { memory, abort } : { abort } });
     K = instance.exports as unknown as Kernels;
+    // The shared build exports the memory it imports, so K.memory is that one; a pool that
+    // cannot start leaves the device single-threaded.
+    if (memory) pool = await startPool(module, memory, instance.exports, threads).catch(() => null);
     heapEnd = K.heapBase();
     return {
       name, kind: 'cpu', vendor: 'webassembly', architecture: 'wasm32+simd128', description: 'AssemblyScript kernels on WebAssembly',
-      features: ['simd128'], limits: {}, nativeF16: false,
+      features: pool ? ['simd128', 'threads'] : ['simd128'], limits: { threads: pool?.threads ?? 1 }, nativeF16: false,
     };
   },
   run,
   flush() {},
-  read: (id, byteOffset, bytes) => K.memory.buffer.slice(ptr(id) + byteOffset, ptr(id) + byteOffset + bytes),
+  // A copy in a fresh ArrayBuffer (slicing a shared memory's buffer would give a SharedArrayBuffer, which cannot be transferred).
+  read: (id, byteOffset, bytes) => new Uint8Array(K.memory.buffer, ptr(id) + byteOffset, bytes).slice().buffer,
   write,
   async idle() {},
-  close() {},
+  async close() {
+    await pool?.close();
+    pool = null;
+  },
 };
 

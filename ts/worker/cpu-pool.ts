@@ -1,0 +1,139 @@
+/**
+ * The cpu device's helper threads: both (or all) cores work on one matmul.
+ *
+ * The cpu worker's WebAssembly memory is shared (`canShareMemory`); each helper instantiates the
+ * same kernel module on it and waits on a control block of a few i32 words (a separate
+ * SharedArrayBuffer). A job is an export name and its integer arguments; every thread calls
+ * `export(...args, part, parts)`, the worker itself part 0, and the export decides which piece of
+ * the output a part owns (`matmulPart` in `assembly/kernels/matmul.ts`). The worker blocks in
+ * `Atomics.wait` until the helpers are done, so a job is as synchronous as a plain kernel call
+ * and the executor's ordering is untouched.
+ *
+ * Note [Kernels on several threads]: the kernels never allocate and keep no state in memory (the
+ * module is built with `--runtime stub`; the few mutable globals are per instance). A pooled
+ * export must only touch memory that it is given by pointer, and each part its own slice of it:
+ * the worker writes the descriptor and the workspace before the job and reads nothing until every
+ * part has finished. Instantiating a helper re-applies the module's data segments (constant tables,
+ * the same bytes), so helpers start inside `init`, before the device runs any command.
+ */
+import { canShareMemory, env, hardwareThreads, spawnHelper, type HelperHandle } from '../platform.js';
+
+/** The control block's words. */
+const SEQ = 0, PENDING = 1, QUIT = 2, FAILED = 3, JOB = 4, NARGS = 5, PARTS = 6, ARGS = 8;
+const MAX_ARGS = 8;
+/** The exports a job may name (helpers look them up by index). */
+export const POOL_JOBS = ['matmulPart'] as const;
+export type PoolJob = (typeof POOL_JOBS)[number];
+
+/** What the worker posts to a helper. */
+export interface HelperInit {
+  module: WebAssembly.Module;
+  memory: WebAssembly.Memory;
+  control: SharedArrayBuffer;
+  part: number;
+}
+
+/** Helpers and the worker itself, over one shared memory. */
+export interface KernelPool {
+  /** Threads a job runs on: the helpers and the calling thread. */
+  readonly threads: number;
+  /** Runs `exports[job](...args, part, threads)` on every thread; returns when all parts are done. */
+  run(job: PoolJob, args: number[]): void;
+  /** Stops the helpers. */
+  close(): Promise<void>;
+}
+
+/**
+ * How many threads the cpu device computes with: `WEBTORCH_CPU_THREADS` when set, else the
+ * cores there are, at most 4; 1 where memory cannot be shared.
+ */
+export async function poolThreads(): Promise<number> {
+  const asked = Number(env('WEBTORCH_CPU_THREADS'));
+  const want = Number.isInteger(asked) && asked > 0 ? asked : Math.min(await hardwareThreads(), 4);
+  return want > 1 && canShareMemory() ? want : 1;
+}
+
+/**
+ * A shared memory for the kernels' shared build: `initial` pages, and the largest maximum this
+ * platform grants among 4, 2 and 1 GiB (a shared memory reserves its maximum up front). Null
+ * when none can be made.
+ */
+export function sharedMemory(initial: number): WebAssembly.Memory | null {
+  for (const maximum of [65536, 32768, 16384]) {
+    try {
+      return new WebAssembly.Memory({ initial, maximum, shared: true });
+    } catch {
+      /* try a smaller reservation */
+    }
+  }
+  return null;
+}
+
+/** Starts `threads - 1` helpers on `memory`; `exports` is the calling thread's instance of `module`. */
+export async function startPool(module: WebAssembly.Module, memory: WebAssembly.Memory, exports: object, threads: number): Promise<KernelPool> {
+  const control = new SharedArrayBuffer((ARGS + MAX_ARGS) * 4);
+  const c = new Int32Array(control);
+  const started = await Promise.allSettled(
+    Array.from({ length: threads - 1 }, (_, i) => spawnHelper({ module, memory, control, part: i + 1 } satisfies HelperInit)),
+  );
+  const helpers: HelperHandle[] = [];
+  for (const s of started) if (s.status === 'fulfilled') helpers.push(s.value);
+  const failed = started.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+  if (failed) {
+    await Promise.all(helpers.map((h) => h.terminate()));
+    throw failed.reason;
+  }
+  const fns = exports as Record<PoolJob, (...args: number[]) => void>;
+  let closed = false;
+  return {
+    threads,
+    run(job, args) {
+      const fn = fns[job];
+      if (closed || helpers.length === 0 || args.length > MAX_ARGS) return fn(...args, 0, 1);
+      c.set(args, ARGS);
+      c[JOB] = POOL_JOBS.indexOf(job);
+      c[NARGS] = args.length;
+      c[PARTS] = threads;
+      Atomics.store(c, FAILED, 0);
+      Atomics.store(c, PENDING, helpers.length);
+      Atomics.add(c, SEQ, 1);
+      Atomics.notify(c, SEQ);
+      try {
+        fn(...args, 0, threads);
+      } finally {
+        // The helpers finish at about the same time as this part: spin briefly, then sleep.
+        for (let spin = 0; Atomics.load(c, PENDING) !== 0 && spin < 2000; spin++);
+        for (let left; (left = Atomics.load(c, PENDING)) !== 0;) Atomics.wait(c, PENDING, left);
+      }
+      if (Atomics.load(c, FAILED)) throw new Error(`${job} failed on a helper thread`);
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      Atomics.store(c, QUIT, 1);
+      Atomics.add(c, SEQ, 1);
+      Atomics.notify(c, SEQ);
+      await Promise.all(helpers.map((h) => h.terminate()));
+    },
+  };
+}
+
+/** A helper's loop (`cpu-pool-helper.ts`): waits for a job, runs its part, reports, until told to quit. */
+export function helperLoop(exports: object, control: SharedArrayBuffer, part: number): void {
+  const c = new Int32Array(control);
+  const fns = POOL_JOBS.map((name) => (exports as Record<PoolJob, (...args: number[]) => void>)[name]);
+  // SEQ is 0 until every helper is ready (the worker may post a job before this line runs).
+  let seen = 0;
+  for (;;) {
+    let seq;
+    while ((seq = Atomics.load(c, SEQ)) === seen) Atomics.wait(c, SEQ, seen);
+    seen = seq;
+    if (Atomics.load(c, QUIT)) return;
+    try {
+      fns[c[JOB]](...c.subarray(ARGS, ARGS + c[NARGS]), part, c[PARTS]);
+    } catch {
+      Atomics.store(c, FAILED, 1);
+    }
+    if (Atomics.sub(c, PENDING, 1) === 1) Atomics.notify(c, PENDING);
+  }
+}
