@@ -10,7 +10,7 @@
 import { isFloating, scalarName, toDType, type DType } from '../dtype.js';
 import { withGradMode } from '../autograd/graph.js';
 import { sameDevice } from '../runtime/dispatch.js';
-import { fmt, normDim, numel } from '../shape.js';
+import { broadcastFor, fmt, normDim, numel } from '../shape.js';
 import { Tensor } from '../tensor.js';
 import { ReduceOp } from '../../wgsl/reduce.js';
 import { copyInto } from './copy.js';
@@ -134,7 +134,7 @@ function classDim(op: string, input: Tensor, target: Tensor, weight: Tensor | nu
   }
   const want = input.shape.filter((_, i) => i !== cdim);
   if (input.ndim === 2 && target.ndim === 1 && target.shape[0] !== input.shape[0]) {
-    throw new RangeError(`Expected input batch_size (${input.shape[0]}) to match target batch_size (${target.shape[0]}).`);
+    throw new RangeError(`Expected input batch_size (${input.shape[0]}) to match target batch_size (${target.shape[0]}). (in ${op}, input ${fmt(input.shape)}, target ${fmt(target.shape)})`);
   }
   if (target.shape.join() !== want.join() || target.ndim !== want.length) {
     throw new RangeError(`${op}(): Expected target size ${fmt(want)}, got ${fmt(target.shape)} (input ${fmt(input.shape)})`);
@@ -229,6 +229,7 @@ function pointwiseLoss(op: string, input: Tensor, target: Tensor, o: { reduction
   else checkFloat(op, input);
   if (!(target instanceof Tensor)) throw new TypeError(`${op}(): expected target to be a Tensor, but got ${typeof target}`);
   sameDevice(op, [input, target]);
+  broadcastFor(op, [input.shape, target.shape], `, dtypes ${input.dtype} and ${target.dtype}`);
   const r = checkReduction(op, o.reduction ?? 'mean');
   return tidy(() => reduceLoss(f(sub(input, target)), r));
 }

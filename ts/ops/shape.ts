@@ -43,7 +43,7 @@ export function cat(tensors: Tensor[], dim = 0): Tensor {
     if (t.ndim !== first.ndim) throw new RangeError(`Tensors must have same number of dimensions: got ${first.ndim} and ${t.ndim}`);
     t.shape.forEach((n, j) => {
       if (j !== d && n !== first.shape[j]) {
-        throw new RangeError(`Sizes of tensors must match except in dimension ${d}. Expected size ${first.shape[j]} but got size ${n} for tensor number ${i} in the list.`);
+        throw new RangeError(`Sizes of tensors must match except in dimension ${d}. Expected size ${first.shape[j]} but got size ${n} for tensor number ${i} in the list. (in cat, shapes ${parts.map((p) => fmt(p.shape)).join(' and ')})`);
       }
     });
   });
