@@ -9,7 +9,7 @@
  */
 import { checkFits, f32ToBF16, f32ToF16, isFloating, resultType, scalarName, storageCode, type DType } from '../dtype.js';
 import { alloc, launch, ref, sameDevice, place } from '../runtime/dispatch.js';
-import { broadcastFor, broadcastStrides, MAX_KERNEL_RANK } from '../shape.js';
+import { broadcastFor, broadcastStrides, fmt, MAX_KERNEL_RANK } from '../shape.js';
 import { Tensor } from '../tensor.js';
 import { full } from './creation.js';
 import { isGradEnabled, op as recorded } from '../autograd/graph.js';
@@ -29,8 +29,12 @@ const BOOL_ERRORS: Record<string, string> = {
 };
 
 /** The dtype an op computes in and the dtype it returns, for a promoted input dtype. */
-function dtypes(op: ElementwiseOp, promoted: DType): { compute: DType; out: DType } {
+/** `where()` describes the operands for an error message (only called when one is thrown). */
+function dtypes(op: ElementwiseOp, promoted: DType, where: () => string): { compute: DType; out: DType } {
   switch (op.dtypes) {
+    case 'floating':
+      if (!isFloating(promoted)) throw new TypeError(`"${op.name}" not implemented for '${scalarName(promoted)}' (${where()}; ${op.name} takes floating point tensors)`);
+      return { compute: promoted, out: promoted };
     case 'float': {
       const f = isFloating(promoted) ? promoted : 'float32';
       return { compute: f, out: f };
@@ -38,7 +42,10 @@ function dtypes(op: ElementwiseOp, promoted: DType): { compute: DType; out: DTyp
     case 'bool':
       return { compute: promoted, out: 'bool' };
     case 'number':
-      if (promoted === 'bool') throw new TypeError(BOOL_ERRORS[op.name] ?? `"${op.name}" not implemented for 'Bool'`);
+      if (promoted === 'bool') {
+        if (op.boolResult) return { compute: 'int64', out: op.boolResult };
+        throw new TypeError(`${BOOL_ERRORS[op.name] ?? `"${op.name}" not implemented for 'Bool'`} (in ${op.name}, ${where()})`);
+      }
       return { compute: promoted, out: promoted };
     default:
       return { compute: promoted, out: promoted };
@@ -92,7 +99,7 @@ export function unaryOp(name: string, x: Tensor, s: number[] = []): Tensor {
 function unaryForward(op: ElementwiseOp, x: Tensor, s: number[]): Tensor {
   const name = op.name;
   checkRank(name, x.shape);
-  const { compute, out: outDt } = dtypes(op, x.dtype);
+  const { compute, out: outDt } = dtypes(op, x.dtype, () => `input ${fmt(x.shape)} ${x.dtype}`);
   const [xc, temp] = toCompute(x, compute);
   const out = alloc(x.shape, outDt, x.device);
   if (out.numel()) {
@@ -170,9 +177,10 @@ function binaryForward(op: ElementwiseOp, a: TensorOrScalar, b: TensorOrScalar, 
   const ta = a instanceof Tensor ? a : null, tb = b instanceof Tensor ? b : null;
   const device = sameDevice(name, ta && tb ? [ta, tb] : [(ta ?? tb)!]);
   const promoted = ta && tb && ta.dtype === tb.dtype ? ta.dtype : resultType(a, b);
-  const { compute, out: outDt } = dtypes(op, promoted);
+  const shapes = () => [a, b].map((v) => (v instanceof Tensor ? `${fmt(v.shape)} ${v.dtype}` : `scalar ${v}`)).join(' and ');
+  const { compute, out: outDt } = dtypes(op, promoted, shapes);
   if ((name === 'add' || name === 'sub') && alpha !== 1 && !isFloating(compute) && !Number.isInteger(alpha)) {
-    throw new TypeError(`For integral input tensors, argument alpha must not be a floating point number.`);
+    throw new TypeError(`For integral input tensors, argument alpha must not be a floating point number. (in ${name}, ${shapes()}, alpha ${alpha})`);
   }
   const intDivision = INT_DIVISIONS.has(name) && !isFloating(compute);
   if (intDivision && !tb && Number(b) === 0) throw new RangeError('ZeroDivisionError: integer division by zero');
@@ -229,14 +237,16 @@ function whereForward(cond: Tensor, x: TensorOrScalar, y: TensorOrScalar): Tenso
   return out;
 }
 
-const F32_MAX = 3.4028234663852886e38;
+const F32_MAX = 3.4028234663852886e38, BF16_MAX = 3.3895313892515355e38;
 
 /** `torch.clamp(x, min, max)`; either bound may be omitted (`null`). */
 export function clamp(x: Tensor, min?: number | null, max?: number | null): Tensor {
   if (min == null && max == null) throw new TypeError("torch.clamp: At least one of 'min' or 'max' must not be None");
   const dtype = resultType({ dtype: x.dtype, ndim: x.ndim }, ...[min, max].filter((v): v is number => v != null));
   const src = dtype === x.dtype ? x : cast(x, dtype);
-  const out = unaryOp('clamp', src, [min ?? NaN, max ?? NaN]);
+  // PyTorch casts the bounds to the tensor's dtype first: for uint8, -2 is 254.
+  const bound = (v: number | null | undefined) => (v == null ? NaN : dtype === 'uint8' ? ((Math.trunc(v) % 256) + 256) % 256 : v);
+  const out = unaryOp('clamp', src, [bound(min), bound(max)]);
   if (src !== x) src.dispose();
   return out;
 }
@@ -244,8 +254,9 @@ export function clamp(x: Tensor, min?: number | null, max?: number | null): Tens
 /** `torch.nan_to_num(x, nan=0, posinf=max, neginf=min)`. */
 export function nanToNum(x: Tensor, o: { nan?: number; posinf?: number; neginf?: number } = {}): Tensor {
   checkOptions('nan_to_num', o, ['nan', 'posinf', 'neginf']);
+  if (x.dtype === 'bool') return unaryOp('sign', x); // the identity on {false, true}, as PyTorch's
   if (!isFloating(x.dtype)) return unaryOp('clamp', x, [NaN, NaN]);
-  const max = x.dtype === 'float16' ? 65504 : F32_MAX;
+  const max = x.dtype === 'float16' ? 65504 : x.dtype === 'bfloat16' ? BF16_MAX : F32_MAX;
   return unaryOp('nan_to_num', x, [o.nan ?? 0, o.posinf ?? max, o.neginf ?? -max]);
 }
 

@@ -15,7 +15,7 @@
  */
 import { DTYPES, scalarName, type DType } from '../dtype.js';
 import type { Tensor } from '../tensor.js';
-import { ELEMENTWISE, type DTypeRule } from './table.js';
+import { ELEMENTWISE, type ElementwiseOp } from './table.js';
 
 /** The families ops are organised in; each has one module in ts/ops and one kernel family per device. */
 export type OpFamily = 'unary' | 'binary' | 'reduction' | 'nn' | 'index' | 'shape' | 'linalg';
@@ -43,8 +43,8 @@ const ALL = DTYPES;
 const FLOAT: readonly DType[] = ['float32', 'float16', 'bfloat16'];
 const NUMBER: readonly DType[] = ALL.filter((d) => d !== 'bool');
 
-/** The dtypes an elementwise rule accepts: 'number' refuses bool, the others take every dtype. */
-const ruleDtypes = (rule: DTypeRule): readonly DType[] => (rule === 'number' ? NUMBER : ALL);
+/** The dtypes an elementwise row accepts: 'floating' only floats, 'number' no bool unless it names a result for it. */
+const ruleDtypes = (o: ElementwiseOp): readonly DType[] => (o.dtypes === 'floating' ? FLOAT : o.dtypes === 'number' && !o.boolResult ? NUMBER : ALL);
 const camel = (s: string) => s.replace(/_(\w)/g, (_, c: string) => c.toUpperCase());
 
 /** Elementwise rows whose public function is not `torch.<camelName>` (a mode of another op). */
@@ -66,7 +66,7 @@ const elementwise: OpInfo[] = ELEMENTWISE.map((o) => ({
   name: o.name,
   family: o.arity === 1 ? 'unary' : 'binary',
   api: ELEMENTWISE_API[o.name] ?? [`torch.${camel(o.name)}`, `Tensor.${camel(o.name)}`],
-  dtypes: ruleDtypes(o.dtypes),
+  dtypes: ruleDtypes(o),
   differentiable: o.grad !== undefined,
   kernels: [o.arity === 1 ? 'unary' : 'binary'],
   options: ELEMENTWISE_OPTIONS[o.name],

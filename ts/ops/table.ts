@@ -10,15 +10,18 @@
  *
  * dtype rules (`dtypes`):
  * - 'float': integer and bool inputs are promoted to float32 first (torch.exp(int) is float);
+ * - 'floating': float inputs only (torch.nn.functional.gelu(int) raises);
  * - 'any': computes in the promoted dtype, bool included;
- * - 'number': like 'any' but bool is refused (torch.neg(bool) raises);
+ * - 'number': like 'any' but bool is refused (torch.neg(bool) raises), unless the op names a
+ *   `boolResult`: then bool computes as int64 and returns that dtype (torch.sign(bool) is bool,
+ *   torch.square(bool) is int64);
  * - 'bool': the result is bool, computed in the promoted dtype (comparisons, logical ops).
  */
 
 import type { Tensor } from '../tensor.js';
 
 /** How an op treats dtypes. */
-export type DTypeRule = 'float' | 'any' | 'number' | 'bool';
+export type DTypeRule = 'float' | 'floating' | 'any' | 'number' | 'bool';
 
 type T = Tensor;
 type TS = Tensor | number;
@@ -51,6 +54,8 @@ export interface ElementwiseOp {
   code: number;
   dtypes: DTypeRule;
   wgsl: { f32: string; i32?: string };
+  /** For a 'number' op that takes bool: the dtype of its result (see the dtype rules above). */
+  boolResult?: 'bool' | 'int64';
   /** Names of the op's scalar options, in `s0..` order (e.g. clamp's min and max). */
   scalars?: string[];
   /** The gradient rule; absent for ops whose output is not differentiable (bool, integer-valued). */
@@ -171,6 +176,8 @@ const b = (name: string, code: number, dtypes: DTypeRule, f32: string, i32?: str
   ({ name, arity: 2, code, dtypes, wgsl: { f32, i32 }, scalars });
 /** Attaches a gradient rule and what it saves. */
 const d = (op: ElementwiseOp, saves: ('x' | 'y' | 'out')[], grad: ElementwiseGrad): ElementwiseOp => ({ ...op, saves, grad });
+/** Lets a 'number' op take bool, returning `r`. */
+const boolAs = (r: 'bool' | 'int64', op: ElementwiseOp): ElementwiseOp => ({ ...op, boolResult: r });
 const zero: ElementwiseGrad = (m, { g }) => [m.zerosLike(g), m.zerosLike(g)];
 const SQRT_2PI = Math.sqrt(2 * Math.PI), TWO_OVER_SQRT_PI = 2 / Math.sqrt(Math.PI), K_TANH = Math.sqrt(2 / Math.PI);
 const cmp = (name: string, code: number, o: string, f32 = `x0 ${o} x1`): ElementwiseOp => b(name, code, 'bool', `select(0i, 1i, ${f32})`, `select(0i, 1i, x0 ${o} x1)`);
@@ -192,20 +199,20 @@ export const ELEMENTWISE: readonly ElementwiseOp[] = [
   d(u('tanh', 10, 'float', 'tanh_f(x0)'), ['out'], (m, { out, g }) => [m.mul(g, m.sub(1, m.square(out)))]),
   d(u('sigmoid', 11, 'float', 'sigmoid_f(x0)'), ['out'], (m, { out, g }) => [m.mul(g, m.mul(out, m.sub(1, out)))]),
   d(u('relu', 12, 'number', 'select(x0, 0.0, x0 < 0.0)', 'max(x0, 0i)'), ['out'], (m, { out, g }) => [m.mul(g, m.gt(out, 0))]),
-  d(u('gelu', 13, 'float', '0.5 * x0 * (1.0 + erf_f(x0 * 0.7071067811865476))'), ['x'], (m, { x, g }) => {
+  d(u('gelu', 13, 'floating', '0.5 * x0 * (1.0 + erf_f(x0 * 0.7071067811865476))'), ['x'], (m, { x, g }) => {
     const cdf = m.mul(m.add(m.erf(m.mul(x, Math.SQRT1_2)), 1), 0.5), pdf = m.div(m.exp(m.mul(m.square(x), -0.5)), SQRT_2PI);
     return [m.mul(g, m.add(cdf, m.mul(x, pdf)))];
   }),
-  d(u('gelu_tanh', 14, 'float', '0.5 * x0 * (1.0 + tanh_f(0.7978845608028654 * (x0 + 0.044715 * x0 * x0 * x0)))'), ['x'], (m, { x, g }) => {
+  d(u('gelu_tanh', 14, 'floating', '0.5 * x0 * (1.0 + tanh_f(0.7978845608028654 * (x0 + 0.044715 * x0 * x0 * x0)))'), ['x'], (m, { x, g }) => {
     const x2 = m.square(x), t = m.tanh(m.mul(m.add(x, m.mul(m.mul(x2, x), 0.044715)), K_TANH));
     const dt = m.mul(m.mul(m.sub(1, m.square(t)), m.add(m.mul(x2, 3 * 0.044715), 1)), K_TANH);
     return [m.mul(g, m.add(m.mul(m.add(t, 1), 0.5), m.mul(m.mul(x, dt), 0.5)))];
   }),
-  d(u('silu', 15, 'float', 'x0 * sigmoid_f(x0)'), ['x'], (m, { x, g }) => {
+  d(u('silu', 15, 'floating', 'x0 * sigmoid_f(x0)'), ['x'], (m, { x, g }) => {
     const sg = m.sigmoid(x);
     return [m.mul(g, m.mul(sg, m.add(m.mul(x, m.sub(1, sg)), 1)))];
   }),
-  d(u('softplus', 16, 'float', 'select(log1p_f(exp(s0 * x0)) / s0, x0, s0 * x0 > s1)', undefined, ['beta', 'threshold']), ['x'], (m, { x, g, s }) => {
+  d(u('softplus', 16, 'floating', 'select(log1p_f(exp(s0 * x0)) / s0, x0, s0 * x0 > s1)', undefined, ['beta', 'threshold']), ['x'], (m, { x, g, s }) => {
     const z = m.mul(x, s[0]);
     return [m.mul(g, m.where(m.gt(z, s[1]), 1, m.sigmoid(z)))];
   }),
@@ -213,9 +220,9 @@ export const ELEMENTWISE: readonly ElementwiseOp[] = [
   d(u('floor', 18, 'number', 'floor(x0)', 'x0'), [], zero),
   d(u('ceil', 19, 'number', 'ceil(x0)', 'x0'), [], zero),
   d(u('round', 20, 'number', 'round(x0)', 'x0'), [], zero),
-  d(u('sign', 21, 'number', 'select(sign(x0), 0.0, isnan_f(x0))', 'sign(x0)'), [], zero),
+  d(boolAs('bool', u('sign', 21, 'number', 'select(sign(x0), 0.0, isnan_f(x0))', 'sign(x0)')), [], zero),
   d(u('reciprocal', 22, 'float', '1.0 / x0'), ['out'], (m, { out, g }) => [m.neg(m.mul(g, m.square(out)))]),
-  d(u('clamp', 23, 'number', 'clamp_f(x0, s0, s1)', 'clamp_i(x0, s0, s1)', ['min', 'max']), ['x'], (m, { x, g, s }) => {
+  d(boolAs('int64', u('clamp', 23, 'number', 'clamp_f(x0, s0, s1)', 'clamp_i(x0, s0, s1)', ['min', 'max'])), ['x'], (m, { x, g, s }) => {
     let r = g;
     if (!Number.isNaN(s[0])) r = m.mul(r, m.ge(x, s[0]));
     if (!Number.isNaN(s[1])) r = m.mul(r, m.le(x, s[1]));
@@ -224,7 +231,7 @@ export const ELEMENTWISE: readonly ElementwiseOp[] = [
   d(u('nan_to_num', 24, 'float', 'select(select(select(x0, s2, x0 == -inf_f()), s1, x0 == inf_f()), s0, isnan_f(x0))', undefined, ['nan', 'posinf', 'neginf']), ['x'], (m, { x, g }) => [m.mul(g, m.lt(m.abs(x), Infinity))]),
   u('logical_not', 25, 'bool', 'select(1i, 0i, nz_f(x0))', 'select(0i, 1i, x0 == 0i)'),
   u('isnan', 26, 'bool', 'select(0i, 1i, isnan_f(x0))', '0i'),
-  d(u('square', 28, 'number', 'x0 * x0', 'x0 * x0'), ['x'], (m, { x, g }) => [m.mul(g, m.mul(x, 2))]),
+  d(boolAs('int64', u('square', 28, 'number', 'x0 * x0', 'x0 * x0')), ['x'], (m, { x, g }) => [m.mul(g, m.mul(x, 2))]),
   d(u('trunc', 30, 'number', 'trunc(x0)', 'x0'), [], zero),
   d(b('add', 0, 'any', 'x0 + s0 * x1', 'x0 + i32(s0) * x1', ['alpha']), [], (m, { g, s }) => [m.mul(g, 1), m.mul(g, s[0])]),
   d(b('sub', 1, 'number', 'x0 - s0 * x1', 'x0 - i32(s0) * x1', ['alpha']), [], (m, { g, s }) => [m.mul(g, 1), m.mul(g, -s[0])]),
