@@ -386,3 +386,23 @@ export function matmulVariantGrid(v: number, m: number, n: number, batch: number
   if (v === 2 || v === 3) return [Math.ceil(n / TILE_V4), Math.ceil(m / TILE_V4), batch];
   return tilingGrid(MATMUL_TILINGS[v], m, n, batch);
 }
+
+/**
+ * Which matmul variant runs a product (`batch` products of m×k · k×n). `tiled`: whether
+ * `tiledEligible` holds (f32, rows contiguous, multiples of 4); `forced`: `WEBTORCH_MATMUL` (0 = by
+ * shape); `storage`: the device's `maxComputeWorkgroupStorageSize`. Measured on an H100
+ * (bench/MATMUL-VARIANTS.md, 2026-11-22): variant 6 (128×128 tiles) from 256 such tiles up
+ * (39.2–39.9 TFLOP/s at 2048³–8192³, 37.1 batched 32×512³); below, variant 10 (64×128 tiles, twice
+ * the workgroups: 28.8 TFLOP/s at 1024³ where variant 6 gives 17.3 and variant 1 18.0). Variant 1
+ * takes every product the vec4 kernels cannot.
+ */
+export function chooseMatmul(m: number, n: number, k: number, batch: number, tiled: boolean, forced = 0, storage = 16384): number {
+  void k;
+  const fits = (v: number) => tilingStorage(MATMUL_TILINGS[v]) <= storage;
+  if (forced === 1) return 1;
+  if (forced === 2 || forced === 3) return tiled && m >= 64 && n >= 64 ? forced : 1;
+  if (forced >= 4) return tiled && MATMUL_TILINGS[forced] && fits(forced) ? forced : 1;
+  if (!tiled) return 1;
+  if (batch * Math.ceil(m / 128) * Math.ceil(n / 128) >= 256) return 6;
+  return fits(10) ? 10 : 13;
+}
