@@ -470,16 +470,23 @@ for (const row of results) {
   const key = `${row.case}|${row.shape}`;
   if (!best[key] || row.gpuSeconds < best[key].gpuSeconds) best[key] = row;
 }
+const us = (x) => (x == null ? '' : (x * 1e6).toFixed(1));
 console.log(`\n${adapterName}; ${started.toISOString()}; flags: ${flags.join(' ')}`);
-console.log('| case | shape | kernel | GPU µs | figure | runtime µs (caller) | PyTorch GPU µs | × PyTorch |');
-console.log('|---|---|---|--:|--:|--:|--:|--:|');
+console.log('| case | shape | kernel | GPU µs | figure | PyTorch GPU µs | × PyTorch |');
+console.log('|---|---|---|--:|--:|--:|--:|');
 for (const row of results) {
-  if (row.error) { console.log(`| ${row.case} | ${row.shape ?? ''} | ${row.kernel} | error | ${row.error.slice(0, 80)} | | | |`); continue; }
-  const key = `${row.case}|${row.shape}`;
-  const rt = runtime[key], pt = torchInfo?.results?.[key]?.seconds;
-  const fig = `${row.figure.toPrecision(3)} ${row.unit}`;
-  const us = (s) => (s == null ? '' : (s * 1e6).toFixed(1));
-  console.log(`| ${row.case} | ${row.shape} | ${row.kernel} | ${us(row.gpuSeconds)} | ${fig} | ${best[key] === row ? us(rt) : ''} | ${us(pt)} | ${pt ? (pt / row.gpuSeconds).toFixed(3) : ''} |`);
+  if (row.error) { console.log(`| ${row.case} | ${row.shape ?? ''} | ${row.kernel} | error | ${row.error.slice(0, 80)} | | |`); continue; }
+  const pt = torchInfo?.results?.[`${row.case}|${row.shape}`]?.seconds;
+  console.log(`| ${row.case} | ${row.shape} | ${row.kernel} | ${us(row.gpuSeconds)} | ${row.figure.toPrecision(3)} ${row.unit} | ${us(pt)} | ${pt ? (pt / row.gpuSeconds).toFixed(3) : ''} |`);
+}
+if (Object.keys(runtime).length) {
+  console.log('\nThe runtime (dist/webtorch.js, its default kernel choice), caller side: back-to-back launches, then a sync.');
+  console.log('| case | shape | runtime µs per op | fastest kernel here, GPU µs | PyTorch GPU µs |');
+  console.log('|---|---|--:|--:|--:|');
+  for (const [key, secs] of Object.entries(runtime)) {
+    const [c, shape] = key.split('|');
+    console.log(`| ${c} | ${shape} | ${us(secs)} | ${us(best[key]?.gpuSeconds)} (${best[key]?.kernel ?? ''}) | ${us(torchInfo?.results?.[key]?.seconds)} |`);
+  }
 }
 if (opts.json) {
   mkdirSync(path.dirname(path.resolve(opts.json)), { recursive: true });
