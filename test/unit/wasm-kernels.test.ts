@@ -366,9 +366,20 @@ describe('unary', () => {
 // ---- binary -------------------------------------------------------------------
 const cpow = (x: number, y: number) => (y === 0 || x === 1 || (x === -1 && Math.abs(y) === Infinity) ? 1 : Math.pow(x, y));
 const pyMod = (x: number, y: number) => { let m = x % y; if (m !== 0 && (m < 0) !== (y < 0)) m += y; return m; };
+/** PyTorch's div_floor on floats: through fmod, so ±Inf / finite is NaN. */
+const floorDiv = (x: number, y: number) => {
+  if (y === 0) return x / y;
+  const m = x % y;
+  let d = (x - m) / y;
+  if (m !== 0 && (y < 0) !== (m < 0)) d -= 1;
+  if (d === 0) return x / y < 0 ? -0 : 0;
+  let q = Math.floor(d);
+  if (d - q > 0.5) q += 1;
+  return q;
+};
 const BINARY_F: Record<number, (x: number, y: number, al: number) => number> = {
   0: (x, y, al) => x + f(al * y), 1: (x, y, al) => x - f(al * y), 2: (x, y) => x * y, 3: (x, y) => x / y,
-  4: (x, y) => Math.floor(x / y), 5: (x, y) => Math.trunc(x / y), 6: cpow,
+  4: floorDiv, 5: (x, y) => Math.trunc(x / y), 6: cpow,
   7: (x, y) => (Number.isNaN(x) || Number.isNaN(y) ? NaN : Math.max(x, y)),
   8: (x, y) => (Number.isNaN(x) || Number.isNaN(y) ? NaN : Math.min(x, y)),
   9: (x, y) => f(pyMod(x, y)), 10: Math.atan2,
