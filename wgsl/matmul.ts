@@ -392,9 +392,11 @@ export function matmulVariantGrid(v: number, m: number, n: number, batch: number
  * `tiledEligible` holds (f32, rows contiguous, multiples of 4); `forced`: `WEBTORCH_MATMUL` (0 = by
  * shape); `storage`: the device's `maxComputeWorkgroupStorageSize`. Measured on an H100
  * (bench/MATMUL-VARIANTS.md, 2026-11-22): variant 6 (128×128 tiles) from 256 such tiles up
- * (39.2–39.9 TFLOP/s at 2048³–8192³, 37.1 batched 32×512³); below, variant 10 (64×128 tiles, twice
- * the workgroups: 28.8 TFLOP/s at 1024³ where variant 6 gives 17.3 and variant 1 18.0). Variant 1
- * takes every product the vec4 kernels cannot.
+ * (39.2–39.9 TFLOP/s at 2048³–8192³, 37.1 batched 32×512³); below, and for fewer than 128 rows
+ * (split-K partials of a skinny product: 78.5 µs with 10 vs 126.9 with 6), variant 10 (64×128 tiles,
+ * twice the workgroups: 28.8 TFLOP/s at 1024³ where variant 6 gives 17.3 and variant 1 18.0).
+ * Variant 1 takes every product the vec4 kernels cannot, and m ≤ 4 (the sum of split-K partials,
+ * as measured).
  */
 export function chooseMatmul(m: number, n: number, k: number, batch: number, tiled: boolean, forced = 0, storage = 16384): number {
   void k;
@@ -402,7 +404,7 @@ export function chooseMatmul(m: number, n: number, k: number, batch: number, til
   if (forced === 1) return 1;
   if (forced === 2 || forced === 3) return tiled && m >= 64 && n >= 64 ? forced : 1;
   if (forced >= 4) return tiled && MATMUL_TILINGS[forced] && fits(forced) ? forced : 1;
-  if (!tiled) return 1;
-  if (batch * Math.ceil(m / 128) * Math.ceil(n / 128) >= 256) return 6;
+  if (!tiled || m <= 4) return 1;
+  if (m >= 128 && batch * Math.ceil(m / 128) * Math.ceil(n / 128) >= 256) return 6;
   return fits(10) ? 10 : 13;
 }
