@@ -15,8 +15,8 @@
 //
 // Threads: `matmulPart(part, parts)` computes one of `parts` disjoint pieces of the output (whole
 // batches and row bands, or column bands when A has few rows), so the cpu worker and its helpers
-// run the same export on one shared memory. A part touches only the memory it is given: its own
-// slice of the workspace (`part * matmulWorkspaceBytes`) and its own rows or columns of out.
+// run the same export on one shared memory, taking pieces until none is left. A part touches only
+// the memory it is given: the calling thread's workspace and its own rows or columns of out.
 // Nothing here allocates or keeps state, so any number of threads may run it at once.
 
 const KC: i32 = 256;
@@ -184,7 +184,7 @@ function gemm(pa: usize, ars: usize, acs: usize, pb: usize, brs: usize, bcs: usi
  * Computes part `part` of `parts` of out[bi, i, j] = sum_k A[bi, i, k] * B[bi, k, j] in f32
  * (dt must be 0). p: [B, M, N, K, aBatchStride, aRowStride, aColStride, aOffset, bBatchStride,
  * bRowStride, bColStride, bOffset] (elements); out is contiguous [B, M, N]; ws must hold
- * `parts * matmulWorkspaceBytes(M, N, K)` bytes (this part uses its own slice).
+ * matmulWorkspaceBytes(M, N, K) bytes, and no other thread may use it meanwhile.
  *
  * The parts split the batches' row bands (multiples of 4 rows) when there are rows enough,
  * otherwise the columns (multiples of 8); the split depends only on the sizes and `parts`.
@@ -211,7 +211,6 @@ export function matmulPart(dt: i32, a: usize, b: usize, out: usize, p: usize, ws
   const bRS = <usize>load<i32>(p, 36) << 2;
   const bCS = <usize>load<i32>(p, 40) << 2;
   const bOff = <usize>load<i32>(p, 44) << 2;
-  ws += <usize>part * <usize>matmulWorkspaceBytes(M, N, K);
   const tiles = (M + 3) >> 2;
   const strips = (N + 7) >> 3;
   if (parts == 1 || <i64>batches * M >= <i64>64 * parts || strips < 2 * parts) {

@@ -578,7 +578,7 @@ function checkMatmul({ Bt, M, N, K, aT = false, bT = false, aB0 = false, bB0 = f
   const aBS = aB0 ? 0 : M * K, bBS = bB0 ? 0 : K * bCols;
   const a = put(F32, A), b = put(F32, B);
   const o = out(F32, Bt * M * N, 0x7f);
-  const ws = alloc(k.matmulWorkspaceBytes(M, N, K) * Math.max(parts, 1));
+  const ws = alloc(k.matmulWorkspaceBytes(M, N, K));
   const p = desc([Bt, M, N, K, aBS, aRS, aCS, aOff, bBS, bRS, bCS, bOff]);
   let got: number[];
   if (!parts) {

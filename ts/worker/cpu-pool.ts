@@ -3,11 +3,14 @@
  *
  * The cpu worker's WebAssembly memory is shared (`canShareMemory`); each helper instantiates the
  * same kernel module on it and waits on a control block of a few i32 words (a separate
- * SharedArrayBuffer). A job is an export name and its integer arguments; every thread calls
- * `export(...args, part, parts)`, the worker itself part 0, and the export decides which piece of
- * the output a part owns (`matmulPart` in `assembly/kernels/matmul.ts`). The worker blocks in
- * `Atomics.wait` until the helpers are done, so a job is as synchronous as a plain kernel call
- * and the executor's ordering is untouched.
+ * SharedArrayBuffer). A job is an export name, its integer arguments and a number of chunks; each
+ * thread takes the next chunk from a shared counter and calls `export(...args, ws, chunk, chunks)`
+ * with its own workspace, until none is left; the export decides which piece of the output a chunk
+ * owns (`matmulPart` in `assembly/kernels/matmul.ts`). Taking chunks, rather than one fixed share
+ * per thread, keeps a busy machine from stalling the product on a helper that the OS has
+ * descheduled: the other threads take its chunks. The worker blocks in `Atomics.wait` until the
+ * helpers are done, so a job is as synchronous as a plain kernel call and the executor's ordering
+ * is untouched.
  *
  * Note [Kernels on several threads]: the kernels never allocate and keep no state in memory (the
  * module is built with `--runtime stub`; the few mutable globals are per instance). A pooled
@@ -19,7 +22,7 @@
 import { canShareMemory, env, hardwareThreads, spawnHelper, type HelperHandle } from '../platform.js';
 
 /** The control block's words. */
-const SEQ = 0, PENDING = 1, QUIT = 2, FAILED = 3, JOB = 4, NARGS = 5, PARTS = 6, ARGS = 8;
+const SEQ = 0, PENDING = 1, QUIT = 2, FAILED = 3, JOB = 4, NARGS = 5, CHUNKS = 6, NEXT = 7, WS = 8, WS_BYTES = 9, ARGS = 12;
 const MAX_ARGS = 8;
 /** The exports a job may name (helpers look them up by index). */
 export const POOL_JOBS = ['matmulPart'] as const;
@@ -37,8 +40,11 @@ export interface HelperInit {
 export interface KernelPool {
   /** Threads a job runs on: the helpers and the calling thread. */
   readonly threads: number;
-  /** Runs `exports[job](...args, part, threads)` on every thread; returns when all parts are done. */
-  run(job: PoolJob, args: number[]): void;
+  /**
+   * Runs `exports[job](...args, ws + thread * wsBytes, chunk, chunks)` for every chunk, on every
+   * thread; returns when all chunks are done. `ws` must hold `threads * wsBytes` bytes.
+   */
+  run(job: PoolJob, args: number[], chunks: number, ws: number, wsBytes: number): void;
   /** Stops the helpers. */
   close(): Promise<void>;
 }
@@ -87,19 +93,25 @@ export async function startPool(module: WebAssembly.Module, memory: WebAssembly.
   let closed = false;
   return {
     threads,
-    run(job, args) {
+    run(job, args, chunks, ws, wsBytes) {
       const fn = fns[job];
-      if (closed || helpers.length === 0 || args.length > MAX_ARGS) return fn(...args, 0, 1);
+      if (closed || helpers.length === 0 || args.length > MAX_ARGS) {
+        for (let i = 0; i < chunks; i++) fn(...args, ws, i, chunks);
+        return;
+      }
       c.set(args, ARGS);
       c[JOB] = POOL_JOBS.indexOf(job);
       c[NARGS] = args.length;
-      c[PARTS] = threads;
+      c[CHUNKS] = chunks;
+      c[WS] = ws;
+      c[WS_BYTES] = wsBytes;
+      Atomics.store(c, NEXT, 0);
       Atomics.store(c, FAILED, 0);
       Atomics.store(c, PENDING, helpers.length);
       Atomics.add(c, SEQ, 1);
       Atomics.notify(c, SEQ);
       try {
-        fn(...args, 0, threads);
+        for (let i; (i = Atomics.add(c, NEXT, 1)) < chunks;) fn(...args, ws, i, chunks);
       } finally {
         // The helpers finish at about the same time as this part: spin briefly, then sleep.
         for (let spin = 0; Atomics.load(c, PENDING) !== 0 && spin < 2000; spin++);
@@ -118,7 +130,7 @@ export async function startPool(module: WebAssembly.Module, memory: WebAssembly.
   };
 }
 
-/** A helper's loop (`cpu-pool-helper.ts`): waits for a job, runs its part, reports, until told to quit. */
+/** A helper's loop (`cpu-pool-helper.ts`): waits for a job, takes chunks while there are any, reports, until told to quit. */
 export function helperLoop(exports: object, control: SharedArrayBuffer, part: number): void {
   const c = new Int32Array(control);
   const fns = POOL_JOBS.map((name) => (exports as Record<PoolJob, (...args: number[]) => void>)[name]);
@@ -130,7 +142,9 @@ export function helperLoop(exports: object, control: SharedArrayBuffer, part: nu
     seen = seq;
     if (Atomics.load(c, QUIT)) return;
     try {
-      fns[c[JOB]](...c.subarray(ARGS, ARGS + c[NARGS]), part, c[PARTS]);
+      const fn = fns[c[JOB]], args = Array.from(c.subarray(ARGS, ARGS + c[NARGS])), chunks = c[CHUNKS];
+      const ws = (c[WS] >>> 0) + part * (c[WS_BYTES] >>> 0);
+      for (let i; (i = Atomics.add(c, NEXT, 1)) < chunks;) fn(...args, ws, i, chunks);
     } catch {
       Atomics.store(c, FAILED, 1);
     }

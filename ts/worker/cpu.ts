@@ -175,13 +175,15 @@ function run(cmd: Command): void {
       return K.reduce(cmd.op, cmd.dt, cmd.outDt, at(cmd.a, cmd.dt), at(cmd.out, cmd.outDt), cmd.outer, cmd.inner);
     case 'matmul': {
       const p = [cmd.batch, cmd.m, cmd.n, cmd.kk, ...cmd.aStrides, cmd.a.offset, ...cmd.bStrides, cmd.b.offset];
-      // Large products are split across the pool's threads, each with its own workspace slice.
-      const parts = pool && cmd.batch * cmd.m * cmd.n * cmd.kk >= POOL_MIN_MACS ? pool.threads : 1;
-      const wsBytes = K.matmulWorkspaceBytes(cmd.m, cmd.n, cmd.kk) * parts;
+      // Large products run on the pool's threads in chunks (up to 4 per thread, of at least 2^18
+      // multiply-adds), each thread with its own workspace slice.
+      const macs = cmd.batch * cmd.m * cmd.n * cmd.kk, threads = pool && macs >= POOL_MIN_MACS ? pool.threads : 1;
+      const chunks = Math.min(4 * threads, Math.max(threads, Math.floor(macs / 2 ** 18)));
+      const wsPart = K.matmulWorkspaceBytes(cmd.m, cmd.n, cmd.kk), wsBytes = wsPart * threads;
       const ws = wsBytes > 0 ? allocRange(wsBytes) : 0;
       const out = at(cmd.out, cmd.dt), a = ptr(cmd.a.id), b = ptr(cmd.b.id);
       const f32 = (a: number, b: number, out: number) =>
-        parts > 1 ? pool!.run('matmulPart', [StorageCode.F32, a, b, out, desc(p), ws]) : K.matmul(StorageCode.F32, a, b, out, desc(p), ws);
+        threads > 1 ? pool!.run('matmulPart', [StorageCode.F32, a, b, out, desc(p)], chunks, ws, wsPart) : K.matmul(StorageCode.F32, a, b, out, desc(p), ws);
       if (cmd.dt === StorageCode.F32) f32(a, b, out);
       else {
         // 16-bit floats: multiply in f32, then round into the output once.
