@@ -3,13 +3,16 @@
  *
  * An op appends a command and returns; the queue is flushed once per microtask as one
  * `submit` message, so a burst of ops costs one postMessage, never one round trip per op.
- * Every message goes through the same `ready` promise chain, so commands, reads and syncs
- * reach the worker in the order the program issued them.
+ * Commands are encoded as they are queued (`BatchWriter`: numbers in a transferred
+ * Float64Array, not structured-cloned objects), and a read or sync carries the queued commands
+ * with it, so `await x.add(1).item()` is one message. Every message goes through the same
+ * `ready` promise chain, so commands, reads and syncs reach the worker in the order the program
+ * issued them.
  */
 import * as Comlink from 'comlink';
 import { OutOfMemoryError } from '../memory/errors.js';
 import { spawnWorker, type WorkerHandle } from '../platform.js';
-import { BatchWriter, type Command, type DeviceInfo, type WorkerApi } from '../worker/protocol.js';
+import { BatchWriter, type Batch, type Command, type DeviceInfo, type WorkerApi } from '../worker/protocol.js';
 
 /** A device's worker and command queue. */
 export class DeviceClient {
@@ -79,29 +82,34 @@ export class DeviceClient {
   /** Sends the queued commands now. */
   flush(): void {
     this.scheduled = false;
-    if (this.queue.empty) return;
+    const batch = this.takeQueued();
+    if (batch) this.start().then((r) => r.submit(batch), () => undefined);
+  }
+
+  /** The queued commands as a batch marked for transfer (with the buffers queued with them), or null. */
+  private takeQueued(): Batch | null {
+    if (this.queue.empty) return null;
     const batch = this.queue.take(), transfers = this.transfers;
     transfers.push(batch.words.buffer);
     this.transfers = [];
-    this.start().then(
-      (r) => r.submit(Comlink.transfer(batch, transfers)),
-      () => undefined,
-    );
+    return Comlink.transfer(batch, transfers);
   }
 
   /** Reads bytes of a storage once all earlier work has run. */
   async read(id: number, byteOffset: number, bytes: number): Promise<ArrayBuffer> {
     if (this.closed) throw new Error(`webtorch: device ${this.name} was shut down; its tensors are gone`);
-    this.flush();
+    // The queued commands travel with the read. Later ops flush after it: this continuation is
+    // registered on `ready` before theirs, so the worker still sees program order.
+    const batch = this.takeQueued();
     const r = await this.start();
-    return this.awaiting(() => r.read(id, byteOffset, bytes)).catch((e) => this.rethrow(e));
+    return this.awaiting(() => r.read(id, byteOffset, bytes, batch)).catch((e) => this.rethrow(e));
   }
 
   /** Waits for all queued work; rethrows the first asynchronous error since the last sync. */
   async sync(): Promise<void> {
-    this.flush();
+    const batch = this.takeQueued();
     const r = await this.start();
-    await this.awaiting(() => r.sync()).catch((e) => this.rethrow(e));
+    await this.awaiting(() => r.sync(batch)).catch((e) => this.rethrow(e));
   }
 
   /** Turns a device's out-of-memory failure into `OutOfMemoryError`; other errors pass through. */

@@ -13,7 +13,7 @@
  */
 import * as Comlink from 'comlink';
 import { exposeWorker, onPortMessage } from '../platform.js';
-import { readBatch, type Command, type DeviceInfo, type WorkerApi } from './protocol.js';
+import { readBatch, type Batch, type Command, type DeviceInfo, type WorkerApi } from './protocol.js';
 
 /** What a device implements; everything else (ordering, peers, errors) is the executor's. */
 export interface Backend {
@@ -96,6 +96,12 @@ export function serve(backend: Backend): void {
     chain = p.then(() => undefined, () => undefined);
     return p;
   };
+  /** Queues a batch's commands (nothing for null); returns undefined, so `submit(b) ?? next` runs both. */
+  const submit = (batch: Batch | null): undefined => {
+    if (!batch) return;
+    const cmds = readBatch(batch);
+    void enqueue(() => runBatch(cmds));
+  };
   const takeFailure = () => {
     const f = failure;
     failure = null;
@@ -104,18 +110,15 @@ export function serve(backend: Backend): void {
 
   const api: WorkerApi = {
     init: (options) => backend.init(options),
-    submit(batch) {
-      const cmds = readBatch(batch);
-      void enqueue(() => runBatch(cmds));
-    },
-    read: (id, byteOffset, bytes) =>
-      enqueue(async () => {
+    submit,
+    read: (id, byteOffset, bytes, batch) =>
+      submit(batch) ?? enqueue(async () => {
         const data = await backend.read(id, byteOffset, bytes);
         takeFailure();
         return Comlink.transfer(data, [data]);
       }),
-    sync: () =>
-      enqueue(async () => {
+    sync: (batch) =>
+      submit(batch) ?? enqueue(async () => {
         await backend.idle();
         takeFailure();
       }),

@@ -67,10 +67,13 @@ export interface WorkerApi {
   init(options: { name: string; index: number }): Promise<DeviceInfo>;
   /** Appends a batch of commands to the device's queue. */
   submit(batch: Batch): void;
-  /** Resolves with `bytes` bytes of a segment from `byteOffset`, after all earlier commands ran. */
-  read(id: number, byteOffset: number, bytes: number): Promise<ArrayBuffer>;
-  /** Resolves when all earlier commands ran; rejects with the first error since the last sync. */
-  sync(): Promise<void>;
+  /**
+   * Resolves with `bytes` bytes of a segment from `byteOffset`, after all earlier commands ran.
+   * `batch` (the commands queued since the last submit) runs first: a read costs one message.
+   */
+  read(id: number, byteOffset: number, bytes: number, batch: Batch | null): Promise<ArrayBuffer>;
+  /** Resolves when all earlier commands (and `batch`, as for `read`) ran; rejects with the first error since the last sync. */
+  sync(batch: Batch | null): Promise<void>;
   /** Releases the device. */
   close(): Promise<void>;
 }
