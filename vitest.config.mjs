@@ -8,7 +8,7 @@ export default defineConfig({
     fileParallelism: false,
     testTimeout: 60_000,
     hookTimeout: 120_000,
-    // WEBTORCH_MATMUL=3: the vectorised matmul wherever it applies, so the goldens' small shapes exercise it too.
-    env: { XDG_RUNTIME_DIR: process.env.XDG_RUNTIME_DIR ?? '/tmp', WEBTORCH_MATMUL: '3' },
+    // The matmul variants each get the goldens in test/backend/matmul-variants.test.ts; elsewhere the default rule picks.
+    env: { XDG_RUNTIME_DIR: process.env.XDG_RUNTIME_DIR ?? '/tmp' },
   },
 });

@@ -32,14 +32,14 @@ function fold(t: Tensor, batch: number[], temps: Tensor[]): [Tensor, [number, nu
 
 /**
  * How many slices of K to compute in parallel: a product with few output tiles (64×64) and a
- * long K leaves most of a GPU idle, so its K is split until there are about 256 tiles' worth of
- * work, in slices of at least 256 that divide K evenly.
+ * long K leaves most of a GPU idle, so its K is split until there are about 512 tiles' worth of
+ * work, in slices of at least 256 that divide K evenly (the best measured on an H100: bench/MATMUL-VARIANTS.md).
  */
 function splitK(m: number, n: number, k: number): number {
   const tiles = Math.ceil(m / 64) * Math.ceil(n / 64);
   if (k < 2048 || tiles >= 128) return 1;
   let s = 1;
-  while (s * 2 * tiles <= 256 && k % (s * 2) === 0 && k / (s * 2) >= 256 && s < 64) s *= 2;
+  while (s * 2 * tiles <= 512 && k % (s * 2) === 0 && k / (s * 2) >= 256 && s < 64) s *= 2;
   return s;
 }
 

@@ -15,7 +15,7 @@ import { env, getGpu } from '../platform.js';
 import { MAX_X, WG, checksDivisor, mapInvocations, mapParamWords, mapParams, mapShader, mapVec4Shader, scatterShader, type MapKernel } from '../../wgsl/elementwise.js';
 import { computeType, elementsPerWord } from '../../wgsl/dtype.js';
 import { reduceShader } from '../../wgsl/reduce.js';
-import { TILE, TILE_V4, matmulShader, matmulVec4Shader, vec4Eligible } from '../../wgsl/matmul.js';
+import { chooseMatmul, matmulVariantGrid, matmulVariantShader, tiledEligible } from '../../wgsl/matmul.js';
 import { ELEMENTWISE, WGSL_PRELUDE } from '../ops/table.js';
 import type { Backend } from './executor.js';
 import type { Command, DeviceCheck, DeviceInfo, Place, ViewRef } from './protocol.js';
@@ -33,9 +33,9 @@ let adapter: GPUAdapter | null = null;
 let device: GPUDevice;
 let paramAlign = 256;
 /**
- * Which matmul kernel (`WEBTORCH_MATMUL`): 0 (default) picks by size between variant 1 (plain
- * tiles) and variant 3 (vectorised, K steps of 16); 1, 2 (vectorised, K steps of 8) and 3 force
- * one wherever it applies. The tests set 3 so that small shapes exercise the vectorised kernel.
+ * Which matmul kernel (`WEBTORCH_MATMUL`): 0 (default) lets `chooseMatmul` pick by shape
+ * (variants 1, 6 and 10; bench/MATMUL-VARIANTS.md says why); a variant's number forces it
+ * wherever it applies (test/backend/matmul-variants.test.ts runs the goldens under several).
  */
 let matmulVariant = 0;
 let maxBinding = 1 << 27;
@@ -382,14 +382,11 @@ function run(cmd: Command): void {
       viaScratch(cmd.out, cmd.dt, batch * m * n, StorageCode.F32, (target, offset) => {
         const { bind, slot } = slotsOf(target, [buf(cmd.a.id), buf(cmd.b.id)]);
         const p = new Uint32Array([m, n, kk, cmd.a.offset, ...cmd.aStrides, cmd.b.offset, ...cmd.bStrides, offset]).buffer;
-        // Variant 2 wins from about 2048² outputs on an H200 (26.8 vs 22.2 TFLOP/s at 4096³); below,
-        // variant 1's smaller tiles keep more of the GPU busy (9.5 vs 8.3 TFLOP/s at 1024³).
-        const vec4 = cmd.dt === StorageCode.F32 && matmulVariant !== 1 && (matmulVariant >= 2 || m * n >= 1536 * 1024) &&
-          vec4Eligible(m, n, kk, { offset: cmd.a.offset, strides: cmd.aStrides }, { offset: cmd.b.offset, strides: cmd.bStrides }, offset);
-        const slots = `${slot[0]}|${slot[1]}|${bind.length}`;
-        const bk = matmulVariant === 2 ? 8 : 16;
-        if (vec4) dispatch(`mm4|${bk}|${slots}`, () => matmulVec4Shader(slot[0], slot[1], bind.length, bk), bind, p, [Math.ceil(n / TILE_V4), Math.ceil(m / TILE_V4), batch]);
-        else dispatch(`mm|${cmd.dt}|${slots}`, () => matmulShader(cmd.dt, slot[0], slot[1], bind.length), bind, p, [Math.ceil(n / TILE), Math.ceil(m / TILE), batch]);
+        const tiled = cmd.dt === StorageCode.F32 &&
+          tiledEligible(kk, n, { offset: cmd.a.offset, strides: cmd.aStrides }, { offset: cmd.b.offset, strides: cmd.bStrides }, offset);
+        const v = chooseMatmul(m, n, kk, batch, tiled, matmulVariant, device.limits.maxComputeWorkgroupStorageSize);
+        dispatch(`mm${v}|${cmd.dt}|${slot[0]}|${slot[1]}|${bind.length}`, () => matmulVariantShader(v, cmd.dt, slot[0], slot[1], bind.length), bind, p,
+          matmulVariantGrid(v, m, n, batch));
       });
       return;
     }
