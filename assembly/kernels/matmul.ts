@@ -186,8 +186,11 @@ function gemm(pa: usize, ars: usize, acs: usize, pb: usize, brs: usize, bcs: usi
  * bRowStride, bColStride, bOffset] (elements); out is contiguous [B, M, N]; ws must hold
  * matmulWorkspaceBytes(M, N, K) bytes, and no other thread may use it meanwhile.
  *
- * The parts split the batches' row bands (multiples of 4 rows) when there are rows enough,
- * otherwise the columns (multiples of 8); the split depends only on the sizes and `parts`.
+ * The parts split the columns (multiples of 8) of a product with fewer batches than parts, when
+ * there are columns enough; otherwise the batches' row bands (multiples of 4 rows). Row bands
+ * cost each part a packing of all of B, column bands none (every part reads all of A, unpacked),
+ * which matters when A has few rows and K is long (a convolution's weight gradient). The split
+ * depends only on the sizes and `parts`.
  */
 export function matmulPart(dt: i32, a: usize, b: usize, out: usize, p: usize, ws: usize, part: i32, parts: i32): void {
   const batches = load<i32>(p);
@@ -213,7 +216,7 @@ export function matmulPart(dt: i32, a: usize, b: usize, out: usize, p: usize, ws
   const bOff = <usize>load<i32>(p, 44) << 2;
   const tiles = (M + 3) >> 2;
   const strips = (N + 7) >> 3;
-  if (parts == 1 || <i64>batches * M >= <i64>64 * parts || strips < 2 * parts) {
+  if (parts == 1 || batches >= parts || strips < parts) {
     // Row bands: units are 4-row tiles of every batch, numbered batch-major.
     const total = <i64>batches * tiles;
     const u0 = total * part / parts, u1 = total * (part + 1) / parts;
