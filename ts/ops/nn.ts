@@ -8,8 +8,8 @@
  * the gradient, so the composed gradient is exact); the logistic loss uses softplus(-x).
  */
 import { isFloating, scalarName, toDType, type DType } from '../dtype.js';
-import { withGradMode } from '../autograd/graph.js';
-import { sameDevice } from '../runtime/dispatch.js';
+import { op as recorded, withGradMode } from '../autograd/graph.js';
+import { alloc, launch, place, sameDevice } from '../runtime/dispatch.js';
 import { broadcastFor, fmt, normDim, numel } from '../shape.js';
 import { Tensor } from '../tensor.js';
 import { ReduceOp } from '../../wgsl/reduce.js';
@@ -80,11 +80,34 @@ function softmaxInput(op: string, x: Tensor, dim: number, o: { dtype?: DType | s
   return [src, d];
 }
 
+/** Whether softmax over `d` can run as the GPU's one-kernel form: f32 rows, contiguous, along the last dim. */
+const fusable = (x: Tensor, d: number) => x.device.type === 'gpu' && x.dtype === 'float32' && d === x.ndim - 1 && x.isContiguous();
+
+/**
+ * Softmax or log-softmax along the last dim in one kernel (wgsl/softmax.ts). Gradients, with y
+ * the output: softmax `y·(g - Σ g·y)`, log-softmax `g - exp(y)·Σ g`, sums along the last dim.
+ */
+function fusedSoftmax(x: Tensor, log: boolean): Tensor {
+  const d = x.ndim - 1;
+  return recorded(log ? 'log_softmax' : 'softmax', [x], () => {
+    const out = alloc(x.shape, 'float32', x.device);
+    const inner = x.shape[d];
+    launch(x.device, { k: 'softmax', log, a: place(x), out: place(out), outer: x.numel() / inner, inner });
+    return out;
+  }, (ctx, out) => {
+    const y = ctx.save(out);
+    return ([g]) => [tidy(() => (log
+      ? sub(g!, mul(unaryOp('exp', y), reduce(ReduceOp.Sum, g!, d, true)))
+      : mul(y, sub(g!, reduce(ReduceOp.Sum, mul(g!, y), d, true)))))];
+  });
+}
+
 /** `F.softmax(x, dim, {dtype})`: `exp(x - max) / sum(exp(x - max))` along `dim`. */
 export function softmax(x: Tensor, dim: number, o: { dtype?: DType | string } = {}): Tensor {
   return tidy(() => {
     const [src, d] = softmaxInput('softmax', x, dim, o);
     if (x.shape[d] === 0) return mul(src, 1);
+    if (fusable(src, d)) return fusedSoftmax(src, false);
     const e = unaryOp('exp', shifted(src, d));
     return div(e, reduce(ReduceOp.Sum, e, d, true));
   });
@@ -95,6 +118,7 @@ export function logSoftmax(x: Tensor, dim: number, o: { dtype?: DType | string }
   return tidy(() => {
     const [src, d] = softmaxInput('log_softmax', x, dim, o);
     if (x.shape[d] === 0) return mul(src, 1);
+    if (fusable(src, d)) return fusedSoftmax(src, true);
     const z = shifted(src, d);
     return sub(z, unaryOp('log', reduce(ReduceOp.Sum, unaryOp('exp', z), d, true)));
   });

@@ -16,6 +16,7 @@ import { MAX_X, WG, checksDivisor, mapInvocations, mapParamWords, mapParams, map
 import { computeType, elementsPerWord } from '../../wgsl/dtype.js';
 import { reduceShader } from '../../wgsl/reduce.js';
 import { chooseMatmul, matmulVariantGrid, matmulVariantShader, tiledEligible } from '../../wgsl/matmul.js';
+import { softmaxShader } from '../../wgsl/softmax.js';
 import { ELEMENTWISE, WGSL_PRELUDE } from '../ops/table.js';
 import type { Backend } from './executor.js';
 import type { Command, DeviceCheck, DeviceInfo, Place, ViewRef } from './protocol.js';
@@ -373,6 +374,16 @@ function run(cmd: Command): void {
         const { bind, slot } = slotsOf(target, [buf(cmd.a.id)]);
         const p = new Uint32Array([cmd.outer, cmd.inner, cmd.a.offset, offset]).buffer;
         dispatch(`reduce|${cmd.op}|${cmd.dt}|${slot[0]}|${bind.length}`, () => reduceShader(cmd.op, cmd.dt, slot[0], bind.length), bind, p, grid1d(cmd.outer, 1));
+      });
+      return;
+    }
+    case 'softmax': {
+      const n = cmd.outer * cmd.inner;
+      if (n === 0) return;
+      viaScratch(cmd.out, StorageCode.F32, n, StorageCode.F32, (target, offset) => {
+        const { bind, slot } = slotsOf(target, [buf(cmd.a.id)]);
+        const p = new Uint32Array([cmd.outer, cmd.inner, cmd.a.offset, offset]).buffer;
+        dispatch(`softmax|${+cmd.log}|${slot[0]}|${bind.length}`, () => softmaxShader(cmd.log, slot[0], bind.length), bind, p, grid1d(cmd.outer, 1));
       });
       return;
     }

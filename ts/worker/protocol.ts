@@ -41,6 +41,8 @@ export type Command =
   | { k: 'binary'; op: number; a: Operand; b: Operand; dt: StorageCode; out: Place; outDt: StorageCode; shape: number[]; alpha: number; check?: DeviceCheck }
   | { k: 'where'; c: ViewRef; a: ViewRef; b: ViewRef; dt: StorageCode; out: Place; shape: number[] }
   | { k: 'reduce'; op: number; a: ViewRef; dt: StorageCode; out: Place; outDt: StorageCode; outer: number; inner: number }
+  /** Softmax (or log-softmax) of each row of a contiguous f32 [outer, inner] block; GPU devices only (the cpu composes it). */
+  | { k: 'softmax'; log: boolean; a: Place; out: Place; outer: number; inner: number }
   | { k: 'matmul'; a: ViewRef; b: ViewRef; dt: StorageCode; out: Place; batch: number; m: number; n: number; kk: number;
       aStrides: [number, number, number]; bStrides: [number, number, number] }
   | { k: 'connect'; peer: string; port: MessagePort }
