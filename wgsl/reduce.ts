@@ -74,14 +74,23 @@ export function reduceShader(op: ReduceOp, dt: StorageCode, inSlot: number, slot
   if (li == 0u) { S0[P[3] + row] = bitcast<u32>(${op === ReduceOp.Mean ? `SV[0] / f32(inner)` : 'SV[0]'}); }`;
   return `${slotBindings(slots)}var<workgroup> SV: array<${accT}, ${RWG}>;
 ${isArg ? `var<workgroup> SI: array<i32, ${RWG}>;\n${pick(op === ReduceOp.ArgMax ? '>' : '<')}` : ''}
-@compute @workgroup_size(${RWG})
+${rowMain(RWG, fold)}`;
+}
+
+/**
+ * The entry point of a row kernel: one workgroup of `wg` invocations per row of a contiguous
+ * [outer, inner] block, with `row`, `inner`, `li` and the row's first element `base` in scope.
+ * Params begin [outer, inner, input offset, output offset].
+ */
+export function rowMain(wg: number, body: string): string {
+  return `@compute @workgroup_size(${wg})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
   let row = wid.y * nwg.x + wid.x;
   let outer = P[0];
   let inner = P[1];
   if (row >= outer) { return; }
   let base = P[2] + row * inner;
-${fold}
+${body}
 }
 `;
 }

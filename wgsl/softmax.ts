@@ -6,6 +6,7 @@
  * PyTorch. Params are [outer, inner, input offset, output offset] in elements.
  */
 import { slotBindings } from './dtype.js';
+import { rowMain } from './reduce.js';
 
 const SWG = 256;
 
@@ -16,14 +17,7 @@ export function softmaxShader(log: boolean, inSlot: number, slots: number): stri
   return `${slotBindings(slots)}var<workgroup> SV: array<f32, ${SWG}>;
 fn isnan_f(v: f32) -> bool { return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u; }
 fn max_f(a: f32, b: f32) -> f32 { return select(select(max(a, b), b, isnan_f(b)), a, isnan_f(a)); }
-@compute @workgroup_size(${SWG})
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
-  let row = wid.y * nwg.x + wid.x;
-  let outer = P[0];
-  let inner = P[1];
-  if (row >= outer) { return; }
-  let base = P[2] + row * inner;
-  let dst = P[3] + row * inner;
+${rowMain(SWG, `  let dst = P[3] + row * inner;
   var acc = ${x('0u')};
   for (var k = li; k < inner; k += ${SWG}u) { acc = max_f(acc, ${x('k')}); }
   SV[li] = acc;
@@ -47,7 +41,5 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   for (var k = li; k < inner; k += ${SWG}u) {
     let v = ${x('k')};
     S0[dst + k] = bitcast<u32>(${out});
-  }
-}
-`;
+  }`)}`;
 }
