@@ -75,9 +75,9 @@ export function run(c: Case, args: (torch.Tensor | number)[], runners: Record<st
   return fn(...args);
 }
 
-/** Tolerances: 1e-5 relative for f32 elementwise; sums of products are compared with a looser absolute term. */
+/** Tolerances for f32: 1e-5 relative everywhere (the issue's); sums of products and gradients add an absolute 1e-5 for values near 0. 16-bit floats: 1e-2 (in `check`). */
 export function tolerance(op: string): { rtol: number; atol: number } {
-  if (op.endsWith(':grad')) return { rtol: 1e-4, atol: 1e-5 };
+  if (op.endsWith(':grad')) return { rtol: 1e-5, atol: 1e-5 };
   if (op === 'matmul' || op === 'sum' || op === 'mean' || op === 'prod' || op === 'conv1d' || op === 'conv2d') return { rtol: 1e-5, atol: 1e-5 };
   return { rtol: 1e-5, atol: 1e-6 };
 }
