@@ -2,7 +2,7 @@
  * The devices every shared suite runs on: `cpu`, `gpu:0` and `gpu:1` (two logical devices on
  * the one adapter). GPU suites never skip under CI: with `CI` set and no adapter, this throws.
  */
-import { afterEach, beforeEach, expect } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, expect } from 'vitest';
 import * as torch from '../dist/webtorch.js';
 
 /** Starts the GPU runtime with two logical devices and returns the device names to test. */
@@ -34,4 +34,20 @@ export function leakCheck(devices: () => string[]): void {
     await torch.gpu.synchronize();
     expect(liveCounts(devices()), 'allocated bytes and live storages after the test (leak check)').toEqual(before);
   });
+}
+
+/**
+ * The setup a device suite shares: the devices, found before the tests (the array is filled in
+ * `beforeAll`), the leak check after each test, and `torch.shutdown()` at the end.
+ */
+export function suiteDevices(): string[] {
+  const devices: string[] = [];
+  beforeAll(async () => {
+    devices.push(...(await testDevices()));
+  });
+  leakCheck(() => devices);
+  afterAll(async () => {
+    await torch.shutdown();
+  });
+  return devices;
 }

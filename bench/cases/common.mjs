@@ -50,30 +50,22 @@ export function wtFrom(ctx, host, shape) {
 /** Keeps the last tensor (webtorch or tfjs) of a series of iterations, disposing the one before. */
 export const keepLastTensor = () => keepLast((t) => t.dispose());
 
-/**
- * An Impl for ops of webtorch: `op()` returns a tensor (created inside `torch.tidy`), `held` are
- * freed at the end.
- */
-export function wtImpl(ctx, held, op) {
+/** An Impl whose `op()` returns a tensor made inside `tidy`; the last one is kept, `held` are freed at the end. */
+function tidyImpl(tidy, sync, held, op) {
   const out = keepLastTensor();
   return {
-    launch: () => out.set(ctx.torch.tidy(op)),
-    sync: ctx.wtSync,
+    launch: () => out.set(tidy(op)),
+    sync,
     output: () => out.get().data(),
     dispose: () => { out.clear(); held.forEach((t) => t.dispose()); },
   };
 }
 
+/** An Impl for ops of webtorch (`op` runs inside `torch.tidy`). */
+export const wtImpl = (ctx, held, op) => tidyImpl((f) => ctx.torch.tidy(f), ctx.wtSync, held, op);
+
 /** The same for TensorFlow.js. */
-export function tfImpl(ctx, held, op) {
-  const out = keepLastTensor();
-  return {
-    launch: () => out.set(ctx.tf.tidy(op)),
-    sync: ctx.tfSync,
-    output: () => out.get().data(),
-    dispose: () => { out.clear(); held.forEach((t) => t.dispose()); },
-  };
-}
+export const tfImpl = (ctx, held, op) => tidyImpl((f) => ctx.tf.tidy(f), ctx.tfSync, held, op);
 
 /**
  * An Impl of one SGD training step in webtorch: `lossOf()` builds the loss (inside `torch.tidy`),

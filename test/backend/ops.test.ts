@@ -3,24 +3,16 @@
  * make_goldens.py) on every device. Every op of the op table must have cases. After each test
  * the number of live storages on each device is back where it started.
  */
-import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import * as torch from '../../dist/webtorch.js';
-import { liveCounts, testDevices } from '../devices.js';
+import { leakCheck, testDevices } from '../devices.js';
 import { goldenTests, loadGoldens } from '../golden.js';
 
 const goldens = loadGoldens('goldens.json');
 const devices = await testDevices();
 
 describe.each(devices)(`ops on %s (goldens from PyTorch ${goldens.torch})`, (device) => {
-  let before: Record<string, [number, number]>;
-  beforeEach(() => {
-    before = liveCounts(devices);
-  });
-  afterEach(async () => {
-    await torch.gpu.synchronize();
-    expect(liveCounts(devices), 'allocated bytes and live storages after the test (leak check)').toEqual(before);
-  });
-
+  leakCheck(() => devices);
   goldenTests(goldens.cases, device);
 });
 

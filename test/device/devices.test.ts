@@ -3,20 +3,12 @@
  * copies between every pair of devices, the cross-device error, and bad input that fails at
  * the call without killing a worker.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import * as torch from '../../dist/webtorch.js';
-import { leakCheck, testDevices } from '../devices.js';
+import { suiteDevices } from '../devices.js';
 
 const startedAtImport = torch._startedDevices();
-let devices: string[] = [];
-
-beforeAll(async () => {
-  devices = await testDevices();
-});
-leakCheck(() => devices);
-afterAll(async () => {
-  await torch.shutdown();
-});
+const devices = suiteDevices();
 
 const gpus = () => devices.filter((d) => d !== 'cpu');
 

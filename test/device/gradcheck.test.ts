@@ -5,18 +5,11 @@
  * the step is large and the tolerance loose). The per-op gradients are pinned by the goldens;
  * this checks that rules compose, across views, broadcasting and devices.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import * as torch from '../../dist/webtorch.js';
-import { leakCheck, testDevices } from '../devices.js';
+import { suiteDevices } from '../devices.js';
 
-let devices: string[] = [];
-beforeAll(async () => {
-  devices = await testDevices();
-});
-leakCheck(() => devices);
-afterAll(async () => {
-  await torch.shutdown();
-});
+const devices = suiteDevices();
 
 type Fn = (x: torch.Tensor) => torch.Tensor;
 

@@ -4,20 +4,13 @@
  * devices, the notes' common mistakes, and training-loop misuse.
  */
 import { readFileSync } from 'node:fs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import * as torch from '../../dist/webtorch.js';
-import { leakCheck, testDevices } from '../devices.js';
+import { suiteDevices } from '../devices.js';
 
 const { nn, optim } = torch;
 const goldens = JSON.parse(readFileSync(new URL('../fixtures/goldens-optim.json', import.meta.url), 'utf8'));
-let devices: string[] = [];
-beforeAll(async () => {
-  devices = await testDevices();
-});
-leakCheck(() => devices);
-afterAll(async () => {
-  await torch.shutdown();
-});
+const devices = suiteDevices();
 
 /** A module with a parameter, a registered buffer and a plain tensor field. */
 class WithBuffer extends nn.Module {

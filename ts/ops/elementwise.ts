@@ -29,11 +29,17 @@ const BOOL_ERRORS: Record<string, string> = {
 };
 
 /** The dtype an op computes in and the dtype it returns, for a promoted input dtype. */
-/** `where()` describes the operands for an error message (only called when one is thrown). */
-function dtypes(op: ElementwiseOp, promoted: DType, where: () => string): { compute: DType; out: DType } {
+/** The operands of an op, for an error message (built only when one is thrown). */
+function operandsText(a: TensorOrScalar, b?: TensorOrScalar): string {
+  const one = (v: TensorOrScalar) => (v instanceof Tensor ? `${fmt(v.shape)} ${v.dtype}` : `scalar ${v}`);
+  return b === undefined ? `input ${one(a)}` : `${one(a)} and ${one(b)}`;
+}
+
+/** The compute and result dtypes of an op; `a` and `b` are its operands, named in the errors. */
+function dtypes(op: ElementwiseOp, promoted: DType, a: TensorOrScalar, b?: TensorOrScalar): { compute: DType; out: DType } {
   switch (op.dtypes) {
     case 'floating':
-      if (!isFloating(promoted)) throw new TypeError(`"${op.name}" not implemented for '${scalarName(promoted)}' (${where()}; ${op.name} takes floating point tensors)`);
+      if (!isFloating(promoted)) throw new TypeError(`"${op.name}" not implemented for '${scalarName(promoted)}' (${operandsText(a, b)}; ${op.name} takes floating point tensors)`);
       return { compute: promoted, out: promoted };
     case 'float': {
       const f = isFloating(promoted) ? promoted : 'float32';
@@ -44,7 +50,7 @@ function dtypes(op: ElementwiseOp, promoted: DType, where: () => string): { comp
     case 'number':
       if (promoted === 'bool') {
         if (op.boolResult) return { compute: 'int64', out: op.boolResult };
-        throw new TypeError(`${BOOL_ERRORS[op.name] ?? `"${op.name}" not implemented for 'Bool'`} (in ${op.name}, ${where()})`);
+        throw new TypeError(`${BOOL_ERRORS[op.name] ?? `"${op.name}" not implemented for 'Bool'`} (in ${op.name}, ${operandsText(a, b)})`);
       }
       return { compute: promoted, out: promoted };
     default:
@@ -99,7 +105,7 @@ export function unaryOp(name: string, x: Tensor, s: number[] = []): Tensor {
 function unaryForward(op: ElementwiseOp, x: Tensor, s: number[]): Tensor {
   const name = op.name;
   checkRank(name, x.shape);
-  const { compute, out: outDt } = dtypes(op, x.dtype, () => `input ${fmt(x.shape)} ${x.dtype}`);
+  const { compute, out: outDt } = dtypes(op, x.dtype, x);
   const [xc, temp] = toCompute(x, compute);
   const out = alloc(x.shape, outDt, x.device);
   if (out.numel()) {
@@ -177,10 +183,9 @@ function binaryForward(op: ElementwiseOp, a: TensorOrScalar, b: TensorOrScalar, 
   const ta = a instanceof Tensor ? a : null, tb = b instanceof Tensor ? b : null;
   const device = sameDevice(name, ta && tb ? [ta, tb] : [(ta ?? tb)!]);
   const promoted = ta && tb && ta.dtype === tb.dtype ? ta.dtype : resultType(a, b);
-  const shapes = () => [a, b].map((v) => (v instanceof Tensor ? `${fmt(v.shape)} ${v.dtype}` : `scalar ${v}`)).join(' and ');
-  const { compute, out: outDt } = dtypes(op, promoted, shapes);
+  const { compute, out: outDt } = dtypes(op, promoted, a, b);
   if ((name === 'add' || name === 'sub') && alpha !== 1 && !isFloating(compute) && !Number.isInteger(alpha)) {
-    throw new TypeError(`For integral input tensors, argument alpha must not be a floating point number. (in ${name}, ${shapes()}, alpha ${alpha})`);
+    throw new TypeError(`For integral input tensors, argument alpha must not be a floating point number. (in ${name}, ${operandsText(a, b)}, alpha ${alpha})`);
   }
   const intDivision = INT_DIVISIONS.has(name) && !isFloating(compute);
   if (intDivision && !tb && Number(b) === 0) throw new RangeError('ZeroDivisionError: integer division by zero');
