@@ -14,7 +14,7 @@
 import { env } from './platform.js';
 import { thenRestore } from './scope.js';
 import { DeviceClient } from './runtime/client.js';
-import type { DeviceInfo } from './worker/protocol.js';
+import type { DeviceInfo, WorkerProfile } from './worker/protocol.js';
 
 /** A device a tensor lives on. Instances are interned: compare with `===`. */
 export class Device {
@@ -205,6 +205,14 @@ export const numGpus = deviceCount;
 /** @internal The devices whose workers were started (the lazy-start test). */
 export function startedDevices(): string[] {
   return [...clients.values()].filter((c) => c.started).map((c) => c.name);
+}
+
+/**
+ * @internal Turns a device worker's own profile on (clearing it) or off; off resolves, once the
+ * work queued before it is done, with where the worker's time went (`bench/profile-step.mjs`).
+ */
+export function profileWorker(d: DeviceLike, on: boolean): Promise<WorkerProfile | null> {
+  return clientOf(device(d)).profile(on);
 }
 
 /** Stops every device worker; tensors created before become unusable. Lets a program exit at once. */

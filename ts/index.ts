@@ -100,6 +100,9 @@ export type { Index } from './ops/views.js';
 export { liveStorage as _liveStorage } from './runtime/storage.js';
 /** @internal Devices whose workers were started. */
 export { startedDevices as _startedDevices } from './device.js';
+/** @internal A device worker's own profile (bench/profile-step.mjs). */
+export { profileWorker as _profileWorker } from './device.js';
+export type { WorkerProfile } from './worker/protocol.js';
 
 export { tidy };
 

@@ -65,6 +65,35 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
 `;
 }
 
+/** The variant number of `matmulDirectShader`. */
+export const DIRECT = 26;
+
+/**
+ * Variant 26, direct: one invocation per output element, a plain loop over K, no workgroup
+ * memory and no barriers. For products with few rows or columns (conv weight gradients, the
+ * sum of split-K partials, a classifier's 10 outputs), where a 64×64 tile would be mostly
+ * empty: its grid is 8×8 outputs per workgroup. Params as in `matmulShader`.
+ */
+export function matmulDirectShader(dt: StorageCode, aSlot: number, bSlot: number, slots: number): string {
+  return `${slotBindings(slots)}@compute @workgroup_size(8, 8)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let M = P[0]; let N = P[1]; let K = P[2];
+  let r = gid.y; let c = gid.x;
+  if (r >= M || c >= N) { return; }
+  var a = P[3] + gid.z * P[4] + r * P[5];
+  var b = P[7] + gid.z * P[8] + c * P[10];
+  let aCS = P[6]; let bRS = P[9];
+  var acc = 0.0;
+  for (var k = 0u; k < K; k++) {
+    acc = fma(${load(`rd${aSlot}`, dt, 'a')}, ${load(`rd${bSlot}`, dt, 'b')}, acc);
+    a += aCS;
+    b += bRS;
+  }
+  S0[P[11] + gid.z * M * N + r * N + c] = bitcast<u32>(acc);
+}
+`;
+}
+
 /** Output tile edge of the vectorised kernel. */
 export const TILE_V4 = 128;
 
@@ -374,6 +403,7 @@ export function tiledEligible(k: number, n: number, a: { offset: number; strides
 /** WGSL of matmul variant `v` (1: `matmulShader` for `dt`; 2, 3: `matmulVec4Shader`; 4 and up: `matmulTiledShader`). */
 export function matmulVariantShader(v: number, dt: StorageCode, aSlot: number, bSlot: number, slots: number): string {
   if (v === 1) return matmulShader(dt, aSlot, bSlot, slots);
+  if (v === DIRECT) return matmulDirectShader(dt, aSlot, bSlot, slots);
   if (v === 2 || v === 3) return matmulVec4Shader(aSlot, bSlot, slots, v === 2 ? 8 : 16);
   const t = MATMUL_TILINGS[v];
   if (!t) throw new Error(`no matmul variant ${v}`);
@@ -383,6 +413,7 @@ export function matmulVariantShader(v: number, dt: StorageCode, aSlot: number, b
 /** The dispatch grid of variant `v` for `batch` m×n outputs. */
 export function matmulVariantGrid(v: number, m: number, n: number, batch: number): [number, number, number] {
   if (v === 1) return [Math.ceil(n / TILE), Math.ceil(m / TILE), batch];
+  if (v === DIRECT) return [Math.ceil(n / 8), Math.ceil(m / 8), batch];
   if (v === 2 || v === 3) return [Math.ceil(n / TILE_V4), Math.ceil(m / TILE_V4), batch];
   return tilingGrid(MATMUL_TILINGS[v], m, n, batch);
 }
@@ -395,16 +426,18 @@ export function matmulVariantGrid(v: number, m: number, n: number, batch: number
  * (39.2–39.9 TFLOP/s at 2048³–8192³, 37.1 batched 32×512³); below, and for fewer than 128 rows
  * (split-K partials of a skinny product: 78.5 µs with 10 vs 126.9 with 6), variant 10 (64×128 tiles,
  * twice the workgroups: 28.8 TFLOP/s at 1024³ where variant 6 gives 17.3 and variant 1 18.0).
- * Variant 1 takes every product the vec4 kernels cannot, and m ≤ 4 (the sum of split-K partials,
- * as measured).
+ * Variant 1 takes every other product the vec4 kernels cannot. Fewer than 16 rows or columns
+ * take variant 26 (direct): on lavapipe a 16×8×784 · 784×9 batch (a conv's weight gradient) took
+ * 60 ms with variant 1's 16 mostly-empty tiles.
  */
 export function chooseMatmul(m: number, n: number, k: number, batch: number, tiled: boolean, forced = 0, storage = 16384): number {
   void k;
   const fits = (v: number) => tilingStorage(MATMUL_TILINGS[v]) <= storage;
-  if (forced === 1) return 1;
+  if (forced === 1 || forced === DIRECT) return forced;
   if (forced === 2 || forced === 3) return tiled && m >= 64 && n >= 64 ? forced : 1;
   if (forced >= 4) return tiled && MATMUL_TILINGS[forced] && fits(forced) ? forced : 1;
-  if (!tiled || m <= 4) return 1;
+  if (m < 16 || n < 16) return DIRECT;
+  if (!tiled) return 1;
   if (m >= 128 && batch * Math.ceil(m / 128) * Math.ceil(n / 128) >= 256) return 6;
   return fits(10) ? 10 : 13;
 }

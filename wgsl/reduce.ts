@@ -3,7 +3,10 @@
  *
  * The facade moves the reduced dims last and makes the input contiguous, so one kernel serves
  * every `dim` argument. One workgroup reduces one row: each invocation folds a strided slice,
- * then a tree in workgroup memory. Max/min propagate NaN; argmax/argmin treat NaN as the
+ * then a tree in workgroup memory. Short rows (`SHORT_ROW` elements or fewer: max-pool windows,
+ * small softmax rows) take one invocation each instead, with no workgroup memory and no barriers:
+ * a 64-wide tree for 4 elements wasted most of a workgroup, and barriers are dear on software
+ * adapters (lavapipe runs a workgroup's invocations as loops). Max/min propagate NaN; argmax/argmin treat NaN as the
  * extreme and break ties towards the lower index, as PyTorch does. NaN tests look at the bits,
  * since shader compilers may fold `x != x` away. Results are written in the
  * 32-bit compute type (indices as i32); the worker casts packed outputs afterwards.
@@ -14,10 +17,18 @@ import { computeType, load, slotBindings } from './dtype.js';
 /** Reduction op codes, shared with the AssemblyScript kernels. */
 export enum ReduceOp { Sum = 0, Prod = 1, Max = 2, Min = 3, ArgMax = 4, ArgMin = 5, All = 6, Any = 7, Mean = 8, SumSq = 9 }
 
-const RWG = 64;
+/** Invocations per workgroup of the reduction kernels. */
+export const RWG = 64;
 
-/** WGSL of a reduction reading slot `inSlot`; params are [outer, inner, input offset, output offset]. */
-export function reduceShader(op: ReduceOp, dt: StorageCode, inSlot: number, slots: number): string {
+/** Rows of at most this many elements are reduced one per invocation (`reduceShader(…, true)`). */
+export const SHORT_ROW = 32;
+
+/**
+ * WGSL of a reduction reading slot `inSlot`; params are [outer, inner, input offset, output
+ * offset]. `short`: one invocation per row (dispatch `outer` invocations in workgroups of 64);
+ * otherwise one workgroup per row.
+ */
+export function reduceShader(op: ReduceOp, dt: StorageCode, inSlot: number, slots: number, short = false): string {
   const t = computeType(dt);
   const zero = t === 'f32' ? '0.0' : '0i', one = t === 'f32' ? '1.0' : '1i';
   const isArg = op === ReduceOp.ArgMax || op === ReduceOp.ArgMin;
@@ -43,6 +54,35 @@ export function reduceShader(op: ReduceOp, dt: StorageCode, inSlot: number, slot
   const elem = op === ReduceOp.SumSq ? 'x * x' : op === ReduceOp.All || op === ReduceOp.Any ? (t === 'f32' ? 'select(0i, 1i, (bitcast<u32>(x) & 0x7fffffffu) != 0u)' : 'select(0i, 1i, x != 0i)') : 'x';
   const accT = isArg ? t : outT;
   const src = load(`rd${inSlot}`, dt, 'base + k');
+  if (short) {
+    const body = isArg
+      ? `  var acc: ${t} = ${load(`rd${inSlot}`, dt, 'base')};
+  var idx: i32 = 0;
+  for (var k = 1u; k < inner; k++) {
+    let x = ${src};
+    if (better(x, i32(k), acc, idx)) { acc = x; idx = i32(k); }
+  }
+  S0[P[3] + row] = bitcast<u32>(idx);`
+      : `  var acc: ${accT} = ${op === ReduceOp.Max || op === ReduceOp.Min ? load(`rd${inSlot}`, dt, 'base') : init};
+  for (var k = 0u; k < inner; k++) {
+    let x = ${src};
+    let b = ${elem};
+    let a = acc;
+    acc = ${comb[op]};
+  }
+  S0[P[3] + row] = bitcast<u32>(${op === ReduceOp.Mean ? 'acc / f32(inner)' : 'acc'});`;
+    return `${slotBindings(slots)}${isArg ? pick(op === ReduceOp.ArgMax ? '>' : '<') : ''}
+@compute @workgroup_size(${RWG})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let row = gid.y * nwg.x * ${RWG}u + gid.x;
+  let outer = P[0];
+  let inner = P[1];
+  if (row >= outer) { return; }
+  let base = P[2] + row * inner;
+${body}
+}
+`;
+  }
   const fold = isArg
     ? `  var acc: ${t} = ${load(`rd${inSlot}`, dt, 'base')};
   var idx: i32 = 0;

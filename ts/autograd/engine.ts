@@ -82,6 +82,12 @@ export function runBackward(roots: Tensor[], grads: Tensor[], opts: BackwardOpti
         return;
       }
       const prev = t.grad;
+      if (!prev && !g.isContiguous()) {
+        // PyTorch's layout contract: a leaf's .grad is laid out like the leaf (row-major here).
+        const c = g.contiguous();
+        g.dispose();
+        g = c;
+      }
       t.grad = prev ? sum(prev, g) : g;
       untrack(t.grad!);
       return;

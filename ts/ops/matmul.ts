@@ -21,13 +21,14 @@ function fold(t: Tensor, batch: number[], temps: Tensor[]): [Tensor, [number, nu
   const rows = t.shape[t.ndim - 2], cols = t.shape[t.ndim - 1];
   let e = expand(t, [...batch, rows, cols]);
   temps.push(e);
-  let bs = viewStrides(batch, e._strides.slice(0, batch.length), [numel(batch)]);
+  // (No batch dims fold trivially; viewStrides has no dims to fold then, and would say no.)
+  let bs = batch.length ? viewStrides(batch, e._strides.slice(0, batch.length), [numel(batch)]) : [0];
   if (!bs) {
     e = contiguous(e);
     temps.push(e);
     bs = [rows * cols];
   }
-  return [e, [batch.length ? bs[0] : 0, e._strides[batch.length], e._strides[batch.length + 1]]];
+  return [e, [bs[0], e._strides[batch.length], e._strides[batch.length + 1]]];
 }
 
 /**
@@ -43,7 +44,22 @@ function splitK(m: number, n: number, k: number): number {
   return s;
 }
 
-/** `torch.matmul(a, b)`; gradients `g·Bᵀ` and `Aᵀ·g`, summed over broadcast batch dims. */
+/** Whether a 2-D operand is a transposed row-major matrix (`W.T`, as `linear` multiplies by). */
+const columnMajor = (t: Tensor): boolean => t.ndim === 2 && t._strides[0] === 1 && t._strides[1] !== 1 && t.shape[0] > 1;
+
+/** The transpose of a fresh product, as a view (the product is disposed with it). */
+function transposed(p: Tensor): Tensor {
+  const v = transpose(p, -1, -2);
+  p.dispose();
+  return v;
+}
+
+/**
+ * `torch.matmul(a, b)`; gradients `g·Bᵀ` and `Aᵀ·g`, summed over broadcast batch dims. For a
+ * column-major B (`x @ W.T`), B's gradient is computed as `(gᵀ·A)ᵀ`, as PyTorch does: the same
+ * numbers, laid out like B, so that the transpose's own gradient hands W a row-major gradient
+ * with no copy.
+ */
 export function matmul(a: Tensor, b: Tensor): Tensor {
   return recorded('mm', [a, b], () => matmulForward(a, b), (ctx) => {
     const sa = b.requiresGrad ? ctx.save(a) : a, sb = a.requiresGrad ? ctx.save(b) : b;
@@ -54,7 +70,7 @@ export function matmul(a: Tensor, b: Tensor): Tensor {
       const back = (shape: readonly number[], full: Tensor, padded: number[]) => reshape(sumTo(full, shape.length === 1 ? padded : shape), shape.slice());
       return [
         a.requiresGrad ? back(a.shape, matmulForward(g2, transpose(b2, -1, -2)), [1, ...a.shape]) : null,
-        b.requiresGrad ? back(b.shape, matmulForward(transpose(a2, -1, -2), g2), [...b.shape, 1]) : null,
+        b.requiresGrad ? back(b.shape, columnMajor(b2) ? transposed(matmulForward(transpose(g2, -1, -2), a2)) : matmulForward(transpose(a2, -1, -2), g2), [...b.shape, 1]) : null,
       ];
     };
   });

@@ -11,12 +11,14 @@ import { Tensor, view } from '../tensor.js';
 import { full } from './creation.js';
 
 /**
- * Records a view op. Views that never map two elements to one (all of these but `expand`) have
- * one gradient rule: replay the same view on zeros of the input's shape and copy the gradient
- * into it.
+ * Records a view op. Views that reach every element of their input (reshapes and permutations)
+ * pass the gradient back as the inverse view of it, `inverse(g)`, with no kernel, as PyTorch's
+ * do. The others (slices, selections) never map two elements to one, and have one rule: replay
+ * the same view on zeros of the input's shape and copy the gradient into it.
  */
-function viewOp(name: string, t: Tensor, make: (src: Tensor) => Tensor): Tensor {
+function viewOp(name: string, t: Tensor, make: (src: Tensor) => Tensor, inverse?: (g: Tensor) => Tensor): Tensor {
   return recorded(name, [t], () => make(t), () => ([g]) => {
+    if (inverse) return [inverse(g!)];
     const z = full(t.shape.slice(), 0, { dtype: g!.dtype, device: g!.device });
     const zv = make(z);
     launch(z.device, {
@@ -26,6 +28,9 @@ function viewOp(name: string, t: Tensor, make: (src: Tensor) => Tensor): Tensor 
     return [z];
   });
 }
+
+/** The gradient rule of a view with the same elements as `t`: the gradient reshaped to `t`'s shape. */
+const reshapeTo = (t: Tensor) => (g: Tensor): Tensor => reshape(g, t.shape.slice());
 
 /** A row-major copy, or the tensor itself when it already is one. */
 export function contiguous(t: Tensor): Tensor {
@@ -53,7 +58,7 @@ export function viewAs(t: Tensor, shape: number[]): Tensor {
   if (!strides) {
     throw new Error(`view size is not compatible with input tensor's size and stride (at least one dimension spans across two contiguous subspaces). Use .reshape(...) instead. (input ${fmt(t.shape)}, strides ${fmt(t._strides)}, requested ${fmt(shape)})`);
   }
-  return viewOp('view', t, (src) => view(src, target, viewStrides(src.shape, src._strides, target)!));
+  return viewOp('view', t, (src) => view(src, target, viewStrides(src.shape, src._strides, target)!), reshapeTo(t));
 }
 
 /** `reshape`: a view when possible, else a contiguous copy. */
@@ -67,7 +72,7 @@ export function reshape(t: Tensor, shape: number[]): Tensor {
     const out = view(c, target, contiguousStrides(target));
     if (c !== src) c.dispose(); // contiguous() returns src itself when it already is (a 0-d tensor)
     return out;
-  });
+  }, reshapeTo(t));
 }
 
 /** Reorders dims. */
@@ -77,12 +82,13 @@ export function permute(t: Tensor, dims: number[]): Tensor {
   if (nd.length !== t.ndim || new Set(nd).size !== nd.length) {
     throw new RangeError(`permute(sparse_coo): number of dimensions in the tensor input does not match the length of the desired ordering of dimensions i.e. input.dim() = ${t.ndim} is not equal to len(dims) = ${dims.length}`.replace('(sparse_coo)', ''));
   }
-  return viewOp('permute', t, (src) => view(src, nd.map((d) => src.shape[d]), nd.map((d) => src._strides[d])));
+  const back = nd.map((_, i) => nd.indexOf(i));
+  return viewOp('permute', t, (src) => view(src, nd.map((d) => src.shape[d]), nd.map((d) => src._strides[d])), (g) => permute(g, back));
 }
 
 /** Swaps two dims. */
 export function transpose(t: Tensor, d0: number, d1: number): Tensor {
-  if (t.ndim === 0) return viewOp('transpose', t, (src) => view(src, [], []));
+  if (t.ndim === 0) return viewOp('transpose', t, (src) => view(src, [], []), reshapeTo(t));
   const a = normDim(d0, t.ndim), b = normDim(d1, t.ndim);
   const perm = t.shape.map((_, i) => i);
   [perm[a], perm[b]] = [perm[b], perm[a]];
@@ -92,7 +98,7 @@ export function transpose(t: Tensor, d0: number, d1: number): Tensor {
 /** `t.T` for 2-D tensors (`t()` in PyTorch). */
 export function t2(t: Tensor): Tensor {
   if (t.ndim > 2) throw new RangeError(`t() expects a tensor with <= 2 dimensions, but self is ${t.ndim}D`);
-  return t.ndim < 2 ? viewOp('t', t, (src) => view(src, src.shape, src._strides)) : transpose(t, 0, 1);
+  return t.ndim < 2 ? viewOp('t', t, (src) => view(src, src.shape, src._strides), reshapeTo(t)) : transpose(t, 0, 1);
 }
 
 /** Broadcasts to a larger shape without copying (`-1` keeps a size). */
@@ -124,7 +130,7 @@ export function expand(t: Tensor, shape: number[]): Tensor {
 export function squeeze(t: Tensor, dim?: number): Tensor {
   sameDevice('squeeze', [t]);
   const keep = t.shape.map((s, i) => (dim === undefined ? s !== 1 : i !== normDim(dim, t.ndim) || s !== 1));
-  return viewOp('squeeze', t, (src) => view(src, src.shape.filter((_, i) => keep[i]), src._strides.filter((_, i) => keep[i])));
+  return viewOp('squeeze', t, (src) => view(src, src.shape.filter((_, i) => keep[i]), src._strides.filter((_, i) => keep[i])), reshapeTo(t));
 }
 
 /** Inserts a size-1 dim. */
@@ -136,7 +142,7 @@ export function unsqueeze(t: Tensor, dim: number): Tensor {
     shape.splice(d, 0, 1);
     strides.splice(d, 0, d < src.ndim ? src._strides[d] * src.shape[d] : 1);
     return view(src, shape, strides);
-  });
+  }, reshapeTo(t));
 }
 
 /** Flattens dims `start..end` into one. */
@@ -272,7 +278,7 @@ export function index(t: Tensor, ...idx: Index[]): Tensor {
     if (v !== t) v.dispose();
     return out;
   }
-  return v === t ? viewOp('alias', t, (src) => view(src, src.shape, src._strides)) : v;
+  return v === t ? viewOp('alias', t, (src) => view(src, src.shape, src._strides), reshapeTo(t)) : v;
 }
 
 /** `as_strided`: a view with explicit sizes, strides and storage offset (elements). */

@@ -12,7 +12,7 @@
 import * as Comlink from 'comlink';
 import { OutOfMemoryError } from '../memory/errors.js';
 import { spawnWorker, type WorkerHandle } from '../platform.js';
-import { BatchWriter, type Batch, type Command, type DeviceInfo, type WorkerApi } from '../worker/protocol.js';
+import { BatchWriter, type Batch, type Command, type DeviceInfo, type WorkerApi, type WorkerProfile } from '../worker/protocol.js';
 
 /** A device's worker and command queue. */
 export class DeviceClient {
@@ -110,6 +110,13 @@ export class DeviceClient {
     const batch = this.takeQueued();
     const r = await this.start();
     await this.awaiting(() => r.sync(batch)).catch((e) => this.rethrow(e));
+  }
+
+  /** Turns the worker's profile on (clearing it) or off; off resolves with it once the queued work is done (see `WorkerProfile`). */
+  async profile(on: boolean): Promise<WorkerProfile | null> {
+    const batch = this.takeQueued();
+    const r = await this.start();
+    return this.awaiting(() => r.profile(on, batch)).catch((e) => this.rethrow(e));
   }
 
   /** Turns a device's out-of-memory failure into `OutOfMemoryError`; other errors pass through. */

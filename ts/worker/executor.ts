@@ -13,7 +13,7 @@
  */
 import * as Comlink from 'comlink';
 import { exposeWorker, onPortMessage } from '../platform.js';
-import { readBatch, type Batch, type Command, type DeviceInfo, type WorkerApi } from './protocol.js';
+import { readBatch, type Batch, type Command, type DeviceInfo, type WorkerApi, type WorkerProfile } from './protocol.js';
 
 /** What a device implements; everything else (ordering, peers, errors) is the executor's. */
 export interface Backend {
@@ -29,6 +29,35 @@ export interface Backend {
   /** Waits until all submitted work is complete. */
   idle(): Promise<void>;
   close(): Promise<void> | void;
+  /** Starts (clearing) or stops timing the device's own work, where it can (GPU passes with timestamp queries). */
+  timePasses?(on: boolean): void;
+  /** The device's milliseconds inside the passes timed since `timePasses(true)`, by command, once they have finished. */
+  passTimes?(): Promise<Record<string, { count: number; ms: number }> | null>;
+}
+
+/** The executor's side of a profile (see `WorkerProfile`). */
+class Profile {
+  readonly start = performance.now();
+  batches = 0;
+  flushMs = 0;
+  waitMs = 0;
+  readonly commands: WorkerProfile['commands'] = {};
+
+  add(kind: string, ms: number): void {
+    const c = (this.commands[kind] ??= { count: 0, ms: 0 });
+    c.count++;
+    c.ms += ms;
+  }
+
+  /** Times an awaited step as waiting for the device. */
+  async wait<T>(p: Promise<T> | T): Promise<T> {
+    const t = performance.now();
+    try {
+      return await p;
+    } finally {
+      this.waitMs += performance.now() - t;
+    }
+  }
 }
 
 /** Makes the worker API around a backend and exposes it to the parent thread. */
@@ -38,6 +67,7 @@ export function serve(backend: Backend): void {
   const waiting = new Map<string, (data: ArrayBuffer | Error) => void>();
   let chain: Promise<void> = Promise.resolve();
   let failure: Error | null = null;
+  let profile: Profile | null = null;
 
   const fail = (op: string, e: unknown) => {
     if (!failure) failure = new Error(`${op} failed on device: ${e instanceof Error ? e.message : String(e)}`);
@@ -81,6 +111,13 @@ export function serve(backend: Backend): void {
           const data = await receive(cmd.peer, cmd.tag);
           if (data instanceof Error) throw data;
           backend.write(cmd.id, cmd.byteOffset, data);
+        } else if (profile) {
+          const t = performance.now();
+          try {
+            backend.run(cmd);
+          } finally {
+            profile.add(cmd.k, performance.now() - t);
+          }
         } else {
           backend.run(cmd);
         }
@@ -88,7 +125,16 @@ export function serve(backend: Backend): void {
         fail(cmd.k, e);
       }
     }
+    flush();
+  }
+
+  /** Ends a batch, timed while profiling. */
+  function flush(): void {
+    if (!profile) return backend.flush();
+    const t = performance.now();
     backend.flush();
+    profile.flushMs += performance.now() - t;
+    profile.batches++;
   }
 
   const enqueue = <T>(fn: () => Promise<T> | T): Promise<T> => {
@@ -113,14 +159,31 @@ export function serve(backend: Backend): void {
     submit,
     read: (id, byteOffset, bytes, batch) =>
       submit(batch) ?? enqueue(async () => {
-        const data = await backend.read(id, byteOffset, bytes);
+        const data = await (profile ? profile.wait(backend.read(id, byteOffset, bytes)) : backend.read(id, byteOffset, bytes));
         takeFailure();
         return Comlink.transfer(data, [data]);
       }),
     sync: (batch) =>
       submit(batch) ?? enqueue(async () => {
-        await backend.idle();
+        await (profile ? profile.wait(backend.idle()) : backend.idle());
         takeFailure();
+      }),
+    profile: (on, batch) =>
+      submit(batch) ?? enqueue(async () => {
+        const done = profile;
+        profile = null;
+        backend.timePasses?.(false);
+        if (on) {
+          profile = new Profile();
+          backend.timePasses?.(true);
+        }
+        if (!done) return null;
+        const wallMs = performance.now() - done.start;
+        const gpu = backend.passTimes ? await backend.passTimes() : null;
+        return {
+          wallMs, batches: done.batches, commands: done.commands, flushMs: done.flushMs,
+          waitMs: done.waitMs, gpu,
+        };
       }),
     close: () => enqueue(() => backend.close()),
   };

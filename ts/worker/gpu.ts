@@ -14,7 +14,7 @@ import { StorageCode } from '../dtype.js';
 import { env, getGpu } from '../platform.js';
 import { MAX_X, WG, checksDivisor, mapInvocations, mapParamWords, mapParams, mapShader, mapVec4Shader, scatterShader, type MapKernel } from '../../wgsl/elementwise.js';
 import { computeType, elementsPerWord } from '../../wgsl/dtype.js';
-import { reduceShader } from '../../wgsl/reduce.js';
+import { RWG, ReduceOp, SHORT_ROW, reduceShader } from '../../wgsl/reduce.js';
 import { chooseMatmul, matmulVariantGrid, matmulVariantShader, tiledEligible } from '../../wgsl/matmul.js';
 import { softmaxShader } from '../../wgsl/softmax.js';
 import { ELEMENTWISE, WGSL_PRELUDE } from '../ops/table.js';
@@ -55,13 +55,14 @@ const groupsOf = new Map<GPUBuffer, string[]>();
 const bufferIds = new WeakMap<GPUBuffer, number>();
 let nextBufferId = 1;
 let encoder: GPUCommandEncoder | null = null;
-let pass: GPUComputePassEncoder | null = null;
 let params = new Uint8Array(new ArrayBuffer(1 << 16));
 let paramWords = new Uint32Array(params.buffer);
 let paramFloats = new Float32Array(params.buffer);
 let paramBytes = 0;
 let paramBuffer: GPUBuffer | null = null;
-const pendingBinds: { kernel: Kernel; buffers: GPUBuffer[]; offset: number; size: number; grid: [number, number, number] }[] = [];
+/** A recorded dispatch; `label` names its command while the worker's profile times passes. */
+interface PendingDispatch { kernel: Kernel; buffers: GPUBuffer[]; offset: number; size: number; grid: [number, number, number]; label: string }
+const pendingBinds: PendingDispatch[] = [];
 /** Buffers to destroy once the work recorded so far is submitted. */
 const retired: GPUBuffer[] = [];
 /** Pending validation/out-of-memory checks of submitted batches. */
@@ -195,7 +196,7 @@ function reserveParams(words: number): number {
  */
 function dispatchAt(key: string, make: () => string, bind: GPUBuffer[], at: number, words: number, grid: [number, number, number]): void {
   openScope();
-  pendingBinds.push({ kernel: kernel(key, make), buffers: bind, offset: at * 4, size: words * 4, grid });
+  pendingBinds.push({ kernel: kernel(key, make), buffers: bind, offset: at * 4, size: words * 4, grid, label });
 }
 
 /** Queues one dispatch with its params block `p`. */
@@ -314,7 +315,50 @@ function viaScratch(out: Place, outDt: StorageCode, n: number, srcDt: StorageCod
   runMap([{ r: { id: -1, strides: [1], offset: 0 }, dt: srcDt, b: tmp }], [n], buf(out.id), out.offset, outDt, 'x0', computeType(srcDt));
 }
 
+/** An operand of a matmul: a buffer, its element offset and (batch, row, column) strides. */
+interface MatmulOperand { b: GPUBuffer; offset: number; strides: [number, number, number] }
+
+/** Products of at least this many multiply-adds copy a transposed operand to run a tiled variant. */
+const COPY_FOR_TILED = 1 << 22;
+
+/**
+ * `batch` products of m×kk · kk×n. The tiled variants need rows that are contiguous in memory;
+ * an operand whose rows are not (a transposed weight, as `x @ W.T` has) is copied row-major
+ * into a scratch buffer first when the product is large enough for the tiled kernel to repay
+ * the copy: each element of B is read m times, of A n times, and the copy reads it once.
+ */
+function runMatmul(cmd: Extract<Command, { k: 'matmul' }>): void {
+  const { m, n, kk, batch } = cmd;
+  if (batch * m * n === 0) return;
+  let a: MatmulOperand = { b: buf(cmd.a.id), offset: cmd.a.offset, strides: cmd.aStrides };
+  let b: MatmulOperand = { b: buf(cmd.b.id), offset: cmd.b.offset, strides: cmd.bStrides };
+  const f32 = cmd.dt === StorageCode.F32, storage = device.limits.maxComputeWorkgroupStorageSize;
+  if (f32 && !matmulVariant && kk % 4 === 0 && n % 4 === 0 && batch * m * n * kk >= COPY_FOR_TILED && chooseMatmul(m, n, kk, batch, true, 0, storage) !== 1) {
+    if (a.strides[2] !== 1 && n >= 64) a = rowMajorCopy(a, batch, m, kk);
+    if (b.strides[2] !== 1 && m >= 64) b = rowMajorCopy(b, batch, kk, n);
+  }
+  viaScratch(cmd.out, cmd.dt, batch * m * n, StorageCode.F32, (target, offset) => {
+    const { bind, slot } = slotsOf(target, [a.b, b.b]);
+    const p = new Uint32Array([m, n, kk, a.offset, ...a.strides, b.offset, ...b.strides, offset]).buffer;
+    const tiled = f32 && tiledEligible(kk, n, a, b, offset);
+    const v = chooseMatmul(m, n, kk, batch, tiled, matmulVariant, storage);
+    dispatch(`mm${v}|${cmd.dt}|${slot[0]}|${slot[1]}|${bind.length}`, () => matmulVariantShader(v, cmd.dt, slot[0], slot[1], bind.length), bind, p,
+      matmulVariantGrid(v, m, n, batch));
+  });
+}
+
+/** A row-major f32 copy of a (batch, rows, cols) operand in a scratch buffer (one copy of a broadcast batch). */
+function rowMajorCopy(x: MatmulOperand, batch: number, rows: number, cols: number): MatmulOperand {
+  const copies = x.strides[0] === 0 ? 1 : batch;
+  const tmp = device.createBuffer({ size: Math.max(4, copies * rows * cols * 4), usage: GPUBufferUsage.STORAGE });
+  retired.push(tmp);
+  runMap([{ r: { id: -1, offset: x.offset, strides: [x.strides[0], x.strides[1], x.strides[2]] }, dt: StorageCode.F32, b: x.b }],
+    [copies, rows, cols], tmp, 0, StorageCode.F32, 'x0', 'f32');
+  return { b: tmp, offset: 0, strides: [copies === 1 ? 0 : rows * cols, cols, 1] };
+}
+
 function run(cmd: Command): void {
+  if (timer) label = labelOf(cmd);
   switch (cmd.k) {
     case 'segment':
       openScope();
@@ -373,7 +417,9 @@ function run(cmd: Command): void {
       viaScratch(cmd.out, cmd.outDt, cmd.outer, kernelOut, (target, offset) => {
         const { bind, slot } = slotsOf(target, [buf(cmd.a.id)]);
         const p = new Uint32Array([cmd.outer, cmd.inner, cmd.a.offset, offset]).buffer;
-        dispatch(`reduce|${cmd.op}|${cmd.dt}|${slot[0]}|${bind.length}`, () => reduceShader(cmd.op, cmd.dt, slot[0], bind.length), bind, p, grid1d(cmd.outer, 1));
+        const short = cmd.inner <= SHORT_ROW;
+        dispatch(`reduce|${cmd.op}|${cmd.dt}|${slot[0]}|${bind.length}|${+short}`, () => reduceShader(cmd.op, cmd.dt, slot[0], bind.length, short), bind, p,
+          grid1d(cmd.outer, short ? RWG : 1));
       });
       return;
     }
@@ -387,20 +433,9 @@ function run(cmd: Command): void {
       });
       return;
     }
-    case 'matmul': {
-      const { m, n, kk, batch } = cmd;
-      if (batch * m * n === 0) return;
-      viaScratch(cmd.out, cmd.dt, batch * m * n, StorageCode.F32, (target, offset) => {
-        const { bind, slot } = slotsOf(target, [buf(cmd.a.id), buf(cmd.b.id)]);
-        const p = new Uint32Array([m, n, kk, cmd.a.offset, ...cmd.aStrides, cmd.b.offset, ...cmd.bStrides, offset]).buffer;
-        const tiled = cmd.dt === StorageCode.F32 &&
-          tiledEligible(kk, n, { offset: cmd.a.offset, strides: cmd.aStrides }, { offset: cmd.b.offset, strides: cmd.bStrides }, offset);
-        const v = chooseMatmul(m, n, kk, batch, tiled, matmulVariant, device.limits.maxComputeWorkgroupStorageSize);
-        dispatch(`mm${v}|${cmd.dt}|${slot[0]}|${slot[1]}|${bind.length}`, () => matmulVariantShader(v, cmd.dt, slot[0], slot[1], bind.length), bind, p,
-          matmulVariantGrid(v, m, n, batch));
-      });
+    case 'matmul':
+      runMatmul(cmd);
       return;
-    }
     // The index family.
     case 'gather': case 'scatter': case 'cumulative': case 'sort': case 'oneHot':
       runIndex(cmd);
@@ -419,24 +454,113 @@ function encodePending(): void {
   }
   device.queue.writeBuffer(paramBuffer, 0, params, 0, Math.ceil(paramBytes / 4) * 4);
   encoder ??= device.createCommandEncoder();
-  pass = encoder.beginComputePass();
-  let current: GPUComputePipeline | null = null;
-  for (const d of pendingBinds) {
-    const { pipeline, layout } = d.kernel;
-    if (pipeline !== current) pass.setPipeline((current = pipeline));
-    if (layout) pass.setBindGroup(0, bindGroup(layout, [paramBuffer, ...d.buffers], d.size), [d.offset]);
-    else {
-      const entries = [paramBuffer, ...d.buffers].map((b, i) => ({
-        binding: i, resource: i === 0 ? { buffer: b, offset: d.offset, size: d.size } : { buffer: b, size: Math.min(b.size, maxBinding) },
-      }));
-      pass.setBindGroup(0, device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries }));
+  if (timer) {
+    // Profiling: one timed pass per dispatch, so that the GPU's time is told per command.
+    for (const d of pendingBinds) {
+      const p = encoder.beginComputePass({ timestampWrites: timer.next(encoder, d.label) });
+      record(p, d, null);
+      p.end();
     }
-    pass.dispatchWorkgroups(d.grid[0], d.grid[1], d.grid[2]);
+  } else {
+    const p = encoder.beginComputePass();
+    let current: GPUComputePipeline | null = null;
+    for (const d of pendingBinds) current = record(p, d, current);
+    p.end();
   }
-  pass.end();
-  pass = null;
   pendingBinds.length = 0;
   paramBytes = 0;
+}
+
+// ---- Pass timing (the worker's profile, WorkerApi.profile): timestamps around every pass ----
+
+/** Timestamp pairs per query set; a full set is resolved and copied out, and a new one begun. */
+const TIMED_PASSES = 1024;
+
+/** Writes a timestamp pair around each pass, and sums what the device measured once it is done. */
+class PassTimer {
+  private set = device.createQuerySet({ type: 'timestamp', count: 2 * TIMED_PASSES });
+  private used = 0;
+  /** Staging buffers holding resolved timestamp pairs, with how many pairs each holds. */
+  private readonly resolved: { staging: GPUBuffer; labels: string[] }[] = [];
+  private labels: string[] = [];
+  private readonly full: GPUQuerySet[] = [];
+
+  /** The timestamp writes of the next pass of `enc` (resolving the set into `enc` when it fills). */
+  next(enc: GPUCommandEncoder, label: string): GPUComputePassTimestampWrites {
+    if (this.used === TIMED_PASSES) this.resolve(enc);
+    this.labels.push(label);
+    const i = 2 * this.used++;
+    return { querySet: this.set, beginningOfPassWriteIndex: i, endOfPassWriteIndex: i + 1 };
+  }
+
+  /** Records the copy of the used pairs out of the set, and starts a new set. */
+  private resolve(enc: GPUCommandEncoder): void {
+    const bytes = this.used * 16;
+    const target = device.createBuffer({ size: bytes, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC });
+    const staging = device.createBuffer({ size: bytes, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+    enc.resolveQuerySet(this.set, 0, 2 * this.used, target, 0);
+    enc.copyBufferToBuffer(target, 0, staging, 0, bytes);
+    retired.push(target);
+    this.full.push(this.set);
+    this.resolved.push({ staging, labels: this.labels });
+    this.labels = [];
+    this.set = device.createQuerySet({ type: 'timestamp', count: 2 * TIMED_PASSES });
+    this.used = 0;
+  }
+
+  /** Milliseconds inside the timed passes by label, once they have run; releases the timer's resources. */
+  async total(): Promise<Record<string, { count: number; ms: number }>> {
+    if (this.used) {
+      const enc = device.createCommandEncoder();
+      this.resolve(enc);
+      device.queue.submit([enc.finish()]);
+    }
+    flush();
+    const by: Record<string, { count: number; ms: number }> = {};
+    for (const { staging, labels } of this.resolved.splice(0)) {
+      await staging.mapAsync(GPUMapMode.READ);
+      const t = new BigUint64Array(staging.getMappedRange());
+      labels.forEach((l, i) => {
+        const e = (by[l] ??= { count: 0, ms: 0 });
+        e.count++;
+        if (t[2 * i + 1] > t[2 * i]) e.ms += Number(t[2 * i + 1] - t[2 * i]) / 1e6;
+      });
+      staging.destroy();
+    }
+    for (const q of this.full.splice(0)) q.destroy();
+    this.set.destroy();
+    return by;
+  }
+}
+
+let timer: PassTimer | null = null;
+/** The command whose dispatches are being recorded, while the profile is on. */
+let label = '';
+
+/** A command's name in the profile: its kind, and the op for elementwise and reduce commands. */
+function labelOf(cmd: Command): string {
+  if (cmd.k === 'unary') return `unary:${UNARY.get(cmd.op)?.name ?? cmd.op}`;
+  if (cmd.k === 'binary') return `binary:${BINARY.get(cmd.op)?.name ?? cmd.op}`;
+  if (cmd.k === 'reduce') return `reduce:${ReduceOp[cmd.op] ?? cmd.op} ${cmd.outer}x${cmd.inner}`;
+  if (cmd.k === 'matmul') return `matmul:${cmd.batch}x${cmd.m}x${cmd.kk}x${cmd.n}`;
+  return cmd.k;
+}
+/** The timer that `timePasses(false)` stopped, until `passTimes` reads it. */
+let stopped: PassTimer | null = null;
+
+/** Records one dispatch into `p`, whose current pipeline is `current`; returns the dispatch's pipeline. */
+function record(p: GPUComputePassEncoder, d: PendingDispatch, current: GPUComputePipeline | null): GPUComputePipeline {
+  const { pipeline, layout } = d.kernel;
+  if (pipeline !== current) p.setPipeline(pipeline);
+  if (layout) p.setBindGroup(0, bindGroup(layout, [paramBuffer!, ...d.buffers], d.size), [d.offset]);
+  else {
+    const entries = [paramBuffer!, ...d.buffers].map((b, i) => ({
+      binding: i, resource: i === 0 ? { buffer: b, offset: d.offset, size: d.size } : { buffer: b, size: Math.min(b.size, maxBinding) },
+    }));
+    p.setBindGroup(0, device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries }));
+  }
+  p.dispatchWorkgroups(d.grid[0], d.grid[1], d.grid[2]);
+  return pipeline;
 }
 
 /** Submits everything recorded so far. */
@@ -608,6 +732,17 @@ export const gpuBackend: Backend = {
   flush,
   read,
   write,
+  timePasses(on) {
+    flush();
+    if (on && device.features.has('timestamp-query')) timer = new PassTimer();
+    else if (!on) stopped = timer ?? stopped;
+    if (!on) timer = null;
+  },
+  async passTimes() {
+    const t = stopped;
+    stopped = null;
+    return t ? t.total() : null;
+  },
   async idle() {
     flush();
     await device.queue.onSubmittedWorkDone();

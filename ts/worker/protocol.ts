@@ -76,8 +76,36 @@ export interface WorkerApi {
   read(id: number, byteOffset: number, bytes: number, batch: Batch | null): Promise<ArrayBuffer>;
   /** Resolves when all earlier commands (and `batch`, as for `read`) ran; rejects with the first error since the last sync. */
   sync(batch: Batch | null): Promise<void>;
+  /**
+   * Turns the worker's own profile on (`on`, which also clears it) or off. Turning it off
+   * resolves, after `batch` and everything before it have finished on the device, with the
+   * profile since it was turned on; null when it was not on.
+   */
+  profile(on: boolean, batch: Batch | null): Promise<WorkerProfile | null>;
   /** Releases the device. */
   close(): Promise<void>;
+}
+
+/**
+ * Where a device worker's time went while its profile was on (`bench/profile-step.mjs` reads
+ * it): what ran, for how long on the worker's thread, and for how long on the GPU.
+ */
+export interface WorkerProfile {
+  /** Milliseconds from turning the profile on to turning it off. */
+  wallMs: number;
+  /** Batches (messages) run. */
+  batches: number;
+  /** Commands run, and the worker-thread milliseconds spent running them, by command kind. */
+  commands: Record<string, { count: number; ms: number }>;
+  /** Worker-thread milliseconds spent ending batches (the GPU: encoding passes and submitting them). */
+  flushMs: number;
+  /** Milliseconds that reads and syncs waited for the device (the GPU finishing, a buffer mapping). */
+  waitMs: number;
+  /**
+   * The GPU's dispatches and its milliseconds inside them, by command (kind, and the op or
+   * shape), from timestamp queries around a pass per dispatch; null where the device cannot tell.
+   */
+  gpu: Record<string, { count: number; ms: number }> | null;
 }
 
 /**
