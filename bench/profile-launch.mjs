@@ -36,6 +36,25 @@ const median = (a) => a.slice().sort((p, q) => p - q)[a.length >> 1];
 const issue = median(times.map((t) => t[0])), result = median(times.map((t) => t[1]));
 console.log(`${dev}, ${operand} operand: issue ${issue.toFixed(2)} µs/op (caller), to result ${result.toFixed(2)} µs/op (median of 20 × 1,000 ops)`);
 
+// The round trip (one add, then a read), split by the worker's own profile: the worker's time
+// running and submitting commands, its wait for the device (the copy and the buffer mapping),
+// and the rest, which is messaging between the threads and the caller's own code.
+{
+  const ROUND = 200;
+  await torch._profileWorker(dev, true);
+  const t0 = performance.now();
+  for (let i = 0; i < ROUND; i++) {
+    const y = x.add(1);
+    await y.data();
+    y.dispose();
+  }
+  const total = (performance.now() - t0) / ROUND * 1000;
+  const p = await torch._profileWorker(dev, false);
+  const run = Object.values(p.commands).reduce((a, c) => a + c.ms, 0) / ROUND * 1000;
+  const flush = p.flushMs / ROUND * 1000, wait = p.waitMs / ROUND * 1000;
+  console.log(`round trip (one add + read, ${ROUND}×, under the worker's profile): ${total.toFixed(0)} µs = worker running ${run.toFixed(0)} + ending batches ${flush.toFixed(0)} + waiting for the device ${wait.toFixed(0)} + messaging and the caller ${(total - run - flush - wait).toFixed(0)}`);
+}
+
 const session = new Session();
 session.connect();
 await session.post('Profiler.enable');

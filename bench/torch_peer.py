@@ -237,16 +237,17 @@ def measure(job, budget):
     why = job.check()
     if why:
         return {"error": "wrong result: " + why}
-    last = None
+    # `inner` from the median warm-up sample, as bench/lib/harness.mjs does (one slow spell must not set it)
+    warm = []
     w0 = time.perf_counter()
     i = 0
     while i < budget["warmup"] or ((time.perf_counter() - w0) * 1e3 < budget["warmupMs"] and i < 10000):
         t0 = time.perf_counter()
         job.launch()
         job.read()
-        last = (time.perf_counter() - t0) * 1e3
+        warm.append((time.perf_counter() - t0) * 1e3)
         i += 1
-    last = last if last is not None else budget["sampleMs"]
+    last = statistics.median(warm[1:] if len(warm) > 1 else warm) if warm else budget["sampleMs"]
     inner = job.inner or max(1, min(budget["maxInner"], int(budget["sampleMs"] / max(last, 1e-3))))
     samples = []
     start = time.perf_counter()

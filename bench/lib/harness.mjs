@@ -143,10 +143,13 @@ export async function measureRow(impls, check, budget) {
       if (why) throw new Error(`wrong result: ${why}`);
       // 2. warm-up, which also sizes `inner`
       // (time-based too: V8 first runs WASM on its baseline compiler and tiers up hot code later)
-      let last = budget.sampleMs / 1e3;
+      // `inner` comes from the median warm-up sample: one slow spell (a GC, a pipeline compile) in
+      // the last sample once made `inner` 1, and every later sample then timed a sync round trip.
+      const warm = [];
       const w0 = performance.now();
-      for (let i = 0; i < budget.warmup || (performance.now() - w0 < budget.warmupMs && i < 10_000); i++) last = await sample(impl, 1);
-      const inner = impl.inner ?? Math.max(1, Math.min(budget.maxInner, Math.floor(budget.sampleMs / 1e3 / Math.max(last, 1e-6))));
+      for (let i = 0; i < budget.warmup || (performance.now() - w0 < budget.warmupMs && i < 10_000); i++) warm.push(await sample(impl, 1));
+      const typical = median(warm.length > 1 ? warm.slice(1) : warm);
+      const inner = impl.inner ?? Math.max(1, Math.min(budget.maxInner, Math.floor(budget.sampleMs / 1e3 / Math.max(typical, 1e-6))));
       live.push({ name, impl, inner, samples: [] });
     } catch (e) {
       results[name] = errorOf(e);
