@@ -35,7 +35,8 @@ export async function spawnWorker(kind: 'cpu' | 'gpu', base: string | URL = impo
     const { default: nodeEndpoint } = await import('comlink/dist/esm/node-adapter.mjs');
     // Device workers start with default flags: they would inherit the parent's execArgv, where
     // process-wide flags (`--expose-gc`, `--input-type`) make the Worker constructor throw.
-    const w = new Worker(url, { execArgv: [] });
+    // `--cpu-prof*` passes through, so that `node --cpu-prof` profiles the device workers too.
+    const w = new Worker(url, { execArgv: process.execArgv.filter((f) => f.startsWith('--cpu-prof')) });
     w.unref();
     return {
       endpoint: nodeEndpoint(w),

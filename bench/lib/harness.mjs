@@ -27,7 +27,7 @@
 /** Budgets for `--quick` (smoke runs, CI) and for full runs. */
 export const BUDGETS = {
   quick: { warmup: 1, warmupMs: 200, minSamples: 3, maxSamples: 15, budgetMs: 500, sampleMs: 15, maxInner: 50 },
-  full: { warmup: 3, warmupMs: 500, minSamples: 5, maxSamples: 30, budgetMs: 1500, sampleMs: 50, maxInner: 200 },
+  full: { warmup: 3, warmupMs: 500, minSamples: 5, maxSamples: 30, budgetMs: 1500, sampleMs: 50, maxInner: 1000 },
 };
 
 /** Median of a list of numbers. */

@@ -334,8 +334,8 @@ function runMatmul(cmd: Extract<Command, { k: 'matmul' }>): void {
   let b: MatmulOperand = { b: buf(cmd.b.id), offset: cmd.b.offset, strides: cmd.bStrides };
   const f32 = cmd.dt === StorageCode.F32, storage = device.limits.maxComputeWorkgroupStorageSize;
   if (f32 && !matmulVariant && kk % 4 === 0 && n % 4 === 0 && batch * m * n * kk >= COPY_FOR_TILED && chooseMatmul(m, n, kk, batch, true, 0, storage) !== 1) {
-    if (a.strides[2] !== 1 && n >= 64) a = rowMajorCopy(a, batch, m, kk);
-    if (b.strides[2] !== 1 && m >= 64) b = rowMajorCopy(b, batch, kk, n);
+    if (a.strides[2] !== 1 && n >= 64) a = rowMajorCopy(a, batch, m, kk, 0);
+    if (b.strides[2] !== 1 && m >= 64) b = rowMajorCopy(b, batch, kk, n, 1);
   }
   viaScratch(cmd.out, cmd.dt, batch * m * n, StorageCode.F32, (target, offset) => {
     const { bind, slot } = slotsOf(target, [a.b, b.b]);
@@ -347,11 +347,27 @@ function runMatmul(cmd: Extract<Command, { k: 'matmul' }>): void {
   });
 }
 
-/** A row-major f32 copy of a (batch, rows, cols) operand in a scratch buffer (one copy of a broadcast batch). */
-function rowMajorCopy(x: MatmulOperand, batch: number, rows: number, cols: number): MatmulOperand {
-  const copies = x.strides[0] === 0 ? 1 : batch;
-  const tmp = device.createBuffer({ size: Math.max(4, copies * rows * cols * 4), usage: GPUBufferUsage.STORAGE });
-  retired.push(tmp);
+/**
+ * The scratch buffers of `rowMajorCopy`, one per operand, kept and grown: dispatches on one queue
+ * run in order, so the next product may overwrite what the last one read, and a fresh buffer per
+ * product cost a buffer and a bind group each time.
+ */
+const operandScratch: (GPUBuffer | null)[] = [null, null];
+/** Operands up to this size use the kept scratch buffers. */
+const KEPT_SCRATCH = 64 << 20;
+
+/** A row-major f32 copy of a (batch, rows, cols) operand in scratch buffer `slot` (one copy of a broadcast batch). */
+function rowMajorCopy(x: MatmulOperand, batch: number, rows: number, cols: number, slot: 0 | 1): MatmulOperand {
+  const copies = x.strides[0] === 0 ? 1 : batch, bytes = copies * rows * cols * 4;
+  let tmp = operandScratch[slot];
+  if (bytes > KEPT_SCRATCH) {
+    // a one-off for a large operand, not kept outside the allocator's accounting
+    tmp = device.createBuffer({ size: bytes, usage: GPUBufferUsage.STORAGE });
+    retired.push(tmp);
+  } else if (!tmp || tmp.size < bytes) {
+    if (tmp) retired.push(tmp);
+    tmp = operandScratch[slot] = device.createBuffer({ size: Math.ceil(bytes / (1 << 20)) << 20, usage: GPUBufferUsage.STORAGE });
+  }
   runMap([{ r: { id: -1, offset: x.offset, strides: [x.strides[0], x.strides[1], x.strides[2]] }, dt: StorageCode.F32, b: x.b }],
     [copies, rows, cols], tmp, 0, StorageCode.F32, 'x0', 'f32');
   return { b: tmp, offset: 0, strides: [copies === 1 ? 0 : rows * cols, cols, 1] };
