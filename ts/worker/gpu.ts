@@ -609,13 +609,17 @@ function write(id: number, byteOffset: number, data: ArrayBuffer): void {
 }
 
 async function read(id: number, byteOffset: number, bytes: number): Promise<ArrayBuffer> {
-  flush();
-  if (bytes === 0) return new ArrayBuffer(0);
+  if (bytes === 0) {
+    flush();
+    return new ArrayBuffer(0);
+  }
   const start = byteOffset & ~3, size = Math.ceil((byteOffset + bytes) / 4) * 4 - start;
   const staging = device.createBuffer({ size, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
-  const enc = device.createCommandEncoder();
-  enc.copyBufferToBuffer(buf(id), start, staging, 0, size);
-  device.queue.submit([enc.finish()]);
+  // The copy rides in the same submit as the work still recorded: one submit per read, not two.
+  encodePending();
+  encoder ??= device.createCommandEncoder();
+  encoder.copyBufferToBuffer(buf(id), start, staging, 0, size);
+  flush();
   await staging.mapAsync(GPUMapMode.READ);
   const out = staging.getMappedRange().slice(byteOffset - start, byteOffset - start + bytes);
   staging.unmap();
