@@ -118,7 +118,8 @@ for (const device of devices) {
           impls.push([who, { launch() { throw e; }, sync: async () => {} }]);
         }
       }
-      const measured = await measureRow(impls, check, budget);
+      const rowBudget = c.warmupMs && !opts.quick ? { ...budget, warmupMs: Math.max(budget.warmupMs, c.warmupMs) } : budget;
+      const measured = await measureRow(impls, check, rowBudget);
       for (const [who, r] of Object.entries(measured)) {
         const fig = figureOf(r, toUnit);
         if (who === 'webtorch') row.webtorch = fig;
@@ -126,7 +127,7 @@ for (const device of devices) {
         else row.peers[who] = fig;
       }
       const job = torchDevice === device ? c.torchJob?.(spec.params, device) : null;
-      if (job) jobs.push({ key: `${rows.length}`, ...job });
+      if (job) jobs.push({ key: `${rows.length}`, ...job, warmupMs: rowBudget.warmupMs });
       rows.push(addRatios(row));
       log(`[${device}] ${row.label} ${row.size}: webtorch ${fmt(row.webtorch?.value)}${row.webtorch?.error ? ' (error)' : ''} ${row.unit}` +
         Object.entries(row.peers).map(([p, f]) => `, ${p} ${f?.error ? 'error' : fmt(f?.value)}`).join(''));

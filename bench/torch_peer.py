@@ -277,7 +277,8 @@ def main():
     for job in spec["jobs"]:
         try:
             j = OPS[job["op"]](job)
-            out["results"][job["key"]] = {"skipped": "no CUDA"} if j is None else measure(j, spec["budget"])
+            budget = dict(spec["budget"], warmupMs=max(spec["budget"]["warmupMs"], job.get("warmupMs", 0)))
+            out["results"][job["key"]] = {"skipped": "no CUDA"} if j is None else measure(j, budget)
         except Exception as e:  # a failing case is reported, not fatal
             out["results"][job["key"]] = {"error": ("%s: %s" % (type(e).__name__, e))[:300]}
         finally:

@@ -86,6 +86,9 @@ const nhwcFeature = (k) => { const ch = Math.floor(k / 49), rc = k % 49; return 
 /** @type {import('./common.mjs').Case[]} */
 export default [{
   name: 'cnn_train',
+  // The step runs dozens of ops through JS on both threads; V8 needs seconds of them to settle (on the
+  // H100, 3.5 ms per step in the first 1.5 s of a fresh process, 1.2–1.7 ms after: BENCHMARKS.md).
+  warmupMs: 4000,
   group: 'train',
   unit: 'steps/s',
   higherIsBetter: true,

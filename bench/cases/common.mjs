@@ -17,6 +17,7 @@ import { keepLast } from '../lib/harness.mjs';
  *   keys: `webtorch`, the peers `tfjs` and `dawn`, and `ref:<name>` for figures shown as notes
  * @property {(p: any, device: 'gpu' | 'cpu') => (object | null)} [torchJob]  what bench/torch_peer.py runs for the row
  * @property {(torch: any) => (string | null)} [requires]  what this build of webtorch lacks for the case, or null
+ * @property {number} [warmupMs]  a longer warm-up for every implementation of the case's full-size rows
  */
 
 /**
