@@ -5,9 +5,9 @@
 // Medians of 300–500 round trips, in µs. Run: node bench/probe-latency.mjs   (after npm run build)
 import { Worker } from 'node:worker_threads';
 import * as torch from '../dist/webtorch.js';
+import { median } from './lib/harness.mjs';
 
 process.env.XDG_RUNTIME_DIR ??= '/tmp';
-const median = (t) => t.slice().sort((a, b) => a - b)[t.length >> 1] * 1000;
 
 async function timeIt(label, f, n = 300) {
   for (let i = 0; i < 50; i++) await f();
@@ -17,7 +17,7 @@ async function timeIt(label, f, n = 300) {
     await f();
     t.push(performance.now() - t0);
   }
-  console.log(`${label.padEnd(58)} ${median(t).toFixed(0).padStart(6)} µs`);
+  console.log(`${label.padEnd(58)} ${(median(t) * 1000).toFixed(0).padStart(6)} µs`);
 }
 
 async function worker(label, data) {

@@ -16,6 +16,7 @@ import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import * as torch from '../dist/webtorch.js';
 import { CASES } from './cases/index.mjs';
+import { median } from './lib/harness.mjs';
 
 const { values: opts } = parseArgs({
   options: {
@@ -48,7 +49,6 @@ async function run(impl, n) {
   return [(performance.now() - t0) / n, caller / n];
 }
 
-const median = (a) => a.slice().sort((p, q) => p - q)[a.length >> 1];
 const results = [];
 for (const c of CASES.filter((k) => opts.cases.split(',').includes(k.name))) {
   for (const spec of c.rows(opts.quick, wt.type, ctx)) {

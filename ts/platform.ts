@@ -70,15 +70,18 @@ export async function getGpu(): Promise<GPU | null> {
   return (globalThis.navigator as Navigator | undefined)?.gpu ?? null;
 }
 
-/** Compiles the AssemblyScript kernels shipped next to this file. */
-export async function loadKernelWasm(base: string | URL = import.meta.url): Promise<WebAssembly.Module> {
-  const url = new URL('webtorch.wasm', base);
+/** Compiles a WebAssembly module shipped next to this file. */
+async function loadWasm(file: string, base: string | URL): Promise<WebAssembly.Module> {
+  const url = new URL(file, base);
   if (isNode) {
     const { readFile } = await import('node:fs/promises');
     return WebAssembly.compile(await readFile(url));
   }
   return WebAssembly.compileStreaming(fetch(url));
 }
+
+/** Compiles the AssemblyScript kernels shipped next to this file. */
+export const loadKernelWasm = (base: string | URL = import.meta.url): Promise<WebAssembly.Module> => loadWasm('webtorch.wasm', base);
 
 /** A MessagePort pair for worker-to-worker traffic. */
 export function messageChannel(): MessageChannel {
@@ -174,11 +177,4 @@ export async function hardwareThreads(): Promise<number> {
 }
 
 /** Compiles the kernels' shared-memory build (imports `env.memory`, shared), shipped next to this file. */
-export async function loadSharedKernelWasm(base: string | URL = import.meta.url): Promise<WebAssembly.Module> {
-  const url = new URL('webtorch-shared.wasm', base);
-  if (isNode) {
-    const { readFile } = await import('node:fs/promises');
-    return WebAssembly.compile(await readFile(url));
-  }
-  return WebAssembly.compileStreaming(fetch(url));
-}
+export const loadSharedKernelWasm = (base: string | URL = import.meta.url): Promise<WebAssembly.Module> => loadWasm('webtorch-shared.wasm', base);

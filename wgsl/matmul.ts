@@ -309,33 +309,27 @@ fn rd0(i: u32) -> vec4<f32> { return S0[i]; }
     for (let h = 0; h < bh; h++) store += `    { let c = col0 + ${h * (tn / bh)}u + tx * 4u; if (c < N) { S0[(oBase + (${r}) * N + c) / 4u] = c${i}_${h}; } }\n`;
     store += '  }\n';
   }
+  // One double-buffered K step: prefetch the step at `next` into registers while computing from
+  // buffer `cur`, then stash the registers into buffer `other` (a WGSL flag `more` guards the last step).
+  const prefetchStep = (next: string, more: string, cur: string, other: string) => `    k0 = ${next};
+    let ${more} = k0 < K;
+    if (${more}) {
+${fetch}
+    }
+${fmaStep(cur)}
+    if (${more}) {
+${stash(other)}
+    }
+    workgroupBarrier();`;
   const loop = double && unroll2
     ? `  var k0 = 0u;
 ${fetch}
 ${stash('0u')}
   workgroupBarrier();
   for (var kt = 0u; kt < K; kt += 2u * BK) {
-    k0 = kt + BK;
-    let more = k0 < K;
+${prefetchStep('kt + BK', 'more', '0u', '1u')}
     if (more) {
-${fetch}
-    }
-${fmaStep('0u')}
-    if (more) {
-${stash('1u')}
-    }
-    workgroupBarrier();
-    if (more) {
-      k0 = kt + 2u * BK;
-      let more2 = k0 < K;
-      if (more2) {
-${fetch}
-      }
-${fmaStep('1u')}
-      if (more2) {
-${stash('0u')}
-      }
-      workgroupBarrier();
+${prefetchStep('kt + 2u * BK', 'more2', '1u', '0u')}
     }
   }`
     : double
@@ -345,16 +339,7 @@ ${stash('0u')}
   workgroupBarrier();
   var sb = 0u;
   for (var kt = 0u; kt < K; kt += BK) {
-    k0 = kt + BK;
-    let more = k0 < K;
-    if (more) {
-${fetch}
-    }
-${fmaStep('sb')}
-    if (more) {
-${stash('(1u - sb)')}
-    }
-    workgroupBarrier();
+${prefetchStep('kt + BK', 'more', 'sb', '(1u - sb)')}
     sb = 1u - sb;
   }`
     : `  var k0 = 0u;

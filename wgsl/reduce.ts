@@ -54,43 +54,31 @@ export function reduceShader(op: ReduceOp, dt: StorageCode, inSlot: number, slot
   const elem = op === ReduceOp.SumSq ? 'x * x' : op === ReduceOp.All || op === ReduceOp.Any ? (t === 'f32' ? 'select(0i, 1i, (bitcast<u32>(x) & 0x7fffffffu) != 0u)' : 'select(0i, 1i, x != 0i)') : 'x';
   const accT = isArg ? t : outT;
   const src = load(`rd${inSlot}`, dt, 'base + k');
-  if (short) {
-    const body = isArg
-      ? `  var acc: ${t} = ${load(`rd${inSlot}`, dt, 'base')};
+  // One invocation's fold of the row's elements start, start + stride, …
+  const serial = (start: string, stride: string) => isArg
+    ? `  var acc: ${t} = ${load(`rd${inSlot}`, dt, 'base')};
   var idx: i32 = 0;
-  for (var k = 1u; k < inner; k++) {
+  if (${start} < inner) { acc = ${load(`rd${inSlot}`, dt, `base + ${start}`)}; idx = i32(${start}); }
+  for (var k = ${start} + ${stride}; k < inner; k += ${stride}) {
     let x = ${src};
     if (better(x, i32(k), acc, idx)) { acc = x; idx = i32(k); }
-  }
-  S0[P[3] + row] = bitcast<u32>(idx);`
-      : `  var acc: ${accT} = ${op === ReduceOp.Max || op === ReduceOp.Min ? load(`rd${inSlot}`, dt, 'base') : init};
-  for (var k = 0u; k < inner; k++) {
+  }`
+    : `  var acc: ${accT} = ${op === ReduceOp.Max || op === ReduceOp.Min ? load(`rd${inSlot}`, dt, 'base') : init};
+  for (var k = ${start}; k < inner; k += ${stride}) {
     let x = ${src};
     let b = ${elem};
     let a = acc;
     acc = ${comb[op]};
-  }
-  S0[P[3] + row] = bitcast<u32>(${op === ReduceOp.Mean ? 'acc / f32(inner)' : 'acc'});`;
-    return `${slotBindings(slots)}${isArg ? pick(op === ReduceOp.ArgMax ? '>' : '<') : ''}
-@compute @workgroup_size(${RWG})
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-  let row = gid.y * nwg.x * ${RWG}u + gid.x;
-  let outer = P[0];
-  let inner = P[1];
-  if (row >= outer) { return; }
-  let base = P[2] + row * inner;
-${body}
-}
-`;
+  }`;
+  const betterFn = isArg ? pick(op === ReduceOp.ArgMax ? '>' : '<') : '';
+  if (short) {
+    const result = isArg ? 'idx' : op === ReduceOp.Mean ? 'acc / f32(inner)' : 'acc';
+    return `${slotBindings(slots)}${betterFn}
+${rowMain(RWG, `${serial('0u', '1u')}
+  S0[P[3] + row] = bitcast<u32>(${result});`, true)}`;
   }
   const fold = isArg
-    ? `  var acc: ${t} = ${load(`rd${inSlot}`, dt, 'base')};
-  var idx: i32 = 0;
-  if (li < inner) { acc = ${load(`rd${inSlot}`, dt, 'base + li')}; idx = i32(li); }
-  for (var k = li + ${RWG}u; k < inner; k += ${RWG}u) {
-    let x = ${src};
-    if (better(x, i32(k), acc, idx)) { acc = x; idx = i32(k); }
-  }
+    ? `${serial('li', `${RWG}u`)}
   SV[li] = acc; SI[li] = idx;
   workgroupBarrier();
   for (var s = ${RWG / 2}u; s > 0u; s = s >> 1u) {
@@ -98,13 +86,7 @@ ${body}
     workgroupBarrier();
   }
   if (li == 0u) { S0[P[3] + row] = bitcast<u32>(SI[0]); }`
-    : `  var acc: ${accT} = ${op === ReduceOp.Max || op === ReduceOp.Min ? load(`rd${inSlot}`, dt, 'base') : init};
-  for (var k = li; k < inner; k += ${RWG}u) {
-    let x = ${src};
-    let b = ${elem};
-    let a = acc;
-    acc = ${comb[op]};
-  }
+    : `${serial('li', `${RWG}u`)}
   SV[li] = acc;
   workgroupBarrier();
   for (var s = ${RWG / 2}u; s > 0u; s = s >> 1u) {
@@ -113,19 +95,21 @@ ${body}
   }
   if (li == 0u) { S0[P[3] + row] = bitcast<u32>(${op === ReduceOp.Mean ? `SV[0] / f32(inner)` : 'SV[0]'}); }`;
   return `${slotBindings(slots)}var<workgroup> SV: array<${accT}, ${RWG}>;
-${isArg ? `var<workgroup> SI: array<i32, ${RWG}>;\n${pick(op === ReduceOp.ArgMax ? '>' : '<')}` : ''}
+${isArg ? `var<workgroup> SI: array<i32, ${RWG}>;\n${betterFn}` : ''}
 ${rowMain(RWG, fold)}`;
 }
 
 /**
- * The entry point of a row kernel: one workgroup of `wg` invocations per row of a contiguous
- * [outer, inner] block, with `row`, `inner`, `li` and the row's first element `base` in scope.
- * Params begin [outer, inner, input offset, output offset].
+ * The entry point of a row kernel over a contiguous [outer, inner] block, with `row`, `inner`
+ * and the row's first element `base` in scope: one workgroup of `wg` invocations per row (and
+ * `li`, the invocation's index in it), or, with `perInvocation`, one invocation per row in
+ * workgroups of `wg` (dispatch `outer` invocations). Params begin [outer, inner, input offset,
+ * output offset].
  */
-export function rowMain(wg: number, body: string): string {
+export function rowMain(wg: number, body: string, perInvocation = false): string {
   return `@compute @workgroup_size(${wg})
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
-  let row = wid.y * nwg.x + wid.x;
+fn main(@builtin(${perInvocation ? 'global_invocation_id) gid' : 'workgroup_id) wid'}: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
+  let row = ${perInvocation ? `gid.y * nwg.x * ${wg}u + gid.x` : 'wid.y * nwg.x + wid.x'};
   let outer = P[0];
   let inner = P[1];
   if (row >= outer) { return; }
