@@ -113,6 +113,25 @@ describe('tensors carry a device', () => {
     }
   });
 
+  it('keeps program order when a long burst goes out in pieces behind a pending read', async () => {
+    // A burst over the client's send threshold is sent while the caller is still issuing it;
+    // the read issued before it must still see the values from before it.
+    for (const device of devices) {
+      const x = torch.zeros([8], { device });
+      await x.data();
+      const before = x.data();
+      for (let i = 0; i < 300; i++) {
+        const y = x.add(1);
+        x.copy_(y);
+        y.dispose();
+      }
+      const after = x.data();
+      expect(Array.from(await before)).toEqual(new Array(8).fill(0));
+      expect(Array.from(await after)).toEqual(new Array(8).fill(300));
+      x.dispose();
+    }
+  });
+
   it('copy_ works across devices, into views, with dtype conversion and broadcasting', async () => {
     for (const src of devices) {
       for (const dst of devices) {

@@ -14,6 +14,9 @@ import { OutOfMemoryError } from '../memory/errors.js';
 import { spawnWorker, type WorkerHandle } from '../platform.js';
 import { BatchWriter, type Batch, type Command, type DeviceInfo, type WorkerApi, type WorkerProfile } from '../worker/protocol.js';
 
+/** Words of queued commands at which a burst is sent without waiting for its microtask to end. */
+const SEND_AT = Number(globalThis.process?.env?.WEBTORCH_SEND_AT ?? 2048);
+
 /** A device's worker and command queue. */
 export class DeviceClient {
   /** Storage ids are per device. */
@@ -27,6 +30,10 @@ export class DeviceClient {
   private scheduled = false;
   private handle: WorkerHandle | null = null;
   private ready: Promise<Comlink.Remote<WorkerApi>> | null = null;
+  /** The started worker's API: messages go to it at once while none waits on `ready` (see `post`). */
+  private remote: Comlink.Remote<WorkerApi> | null = null;
+  /** Messages waiting for `ready`, to be sent in program order when it resolves. */
+  private waitingOnStart = 0;
   /** Set when the worker could not start: every later sync point rethrows it. */
   private startError: Error | null = null;
   /** Set by `close()`: later commands (frees of tensors that outlived the worker) are dropped. */
@@ -48,6 +55,7 @@ export class DeviceClient {
         await this.handle.terminate();
         throw this.startError;
       }
+      this.remote = remote;
       return remote;
     })();
     return this.ready;
@@ -73,7 +81,9 @@ export class DeviceClient {
     if (this.closed) return;
     this.queue.push(cmd);
     if (transfer) this.transfers.push(...transfer);
-    if (!this.scheduled) {
+    // A long burst goes out in pieces, so that the worker starts on it while the caller goes on.
+    if (this.queue.size >= SEND_AT) this.flush();
+    else if (!this.scheduled) {
       this.scheduled = true;
       queueMicrotask(() => this.flush());
     }
@@ -83,7 +93,23 @@ export class DeviceClient {
   flush(): void {
     this.scheduled = false;
     const batch = this.takeQueued();
-    if (batch) this.start().then((r) => r.submit(batch), () => undefined);
+    if (batch) this.post((r) => r.submit(batch)).catch(() => undefined);
+  }
+
+  /**
+   * Sends one message in program order: at once (synchronously) once the worker is up and no
+   * earlier message still waits for it to start, else after those.
+   */
+  private async post<T>(send: (r: Comlink.Remote<WorkerApi>) => Promise<T>): Promise<T> {
+    if (this.remote && this.waitingOnStart === 0) return send(this.remote);
+    this.waitingOnStart++;
+    let r: Comlink.Remote<WorkerApi>;
+    try {
+      r = await this.start();
+    } finally {
+      this.waitingOnStart--;
+    }
+    return send(r);
   }
 
   /** The queued commands as a batch marked for transfer (with the buffers queued with them), or null. */
@@ -98,25 +124,21 @@ export class DeviceClient {
   /** Reads bytes of a storage once all earlier work has run. */
   async read(id: number, byteOffset: number, bytes: number): Promise<ArrayBuffer> {
     if (this.closed) throw new Error(`webtorch: device ${this.name} was shut down; its tensors are gone`);
-    // The queued commands travel with the read. Later ops flush after it: this continuation is
-    // registered on `ready` before theirs, so the worker still sees program order.
+    // The queued commands travel with the read; `post` keeps it ahead of later ops.
     const batch = this.takeQueued();
-    const r = await this.start();
-    return this.awaiting(() => r.read(id, byteOffset, bytes, batch)).catch((e) => this.rethrow(e));
+    return this.awaiting(() => this.post((r) => r.read(id, byteOffset, bytes, batch))).catch((e) => this.rethrow(e));
   }
 
   /** Waits for all queued work; rethrows the first asynchronous error since the last sync. */
   async sync(): Promise<void> {
     const batch = this.takeQueued();
-    const r = await this.start();
-    await this.awaiting(() => r.sync(batch)).catch((e) => this.rethrow(e));
+    await this.awaiting(() => this.post((r) => r.sync(batch))).catch((e) => this.rethrow(e));
   }
 
   /** Turns the worker's profile on (clearing it) or off; off resolves with it once the queued work is done (see `WorkerProfile`). */
   async profile(on: boolean): Promise<WorkerProfile | null> {
     const batch = this.takeQueued();
-    const r = await this.start();
-    return this.awaiting(() => r.profile(on, batch)).catch((e) => this.rethrow(e));
+    return this.awaiting(() => this.post((r) => r.profile(on, batch))).catch((e) => this.rethrow(e));
   }
 
   /** Turns a device's out-of-memory failure into `OutOfMemoryError`; other errors pass through. */
@@ -141,6 +163,7 @@ export class DeviceClient {
     }
     await this.handle?.terminate();
     this.ready = null;
+    this.remote = null;
     this.handle = null;
   }
 }

@@ -15,6 +15,9 @@ import * as Comlink from 'comlink';
 import { exposeWorker, onPortMessage } from '../platform.js';
 import { readBatch, type Batch, type Command, type DeviceInfo, type WorkerApi, type WorkerProfile } from './protocol.js';
 
+/** Runs `fn` after the tasks (messages) already queued: `setImmediate` in Node, a timeout elsewhere. */
+const nextTask: (fn: () => void) => void = (globalThis as { setImmediate?: (fn: () => void) => void }).setImmediate ?? ((fn) => setTimeout(fn, 0));
+
 /** What a device implements; everything else (ordering, peers, errors) is the executor's. */
 export interface Backend {
   init(options: { name: string; index: number }): Promise<DeviceInfo>;
@@ -125,7 +128,22 @@ export function serve(backend: Backend): void {
         fail(cmd.k, e);
       }
     }
-    flush();
+    flushSoon();
+  }
+
+  /**
+   * Ends the batches run so far once the messages already waiting have run too: a burst that
+   * the caller sent in several messages ends once (the GPU worker submits in chunks meanwhile),
+   * while a lone batch waits one turn of the event loop. Reads and syncs end the batch themselves.
+   */
+  let flushing = false;
+  function flushSoon(): void {
+    if (flushing) return;
+    flushing = true;
+    nextTask(() => {
+      flushing = false;
+      flush();
+    });
   }
 
   /** Ends a batch, timed while profiling. */

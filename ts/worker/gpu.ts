@@ -69,7 +69,12 @@ const retired: GPUBuffer[] = [];
 const errorChecks: Promise<GPUError | null>[] = [];
 let scoped = false;
 
-/** Catches validation and out-of-memory errors of the work recorded until the next flush. */
+/**
+ * Catches validation and out-of-memory errors of the work recorded until the next sync point.
+ * The scope stays open across submits and is popped only where the worker waits anyway: a
+ * pending `popErrorScope` makes Dawn's Node binding poll the device with `setImmediate` until it
+ * settles, which took a fifth of the worker's time on lavapipe when every submit popped one.
+ */
 function openScope(): void {
   if (scoped) return;
   device.pushErrorScope('out-of-memory');
@@ -77,8 +82,16 @@ function openScope(): void {
   scoped = true;
 }
 
+/** Pops the open error scope, if any, into `errorChecks`. */
+function closeScope(): void {
+  if (!scoped) return;
+  errorChecks.push(device.popErrorScope(), device.popErrorScope());
+  scoped = false;
+}
+
 /** Throws the first GPU error of the batches submitted so far. */
 async function checkErrors(): Promise<void> {
+  closeScope();
   const errs = await Promise.all(errorChecks.splice(0));
   const e = errs.find((x) => x);
   if (e) {
@@ -114,21 +127,22 @@ function layoutOf(code: string): Kernel['layout'] {
   return { key, group };
 }
 
+/** Compiles a kernel: its pipeline, with the bind group layout read from its WGSL where it can be. */
+function compile(code: string): Kernel {
+  const layout = layoutOf(code);
+  const module = device.createShaderModule({ code });
+  return {
+    pipeline: device.createComputePipeline({
+      layout: layout ? device.createPipelineLayout({ bindGroupLayouts: [layout.group] }) : 'auto', compute: { module, entryPoint: 'main' },
+    }),
+    layout,
+  };
+}
+
 /** The kernel for a shader key; `make` writes the WGSL only on a cache miss. */
 function kernel(key: string, make: () => string): Kernel {
   let k = kernels.get(key);
-  if (!k) {
-    const code = make();
-    const layout = layoutOf(code);
-    const module = device.createShaderModule({ code });
-    k = {
-      pipeline: device.createComputePipeline({
-        layout: layout ? device.createPipelineLayout({ bindGroupLayouts: [layout.group] }) : 'auto', compute: { module, entryPoint: 'main' },
-      }),
-      layout,
-    };
-    kernels.set(key, k);
-  }
+  if (!k) kernels.set(key, (k = compile(make())));
   return k;
 }
 
@@ -138,23 +152,39 @@ const bufferId = (b: GPUBuffer): number => {
   return id;
 };
 
-/** The cached bind group of a kernel with an explicit layout over `bind` (params first, at offset 0 with `size` bytes). */
+/** The bind group `bindGroup` returned last, and what it binds (consecutive dispatches often bind the same). */
+let lastGroup: { layout: GPUBindGroupLayout; size: number; buffers: GPUBuffer[]; group: GPUBindGroup } | null = null;
+
+const sameBuffers = (a: GPUBuffer[], b: GPUBuffer[]): boolean => {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+};
+
+/**
+ * The cached bind group of a kernel with an explicit layout over the params buffer (at offset 0
+ * with `size` bytes, the offset given at `setBindGroup`) and the storage buffers `bind`.
+ */
 function bindGroup(layout: NonNullable<Kernel['layout']>, bind: GPUBuffer[], size: number): GPUBindGroup {
+  const last = lastGroup;
+  if (last && last.layout === layout.group && last.size === size && sameBuffers(last.buffers, bind)) return last.group;
+  const all = [paramBuffer!, ...bind];
   let key = `${layout.key}|${size}`;
-  for (const b of bind) key += `|${bufferId(b)}`;
+  for (const b of all) key += `|${bufferId(b)}`;
   let g = groups.get(key);
   if (!g) {
     g = device.createBindGroup({
       layout: layout.group,
-      entries: bind.map((b, i) => ({ binding: i, resource: { buffer: b, offset: 0, size: i === 0 ? size : Math.min(b.size, maxBinding) } })),
+      entries: all.map((b, i) => ({ binding: i, resource: { buffer: b, offset: 0, size: i === 0 ? size : Math.min(b.size, maxBinding) } })),
     });
     groups.set(key, g);
-    for (const b of bind) {
+    for (const b of all) {
       const keys = groupsOf.get(b);
       if (keys) keys.push(key);
       else groupsOf.set(b, [key]);
     }
   }
+  lastGroup = { layout: layout.group, size, buffers: bind, group: g };
   return g;
 }
 
@@ -162,6 +192,7 @@ function bindGroup(layout: NonNullable<Kernel['layout']>, bind: GPUBuffer[], siz
 function destroyBuffer(b: GPUBuffer): void {
   for (const key of groupsOf.get(b) ?? []) groups.delete(key);
   groupsOf.delete(b);
+  lastGroup = null;
   b.destroy();
 }
 
@@ -195,8 +226,13 @@ function reserveParams(words: number): number {
  * the shader (everything its WGSL depends on), so the WGSL is generated once per key.
  */
 function dispatchAt(key: string, make: () => string, bind: GPUBuffer[], at: number, words: number, grid: [number, number, number]): void {
+  queueDispatch(kernel(key, make), bind, at, words, grid);
+}
+
+/** Queues one dispatch of a compiled kernel (see `dispatchAt`). */
+function queueDispatch(k: Kernel, bind: GPUBuffer[], at: number, words: number, grid: [number, number, number]): void {
   openScope();
-  pendingBinds.push({ kernel: kernel(key, make), buffers: bind, offset: at * 4, size: words * 4, grid, label });
+  pendingBinds.push({ kernel: k, buffers: bind, offset: at * 4, size: words * 4, grid, label });
 }
 
 /** Queues one dispatch with its params block `p`. */
@@ -245,12 +281,18 @@ interface MapOperand {
 /** Short ids of map expressions, for shader keys (the table's strings hash once). */
 const exprIds = new Map<string, number>();
 const NO_SCALARS: number[] = [];
+/**
+ * Map kernels by a numeric key: the elementwise launch path runs once per op, and hashing a
+ * freshly built string key cost about 1 µs per op in the H100 worker's profile.
+ */
+const mapKernels = new Map<number, Kernel>();
 
 /**
  * Runs a map kernel `expr` over strided inputs into `out` (a buffer and an element offset).
  * An expression with a device check (see wgsl/elementwise.ts) reports `check` at the next sync point.
- * This is the launch path of every elementwise op, so it builds the shader key and writes the
- * params straight into the batch's params block without intermediate objects.
+ * This is the launch path of every elementwise op, so it keys the shader by a number (see
+ * `mapKey`) and writes the params straight into the batch's params block; the kernel's
+ * description is built only when its WGSL is.
  */
 function runMap(
   inputs: MapOperand[], shape: number[], out: GPUBuffer, outOffset: number, outDt: StorageCode,
@@ -262,14 +304,13 @@ function runMap(
   let exprId = exprIds.get(expr);
   if (exprId === undefined) exprIds.set(expr, (exprId = exprIds.size));
   const bind = [out];
-  const kin: MapKernel['inputs'] = [];
   let vec4 = elementsPerWord(outDt) === 1 && outOffset % 4 === 0;
-  let key = '';
+  // per input: 1 + dt + 16 × (0 scalar, 1 contiguous, 2 strided) + 48 × slot, in 9 bits each
+  let inputKey = 0;
   for (const inp of inputs) {
     const wide = elementsPerWord(inp.dt) === 1;
     if (typeof inp.r === 'number') {
-      kin.push({ dt: inp.dt, contiguous: false, slot: -1, scalar: true });
-      key += `${inp.dt}k,`;
+      inputKey = inputKey * 512 + 1 + inp.dt;
       vec4 &&= wide;
       continue;
     }
@@ -277,12 +318,10 @@ function runMap(
     let slot = bind.indexOf(b);
     if (slot < 0) slot = bind.push(b) - 1;
     const contiguous = contiguousIn(inp.r, shape);
-    kin.push({ dt: inp.dt, contiguous, slot });
-    key += `${inp.dt}${contiguous ? 'c' : 's'}${slot},`;
+    inputKey = inputKey * 512 + 1 + inp.dt + 16 * (contiguous ? 1 : 2) + 48 * slot;
     vec4 &&= wide && contiguous && inp.r.offset % 4 === 0;
   }
   const code = checksDivisor(expr) ? checkCode('binary', check?.message ?? 'ZeroDivisionError: integer division by zero') : 0;
-  const k: MapKernel = { rank: shape.length, slots: bind.length, outDt, expr, exprType, prelude: WGSL_PRELUDE, inputs: kin };
   if (code) bind.push(deviceErrors!);
   // The params block (see wgsl/elementwise.ts): n, shape, output offset, views (a scalar's bits in its offset word), scalars, check code.
   const words = mapParamWords(inputs.length), at = reserveParams(words);
@@ -301,9 +340,23 @@ function runMap(
   const sBase = at + 10 + inputs.length * 9;
   for (let j = 0; j < scalars.length; j++) paramFloats[sBase + j] = scalars[j];
   paramWords[sBase + 4] = code;
-  key += `|${shape.length}|${bind.length}|${outDt}|${exprType}|${exprId}`;
-  if (vec4) dispatchAt(`map4|${key}`, () => mapVec4Shader(k), bind, at, words, grid1d(Math.ceil(n / 4)));
-  else dispatchAt(`map|${key}`, () => mapShader(k), bind, at, words, grid1d(mapInvocations(n, outDt)));
+  // exprId (10 bits), rank (4), bound buffers (3), output dtype (3), expression type (1), vec4 (1), inputs (9 each, at most 3)
+  if (exprId >= 1024 || inputs.length > 3) throw new Error(`map kernel key overflow (${inputs.length} inputs, expression ${exprId})`);
+  const key = ((((exprId * 16 + shape.length) * 8 + bind.length) * 8 + outDt) * 4 + (exprType === 'f32' ? 2 : 0) + (vec4 ? 1 : 0)) * 2 ** 27 + inputKey;
+  let kernel = mapKernels.get(key);
+  if (!kernel) {
+    const k: MapKernel = { rank: shape.length, slots: code ? bind.length - 1 : bind.length, outDt, expr, exprType, prelude: WGSL_PRELUDE, inputs: mapInputs(inputs, bind, shape) };
+    kernel = compile(vec4 ? mapVec4Shader(k) : mapShader(k));
+    mapKernels.set(key, kernel);
+  }
+  queueDispatch(kernel, bind, at, words, grid1d(vec4 ? Math.ceil(n / 4) : mapInvocations(n, outDt)));
+}
+
+/** The inputs of a map kernel's description: dtype, contiguity and slot among the bound buffers. */
+function mapInputs(inputs: MapOperand[], bind: GPUBuffer[], shape: number[]): MapKernel['inputs'] {
+  return inputs.map((inp) => (typeof inp.r === 'number'
+    ? { dt: inp.dt, contiguous: false, slot: -1, scalar: true }
+    : { dt: inp.dt, contiguous: contiguousIn(inp.r, shape), slot: bind.indexOf(inp.b ?? buf(inp.r.id)) }));
 }
 
 /** Runs `write` into a 32-bit target (the output itself, or a scratch buffer cast into a packed output). */
@@ -568,7 +621,7 @@ let stopped: PassTimer | null = null;
 function record(p: GPUComputePassEncoder, d: PendingDispatch, current: GPUComputePipeline | null): GPUComputePipeline {
   const { pipeline, layout } = d.kernel;
   if (pipeline !== current) p.setPipeline(pipeline);
-  if (layout) p.setBindGroup(0, bindGroup(layout, [paramBuffer!, ...d.buffers], d.size), [d.offset]);
+  if (layout) p.setBindGroup(0, bindGroup(layout, d.buffers, d.size), [d.offset]);
   else {
     const entries = [paramBuffer!, ...d.buffers].map((b, i) => ({
       binding: i, resource: i === 0 ? { buffer: b, offset: d.offset, size: d.size } : { buffer: b, size: Math.min(b.size, maxBinding) },
@@ -583,7 +636,9 @@ function record(p: GPUComputePassEncoder, d: PendingDispatch, current: GPUComput
  * A batch is submitted in chunks of about this many dispatches, so that the GPU runs the first
  * ones while the worker encodes the rest: one submit per batch left the GPU idle for the whole
  * encoding (an MLP training step on an H100, 100 steps per batch: worker 1.3 ms and GPU 1.1 ms
- * per step, one after the other). `WEBTORCH_SUBMIT_EVERY=N` sets it; 0 submits once per batch.
+ * per step, one after the other). Larger chunks save little: most of a submit's cost is Dawn
+ * translating each recorded dispatch (chunks growing to 256 measured the same on the H100).
+ * `WEBTORCH_SUBMIT_EVERY=N` sets it; 0 submits only when the worker runs out of commands.
  */
 let submitEvery = 32;
 
@@ -595,10 +650,6 @@ function flush(): void {
     encoder = null;
   }
   for (const b of retired.splice(0)) destroyBuffer(b);
-  if (scoped) {
-    errorChecks.push(device.popErrorScope(), device.popErrorScope());
-    scoped = false;
-  }
 }
 
 function write(id: number, byteOffset: number, data: ArrayBuffer): void {
@@ -620,6 +671,7 @@ async function read(id: number, byteOffset: number, bytes: number): Promise<Arra
   encoder ??= device.createCommandEncoder();
   encoder.copyBufferToBuffer(buf(id), start, staging, 0, size);
   flush();
+  closeScope();
   await staging.mapAsync(GPUMapMode.READ);
   const out = staging.getMappedRange().slice(byteOffset - start, byteOffset - start + bytes);
   staging.unmap();
@@ -778,6 +830,7 @@ export const gpuBackend: Backend = {
   },
   async idle() {
     flush();
+    closeScope();
     await device.queue.onSubmittedWorkDone();
     await checkErrors();
     await checkDeviceErrors();
@@ -785,6 +838,7 @@ export const gpuBackend: Backend = {
   async close() {
     flush();
     // Dawn aborts if a device dies with popErrorScope promises pending: settle them first.
+    closeScope();
     await device?.queue.onSubmittedWorkDone();
     await Promise.allSettled(errorChecks.splice(0));
     for (const b of buffers.values()) b.destroy();

@@ -185,6 +185,11 @@ export class BatchWriter {
     return this.n === 0;
   }
 
+  /** How many words were written since the last `take`. */
+  get size(): number {
+    return this.n;
+  }
+
   /** Appends a command. */
   push(cmd: Command): void {
     switch (cmd.k) {
