@@ -2,20 +2,24 @@
  * The calling thread's end of one device: its worker, started lazily, and its command queue.
  *
  * An op appends a command and returns; the queue is flushed once per microtask as one
- * `submit` message, so a burst of ops costs one postMessage, never one round trip per op.
+ * `submit` message, and mid-burst every `SEND_AT` words, so a burst of ops costs a few
+ * postMessages, never one round trip per op, and the worker starts on it early.
  * Commands are encoded as they are queued (`BatchWriter`: numbers in a transferred
  * Float64Array, not structured-cloned objects), and a read or sync carries the queued commands
- * with it, so `await x.add(1).item()` is one message. Every message goes through the same
- * `ready` promise chain, so commands, reads and syncs reach the worker in the order the program
- * issued them.
+ * with it, so `await x.add(1).item()` is one message. Messages go out through `post`, which
+ * keeps commands, reads and syncs in the order the program issued them.
  */
 import * as Comlink from 'comlink';
 import { OutOfMemoryError } from '../memory/errors.js';
 import { spawnWorker, type WorkerHandle } from '../platform.js';
 import { BatchWriter, type Batch, type Command, type DeviceInfo, type WorkerApi, type WorkerProfile } from '../worker/protocol.js';
 
-/** Words of queued commands at which a burst is sent without waiting for its microtask to end. */
-const SEND_AT = Number(globalThis.process?.env?.WEBTORCH_SEND_AT ?? 2048);
+/**
+ * Words of queued commands at which a burst is sent without waiting for its microtask to end
+ * (about 120 elementwise ops): on the H100 this let the worker overlap the caller, and a chain
+ * of 1,000 adds went from 12.8 to 7.9 µs per op with the worker's other changes of that commit.
+ */
+const SEND_AT = 2048;
 
 /** A device's worker and command queue. */
 export class DeviceClient {
