@@ -9,6 +9,7 @@ Inputs are uniform in [-1, 1); each result is checked against float64 before tim
 import copy
 import json
 import os
+import math
 import statistics
 import sys
 import time
@@ -249,6 +250,18 @@ def measure(job, budget):
         i += 1
     last = statistics.median(warm[1:] if len(warm) > 1 else warm) if warm else budget["sampleMs"]
     inner = job.inner or max(1, min(budget["maxInner"], int(budget["sampleMs"] / max(last, 1e-3))))
+    # then grow `inner` until a trial sample lasts `sampleMs`, as bench/lib/harness.mjs does
+    trial = 0
+    while not job.inner and trial < 3 and inner < budget["maxInner"]:
+        t0 = time.perf_counter()
+        for _ in range(inner):
+            job.launch()
+        job.read()
+        ms = (time.perf_counter() - t0) * 1e3
+        if ms >= 0.8 * budget["sampleMs"]:
+            break
+        inner = min(budget["maxInner"], math.ceil(inner * budget["sampleMs"] / max(ms, 1e-3)))
+        trial += 1
     samples = []
     start = time.perf_counter()
     while len(samples) < budget["minSamples"] or (

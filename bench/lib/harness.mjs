@@ -149,7 +149,15 @@ export async function measureRow(impls, check, budget) {
       const w0 = performance.now();
       for (let i = 0; i < budget.warmup || (performance.now() - w0 < budget.warmupMs && i < 10_000); i++) warm.push(await sample(impl, 1));
       const typical = median(warm.length > 1 ? warm.slice(1) : warm);
-      const inner = impl.inner ?? Math.max(1, Math.min(budget.maxInner, Math.floor(budget.sampleMs / 1e3 / Math.max(typical, 1e-6))));
+      let inner = impl.inner ?? Math.max(1, Math.min(budget.maxInner, Math.floor(budget.sampleMs / 1e3 / Math.max(typical, 1e-6))));
+      // A one-iteration warm-up sample includes a whole sync round trip, so it overstates an
+      // iteration and samples came out short (12 ms instead of 50 for `relu` on the H100, where a
+      // webtorch sync is 1–1.6 ms): grow `inner` until a trial sample lasts `sampleMs`.
+      for (let trial = 0; !impl.inner && trial < 3 && inner < budget.maxInner; trial++) {
+        const ms = (await sample(impl, inner)) * inner * 1e3;
+        if (ms >= 0.8 * budget.sampleMs) break;
+        inner = Math.min(budget.maxInner, Math.ceil(inner * budget.sampleMs / Math.max(ms, 1e-3)));
+      }
       live.push({ name, impl, inner, samples: [] });
     } catch (e) {
       results[name] = errorOf(e);
