@@ -2,11 +2,14 @@
  * The reduction family: a contiguous [outer, inner] block reduces to [outer].
  *
  * The facade moves the reduced dims last and makes the input contiguous, so one kernel serves
- * every `dim` argument. One workgroup reduces one row: each invocation folds a strided slice,
- * then a tree in workgroup memory. Short rows (`SHORT_ROW` elements or fewer: max-pool windows,
- * small softmax rows) take one invocation each instead, with no workgroup memory and no barriers:
- * a 64-wide tree for 4 elements wasted most of a workgroup, and barriers are dear on software
- * adapters (lavapipe runs a workgroup's invocations as loops). Max/min propagate NaN; argmax/argmin treat NaN as the
+ * every `dim` argument. Three forms. Where the device has subgroups, one subgroup reduces one row
+ * (`subgroupRowMain`): each invocation folds a strided slice, then a butterfly of subgroup
+ * shuffles, with no workgroup memory and no barrier. Without subgroups, one workgroup reduces one
+ * row, with a tree in workgroup memory. Barriers are what lavapipe (a CPU adapter) pays for: it
+ * runs a workgroup's invocations as SIMD loops and makes each barrier a switch between them, so
+ * the tree cost it more than the reading (softmax of 256×1024 rows: 14.5 ms as a 256-wide tree,
+ * 1.9 ms a subgroup per row). Short rows (`SHORT_ROW` elements or fewer: max-pool windows) take
+ * one invocation each. Max/min propagate NaN; argmax/argmin treat NaN as the
  * extreme and break ties towards the lower index, as PyTorch does. NaN tests look at the bits,
  * since shader compilers may fold `x != x` away. Results are written in the
  * 32-bit compute type (indices as i32); the worker casts packed outputs afterwards.
@@ -20,15 +23,18 @@ export enum ReduceOp { Sum = 0, Prod = 1, Max = 2, Min = 3, ArgMax = 4, ArgMin =
 /** Invocations per workgroup of the reduction kernels. */
 export const RWG = 64;
 
-/** Rows of at most this many elements are reduced one per invocation (`reduceShader(…, true)`). */
+/** Rows of at most this many elements are reduced one per invocation (`reduceShader(…, 'short')`). */
 export const SHORT_ROW = 32;
+
+/** How a row kernel lays rows over invocations (see the note at the top). */
+export type RowForm = 'short' | 'subgroup' | 'tree';
 
 /**
  * WGSL of a reduction reading slot `inSlot`; params are [outer, inner, input offset, output
- * offset]. `short`: one invocation per row (dispatch `outer` invocations in workgroups of 64);
- * otherwise one workgroup per row.
+ * offset, rows per workgroup]. `short`: one invocation per row (dispatch `outer` invocations in
+ * workgroups of `RWG`); `subgroup`: see `subgroupRowMain`; `tree`: one workgroup per row.
  */
-export function reduceShader(op: ReduceOp, dt: StorageCode, inSlot: number, slots: number, short = false): string {
+export function reduceShader(op: ReduceOp, dt: StorageCode, inSlot: number, slots: number, form: RowForm = 'tree'): string {
   const t = computeType(dt);
   const zero = t === 'f32' ? '0.0' : '0i', one = t === 'f32' ? '1.0' : '1i';
   const isArg = op === ReduceOp.ArgMax || op === ReduceOp.ArgMin;
@@ -71,11 +77,26 @@ export function reduceShader(op: ReduceOp, dt: StorageCode, inSlot: number, slot
     acc = ${comb[op]};
   }`;
   const betterFn = isArg ? pick(op === ReduceOp.ArgMax ? '>' : '<') : '';
-  if (short) {
-    const result = isArg ? 'idx' : op === ReduceOp.Mean ? 'acc / f32(inner)' : 'acc';
+  const result = isArg ? 'idx' : op === ReduceOp.Mean ? 'acc / f32(inner)' : 'acc';
+  if (form === 'short') {
     return `${slotBindings(slots)}${betterFn}
 ${rowMain(RWG, `${serial('0u', '1u')}
   S0[P[3] + row] = bitcast<u32>(${result});`, true)}`;
+  }
+  if (form === 'subgroup') {
+    const step = isArg
+      ? `let vb = subgroupShuffleXor(acc, o);
+    let ib = subgroupShuffleXor(idx, o);
+    if (better(vb, ib, acc, idx)) { acc = vb; idx = ib; }`
+      : `let a = acc;
+    let b = subgroupShuffleXor(acc, o);
+    acc = ${comb[op]};`;
+    return `${SUBGROUPS}${slotBindings(slots)}${betterFn}
+${subgroupRowMain(`${serial('lane', 'sgs')}
+  for (var o = sgs >> 1u; o > 0u; o = o >> 1u) {
+    ${step}
+  }
+  if (lane == 0u) { S0[P[3] + row] = bitcast<u32>(${result}); }`)}`;
   }
   const fold = isArg
     ? `${serial('li', `${RWG}u`)}
@@ -118,3 +139,63 @@ ${body}
 }
 `;
 }
+
+/** Invocations per workgroup of the subgroup row kernels. */
+export const SUBGROUP_WG = 64;
+
+/**
+ * The preamble of a subgroup row kernel. Rows are whole subgroups, which WGSL's uniformity
+ * analysis cannot see (it knows only workgroup-uniform values), hence the diagnostic.
+ */
+export const SUBGROUPS = 'enable subgroups;\ndiagnostic(off, subgroup_uniformity);\n';
+
+/**
+ * The entry point of a row kernel in which each subgroup takes whole rows of a contiguous
+ * [outer, inner] block: workgroups of `SUBGROUP_WG` take P[4] consecutive rows each (dispatch
+ * ⌈outer / P[4]⌉ workgroups), their subgroups the rows in turn, whatever the subgroup size. In
+ * scope: `row`, `inner`, `base`, `lane` (the index in the subgroup) and `sgs` (its size).
+ */
+export function subgroupRowMain(body: string): string {
+  return `@compute @workgroup_size(${SUBGROUP_WG})
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) li: u32,
+    @builtin(subgroup_invocation_id) lane: u32, @builtin(subgroup_size) sgs: u32) {
+  let outer = P[0];
+  let inner = P[1];
+  let first = (wid.y * nwg.x + wid.x) * P[4];
+  let last = min(first + P[4], outer);
+  for (var row = first + li / sgs; row < last; row += ${SUBGROUP_WG}u / sgs) {
+    let base = P[2] + row * inner;
+${body.replace(/^/gm, '  ')}
+  }
+}
+`;
+}
+
+/** What `rowForm` weighs: the device, and `WEBTORCH_ROWS` (`tree` or `subgroup`) for A/B runs. */
+export interface RowDevice {
+  subgroups: boolean;
+  /** A CPU adapter (lavapipe), where barriers cost most. */
+  cpu: boolean;
+  /** The smallest subgroup size the adapter reports. */
+  subgroupMinSize: number;
+  forced?: string;
+}
+
+/**
+ * The form for `outer` rows of `inner` elements: rows of at most `SHORT_ROW` one invocation each
+ * (where the kernel has that form), else a subgroup per row on a CPU adapter with subgroups
+ * (lavapipe, where workgroup barriers are dear: softmax 2.5×, layer norm 5× tfjs-webgpu), else the
+ * tree. On the H100 the subgroup form was slower than the tree (`sum(-1)` 4096² 902 against 1,378
+ * GB/s, softmax 8192×4096 968 against 1,568), so a GPU keeps the tree unless `WEBTORCH_ROWS=subgroup`.
+ * Also the rows per workgroup (params word 4) for the subgroup form.
+ */
+export function rowForm(outer: number, inner: number, d: RowDevice, short: boolean): { form: RowForm; rows: number } {
+  const rows = Math.max(1, Math.floor(SUBGROUP_WG / Math.max(1, d.subgroupMinSize)));
+  if (short && inner <= SHORT_ROW) return { form: 'short', rows };
+  const sub = d.subgroups && d.forced !== 'tree' && (d.forced === 'subgroup' || d.cpu);
+  return { form: sub ? 'subgroup' : 'tree', rows };
+}
+
+/** The `RowDevice` of a WebGPU device and its adapter's info. */
+export const rowDevice = (features: ReadonlySet<string>, info: GPUAdapterInfo | undefined, forced?: string): RowDevice =>
+  ({ subgroups: features.has('subgroups'), cpu: info?.isFallbackAdapter ?? false, subgroupMinSize: info?.subgroupMinSize ?? 32, forced });

@@ -1,45 +1,84 @@
 /**
- * Softmax and log-softmax over the rows of a contiguous f32 [outer, inner] block, one workgroup
- * per row, in one kernel: a max, a sum of exp(x - max), then the outputs. The composed form
- * (max, sub, exp, sum, div: five kernels) reads and writes the block five times. Max propagates
- * NaN (bit tests: compilers may fold `x != x`), so a row holding NaN gives NaN throughout, as in
- * PyTorch. Params are [outer, inner, input offset, output offset] in elements.
+ * Row normalisations of a contiguous f32 [outer, inner] block, each in one kernel: softmax and
+ * log-softmax (a max, a sum of exp(x - max), the outputs) and layer norm (a mean, a sum of
+ * squared deviations, the outputs times an optional weight plus an optional bias, both [inner]).
+ * Composed from the table's ops they read and write the block five to seven times.
+ *
+ * Rows go to subgroups or to workgroups as in the reduction family (wgsl/reduce.ts says why).
+ * Max propagates NaN (bit tests: compilers may fold `x != x`), so a softmax row holding NaN gives
+ * NaN throughout, as in PyTorch; layer norm's sums carry NaN by themselves.
+ * Params: [outer, inner, input offset, output offset, rows per workgroup, weight offset, bias
+ * offset, eps as f32 bits] in elements.
  */
 import { slotBindings } from './dtype.js';
-import { rowMain } from './reduce.js';
+import { SUBGROUPS, rowMain, subgroupRowMain, type RowForm } from './reduce.js';
 
+/** Invocations per row of the workgroup form. */
 const SWG = 256;
 
-/** WGSL of the row kernel; `log` selects log-softmax. The input is in slot `inSlot`, the output in slot 0. */
-export function softmaxShader(log: boolean, inSlot: number, slots: number): string {
-  const x = (k: string) => `bitcast<f32>(rd${inSlot}(base + ${k}))`;
-  const out = log ? '(v - m) - logSum' : 'exp(v - m) * inv';
-  return `${slotBindings(slots)}var<workgroup> SV: array<f32, ${SWG}>;
-fn isnan_f(v: f32) -> bool { return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u; }
+/** Which normalisation, and the slots of its operands (the output is in slot 0). */
+export interface RowNorm {
+  kind: 'softmax' | 'log_softmax' | 'layer_norm';
+  x: number;
+  /** Layer norm's weight and bias slots, when it has them. */
+  w?: number;
+  b?: number;
+}
+
+/** The kernel's cache key. */
+export const rowNormKey = (n: RowNorm, slots: number, form: RowForm): string => `rownorm|${n.kind}|${n.x}|${n.w ?? '-'}|${n.b ?? '-'}|${slots}|${form}`;
+
+/** WGSL of a row normalisation in the `subgroup` or `tree` form of wgsl/reduce.ts. */
+export function rowNormShader(n: RowNorm, slots: number, form: RowForm): string {
+  const sg = form === 'subgroup';
+  const x = (k: string) => `bitcast<f32>(rd${n.x}(base + ${k}))`;
+  const each = (body: string) => `for (var k = ${sg ? 'lane' : 'li'}; k < inner; k += ${sg ? 'sgs' : `${SWG}u`}) { ${body} }`;
+  // `let name = ` the row's combination of every invocation's `v`, by `op`.
+  const total = (name: string, v: string, op: 'max' | 'add') => (sg
+    ? op === 'add'
+      ? `let ${name} = subgroupAdd(${v});`
+      : `let ${name}Nan = subgroupMax(select(0u, bitcast<u32>(${v}), isnan_f(${v})));
+let ${name} = select(subgroupMax(${v}), bitcast<f32>(${name}Nan), ${name}Nan != 0u);`
+    : `SV[li] = ${v};
+workgroupBarrier();
+for (var s = ${SWG / 2}u; s > 0u; s = s >> 1u) {
+  if (li < s) { SV[li] = ${op === 'max' ? 'max_f(SV[li], SV[li + s])' : 'SV[li] + SV[li + s]'}; }
+  workgroupBarrier();
+}
+let ${name} = SV[0];
+workgroupBarrier();`);
+  const store = (v: string) => `S0[dst + k] = bitcast<u32>(${v});`;
+  let body: string;
+  if (n.kind === 'layer_norm') {
+    const affine = (v: string) => {
+      const w = n.w === undefined ? v : `(${v}) * bitcast<f32>(rd${n.w}(P[5] + k))`;
+      return n.b === undefined ? w : `${w} + bitcast<f32>(rd${n.b}(P[6] + k))`;
+    };
+    body = `var part = 0.0;
+${each(`part += ${x('k')};`)}
+${total('sum', 'part', 'add')}
+let mean = sum / f32(inner);
+var dev = 0.0;
+${each(`let d = ${x('k')} - mean; dev += d * d;`)}
+${total('devs', 'dev', 'add')}
+let rstd = 1.0 / sqrt(devs / f32(inner) + bitcast<f32>(P[7]));
+${each(store(affine(`(${x('k')} - mean) * rstd`)))}`;
+  } else {
+    const log = n.kind === 'log_softmax';
+    body = `var acc = ${x('0u')};
+${each(`acc = max_f(acc, ${x('k')});`)}
+${total('m', 'acc', 'max')}
+var part = 0.0;
+${each(`part += exp(${x('k')} - m);`)}
+${total('sum', 'part', 'add')}
+let ${log ? 'ls = log(sum)' : 'inv = 1.0 / sum'};
+${each(`let v = ${x('k')}; ${store(log ? '(v - m) - ls' : 'exp(v - m) * inv')}`)}`;
+  }
+  body = `let dst = P[3] + row * inner;\n${body}`;
+  const helpers = `fn isnan_f(v: f32) -> bool { return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u; }
 fn max_f(a: f32, b: f32) -> f32 { return select(select(max(a, b), b, isnan_f(b)), a, isnan_f(a)); }
-${rowMain(SWG, `  let dst = P[3] + row * inner;
-  var acc = ${x('0u')};
-  for (var k = li; k < inner; k += ${SWG}u) { acc = max_f(acc, ${x('k')}); }
-  SV[li] = acc;
-  workgroupBarrier();
-  for (var s = ${SWG / 2}u; s > 0u; s = s >> 1u) {
-    if (li < s) { SV[li] = max_f(SV[li], SV[li + s]); }
-    workgroupBarrier();
-  }
-  let m = SV[0];
-  workgroupBarrier();
-  var sum = 0.0;
-  for (var k = li; k < inner; k += ${SWG}u) { sum += exp(${x('k')} - m); }
-  SV[li] = sum;
-  workgroupBarrier();
-  for (var s = ${SWG / 2}u; s > 0u; s = s >> 1u) {
-    if (li < s) { SV[li] = SV[li] + SV[li + s]; }
-    workgroupBarrier();
-  }
-  let inv = 1.0 / SV[0];
-  let logSum = log(SV[0]);
-  for (var k = li; k < inner; k += ${SWG}u) {
-    let v = ${x('k')};
-    S0[dst + k] = bitcast<u32>(${out});
-  }`)}`;
+`;
+  return sg
+    ? `${SUBGROUPS}${slotBindings(slots)}${helpers}${subgroupRowMain(body)}`
+    : `${slotBindings(slots)}var<workgroup> SV: array<f32, ${SWG}>;\n${helpers}${rowMain(SWG, body.replace(/^/gm, '  '))}`;
 }

@@ -10,6 +10,7 @@
 import { isFloating, scalarName, toDType, type DType } from '../dtype.js';
 import { op as recorded, withGradMode } from '../autograd/graph.js';
 import { alloc, launch, place, sameDevice } from '../runtime/dispatch.js';
+import type { Command, Place } from '../worker/protocol.js';
 import { broadcastFor, fmt, normDim, numel } from '../shape.js';
 import { Tensor } from '../tensor.js';
 import { ReduceOp } from '../../wgsl/reduce.js';
@@ -321,13 +322,56 @@ export function layerNorm(x: Tensor, normalizedShape: number | number[], weight?
   }
   const dims = ns.map((_, i) => x.ndim - ns.length + i);
   return inF32(x, [weight, bias], (x, [weight, bias]) => tidy(() => {
-    const xc = sub(x, reduce(ReduceOp.Mean, x, dims, true));
-    const variance = reduce(ReduceOp.Mean, unaryOp('square', xc), dims, true);
-    let y = mul(xc, unaryOp('rsqrt', add(variance, eps)));
+    if (x.device.type === 'gpu' && [x, weight, bias].every((t) => !t || (t.dtype === 'float32' && t.isContiguous()))) {
+      return fusedLayerNorm(x, weight ?? null, bias ?? null, dims, eps);
+    }
+    const [xhat] = normalized(x, dims, eps);
+    let y = xhat;
     if (weight) y = mul(y, weight);
     if (bias) y = add(y, bias);
     return y;
   }));
+}
+
+/** `[(x - mean)·rstd, rstd]` over `dims`, composed (rstd keeps the dims). */
+function normalized(x: Tensor, dims: number[], eps: number): [Tensor, Tensor] {
+  const xc = sub(x, reduce(ReduceOp.Mean, x, dims, true));
+  const rstd = unaryOp('rsqrt', add(reduce(ReduceOp.Mean, unaryOp('square', xc), dims, true), eps));
+  return [mul(xc, rstd), rstd];
+}
+
+/**
+ * @internal Layer norm travels as a `softmax` command (the GPU's row normalisations,
+ * wgsl/softmax.ts) with these fields added; protocol.ts does not declare them yet.
+ */
+export interface LayerNormFields { norm: { eps: number; w: Place | null; b: Place | null } }
+
+/**
+ * Layer norm over the last dims of contiguous f32 tensors in one GPU kernel. Gradient, with
+ * x̂ = (x - mean)·rstd recomputed and gy = g·weight: `rstd·(gy - mean(gy) - x̂·mean(gy·x̂))` for x,
+ * Σ g·x̂ and Σ g over the leading dims for weight and bias.
+ */
+function fusedLayerNorm(x: Tensor, weight: Tensor | null, bias: Tensor | null, dims: number[], eps: number): Tensor {
+  const inner = numel(dims.map((d) => x.shape[d]));
+  return recorded('layer_norm', [x, weight, bias], () => {
+    const out = alloc(x.shape, 'float32', x.device);
+    if (!inner) return out;
+    const cmd: Extract<Command, { k: 'softmax' }> & LayerNormFields = { k: 'softmax', log: false, a: place(x), out: place(out),
+      outer: x.numel() / inner, inner, norm: { eps, w: weight && place(weight), b: bias && place(bias) } };
+    launch(x.device, cmd);
+    return out;
+  }, (ctx) => {
+    const xs = ctx.save(x), w = weight && ctx.save(weight);
+    const lead = x.shape.map((_, i) => i).slice(0, x.ndim - dims.length);
+    const overRows = (t: Tensor) => (lead.length ? reduce(ReduceOp.Sum, t, lead) : mul(t, 1));
+    return ([g]) => tidy(() => {
+      const [xhat, rstd] = normalized(xs, dims, eps);
+      const gy = w ? mul(g!, w) : g!;
+      const mean = (t: Tensor) => reduce(ReduceOp.Mean, t, dims, true);
+      const gx = mul(rstd, sub(sub(gy, mean(gy)), mul(xhat, mean(mul(gy, xhat)))));
+      return [gx, weight ? overRows(mul(g!, xhat)) : null, bias ? overRows(g!) : null];
+    });
+  });
 }
 
 /**

@@ -14,9 +14,10 @@ import { StorageCode } from '../dtype.js';
 import { env, getGpu } from '../platform.js';
 import { MAX_X, WG, checksDivisor, mapInvocations, mapParamWords, mapParams, mapShader, mapVec4Shader, scatterShader, type MapKernel } from '../../wgsl/elementwise.js';
 import { computeType, elementsPerWord } from '../../wgsl/dtype.js';
-import { RWG, ReduceOp, SHORT_ROW, reduceShader } from '../../wgsl/reduce.js';
+import { RWG, ReduceOp, reduceShader, rowDevice, rowForm } from '../../wgsl/reduce.js';
 import { chooseMatmul, matmulVariantGrid, matmulVariantShader, tiledEligible } from '../../wgsl/matmul.js';
-import { softmaxShader } from '../../wgsl/softmax.js';
+import { rowNormKey, rowNormShader } from '../../wgsl/softmax.js';
+import type { LayerNormFields } from '../ops/nn.js';
 import { ELEMENTWISE, WGSL_PRELUDE } from '../ops/table.js';
 import type { Backend } from './executor.js';
 import type { Command, DeviceCheck, DeviceInfo, Place, ViewRef } from './protocol.js';
@@ -485,20 +486,27 @@ function run(cmd: Command): void {
       const kernelOut = indexOut || computeType(cmd.dt) === 'i32' ? StorageCode.I32 : StorageCode.F32;
       viaScratch(cmd.out, cmd.outDt, cmd.outer, kernelOut, (target, offset) => {
         const { bind, slot } = slotsOf(target, [buf(cmd.a.id)]);
-        const p = new Uint32Array([cmd.outer, cmd.inner, cmd.a.offset, offset]).buffer;
-        const short = cmd.inner <= SHORT_ROW;
-        dispatch(`reduce|${cmd.op}|${cmd.dt}|${slot[0]}|${bind.length}|${+short}`, () => reduceShader(cmd.op, cmd.dt, slot[0], bind.length, short), bind, p,
-          grid1d(cmd.outer, short ? RWG : 1));
+        const { form, rows } = rowForm(cmd.outer, cmd.inner, rowDevice(device.features, adapter?.info, env('WEBTORCH_ROWS')), true);
+        const p = new Uint32Array([cmd.outer, cmd.inner, cmd.a.offset, offset, rows]).buffer;
+        dispatch(`reduce|${cmd.op}|${cmd.dt}|${slot[0]}|${bind.length}|${form}`, () => reduceShader(cmd.op, cmd.dt, slot[0], bind.length, form), bind, p,
+          form === 'short' ? grid1d(cmd.outer, RWG) : grid1d(form === 'subgroup' ? Math.ceil(cmd.outer / rows) : cmd.outer, 1));
       });
       return;
     }
     case 'softmax': {
       const n = cmd.outer * cmd.inner;
       if (n === 0) return;
+      const norm = (cmd as typeof cmd & Partial<LayerNormFields>).norm;
+      const { form, rows } = rowForm(cmd.outer, cmd.inner, rowDevice(device.features, adapter?.info, env('WEBTORCH_ROWS')), false);
       viaScratch(cmd.out, StorageCode.F32, n, StorageCode.F32, (target, offset) => {
-        const { bind, slot } = slotsOf(target, [buf(cmd.a.id)]);
-        const p = new Uint32Array([cmd.outer, cmd.inner, cmd.a.offset, offset]).buffer;
-        dispatch(`softmax|${+cmd.log}|${slot[0]}|${bind.length}`, () => softmaxShader(cmd.log, slot[0], bind.length), bind, p, grid1d(cmd.outer, 1));
+        const extra = [norm?.w, norm?.b].filter((t): t is Place => !!t);
+        const { bind, slot } = slotsOf(target, [buf(cmd.a.id), ...extra.map((t) => buf(t.id))]);
+        const kind = norm ? 'layer_norm' : cmd.log ? 'log_softmax' : 'softmax';
+        const spec = { kind, x: slot[0], w: norm?.w ? slot[1] : undefined, b: norm?.b ? slot[extra.length] : undefined } as const;
+        const p = new Uint32Array([cmd.outer, cmd.inner, cmd.a.offset, offset, rows, norm?.w?.offset ?? 0, norm?.b?.offset ?? 0, 0]);
+        new Float32Array(p.buffer, 28, 1)[0] = norm?.eps ?? 0;
+        dispatch(rowNormKey(spec, bind.length, form), () => rowNormShader(spec, bind.length, form), bind, p.buffer,
+          grid1d(form === 'subgroup' ? Math.ceil(cmd.outer / rows) : cmd.outer, 1));
       });
       return;
     }
