@@ -10,7 +10,7 @@
 import { isFloating, scalarName, toDType, type DType } from '../dtype.js';
 import { op as recorded, withGradMode } from '../autograd/graph.js';
 import { alloc, launch, place, sameDevice } from '../runtime/dispatch.js';
-import type { Command, Place } from '../worker/protocol.js';
+import type { Command } from '../worker/protocol.js';
 import { broadcastFor, fmt, normDim, numel } from '../shape.js';
 import { Tensor } from '../tensor.js';
 import { ReduceOp } from '../../wgsl/reduce.js';
@@ -341,12 +341,6 @@ function normalized(x: Tensor, dims: number[], eps: number): [Tensor, Tensor] {
 }
 
 /**
- * @internal Layer norm travels as a `softmax` command (the GPU's row normalisations,
- * wgsl/softmax.ts) with these fields added; protocol.ts does not declare them yet.
- */
-export interface LayerNormFields { norm: { eps: number; w: Place | null; b: Place | null } }
-
-/**
  * Layer norm over the last dims of contiguous f32 tensors in one GPU kernel. Gradient, with
  * x̂ = (x - mean)·rstd recomputed and gy = g·weight: `rstd·(gy - mean(gy) - x̂·mean(gy·x̂))` for x,
  * Σ g·x̂ and Σ g over the leading dims for weight and bias.
@@ -356,7 +350,7 @@ function fusedLayerNorm(x: Tensor, weight: Tensor | null, bias: Tensor | null, d
   return recorded('layer_norm', [x, weight, bias], () => {
     const out = alloc(x.shape, 'float32', x.device);
     if (!inner) return out;
-    const cmd: Extract<Command, { k: 'softmax' }> & LayerNormFields = { k: 'softmax', log: false, a: place(x), out: place(out),
+    const cmd: Extract<Command, { k: 'softmax' }> = { k: 'softmax', log: false, a: place(x), out: place(out),
       outer: x.numel() / inner, inner, norm: { eps, w: weight && place(weight), b: bias && place(bias) } };
     launch(x.device, cmd);
     return out;

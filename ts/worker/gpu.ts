@@ -17,7 +17,6 @@ import { computeType, elementsPerWord } from '../../wgsl/dtype.js';
 import { RWG, ReduceOp, reduceShader, rowDevice, rowForm } from '../../wgsl/reduce.js';
 import { chooseMatmul, matmulVariantGrid, matmulVariantShader, tiledEligible } from '../../wgsl/matmul.js';
 import { rowNormKey, rowNormShader } from '../../wgsl/softmax.js';
-import type { LayerNormFields } from '../ops/nn.js';
 import { ELEMENTWISE, WGSL_PRELUDE } from '../ops/table.js';
 import type { Backend } from './executor.js';
 import type { Command, DeviceCheck, DeviceInfo, Place, ViewRef } from './protocol.js';
@@ -496,7 +495,7 @@ function run(cmd: Command): void {
     case 'softmax': {
       const n = cmd.outer * cmd.inner;
       if (n === 0) return;
-      const norm = (cmd as typeof cmd & Partial<LayerNormFields>).norm;
+      const norm = cmd.norm;
       const { form, rows } = rowForm(cmd.outer, cmd.inner, rowDevice(device.features, adapter?.info, env('WEBTORCH_ROWS')), false);
       viaScratch(cmd.out, StorageCode.F32, n, StorageCode.F32, (target, offset) => {
         const extra = [norm?.w, norm?.b].filter((t): t is Place => !!t);

@@ -42,7 +42,8 @@ export type Command =
   | { k: 'where'; c: ViewRef; a: ViewRef; b: ViewRef; dt: StorageCode; out: Place; shape: number[] }
   | { k: 'reduce'; op: number; a: ViewRef; dt: StorageCode; out: Place; outDt: StorageCode; outer: number; inner: number }
   /** Softmax (or log-softmax) of each row of a contiguous f32 [outer, inner] block; GPU devices only (the cpu composes it). */
-  | { k: 'softmax'; log: boolean; a: Place; out: Place; outer: number; inner: number }
+  /** Row normalisations: softmax or log-softmax, or layer norm when `norm` is given (weight and bias optional). */
+  | { k: 'softmax'; log: boolean; a: Place; out: Place; outer: number; inner: number; norm?: { eps: number; w: Place | null; b: Place | null } }
   | { k: 'matmul'; a: ViewRef; b: ViewRef; dt: StorageCode; out: Place; batch: number; m: number; n: number; kk: number;
       aStrides: [number, number, number]; bStrides: [number, number, number] }
   | { k: 'connect'; peer: string; port: MessagePort }
