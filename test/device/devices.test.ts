@@ -132,6 +132,26 @@ describe('tensors carry a device', () => {
     }
   });
 
+  it('reads the right bytes when reads of different sizes and offsets share a staging buffer', async () => {
+    // The GPU worker keeps its largest read staging buffer for later reads (see `read` in
+    // ts/worker/gpu.ts): a smaller read, an unaligned slice and a read after emptyCache must
+    // each see only their own bytes.
+    for (const device of devices) {
+      const big = torch.arange(0, 1 << 16, 1, { device, dtype: 'float32' });
+      const small = torch.tensor([5, 6, 7], { device, dtype: 'float32' });
+      const bytes = torch.tensor([1, 2, 3, 4, 5, 6, 7], { device, dtype: 'uint8' });
+      expect((await big.data())[65535]).toBe(65535);
+      expect(Array.from(await small.data())).toEqual([5, 6, 7]);
+      const mid = bytes.narrow(0, 1, 5), pair = big.narrow(0, 3, 2);
+      expect(Array.from(await mid.data())).toEqual([2, 3, 4, 5, 6]);
+      expect(Array.from(await pair.data())).toEqual([3, 4]);
+      [big, mid, pair].forEach((t) => t.dispose());
+      torch.gpu.emptyCache();
+      expect(Array.from(await small.data())).toEqual([5, 6, 7]);
+      [small, bytes].forEach((t) => t.dispose());
+    }
+  });
+
   it('copy_ works across devices, into views, with dtype conversion and broadcasting', async () => {
     for (const src of devices) {
       for (const dst of devices) {

@@ -439,6 +439,7 @@ function run(cmd: Command): void {
     case 'release':
       retired.push(buf(cmd.id));
       buffers.delete(cmd.id);
+      dropReadStaging();
       return;
     case 'write':
       write(cmd.id, cmd.byteOffset, cmd.data);
@@ -666,26 +667,53 @@ function write(id: number, byteOffset: number, data: ArrayBuffer): void {
   device.queue.writeBuffer(buf(id), byteOffset, padded);
 }
 
+/**
+ * The largest read staging buffer so far, up to `KEEP_STAGING` bytes, kept for the next read:
+ * a new mappable buffer per read made a 16 MiB read about twice as slow to map on lavapipe.
+ * Reads run one at a time (the executor chains them). Dropped when a segment is released
+ * (`emptyCache`) and at close.
+ */
+let readStaging: GPUBuffer | null = null;
+const KEEP_STAGING = 64 << 20;
+
+function dropReadStaging(): void {
+  readStaging?.destroy();
+  readStaging = null;
+}
+
 async function read(id: number, byteOffset: number, bytes: number): Promise<ArrayBuffer> {
   if (bytes === 0) {
     flush();
     return new ArrayBuffer(0);
   }
   const start = byteOffset & ~3, size = Math.ceil((byteOffset + bytes) / 4) * 4 - start;
-  const staging = device.createBuffer({ size, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+  const reuse = readStaging !== null && readStaging.size >= size;
+  const staging = reuse ? readStaging! : device.createBuffer({ size, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
   // The copy rides in the same submit as the work still recorded: one submit per read, not two.
   encodePending();
   encoder ??= device.createCommandEncoder();
   encoder.copyBufferToBuffer(buf(id), start, staging, 0, size);
   flush();
   closeScope();
-  await staging.mapAsync(GPUMapMode.READ);
-  const out = staging.getMappedRange().slice(byteOffset - start, byteOffset - start + bytes);
-  staging.unmap();
-  staging.destroy();
-  await checkErrors();
-  await checkDeviceErrors();
-  return out;
+  if (reuse) readStaging = null;
+  try {
+    await staging.mapAsync(GPUMapMode.READ, 0, size);
+    const out = staging.getMappedRange(0, size).slice(byteOffset - start, byteOffset - start + bytes);
+    staging.unmap();
+    if (staging.size <= KEEP_STAGING && staging.size >= (readStaging?.size ?? 0)) {
+      dropReadStaging();
+      readStaging = staging;
+    } else {
+      staging.destroy();
+    }
+    return out;
+  } catch (e) {
+    staging.destroy();
+    throw e;
+  } finally {
+    await checkErrors();
+    await checkDeviceErrors();
+  }
 }
 
 // ---- Device checks (see DeviceCheck in protocol.ts; `errorBinding` in wgsl/index.ts) ----
@@ -850,6 +878,7 @@ export const gpuBackend: Backend = {
     await Promise.allSettled(errorChecks.splice(0));
     for (const b of buffers.values()) b.destroy();
     buffers.clear();
+    dropReadStaging();
     device?.destroy();
     adapter = null;
     gpu = null;
