@@ -165,31 +165,38 @@ ${write}
 }
 
 /**
- * Whether a map kernel can take the vec4 path: every input contiguous with the output's shape
- * (or a scalar), all offsets multiples of 4, and 32-bit dtypes throughout. Each invocation then moves 16-byte
- * words. The last vec4 may run past `n` by up to 3 elements: reads stay within the buffers
- * (robust access), and the extra writes land in the output block's padding (blocks are
- * 512-byte multiples, outputs start block-aligned), never in another tensor.
+ * The vec4 path of a map kernel: the output is 32-bit and its offset a multiple of 4, and each
+ * invocation writes one 16-byte word (4 elements). An input contiguous with the output's shape at
+ * an offset that is a multiple of 4 loads one 16-byte word too (its `contiguous` flag). Any
+ * other strided input (a broadcast such as `x - x.max(-1, true).values` or a bias, a transpose,
+ * a misaligned slice) computes its offset once per word, with the divisions, and steps by its
+ * innermost stride for the other three lanes; that needs the 4 lanes in one row of the output
+ * (rank ≤ 1, or an innermost size that is a multiple of 4). On lavapipe it cuts the integer
+ * divisions, which run one lane at a time there, by four.
+ * The last word may run past `n` by up to 3 elements: reads stay within the buffers (robust
+ * access), and the extra writes land in the output block's padding (blocks are 512-byte
+ * multiples, outputs start block-aligned), never in another tensor.
  */
-export function vec4Eligible(k: MapKernel, outOffset: number, inputs: { offset: number }[]): boolean {
-  const wide = (dt: StorageCode) => elementsPerWord(dt) === 1;
-  return wide(k.outDt) && outOffset % 4 === 0 &&
-    k.inputs.every((inp, j) => wide(inp.dt) && (inp.scalar || (inp.contiguous && inputs[j].offset % 4 === 0)));
-}
-
-/** WGSL of a map kernel on the vec4 path (see `vec4Eligible`); params as `mapParams`. */
 export function mapVec4Shader(k: MapKernel): string {
   let binds = `@group(0) @binding(0) var<storage, read> P: array<u32>;\n@group(0) @binding(1) var<storage, read_write> S0: array<vec4<u32>>;\n`;
   for (let s = 1; s < k.slots; s++) binds += `@group(0) @binding(${s + 1}) var<storage, read> S${s}: array<vec4<u32>>;\n`;
   const sBase = 10 + k.inputs.length * 9;
+  const strided = (inp: MapInput) => !inp.scalar && !inp.contiguous;
+  const offsets = k.inputs.map((inp, j) => (strided(inp) ? offsetFn(j, k.rank) : '')).join('');
   const scalars = [0, 1, 2, 3].map((j) => `  let s${j} = bitcast<f32>(P[${sBase + j}u]);`).join('\n');
   const words = k.inputs.map((inp, j) => (inp.scalar
     ? `  let v${j} = vec4<u32>(P[${10 + j * 9}u]);`
-    : `  let v${j} = S${inp.slot}[P[${10 + j * 9}u] / 4u + w];`)).join('\n');
-  const lanes = k.inputs.map((inp, j) => `    let x${j} = ${computeType(inp.dt) === 'f32' ? `bitcast<f32>(v${j}[c])` : `bitcast<i32>(v${j}[c])`};`).join('\n');
+    : inp.contiguous
+      ? `  let v${j} = S${inp.slot}[P[${10 + j * 9}u] / 4u + w];`
+      : `  let b${j} = off${j}(w * 4u);\n  let t${j} = P[${10 + j * 9 + Math.max(k.rank, 1)}u];`)).join('\n');
+  const lanes = k.inputs.map((inp, j) => {
+    const word = strided(inp) ? `S${inp.slot}[(b${j} + c * t${j}) >> 2u][(b${j} + c * t${j}) & 3u]` : `v${j}[c]`;
+    return `    let x${j} = ${computeType(inp.dt) === 'f32' ? `bitcast<f32>(${word})` : `bitcast<i32>(${word})`};`;
+  }).join('\n');
   const value = convert(`(${k.expr})`, k.exprType, k.outDt);
   const check = checksDivisor(k.expr) ? divisorCheck(k.slots, sBase + 4) : '';
   return `${binds}${check}${k.prelude ?? ''}
+${offsets}
 @compute @workgroup_size(${WG})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
   let n = P[0];

@@ -1,7 +1,8 @@
 // Row reductions in GB/s of logical traffic: `sum` over the last dim of [R, C] (4·R·C + 4·R bytes)
-// and softmax over the last dim (8·R·C bytes: read once, write once). webtorch has no softmax yet,
-// so its row composes one from existing ops, `exp(x - max) / sum` (five kernels); the peers use
-// their own softmax. When a build of webtorch has `torch.F.softmax`, a "softmax (native)" row appears.
+// and softmax over the last dim (8·R·C bytes: read once, write once). "softmax" is each library's
+// own softmax (`F.softmax`, `tf.softmax`, `torch.softmax`). "softmax (composed)" builds it from five
+// ops, `exp(x - max) / sum`, in every library alike: it measures broadcasting elementwise ops and
+// small reductions, as user code that spells softmax out runs them.
 import { compare, uniform } from '../lib/harness.mjs';
 import { tfImpl, wtFrom, wtImpl } from './common.mjs';
 import { fn } from './nn.mjs';
@@ -26,8 +27,14 @@ const composedSoftmax = (X) => {
   return e.div(e.sum(-1, true));
 };
 
-const softmax = (label, rowsOf, webtorchOp) => ({
-  name: label === 'softmax' ? 'softmax' : 'softmax_native',
+/** The same composition in TensorFlow.js. */
+const tfComposedSoftmax = (tf, X) => {
+  const e = tf.exp(tf.sub(X, tf.max(X, -1, true)));
+  return tf.div(e, tf.sum(e, -1, true));
+};
+
+const softmax = (name, label, rowsOf, webtorchOp, tfOp, torchOp) => ({
+  name,
   group: 'softmax',
   unit: 'GB/s',
   higherIsBetter: true,
@@ -47,10 +54,10 @@ const softmax = (label, rowsOf, webtorchOp) => ({
     tfjs(ctx, { r, c }, { x }) {
       if (!ctx.tf) return null;
       const X = ctx.tf.tensor2d(x, [r, c]);
-      return tfImpl(ctx, [X], () => ctx.tf.softmax(X));
+      return tfImpl(ctx, [X], () => tfOp(ctx.tf, X));
     },
   },
-  torchJob: (p) => ({ op: 'softmax', ...p }),
+  torchJob: (p) => ({ op: torchOp, ...p }),
 });
 
 const softmaxSizes = (quick, device) => (quick ? [[256, 1024], [4096, 256]] : device === 'gpu' ? [[1024, 1024], [8192, 4096], [32768, 1024]] : [[1024, 1024], [4096, 1024]]);
@@ -85,6 +92,7 @@ export default [{
   },
   torchJob: (p) => ({ op: 'sum_last', ...p }),
 },
-softmax('softmax', softmaxSizes, () => composedSoftmax),
-softmax('softmax (native)', softmaxSizes, (ctx) => { const f = fn(ctx.torch, 'softmax'); return f ? (X) => f(X, -1) : null; }),
+softmax('softmax', 'softmax', softmaxSizes, (ctx) => { const f = fn(ctx.torch, 'softmax'); return f ? (X) => f(X, -1) : null; },
+  (tf, X) => tf.softmax(X), 'softmax'),
+softmax('softmax_composed', 'softmax (composed)', softmaxSizes, () => composedSoftmax, tfComposedSoftmax, 'softmax_composed'),
 ];

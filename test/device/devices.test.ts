@@ -152,6 +152,43 @@ describe('tensors carry a device', () => {
     }
   });
 
+  it('computes broadcast, transposed and misaligned operands of elementwise ops like plain JS', async () => {
+    // Shapes whose innermost size is a multiple of 4 run the GPU's vec4 map kernels with strided
+    // lanes (wgsl/elementwise.ts); the others, the scalar kernel. Expected values come from JS.
+    const seq = (n: number, k = 1) => Array.from({ length: n }, (_, i) => ((i * 7) % 11) * k - 5);
+    for (const device of devices) {
+      const f = (vals: number[], shape: number[], dtype = 'float32') => {
+        const flat = torch.tensor(vals, { device, dtype }), shaped = flat.reshape(shape);
+        flat.dispose();
+        return shaped;
+      };
+      const x = f(seq(40), [5, 8]), rowMax = f(seq(5, 2), [5, 1]), bias = f(seq(8, 3), [8]);
+      const xs = seq(40), ms = seq(5, 2), bs = seq(8, 3);
+      const scaled = x.mul(rowMax);
+      const cases: [string, torch.Tensor, (i: number) => number][] = [
+        ['x - rowMax', x.sub(rowMax), (i) => xs[i] - ms[Math.floor(i / 8)]],
+        ['x + bias', x.add(bias), (i) => xs[i] + bs[i % 8]],
+        ['x * rowMax + bias', scaled.add(bias), (i) => xs[i] * ms[Math.floor(i / 8)] + bs[i % 8]],
+      ];
+      const t = f(seq(32), [8, 4]), tt = t.T, y = f(seq(32, 2), [4, 8]);
+      cases.push(['t.T * y', tt.mul(y), (i) => seq(32)[(i % 8) * 4 + Math.floor(i / 8)] * seq(32, 2)[i]]);
+      const flat = f(seq(13), [13]), mis = flat.narrow(0, 1, 12), al = f(seq(12, 3), [12]);
+      cases.push(['misaligned slice + aligned', mis.add(al), (i) => seq(13)[i + 1] + seq(12, 3)[i]]);
+      const wide = f(seq(36), [4, 9]), cols = wide.narrow(1, 1, 8);
+      cases.push(['column slice / 2', cols.div(2), (i) => seq(36)[Math.floor(i / 8) * 9 + 1 + (i % 8)] / 2]);
+      const ia = f(seq(32), [4, 8], 'int32'), ib = f([3, -2, 5, 7], [4, 1], 'int32');
+      cases.push(['int floor_divide by a column', ia.floorDivide(ib), (i) => Math.floor(seq(32)[i] / [3, -2, 5, 7][Math.floor(i / 8)])]);
+      for (const [name, out, ref] of cases) {
+        const got = Array.from(await out.data());
+        expect(got.map((v) => Math.round(v * 1e5) / 1e5), `${name} on ${device}`).toEqual(got.map((_, i) => Math.round(ref(i) * 1e5) / 1e5));
+        out.dispose();
+      }
+      const zero = f([1, 0, 1, 1], [4, 1], 'int32'), bad = ia.floorDivide(zero);
+      await expect(bad.data(), `integer division by a broadcast zero on ${device}`).rejects.toThrow(/ZeroDivisionError/);
+      [x, rowMax, bias, scaled, t, tt, y, flat, mis, al, wide, cols, ia, ib, zero, bad].forEach((v) => v.dispose());
+    }
+  });
+
   it('copy_ works across devices, into views, with dtype conversion and broadcasting', async () => {
     for (const src of devices) {
       for (const dst of devices) {

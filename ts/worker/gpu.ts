@@ -304,23 +304,29 @@ function runMap(
   let exprId = exprIds.get(expr);
   if (exprId === undefined) exprIds.set(expr, (exprId = exprIds.size));
   const bind = [out];
+  // The vec4 path (wgsl/elementwise.ts): strided inputs need the 4 lanes of a word in one row.
+  const rowsOf4 = shape.length <= 1 || shape[shape.length - 1] % 4 === 0;
   let vec4 = elementsPerWord(outDt) === 1 && outOffset % 4 === 0;
-  // per input: 1 + dt + 16 × (0 scalar, 1 contiguous, 2 strided) + 48 × slot, in 9 bits each
-  let inputKey = 0;
+  // per input: 1 + dt + 16 × (0 scalar, 1 contiguous, 2 strided) + 48 × slot, in 9 bits each;
+  // on the vec4 path, contiguous means 16-byte words (offset a multiple of 4)
+  let inputKey = 0, vec4Key = 0;
   for (const inp of inputs) {
     const wide = elementsPerWord(inp.dt) === 1;
     if (typeof inp.r === 'number') {
       inputKey = inputKey * 512 + 1 + inp.dt;
+      vec4Key = vec4Key * 512 + 1 + inp.dt;
       vec4 &&= wide;
       continue;
     }
     const b = inp.b ?? buf(inp.r.id);
     let slot = bind.indexOf(b);
     if (slot < 0) slot = bind.push(b) - 1;
-    const contiguous = contiguousIn(inp.r, shape);
+    const contiguous = contiguousIn(inp.r, shape), words = contiguous && inp.r.offset % 4 === 0;
     inputKey = inputKey * 512 + 1 + inp.dt + 16 * (contiguous ? 1 : 2) + 48 * slot;
-    vec4 &&= wide && contiguous && inp.r.offset % 4 === 0;
+    vec4Key = vec4Key * 512 + 1 + inp.dt + 16 * (words ? 1 : 2) + 48 * slot;
+    vec4 &&= wide && (words || rowsOf4);
   }
+  if (vec4) inputKey = vec4Key;
   const code = checksDivisor(expr) ? checkCode('binary', check?.message ?? 'ZeroDivisionError: integer division by zero') : 0;
   if (code) bind.push(deviceErrors!);
   // The params block (see wgsl/elementwise.ts): n, shape, output offset, views (a scalar's bits in its offset word), scalars, check code.
@@ -345,18 +351,21 @@ function runMap(
   const key = ((((exprId * 16 + shape.length) * 8 + bind.length) * 8 + outDt) * 4 + (exprType === 'f32' ? 2 : 0) + (vec4 ? 1 : 0)) * 2 ** 27 + inputKey;
   let kernel = mapKernels.get(key);
   if (!kernel) {
-    const k: MapKernel = { rank: shape.length, slots: code ? bind.length - 1 : bind.length, outDt, expr, exprType, prelude: WGSL_PRELUDE, inputs: mapInputs(inputs, bind, shape) };
+    const k: MapKernel = { rank: shape.length, slots: code ? bind.length - 1 : bind.length, outDt, expr, exprType, prelude: WGSL_PRELUDE, inputs: mapInputs(inputs, bind, shape, vec4) };
     kernel = compile(vec4 ? mapVec4Shader(k) : mapShader(k));
     mapKernels.set(key, kernel);
   }
   queueDispatch(kernel, bind, at, words, grid1d(vec4 ? Math.ceil(n / 4) : mapInvocations(n, outDt)));
 }
 
-/** The inputs of a map kernel's description: dtype, contiguity and slot among the bound buffers. */
-function mapInputs(inputs: MapOperand[], bind: GPUBuffer[], shape: number[]): MapKernel['inputs'] {
+/**
+ * The inputs of a map kernel's description: dtype, contiguity and slot among the bound buffers.
+ * On the vec4 path an input is contiguous only if it loads 16-byte words (its offset a multiple of 4).
+ */
+function mapInputs(inputs: MapOperand[], bind: GPUBuffer[], shape: number[], vec4: boolean): MapKernel['inputs'] {
   return inputs.map((inp) => (typeof inp.r === 'number'
     ? { dt: inp.dt, contiguous: false, slot: -1, scalar: true }
-    : { dt: inp.dt, contiguous: contiguousIn(inp.r, shape), slot: bind.indexOf(inp.b ?? buf(inp.r.id)) }));
+    : { dt: inp.dt, contiguous: contiguousIn(inp.r, shape) && (!vec4 || inp.r.offset % 4 === 0), slot: bind.indexOf(inp.b ?? buf(inp.r.id)) }));
 }
 
 /** Runs `write` into a 32-bit target (the output itself, or a scratch buffer cast into a packed output). */
