@@ -314,6 +314,21 @@ function mapLaunch(expr, ins, out, n, vec4, scalars = []) {
     : kernel(ew.mapShader(k), params, [out, ...ins], grid1d(n));
 }
 
+/**
+ * The floor a map kernel is held to: the plainest vec4 WGSL for `out = a * b` (no params, no
+ * dtype handling), with the same workgroup size and grid as webtorch's.
+ */
+const PLAIN_MUL = `@group(0) @binding(0) var<storage, read> P: array<u32>;
+@group(0) @binding(1) var<storage, read_write> o: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> x: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read> y: array<vec4<f32>>;
+@compute @workgroup_size(${ew.WG})
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
+  let w = (wid.y * nwg.x + wid.x) * ${ew.WG}u + li;
+  if (w * 4u >= P[0]) { return; }
+  o[w] = x[w] * y[w];
+}`;
+
 async function timeElementwise(n) {
   const xs = [rand(n, 7), rand(n, 8), rand(n, 9)];
   const [a, b, c] = xs.map((x) => buffer(x));
@@ -331,6 +346,10 @@ async function timeElementwise(n) {
         launches: [await mapLaunch(mul, [a, b], t1, n, vec4), await mapLaunch(add, [t1, c], t2, n, vec4, [1])],
       },
     ];
+    if (vec4) {
+      cases.push({ name: 'mul', kernel: 'plain vec4 WGSL a * b (floor)', bytes: 12 * n, out: t1, ref: (i) => Math.fround(xs[0][i] * xs[1][i]),
+        launches: [await kernel(PLAIN_MUL, new Uint32Array([n]).buffer, [t1, a, b], grid1d(Math.ceil(n / 4)))] });
+    }
     for (const k of cases) {
       try {
         await runOnce(k.launches);
