@@ -8,9 +8,13 @@
  * it was read from, one strided read-add-write per offset. That rule, and `pad`'s (slice the
  * gradient), are the only hand-written gradients; conv itself is windows + a batched matmul in
  * which the groups are a batch dim.
+ *
+ * On GPU devices a float32 input skips the pad and the copy: `paddedWindows` writes the windows,
+ * padding included, with one kernel (wgsl/window.ts); its gradient is the fold onto the padded
+ * extent, cropped.
  */
 import { withGradMode, op as recorded } from '../autograd/graph.js';
-import { sameDevice } from '../runtime/dispatch.js';
+import { alloc, launch, place, ref, sameDevice } from '../runtime/dispatch.js';
 import { fmt, numel } from '../shape.js';
 import { Tensor, view } from '../tensor.js';
 import { copyInto } from './copy.js';
@@ -88,6 +92,38 @@ export function windows(x: Tensor, k: number[], s: number[], d: number[], kernel
   });
 }
 
+/** Whether the windows of x come from the GPU's one-kernel form (`paddedWindows`). */
+export const fusedWindows = (x: Tensor): boolean => x.device.type === 'gpu' && x.dtype === 'float32';
+
+/**
+ * @internal The layout of `windows`, taken from x [N, C, H, W] padded by `p` = [top, left] with
+ * `value` (bottom and right as far as the `size` = [oh, ow] windows reach), in one GPU kernel.
+ * Gradient: `fold` onto the padded extent, then the crop of `pad`'s gradient.
+ */
+export function paddedWindows(x: Tensor, k: number[], s: number[], d: number[], p: number[], size: number[], kernelLast = false, value = 0): Tensor {
+  const [N, C, H, W] = x.shape, [oh, ow] = size;
+  const shape = kernelLast ? [N, C, oh, ow, k[0], k[1]] : [N, C, k[0], k[1], oh, ow];
+  // the padded extent: every window position, and x itself
+  const Hp = Math.max(p[0] + H, (oh - 1) * s[0] + d[0] * (k[0] - 1) + 1), Wp = Math.max(p[1] + W, (ow - 1) * s[1] + d[1] * (k[1] - 1) + 1);
+  return recorded('im2col', [x], () => {
+    const out = alloc(shape, 'float32', x.device);
+    if (numel(shape)) {
+      launch(x.device, { k: 'windows', x: ref(x), out: place(out), shape: [N, C, H, W], kernel: k, stride: s, dilation: d, padding: p, size, kernelLast, value });
+    }
+    return out;
+  }, () => ([g]) => withGradMode(false, () => {
+    const t = g!._strides;
+    const gv = kernelLast ? view(g!, [N, C, k[0], k[1], oh, ow], [t[0], t[1], t[4], t[5], t[2], t[3]]) : g!;
+    const gp = fold(gv, [N, C, Hp, Wp], k, s, d);
+    if (gv !== g) gv.dispose();
+    if (Hp === H && Wp === W) return [gp];
+    const r = view(gp, [N, C, H, W], gp._strides, p[0] * Wp + p[1]), gx = V.contiguous(r);
+    r.dispose();
+    gp.dispose();
+    return [gx];
+  }));
+}
+
 /**
  * `F.pad(x, padding, 'constant', value)`: `padding` lists (before, after) pairs starting from the
  * last dim, as in PyTorch; negative amounts crop.
@@ -154,8 +190,9 @@ export function unfold(x: Tensor, kernelSize: Size2, o: UnfoldOptions = {}): Ten
   }
   return tidy(() => {
     const x4 = x.ndim === 4 ? x : V.unsqueeze(x, 0);
-    const xp = p[0] || p[1] ? pad(x4, [p[1], p[1], p[0], p[0]]) : x4;
-    const cols = windows(xp, k, s, d);
+    const cols = fusedWindows(x4)
+      ? paddedWindows(x4, k, s, d, p, [oh, ow])
+      : windows(p[0] || p[1] ? pad(x4, [p[1], p[1], p[0], p[0]]) : x4, k, s, d);
     const out = V.reshape(cols, [x4.shape[0], x4.shape[1] * k[0] * k[1], oh * ow]);
     return x.ndim === 4 ? out : V.squeeze(out, 0);
   });
@@ -220,8 +257,14 @@ function convArgs(op: string, nd: 1 | 2, x: Tensor, w: Tensor, b: Tensor | null 
 function conv(x: Tensor, w: Tensor, b: Tensor | null | undefined, g: ReturnType<typeof convArgs>): Tensor {
   return tidy(() => {
     const { groups, k, s, d, lo, hi, cout } = g;
-    const xp = lo.some(Boolean) || hi.some(Boolean) ? pad(x, [lo[1], hi[1], lo[0], hi[0]]) : x;
-    const cols = windows(xp, k, s, d);
+    let cols: Tensor;
+    if (fusedWindows(x)) {
+      const size = [0, 1].map((i) => Math.floor((x.shape[2 + i] + lo[i] + hi[i] - d[i] * (k[i] - 1) - 1) / s[i]) + 1);
+      cols = paddedWindows(x, k, s, d, lo, size);
+    } else {
+      const xp = lo.some(Boolean) || hi.some(Boolean) ? pad(x, [lo[1], hi[1], lo[0], hi[0]]) : x;
+      cols = windows(xp, k, s, d);
+    }
     const [N, C] = x.shape, [oh, ow] = cols.shape.slice(4), K = (C / groups) * k[0] * k[1];
     const y = matmul(V.reshape(w, [groups, cout / groups, K]), V.reshape(cols, [N, groups, K, oh * ow]));
     const out = V.reshape(y, [N, cout, oh, ow]);

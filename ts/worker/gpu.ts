@@ -17,6 +17,7 @@ import { computeType, elementsPerWord } from '../../wgsl/dtype.js';
 import { RWG, ReduceOp, reduceShader, rowDevice, rowForm } from '../../wgsl/reduce.js';
 import { chooseMatmul, matmulVariantGrid, matmulVariantShader, tiledEligible } from '../../wgsl/matmul.js';
 import { rowNormKey, rowNormShader } from '../../wgsl/softmax.js';
+import { WINDOW_PARAMS, WINDOW_WG, windowKey, windowShader } from '../../wgsl/window.js';
 import { ELEMENTWISE, WGSL_PRELUDE } from '../ops/table.js';
 import type { Backend } from './executor.js';
 import type { Command, DeviceCheck, DeviceInfo, Place, ViewRef } from './protocol.js';
@@ -435,6 +436,19 @@ function rowMajorCopy(x: MatmulOperand, batch: number, rows: number, cols: numbe
   return { b: tmp, offset: 0, strides: [copies === 1 ? 0 : rows * cols, cols, 1] };
 }
 
+/** Sliding windows with their padding in one dispatch (wgsl/window.ts); the output is f32 words. */
+function runWindows(cmd: Extract<Command, { k: 'windows' }>): void {
+  const [N, C, H, W] = cmd.shape, [kh, kw] = cmd.kernel, [oh, ow] = cmd.size;
+  const rows = cmd.kernelLast ? N * C * oh : N * C * kh * kw * oh;
+  if (!rows || !ow) return;
+  const { bind, slot } = slotsOf(buf(cmd.out.id), [buf(cmd.x.id)]);
+  const p = new Uint32Array(WINDOW_PARAMS);
+  p.set([rows, C, H, W, kh, kw, oh, ow, ...cmd.stride, ...cmd.dilation, ...cmd.padding, cmd.x.offset, ...cmd.x.strides, cmd.out.offset]);
+  new Float32Array(p.buffer, 80, 1)[0] = cmd.value;
+  dispatch(windowKey(cmd.kernelLast, slot[0], bind.length), () => windowShader(cmd.kernelLast, slot[0], bind.length), bind, p.buffer,
+    grid1d(rows, WINDOW_WG));
+}
+
 function run(cmd: Command): void {
   if (timer) label = labelOf(cmd);
   switch (cmd.k) {
@@ -521,6 +535,9 @@ function run(cmd: Command): void {
     }
     case 'matmul':
       runMatmul(cmd);
+      return;
+    case 'windows':
+      runWindows(cmd);
       return;
     // The index family.
     case 'gather': case 'scatter': case 'cumulative': case 'sort': case 'oneHot':

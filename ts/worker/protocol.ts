@@ -44,6 +44,13 @@ export type Command =
   /** Softmax (or log-softmax) of each row of a contiguous f32 [outer, inner] block; GPU devices only (the cpu composes it). */
   /** Row normalisations: softmax or log-softmax, or layer norm when `norm` is given (weight and bias optional). */
   | { k: 'softmax'; log: boolean; a: Place; out: Place; outer: number; inner: number; norm?: { eps: number; w: Place | null; b: Place | null } }
+  /**
+   * The sliding windows of a 32-bit [N, C, H, W] view (`shape`) into a contiguous
+   * [N, C, kh, kw, oh, ow], or [N, C, oh, ow, kh, kw] with `kernelLast`; `padding` is [top, left],
+   * and positions outside x read as `value` (an f32). GPU devices only (the cpu pads and copies).
+   */
+  | { k: 'windows'; x: ViewRef; out: Place; shape: number[]; kernel: number[]; stride: number[]; dilation: number[]; padding: number[];
+      size: number[]; kernelLast: boolean; value: number }
   | { k: 'matmul'; a: ViewRef; b: ViewRef; dt: StorageCode; out: Place; batch: number; m: number; n: number; kk: number;
       aStrides: [number, number, number]; bStrides: [number, number, number] }
   | { k: 'connect'; peer: string; port: MessagePort }
