@@ -85,6 +85,83 @@ describe('the nn goldens', () => {
   });
 });
 
+/** im2col on the host: [N, C·kh·kw, oh·ow] of x [N, C, H, W] (row-major values), zero padded. */
+function hostUnfold(x: number[], [N, C, H, W]: number[], k: number[], s: number[], p: number[], d: number[]) {
+  const oh = Math.floor((H + 2 * p[0] - d[0] * (k[0] - 1) - 1) / s[0]) + 1, ow = Math.floor((W + 2 * p[1] - d[1] * (k[1] - 1) - 1) / s[1]) + 1;
+  const out: number[] = [], from: number[] = [];
+  for (let n = 0; n < N; n++) for (let c = 0; c < C; c++) for (let i = 0; i < k[0]; i++) for (let j = 0; j < k[1]; j++) {
+    for (let oy = 0; oy < oh; oy++) for (let ox = 0; ox < ow; ox++) {
+      const y = oy * s[0] + i * d[0] - p[0], xx = ox * s[1] + j * d[1] - p[1], inside = y >= 0 && y < H && xx >= 0 && xx < W;
+      const at = ((n * C + c) * H + y) * W + xx;
+      out.push(inside ? x[at] : 0);
+      from.push(inside ? at : -1);
+    }
+  }
+  return { out, from, oh, ow };
+}
+
+describe.each(devices)('sliding windows on %s', (device) => {
+  const shape = [2, 3, 5, 7], k = [3, 2], s = [1, 2], p = [2, 1], d = [2, 3];
+  const values = Array.from({ length: 2 * 3 * 5 * 7 }, (_, i) => i + 1);
+  const flat = async (t: torch.Tensor) => {
+    const f = t.flatten(), v = await f.values();
+    f.dispose();
+    return v;
+  };
+
+  /** Runs `f`; on a GPU, also requires that its windows came from the windows kernel. */
+  async function viaKernel<T>(f: () => Promise<T>): Promise<T> {
+    if (!device.startsWith('gpu')) return f();
+    await torch._profileWorker(torch.device(device), true);
+    const r = await f();
+    const prof = await torch._profileWorker(torch.device(device), false);
+    expect(prof?.commands.windows?.count, 'windows commands run').toBeGreaterThan(0);
+    return r;
+  }
+
+  it('unfold reads every window position with padding, stride and dilation, and its gradient sums them back', async () => {
+    const ref = hostUnfold(values, shape, k, s, p, d);
+    const w = ref.out.map((_, i) => (i % 7) - 3);
+    const grad = values.map(() => 0);
+    ref.from.forEach((at, i) => { if (at >= 0) grad[at] += w[i]; });
+    await viaKernel(async () => {
+      const x = torch.tidy(() => torch.tensor(values, { device, dtype: 'float32' }).reshape(shape)).requiresGrad_();
+      const u = F.unfold(x, k, { stride: s, padding: p, dilation: d });
+      expect(u.shape).toEqual([2, 3 * 3 * 2, ref.oh * ref.ow]);
+      expect(await flat(u)).toEqual(ref.out);
+      const wt = torch.tidy(() => torch.tensor(w, { device, dtype: 'float32' }).reshape(u.shape)), loss = torch.tidy(() => u.mul(wt).sum());
+      loss.backward();
+      expect(await flat(x.grad!)).toEqual(grad);
+      [x, u, wt, loss, x.grad!].forEach((t) => t.dispose());
+    });
+  });
+
+  it('max pooling pads with -inf (a window of negative values never takes a padding zero), also on a channels-last view', async () => {
+    const neg = values.map((v) => -v);
+    const pk = [3, 3], ps = [2, 2], pp = [1, 1], pd = [1, 2];
+    const { from, oh, ow } = hostUnfold(neg, shape, pk, ps, pp, pd);
+    const want: number[] = [];
+    for (let nc = 0; nc < 6; nc++) {
+      for (let o = 0; o < oh * ow; o++) {
+        let m = -Infinity;
+        for (let q = 0; q < 9; q++) { const at = from[(nc * 9 + q) * oh * ow + o]; if (at >= 0) m = Math.max(m, neg[at]); }
+        want.push(m);
+      }
+    }
+    await viaKernel(async () => {
+      const x = torch.tidy(() => torch.tensor(neg, { device, dtype: 'float32' }).reshape(shape));
+      const last = torch.tidy(() => x.permute([0, 2, 3, 1]).contiguous().permute([0, 3, 1, 2]));
+      for (const input of [x, last]) {
+        const y = F.maxPool2d(input, pk, { stride: ps, padding: pp, dilation: pd });
+        expect(y.shape).toEqual([2, 3, oh, ow]);
+        expect(await flat(y)).toEqual(want);
+        y.dispose();
+      }
+      [x, last].forEach((t) => t.dispose());
+    });
+  });
+});
+
 describe.each(devices)('dropout on %s', (device) => {
   it('zeroes about p of the elements, scales the rest by 1/(1-p), and its gradient is the same mask', async () => {
     torch.manualSeed(7);

@@ -1,6 +1,6 @@
 /**
  * 2-D pooling: `maxPool2d`, `avgPool2d`, `adaptiveAvgPool2d`, composed from `pad`, `windows`
- * (conv.ts) and reductions, so their gradients need no rule of their own.
+ * (or the GPU's `paddedWindows`, conv.ts) and reductions, so their gradients need no rule of their own.
  *
  * The hard part is matching PyTorch's edges. Max pooling pads with -inf and reduces with
  * `max(dim)`, whose gradient goes to the first maximal element of each window, as PyTorch's
@@ -19,7 +19,7 @@ import { matmul } from './matmul.js';
 import { checkOptions } from './options.js';
 import { maxMin, reduce, type ValuesIndices } from './reduce.js';
 import { checkAccepted } from './nn.js';
-import { pad, sizes, windows, type Size2 } from './conv.js';
+import { fusedWindows, pad, paddedWindows, sizes, windows, type Size2 } from './conv.js';
 import { tidy } from './scoped.js';
 import * as V from './views.js';
 
@@ -73,13 +73,17 @@ function poolArgs(op: string, x: Tensor, kernelSize: Size2, o: { stride?: Size2 
   return { k, s, p, d, out, H, W };
 }
 
-/** Windows [N, C, oh, ow, kh·kw] of x (3-D inputs gain a batch dim), padded with `value`. */
+/**
+ * Windows [N, C, oh, ow, kh·kw] of x (3-D inputs gain a batch dim), padded with `value`; on GPU
+ * devices a float32 input takes them, padding included, from one kernel (conv.ts, `paddedWindows`).
+ */
 function poolWindows(x: Tensor, g: PoolGeom, value: number): Tensor {
   const x4 = x.ndim === 4 ? x : V.unsqueeze(x, 0);
   const [pt, pl] = g.p, [H, W] = [g.H, g.W];
   const pb = (g.out[0] - 1) * g.s[0] + g.d[0] * (g.k[0] - 1) + 1 - H - pt, pr = (g.out[1] - 1) * g.s[1] + g.d[1] * (g.k[1] - 1) + 1 - W - pl;
-  const xp = pt || pl || pb || pr ? pad(x4, [pl, pr, pt, pb], 'constant', value) : x4;
-  const w = windows(xp, g.k, g.s, g.d, true);
+  const w = fusedWindows(x4)
+    ? paddedWindows(x4, g.k, g.s, g.d, g.p, g.out, true, value)
+    : windows(pt || pl || pb || pr ? pad(x4, [pl, pr, pt, pb], 'constant', value) : x4, g.k, g.s, g.d, true);
   return V.reshape(w, [...w.shape.slice(0, 4), g.k[0] * g.k[1]]);
 }
 
