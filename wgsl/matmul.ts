@@ -225,6 +225,8 @@ export const MATMUL_TILINGS: Readonly<Record<number, MatmulTiling>> = {
   23: { wx: 16, wy: 32, rm: 8, rn: 8, bk: 16, double: false },
   24: { wx: 8, wy: 8, rm: 8, rn: 8, bk: 16, double: true },
   25: { wx: 16, wy: 8, rm: 8, rn: 8, bk: 8, double: true },
+  27: { wx: 16, wy: 4, rm: 4, rn: 8, bk: 16, double: false },
+  28: { wx: 16, wy: 2, rm: 8, rn: 8, bk: 16, double: false },
 };
 
 /** Output tile (rows, cols) of a tiling. */
@@ -423,6 +425,7 @@ export function chooseMatmul(m: number, n: number, k: number, batch: number, til
   if (forced >= 4) return tiled && MATMUL_TILINGS[forced] && fits(forced) ? forced : 1;
   if (m < 16 || n < 16) return DIRECT;
   if (!tiled) return 1;
+  if (m <= 48 && fits(28)) return 28;
   if (m >= 128 && batch * Math.ceil(m / 128) * Math.ceil(n / 128) >= 256) return 6;
   return fits(10) ? 10 : 13;
 }
