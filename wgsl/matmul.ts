@@ -415,9 +415,12 @@ export function matmulVariantGrid(v: number, m: number, n: number, batch: number
  * twice the workgroups: 28.8 TFLOP/s at 1024³ where variant 6 gives 17.3 and variant 1 18.0).
  * Variant 1 takes every other product the vec4 kernels cannot. Fewer than 16 rows or columns
  * take variant 26 (direct): on lavapipe a 16×8×784 · 784×9 batch (a conv's weight gradient) took
- * 60 ms with variant 1's 16 mostly-empty tiles.
+ * 60 ms with variant 1's 16 mostly-empty tiles. On a CPU adapter (`cpuAdapter`: lavapipe), 16 to 48
+ * rows take variant 28 (16×128 tiles): a conv's 16×144 · 144×784 batch of 4 took 7.4–9 ms there
+ * against 21 with variant 10's 64-row tiles. On the H100 variant 28 was slower for the 32-row
+ * split-K partials of a skinny product (85.8 against 79.1 µs), so GPUs keep variant 10.
  */
-export function chooseMatmul(m: number, n: number, k: number, batch: number, tiled: boolean, forced = 0, storage = 16384): number {
+export function chooseMatmul(m: number, n: number, k: number, batch: number, tiled: boolean, forced = 0, storage = 16384, cpuAdapter = false): number {
   void k;
   const fits = (v: number) => tilingStorage(MATMUL_TILINGS[v]) <= storage;
   if (forced === 1 || forced === DIRECT) return forced;
@@ -425,7 +428,7 @@ export function chooseMatmul(m: number, n: number, k: number, batch: number, til
   if (forced >= 4) return tiled && MATMUL_TILINGS[forced] && fits(forced) ? forced : 1;
   if (m < 16 || n < 16) return DIRECT;
   if (!tiled) return 1;
-  if (m <= 48 && fits(28)) return 28;
+  if (cpuAdapter && m <= 48 && fits(28)) return 28;
   if (m >= 128 && batch * Math.ceil(m / 128) * Math.ceil(n / 128) >= 256) return 6;
   return fits(10) ? 10 : 13;
 }

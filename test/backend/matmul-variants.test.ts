@@ -1,7 +1,7 @@
 /**
  * The matmul goldens under each GPU matmul variant (`WEBTORCH_MATMUL`, read when a GPU worker
  * starts): the default rule (0), the plain tiles (1), the vec4 tiles (3), and the tiled
- * variants the default picks for large (6), medium (10) and short (28: at most 48 rows) products. A forced variant runs
+ * variants the default picks for large (6) and medium (10) products, and for 16–48 rows on a CPU adapter (28). A forced variant runs
  * wherever its kernel applies (f32, K and N multiples of 4), so the goldens' small and ragged
  * shapes exercise it; the rest fall back to variant 1.
  */

@@ -17,7 +17,7 @@ import { computeType, elementsPerWord } from '../../wgsl/dtype.js';
 import { RWG, ReduceOp, reduceShader, rowDevice, rowForm } from '../../wgsl/reduce.js';
 import { chooseMatmul, matmulVariantGrid, matmulVariantShader, tiledEligible } from '../../wgsl/matmul.js';
 import { rowNormKey, rowNormShader } from '../../wgsl/softmax.js';
-import { WINDOW_PARAMS, WINDOW_WG, windowKey, windowShader } from '../../wgsl/window.js';
+import { WINDOW_ELEMENT_WG, WINDOW_PARAMS, WINDOW_WG, windowForm, windowKey, windowShader } from '../../wgsl/window.js';
 import { ELEMENTWISE, WGSL_PRELUDE } from '../ops/table.js';
 import type { Backend } from './executor.js';
 import type { Command, DeviceCheck, DeviceInfo, Place, ViewRef } from './protocol.js';
@@ -381,6 +381,9 @@ function viaScratch(out: Place, outDt: StorageCode, n: number, srcDt: StorageCod
 /** An operand of a matmul: a buffer, its element offset and (batch, row, column) strides. */
 interface MatmulOperand { b: GPUBuffer; offset: number; strides: [number, number, number] }
 
+/** Whether the adapter is a CPU one (lavapipe), where some kernels take another form. */
+const cpuAdapter = (): boolean => adapter?.info?.isFallbackAdapter ?? false;
+
 /** Products of at least this many multiply-adds copy a transposed operand to run a tiled variant. */
 const COPY_FOR_TILED = 1 << 22;
 
@@ -396,7 +399,7 @@ function runMatmul(cmd: Extract<Command, { k: 'matmul' }>): void {
   let a: MatmulOperand = { b: buf(cmd.a.id), offset: cmd.a.offset, strides: cmd.aStrides };
   let b: MatmulOperand = { b: buf(cmd.b.id), offset: cmd.b.offset, strides: cmd.bStrides };
   const f32 = cmd.dt === StorageCode.F32, storage = device.limits.maxComputeWorkgroupStorageSize;
-  if (f32 && !matmulVariant && kk % 4 === 0 && n % 4 === 0 && batch * m * n * kk >= COPY_FOR_TILED && chooseMatmul(m, n, kk, batch, true, 0, storage) !== 1) {
+  if (f32 && !matmulVariant && kk % 4 === 0 && n % 4 === 0 && batch * m * n * kk >= COPY_FOR_TILED && chooseMatmul(m, n, kk, batch, true, 0, storage, cpuAdapter()) !== 1) {
     if (a.strides[2] !== 1 && n >= 64) a = rowMajorCopy(a, batch, m, kk, 0);
     if (b.strides[2] !== 1 && m >= 64) b = rowMajorCopy(b, batch, kk, n, 1);
   }
@@ -404,7 +407,7 @@ function runMatmul(cmd: Extract<Command, { k: 'matmul' }>): void {
     const { bind, slot } = slotsOf(target, [a.b, b.b]);
     const p = new Uint32Array([m, n, kk, a.offset, ...a.strides, b.offset, ...b.strides, offset]).buffer;
     const tiled = f32 && tiledEligible(kk, n, a, b, offset);
-    const v = chooseMatmul(m, n, kk, batch, tiled, matmulVariant, storage);
+    const v = chooseMatmul(m, n, kk, batch, tiled, matmulVariant, storage, cpuAdapter());
     dispatch(`mm${v}|${cmd.dt}|${slot[0]}|${slot[1]}|${bind.length}`, () => matmulVariantShader(v, cmd.dt, slot[0], slot[1], bind.length), bind, p,
       matmulVariantGrid(v, m, n, batch));
   });
@@ -442,11 +445,13 @@ function runWindows(cmd: Extract<Command, { k: 'windows' }>): void {
   const rows = cmd.kernelLast ? N * C * oh : N * C * kh * kw * oh;
   if (!rows || !ow) return;
   const { bind, slot } = slotsOf(buf(cmd.out.id), [buf(cmd.x.id)]);
+  const form = windowForm(cpuAdapter(), env('WEBTORCH_WINDOWS'));
+  const count = form === 'row' ? rows : rows * ow * (cmd.kernelLast ? kh * kw : 1);
   const p = new Uint32Array(WINDOW_PARAMS);
-  p.set([rows, C, H, W, kh, kw, oh, ow, ...cmd.stride, ...cmd.dilation, ...cmd.padding, cmd.x.offset, ...cmd.x.strides, cmd.out.offset]);
+  p.set([count, C, H, W, kh, kw, oh, ow, ...cmd.stride, ...cmd.dilation, ...cmd.padding, cmd.x.offset, ...cmd.x.strides, cmd.out.offset]);
   new Float32Array(p.buffer, 80, 1)[0] = cmd.value;
-  dispatch(windowKey(cmd.kernelLast, slot[0], bind.length), () => windowShader(cmd.kernelLast, slot[0], bind.length), bind, p.buffer,
-    grid1d(rows, WINDOW_WG));
+  dispatch(windowKey(cmd.kernelLast, slot[0], bind.length, form), () => windowShader(cmd.kernelLast, slot[0], bind.length, form), bind, p.buffer,
+    grid1d(count, form === 'row' ? WINDOW_WG : WINDOW_ELEMENT_WG));
 }
 
 function run(cmd: Command): void {
