@@ -9,15 +9,16 @@
  * stride. Values are copied as bits, so the pad value is any word (0 for zeros, -inf for max
  * pooling).
  *
- * That row form is for CPU adapters. On a GPU, where neighbouring invocations must write
- * neighbouring words, it ran the H100's conv2d rows at a quarter of the composed path's speed
- * (3.2 against 14.0 TFLOP/s), so GPUs take the element form: one invocation per output word,
- * with its divisions (`windowForm`).
+ * Only CPU adapters (lavapipe) run it (`fusedWindows` in ts/ops/conv.ts). On a GPU, where
+ * neighbouring invocations must write neighbouring words, this row form ran the H100's conv2d
+ * rows at a quarter of the composed path's speed, and an element form (an invocation per word,
+ * or per 4 words of a row) still at 0.75–0.84× of it: the composed copy is a map kernel on the
+ * vec4 path, and the divisions per word cost the GPU more than the extra dispatches.
  *
  * Layouts (both contiguous): [N, C, kh, kw, oh, ow] (rows of `ow`, one invocation per
- * (n, c, i, j, oy) in the row form), or with `kernelLast` [N, C, oh, ow, kh, kw] (one invocation
- * per (n, c, oy) writing its ow·kh·kw words in the row form).
- * Params: [rows (the row form) or words (the element form), C, H, W, kh, kw, oh, ow, sh, sw, dh, dw, ph, pw, x offset, x strides (4),
+ * (n, c, i, j, oy)), or with `kernelLast` [N, C, oh, ow, kh, kw] (one invocation per (n, c, oy)
+ * writing its ow·kh·kw words).
+ * Params: [rows, C, H, W, kh, kw, oh, ow, sh, sw, dh, dw, ph, pw, x offset, x strides (4),
  * output offset, pad bits], sizes and offsets in elements; ph and pw pad the top and left, and
  * any position outside x reads as the pad value (bottom and right padding are implicit).
  */
@@ -29,45 +30,11 @@ export const WINDOW_WG = 64;
 /** The params block's length in words. */
 export const WINDOW_PARAMS = 21;
 
-/** Invocations per workgroup of the element form. */
-export const WINDOW_ELEMENT_WG = 256;
-
-/** One invocation per output row (CPU adapters) or per output word (GPUs). */
-export type WindowForm = 'row' | 'element';
-
-/** The form for an adapter; `forced` is `WEBTORCH_WINDOWS` (`row` or `element`), for tests and A/B runs. */
-export const windowForm = (cpuAdapter: boolean, forced?: string): WindowForm =>
-  (forced === 'row' || forced === 'element' ? forced : cpuAdapter ? 'row' : 'element');
-
 /** The kernel's cache key. */
-export const windowKey = (kernelLast: boolean, xSlot: number, slots: number, form: WindowForm): string => `window|${+kernelLast}|${xSlot}|${slots}|${form}`;
+export const windowKey = (kernelLast: boolean, xSlot: number, slots: number): string => `window|${+kernelLast}|${xSlot}|${slots}`;
 
-/** WGSL of the element form: output word `e` decomposed into its window position. */
-function windowElementShader(kernelLast: boolean, xSlot: number, slots: number): string {
-  const split = kernelLast
-    ? 'var t = e; let j = t % kw; t = t / kw; let i = t % kh; t = t / kh; let ox = t % ow; t = t / ow; let oy = t % oh; let nc = t / oh;'
-    : 'var t = e; let ox = t % ow; t = t / ow; let oy = t % oh; t = t / oh; let j = t % kw; t = t / kw; let i = t % kh; let nc = t / kh;';
-  return `${slotBindings(slots)}
-@compute @workgroup_size(${WINDOW_ELEMENT_WG})
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
-  let e = (wid.y * nwg.x + wid.x) * ${WINDOW_ELEMENT_WG}u + li;
-  if (e >= P[0]) { return; }
-  let C = P[1]; let H = i32(P[2]); let W = i32(P[3]); let kh = P[4]; let kw = P[5]; let oh = P[6]; let ow = P[7];
-  ${split}
-  let iy = i32(oy * P[8] + i * P[10]) - i32(P[12]);
-  let ix = i32(ox * P[9] + j * P[11]) - i32(P[13]);
-  var v = P[20];
-  if (iy >= 0 && iy < H && ix >= 0 && ix < W) {
-    v = rd${xSlot}(P[14] + (nc / C) * P[15] + (nc % C) * P[16] + u32(iy) * P[17] + u32(ix) * P[18]);
-  }
-  S0[P[19] + e] = v;
-}
-`;
-}
-
-/** WGSL of the windows kernel in `form`; x is read through slot `xSlot`, the output is slot 0. */
-export function windowShader(kernelLast: boolean, xSlot: number, slots: number, form: WindowForm = 'row'): string {
-  if (form === 'element') return windowElementShader(kernelLast, xSlot, slots);
+/** WGSL of the windows kernel; x is read through slot `xSlot`, the output is slot 0. */
+export function windowShader(kernelLast: boolean, xSlot: number, slots: number): string {
   const head = `${slotBindings(slots)}
 @compute @workgroup_size(${WINDOW_WG})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) li: u32) {

@@ -9,11 +9,13 @@
  * gradient), are the only hand-written gradients; conv itself is windows + a batched matmul in
  * which the groups are a batch dim.
  *
- * On GPU devices a float32 input skips the pad and the copy: `paddedWindows` writes the windows,
+ * On a GPU device of a CPU adapter (lavapipe) a float32 input skips the pad and the copy:
+ * `paddedWindows` writes the windows,
  * padding included, with one kernel (wgsl/window.ts); its gradient is the fold onto the padded
  * extent, cropped.
  */
 import { withGradMode, op as recorded } from '../autograd/graph.js';
+import { clientOf } from '../device.js';
 import { alloc, launch, place, ref, sameDevice } from '../runtime/dispatch.js';
 import { fmt, numel } from '../shape.js';
 import { Tensor, view } from '../tensor.js';
@@ -92,8 +94,13 @@ export function windows(x: Tensor, k: number[], s: number[], d: number[], kernel
   });
 }
 
-/** Whether the windows of x come from the GPU's one-kernel form (`paddedWindows`). */
-export const fusedWindows = (x: Tensor): boolean => x.device.type === 'gpu' && x.dtype === 'float32';
+/**
+ * Whether the windows of x come from the one-kernel form (`paddedWindows`): float32 on a GPU
+ * device of a CPU adapter (lavapipe). On the H100 the kernel was slower than the composed pad +
+ * strided copy (conv2d 32×64×56² → 64: 11.8–12.1 against 14.9–16.0 TFLOP/s, interleaved), whose
+ * copy runs on the map kernels' vec4 path; on lavapipe it made conv2d 1.4× faster.
+ */
+export const fusedWindows = (x: Tensor): boolean => x.device.type === 'gpu' && x.dtype === 'float32' && clientOf(x.device).info?.cpuAdapter === true;
 
 /**
  * @internal The layout of `windows`, taken from x [N, C, H, W] padded by `p` = [top, left] with

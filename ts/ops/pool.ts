@@ -1,6 +1,6 @@
 /**
  * 2-D pooling: `maxPool2d`, `avgPool2d`, `adaptiveAvgPool2d`, composed from `pad`, `windows`
- * (or the GPU's `paddedWindows`, conv.ts) and reductions, so their gradients need no rule of their own.
+ * (or `paddedWindows` on a CPU adapter's GPU device, conv.ts) and reductions, so their gradients need no rule of their own.
  *
  * The hard part is matching PyTorch's edges. Max pooling pads with -inf and reduces with
  * `max(dim)`, whose gradient goes to the first maximal element of each window, as PyTorch's

@@ -279,7 +279,7 @@ export const cpuBackend: Backend = {
     if (memory) pool = await startPool(module, memory, instance.exports, threads).catch(() => null);
     heapEnd = K.heapBase();
     return {
-      name, kind: 'cpu', vendor: 'webassembly', architecture: 'wasm32+simd128', description: 'AssemblyScript kernels on WebAssembly',
+      name, kind: 'cpu', cpuAdapter: false, vendor: 'webassembly', architecture: 'wasm32+simd128', description: 'AssemblyScript kernels on WebAssembly',
       features: pool ? ['simd128', 'threads'] : ['simd128'], limits: { threads: pool?.threads ?? 1 }, nativeF16: false,
     };
   },

@@ -17,7 +17,7 @@ import { computeType, elementsPerWord } from '../../wgsl/dtype.js';
 import { RWG, ReduceOp, reduceShader, rowDevice, rowForm } from '../../wgsl/reduce.js';
 import { chooseMatmul, matmulVariantGrid, matmulVariantShader, tiledEligible } from '../../wgsl/matmul.js';
 import { rowNormKey, rowNormShader } from '../../wgsl/softmax.js';
-import { WINDOW_ELEMENT_WG, WINDOW_PARAMS, WINDOW_WG, windowForm, windowKey, windowShader } from '../../wgsl/window.js';
+import { WINDOW_PARAMS, WINDOW_WG, windowKey, windowShader } from '../../wgsl/window.js';
 import { ELEMENTWISE, WGSL_PRELUDE } from '../ops/table.js';
 import type { Backend } from './executor.js';
 import type { Command, DeviceCheck, DeviceInfo, Place, ViewRef } from './protocol.js';
@@ -445,13 +445,11 @@ function runWindows(cmd: Extract<Command, { k: 'windows' }>): void {
   const rows = cmd.kernelLast ? N * C * oh : N * C * kh * kw * oh;
   if (!rows || !ow) return;
   const { bind, slot } = slotsOf(buf(cmd.out.id), [buf(cmd.x.id)]);
-  const form = windowForm(cpuAdapter(), env('WEBTORCH_WINDOWS'));
-  const count = form === 'row' ? rows : rows * ow * (cmd.kernelLast ? kh * kw : 1);
   const p = new Uint32Array(WINDOW_PARAMS);
-  p.set([count, C, H, W, kh, kw, oh, ow, ...cmd.stride, ...cmd.dilation, ...cmd.padding, cmd.x.offset, ...cmd.x.strides, cmd.out.offset]);
+  p.set([rows, C, H, W, kh, kw, oh, ow, ...cmd.stride, ...cmd.dilation, ...cmd.padding, cmd.x.offset, ...cmd.x.strides, cmd.out.offset]);
   new Float32Array(p.buffer, 80, 1)[0] = cmd.value;
-  dispatch(windowKey(cmd.kernelLast, slot[0], bind.length, form), () => windowShader(cmd.kernelLast, slot[0], bind.length, form), bind, p.buffer,
-    grid1d(count, form === 'row' ? WINDOW_WG : WINDOW_ELEMENT_WG));
+  dispatch(windowKey(cmd.kernelLast, slot[0], bind.length), () => windowShader(cmd.kernelLast, slot[0], bind.length), bind, p.buffer,
+    grid1d(rows, WINDOW_WG));
 }
 
 function run(cmd: Command): void {
@@ -871,7 +869,7 @@ export const gpuBackend: Backend = {
     const limits: Record<string, number> = {};
     for (const l of limitNames) limits[l] = device.limits[l];
     return {
-      name, kind: 'gpu', vendor: info.vendor, architecture: info.architecture, description: info.description || info.device,
+      name, kind: 'gpu', cpuAdapter: info.isFallbackAdapter ?? false, vendor: info.vendor, architecture: info.architecture, description: info.description || info.device,
       features: [...found.features].map(String).sort(), limits, nativeF16: features.includes('shader-f16'),
     };
   },

@@ -62,6 +62,8 @@ export type Command =
 export interface DeviceInfo {
   name: string;
   kind: 'cpu' | 'gpu';
+  /** A GPU device on a CPU adapter (lavapipe), where some ops take another form; false for `cpu`. */
+  cpuAdapter: boolean;
   vendor: string;
   architecture: string;
   description: string;
