@@ -101,9 +101,9 @@ export const OPS: readonly OpInfo[] = [
   row('matmul', 'linalg', both('matmul'), NUMBER, true, ['matmul']),
   row('linear', 'nn', fn('linear'), NUMBER, true, ['matmul', 'binary']),
 
-  row('softmax', 'nn', [...both('softmax'), 'F.softmax'], FLOAT, true, ['reduce', 'binary', 'unary'], { options: ['dtype'] }),
-  row('log_softmax', 'nn', [...both('log_softmax'), 'F.logSoftmax'], FLOAT, true, ['reduce', 'binary', 'unary'], { options: ['dtype'] }),
-  row('layer_norm', 'nn', fn('layer_norm'), FLOAT, true, ['reduce', 'binary', 'unary']),
+  row('softmax', 'nn', [...both('softmax'), 'F.softmax'], FLOAT, true, ['softmax', 'reduce', 'binary', 'unary'], { options: ['dtype'] }),
+  row('log_softmax', 'nn', [...both('log_softmax'), 'F.logSoftmax'], FLOAT, true, ['softmax', 'reduce', 'binary', 'unary'], { options: ['dtype'] }),
+  row('layer_norm', 'nn', fn('layer_norm'), FLOAT, true, ['softmax', 'reduce', 'binary', 'unary']),
   row('batch_norm', 'nn', fn('batch_norm'), FLOAT, true, ['reduce', 'binary', 'unary']),
   row('dropout', 'nn', ['torch.dropout', 'F.dropout'], ALL, true, ['write', 'binary']),
   row('conv1d', 'nn', fn('conv1d'), NUMBER, true, ['windows', 'gather', 'matmul'], { options: ['stride', 'padding', 'dilation', 'groups'] }),
