@@ -8,8 +8,8 @@ Inputs are uniform in [-1, 1); each result is checked against float64 before tim
 """
 import copy
 import json
-import os
 import math
+import os
 import statistics
 import sys
 import time

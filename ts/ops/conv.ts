@@ -10,9 +10,8 @@
  * which the groups are a batch dim.
  *
  * On a GPU device of a CPU adapter (lavapipe) a float32 input skips the pad and the copy:
- * `paddedWindows` writes the windows,
- * padding included, with one kernel (wgsl/window.ts); its gradient is the fold onto the padded
- * extent, cropped.
+ * `paddedWindows` writes the windows, padding included, with one kernel (wgsl/window.ts); its
+ * gradient is the fold onto the padded extent, cropped.
  */
 import { withGradMode, op as recorded } from '../autograd/graph.js';
 import { clientOf } from '../device.js';
@@ -41,6 +40,9 @@ export function sizes(op: string, name: string, v: Size2 | undefined, n: number,
   if (out.some((x) => x < min)) throw new RangeError(why ?? `${op}(): ${name} must be at least ${min}, but got ${fmt(out)}`);
   return out;
 }
+
+/** Window positions along a (padded) extent `n`: kernel `k`, stride `s`, dilation `d`. */
+const windowCount = (n: number, k: number, s: number, d: number): number => Math.floor((n - d * (k - 1) - 1) / s) + 1;
 
 /** Adds the gradient of windows [N, C, kh, kw, oh, ow] (any strides) back into an input of `shape`. */
 function fold(g: Tensor, shape: readonly number[], k: number[], s: number[], d: number[]): Tensor {
@@ -75,7 +77,7 @@ function fold(g: Tensor, shape: readonly number[], k: number[], s: number[], d: 
  */
 export function windows(x: Tensor, k: number[], s: number[], d: number[], kernelLast = false): Tensor {
   const [N, C, H, W] = x.shape, [sN, sC, sH, sW] = x._strides;
-  const oh = Math.floor((H - d[0] * (k[0] - 1) - 1) / s[0]) + 1, ow = Math.floor((W - d[1] * (k[1] - 1) - 1) / s[1]) + 1;
+  const oh = windowCount(H, k[0], s[0], d[0]), ow = windowCount(W, k[1], s[1], d[1]);
   const ks = [d[0] * sH, d[1] * sW], os = [s[0] * sH, s[1] * sW];
   const [shape, strides] = kernelLast
     ? [[N, C, oh, ow, k[0], k[1]], [sN, sC, ...os, ...ks]]
@@ -191,7 +193,7 @@ export function unfold(x: Tensor, kernelSize: Size2, o: UnfoldOptions = {}): Ten
   const k = sizes('unfold', 'kernel_size', kernelSize, 2, 1, 1);
   const d = sizes('unfold', 'dilation', o.dilation, 2, 1, 1), p = sizes('unfold', 'padding', o.padding, 2, 0, 0), s = sizes('unfold', 'stride', o.stride, 2, 1, 1);
   const x4shape = x.ndim === 4 ? x.shape : [1, ...x.shape];
-  const oh = Math.floor((x4shape[2] + 2 * p[0] - d[0] * (k[0] - 1) - 1) / s[0]) + 1, ow = Math.floor((x4shape[3] + 2 * p[1] - d[1] * (k[1] - 1) - 1) / s[1]) + 1;
+  const oh = windowCount(x4shape[2] + 2 * p[0], k[0], s[0], d[0]), ow = windowCount(x4shape[3] + 2 * p[1], k[1], s[1], d[1]);
   if (oh < 1 || ow < 1) {
     throw new RangeError(`Given input with spatial size (${x4shape[2]}, ${x4shape[3]}), kernel_size=${fmt(k)}, dilation=${fmt(d)}, padding=${fmt(p)}, calculated shape of the array of sliding blocks as (${oh}, ${ow}), but its components must be at least one.`);
   }
@@ -266,7 +268,7 @@ function conv(x: Tensor, w: Tensor, b: Tensor | null | undefined, g: ReturnType<
     const { groups, k, s, d, lo, hi, cout } = g;
     let cols: Tensor;
     if (fusedWindows(x)) {
-      const size = [0, 1].map((i) => Math.floor((x.shape[2 + i] + lo[i] + hi[i] - d[i] * (k[i] - 1) - 1) / s[i]) + 1);
+      const size = [0, 1].map((i) => windowCount(x.shape[2 + i] + lo[i] + hi[i], k[i], s[i], d[i]));
       cols = paddedWindows(x, k, s, d, lo, size);
     } else {
       const xp = lo.some(Boolean) || hi.some(Boolean) ? pad(x, [lo[1], hi[1], lo[0], hi[0]]) : x;

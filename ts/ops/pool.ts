@@ -1,6 +1,7 @@
 /**
  * 2-D pooling: `maxPool2d`, `avgPool2d`, `adaptiveAvgPool2d`, composed from `pad`, `windows`
- * (or `paddedWindows` on a CPU adapter's GPU device, conv.ts) and reductions, so their gradients need no rule of their own.
+ * (or `paddedWindows` on a CPU adapter's GPU device, conv.ts) and reductions, so their gradients
+ * need no rule of their own.
  *
  * The hard part is matching PyTorch's edges. Max pooling pads with -inf and reduces with
  * `max(dim)`, whose gradient goes to the first maximal element of each window, as PyTorch's
@@ -74,8 +75,8 @@ function poolArgs(op: string, x: Tensor, kernelSize: Size2, o: { stride?: Size2 
 }
 
 /**
- * Windows [N, C, oh, ow, kh·kw] of x (3-D inputs gain a batch dim), padded with `value`; on GPU
- * devices a float32 input takes them, padding included, from one kernel (conv.ts, `paddedWindows`).
+ * Windows [N, C, oh, ow, kh·kw] of x (3-D inputs gain a batch dim), padded with `value`; where
+ * `fusedWindows` holds (conv.ts), padding included, from one kernel.
  */
 function poolWindows(x: Tensor, g: PoolGeom, value: number): Tensor {
   const x4 = x.ndim === 4 ? x : V.unsqueeze(x, 0);

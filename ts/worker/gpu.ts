@@ -14,7 +14,7 @@ import { StorageCode } from '../dtype.js';
 import { env, getGpu } from '../platform.js';
 import { MAX_X, WG, checksDivisor, mapInvocations, mapParamWords, mapParams, mapShader, mapVec4Shader, scatterShader, type MapKernel } from '../../wgsl/elementwise.js';
 import { computeType, elementsPerWord } from '../../wgsl/dtype.js';
-import { RWG, ReduceOp, reduceShader, rowDevice, rowForm } from '../../wgsl/reduce.js';
+import { RWG, ReduceOp, reduceShader, rowDevice, rowForm, type RowDevice } from '../../wgsl/reduce.js';
 import { chooseMatmul, matmulVariantGrid, matmulVariantShader, tiledEligible } from '../../wgsl/matmul.js';
 import { rowNormKey, rowNormShader } from '../../wgsl/softmax.js';
 import { WINDOW_PARAMS, WINDOW_WG, windowKey, windowShader } from '../../wgsl/window.js';
@@ -40,6 +40,12 @@ let paramAlign = 256;
  * wherever it applies (test/backend/matmul-variants.test.ts runs the goldens under several).
  */
 let matmulVariant = 0;
+/**
+ * The adapter as the kernel choices weigh it, read once at init: its subgroups, whether it is a
+ * CPU adapter (lavapipe: row kernels, conv windows and short matmuls take their CPU forms there),
+ * and `WEBTORCH_ROWS`.
+ */
+let rowDev: RowDevice = { subgroups: false, cpu: false, subgroupMinSize: 32 };
 let maxBinding = 1 << 27;
 const buffers = new Map<number, GPUBuffer>();
 /** A compiled kernel; `layout` is null for a shader whose bindings `layoutOf` cannot read (bound the slow way). */
@@ -381,9 +387,6 @@ function viaScratch(out: Place, outDt: StorageCode, n: number, srcDt: StorageCod
 /** An operand of a matmul: a buffer, its element offset and (batch, row, column) strides. */
 interface MatmulOperand { b: GPUBuffer; offset: number; strides: [number, number, number] }
 
-/** Whether the adapter is a CPU one (lavapipe), where some kernels take another form. */
-const cpuAdapter = (): boolean => adapter?.info?.isFallbackAdapter ?? false;
-
 /** Products of at least this many multiply-adds copy a transposed operand to run a tiled variant. */
 const COPY_FOR_TILED = 1 << 22;
 
@@ -399,7 +402,7 @@ function runMatmul(cmd: Extract<Command, { k: 'matmul' }>): void {
   let a: MatmulOperand = { b: buf(cmd.a.id), offset: cmd.a.offset, strides: cmd.aStrides };
   let b: MatmulOperand = { b: buf(cmd.b.id), offset: cmd.b.offset, strides: cmd.bStrides };
   const f32 = cmd.dt === StorageCode.F32, storage = device.limits.maxComputeWorkgroupStorageSize;
-  if (f32 && !matmulVariant && kk % 4 === 0 && n % 4 === 0 && batch * m * n * kk >= COPY_FOR_TILED && chooseMatmul(m, n, kk, batch, true, 0, storage, cpuAdapter()) !== 1) {
+  if (f32 && !matmulVariant && kk % 4 === 0 && n % 4 === 0 && batch * m * n * kk >= COPY_FOR_TILED && chooseMatmul(m, n, kk, batch, true, 0, storage, rowDev.cpu) !== 1) {
     if (a.strides[2] !== 1 && n >= 64) a = rowMajorCopy(a, batch, m, kk, 0);
     if (b.strides[2] !== 1 && m >= 64) b = rowMajorCopy(b, batch, kk, n, 1);
   }
@@ -407,7 +410,7 @@ function runMatmul(cmd: Extract<Command, { k: 'matmul' }>): void {
     const { bind, slot } = slotsOf(target, [a.b, b.b]);
     const p = new Uint32Array([m, n, kk, a.offset, ...a.strides, b.offset, ...b.strides, offset]).buffer;
     const tiled = f32 && tiledEligible(kk, n, a, b, offset);
-    const v = chooseMatmul(m, n, kk, batch, tiled, matmulVariant, storage, cpuAdapter());
+    const v = chooseMatmul(m, n, kk, batch, tiled, matmulVariant, storage, rowDev.cpu);
     dispatch(`mm${v}|${cmd.dt}|${slot[0]}|${slot[1]}|${bind.length}`, () => matmulVariantShader(v, cmd.dt, slot[0], slot[1], bind.length), bind, p,
       matmulVariantGrid(v, m, n, batch));
   });
@@ -512,7 +515,7 @@ function run(cmd: Command): void {
       const kernelOut = indexOut || computeType(cmd.dt) === 'i32' ? StorageCode.I32 : StorageCode.F32;
       viaScratch(cmd.out, cmd.outDt, cmd.outer, kernelOut, (target, offset) => {
         const { bind, slot } = slotsOf(target, [buf(cmd.a.id)]);
-        const { form, rows } = rowForm(cmd.outer, cmd.inner, rowDevice(device.features, adapter?.info, env('WEBTORCH_ROWS')), true);
+        const { form, rows } = rowForm(cmd.outer, cmd.inner, rowDev, true);
         const p = new Uint32Array([cmd.outer, cmd.inner, cmd.a.offset, offset, rows]).buffer;
         dispatch(`reduce|${cmd.op}|${cmd.dt}|${slot[0]}|${bind.length}|${form}`, () => reduceShader(cmd.op, cmd.dt, slot[0], bind.length, form), bind, p,
           form === 'short' ? grid1d(cmd.outer, RWG) : grid1d(form === 'subgroup' ? Math.ceil(cmd.outer / rows) : cmd.outer, 1));
@@ -523,7 +526,7 @@ function run(cmd: Command): void {
       const n = cmd.outer * cmd.inner;
       if (n === 0) return;
       const norm = cmd.norm;
-      const { form, rows } = rowForm(cmd.outer, cmd.inner, rowDevice(device.features, adapter?.info, env('WEBTORCH_ROWS')), false);
+      const { form, rows } = rowForm(cmd.outer, cmd.inner, rowDev, false);
       viaScratch(cmd.out, StorageCode.F32, n, StorageCode.F32, (target, offset) => {
         const extra = [norm?.w, norm?.b].filter((t): t is Place => !!t);
         const { bind, slot } = slotsOf(target, [buf(cmd.a.id), ...extra.map((t) => buf(t.id))]);
@@ -865,11 +868,12 @@ export const gpuBackend: Backend = {
     device = await found.requestDevice({ requiredFeatures: features, requiredLimits });
     paramAlign = device.limits.minStorageBufferOffsetAlignment;
     maxBinding = device.limits.maxStorageBufferBindingSize;
+    rowDev = rowDevice(device.features, found.info, env('WEBTORCH_ROWS'));
     const info = found.info;
     const limits: Record<string, number> = {};
     for (const l of limitNames) limits[l] = device.limits[l];
     return {
-      name, kind: 'gpu', cpuAdapter: info.isFallbackAdapter ?? false, vendor: info.vendor, architecture: info.architecture, description: info.description || info.device,
+      name, kind: 'gpu', cpuAdapter: rowDev.cpu, vendor: info.vendor, architecture: info.architecture, description: info.description || info.device,
       features: [...found.features].map(String).sort(), limits, nativeF16: features.includes('shader-f16'),
     };
   },

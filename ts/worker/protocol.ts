@@ -41,8 +41,11 @@ export type Command =
   | { k: 'binary'; op: number; a: Operand; b: Operand; dt: StorageCode; out: Place; outDt: StorageCode; shape: number[]; alpha: number; check?: DeviceCheck }
   | { k: 'where'; c: ViewRef; a: ViewRef; b: ViewRef; dt: StorageCode; out: Place; shape: number[] }
   | { k: 'reduce'; op: number; a: ViewRef; dt: StorageCode; out: Place; outDt: StorageCode; outer: number; inner: number }
-  /** Softmax (or log-softmax) of each row of a contiguous f32 [outer, inner] block; GPU devices only (the cpu composes it). */
-  /** Row normalisations: softmax or log-softmax, or layer norm when `norm` is given (weight and bias optional). */
+  /**
+   * A row normalisation of each row of a contiguous f32 [outer, inner] block: softmax or
+   * log-softmax, or layer norm when `norm` is given (weight and bias optional). GPU devices only
+   * (the cpu composes them).
+   */
   | { k: 'softmax'; log: boolean; a: Place; out: Place; outer: number; inner: number; norm?: { eps: number; w: Place | null; b: Place | null } }
   /**
    * The sliding windows of a 32-bit [N, C, H, W] view (`shape`) into a contiguous
