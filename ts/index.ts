@@ -37,10 +37,10 @@ export type { DeviceLike, DeviceProperties } from './device.js';
 export { DTYPES, promoteTypes, resultType } from './dtype.js';
 export type { DType } from './dtype.js';
 export {
-  tensor, zeros, ones, full, empty, arange, linspace, rand, randn, eye,
+  tensor, zeros, ones, full, empty, arange, linspace, rand, randn, randint, randperm, eye,
   zerosLike, onesLike, fullLike, emptyLike, randLike, randnLike,
 } from './ops/creation.js';
-export type { TensorOptions } from './ops/creation.js';
+export type { TensorOptions, RandomOptions, SizeArgs } from './ops/creation.js';
 export { Generator, manualSeed, defaultGenerator } from './random.js';
 export { broadcastShapes } from './shape.js';
 export { where, clamp, nanToNum, div, gelu, softplus, matmul };

@@ -8,6 +8,7 @@
  * items on their device. `pinMemory` is accepted for compatibility: host→device copies in
  * webtorch go from the calling thread's buffers straight to the device worker.
  */
+import { bindArgs, type PyArgs } from '../ops/options.js';
 import { defaultGenerator, type Generator } from '../random.js';
 import { alloc, launch, place, ref, code } from '../runtime/dispatch.js';
 import type { Tensor } from '../tensor.js';
@@ -22,7 +23,21 @@ export interface DataLoaderOptions {
   prefetchFactor?: number;
   pinMemory?: boolean;
   generator?: Generator;
+  /** Accepted only as null/undefined: PyTorch's options that have no counterpart here yet. */
+  sampler?: null;
+  batchSampler?: null;
+  collateFn?: null;
+  timeout?: number;
+  workerInitFn?: null;
+  multiprocessingContext?: null;
+  persistentWorkers?: boolean;
 }
+
+/** PyTorch's positional order of DataLoader's parameters after the dataset. */
+const LOADER_PARAMS = ['batchSize', 'shuffle', 'sampler', 'batchSampler', 'numWorkers', 'collateFn', 'pinMemory', 'dropLast', 'timeout',
+  'workerInitFn', 'multiprocessingContext', 'generator', 'prefetchFactor', 'persistentWorkers'] as const;
+type LoaderPositional = [batchSize: number, shuffle: boolean, sampler: null, batchSampler: null, numWorkers: number, collateFn: null,
+  pinMemory: boolean, dropLast: boolean, timeout: number, workerInitFn: null, multiprocessingContext: null, generator: Generator];
 
 /** Stacks equally shaped tensors of one device into a new leading dim. */
 function stack(items: Tensor[]): Tensor {
@@ -53,7 +68,13 @@ export class DataLoader<T = Tensor[]> implements Iterable<Tensor[]> {
   readonly pinMemory: boolean;
   private readonly generator: Generator;
 
-  constructor(readonly dataset: Dataset<T>, o: DataLoaderOptions = {}) {
+  constructor(readonly dataset: Dataset<T>, ...args: PyArgs<LoaderPositional, DataLoaderOptions>) {
+    const o = bindArgs('DataLoader', LOADER_PARAMS, args, {} as DataLoaderOptions, 1);
+    for (const k of ['sampler', 'batchSampler', 'collateFn', 'workerInitFn', 'multiprocessingContext'] as const) {
+      if (o[k] != null) throw new TypeError(`DataLoader: ${k} is not supported yet (it would be ignored)`);
+    }
+    if (o.timeout) throw new TypeError('DataLoader: timeout is not supported (batches are made on the calling thread)');
+    if (o.persistentWorkers) throw new TypeError('DataLoader: persistentWorkers is not supported (there are no loader workers to keep)');
     this.batchSize = o.batchSize ?? 1;
     this.shuffle = o.shuffle ?? false;
     this.dropLast = o.dropLast ?? false;

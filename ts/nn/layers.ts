@@ -13,7 +13,8 @@ import { unaryOp, gelu } from '../ops/elementwise.js';
 import { linear } from '../ops/nn.js';
 import { flatten } from '../ops/views.js';
 import type { Tensor } from '../tensor.js';
-import { Module, Parameter } from './module.js';
+import { bindArgs, type PyArgs } from '../ops/options.js';
+import { Module, Parameter, type FactoryOptions } from './module.js';
 
 /** A parameter with values uniform in [-bound, bound) on the CPU. */
 export function uniformParameter(shape: number[], bound: number): Parameter {
@@ -25,13 +26,19 @@ export function uniformParameter(shape: number[], bound: number): Parameter {
   return p;
 }
 
-/** `nn.Linear(inFeatures, outFeatures, {bias})`. */
+/** Options of `nn.Linear` after the feature counts. */
+export interface LinearOptions extends FactoryOptions {
+  bias?: boolean;
+}
+
+/** `nn.Linear(inFeatures, outFeatures, bias = true, {device, dtype})`. */
 export class Linear extends Module {
   weight: Parameter;
   bias: Parameter | null;
 
-  constructor(readonly inFeatures: number, readonly outFeatures: number, options: { bias?: boolean } = {}) {
+  constructor(readonly inFeatures: number, readonly outFeatures: number, ...args: PyArgs<[bias: boolean, device: FactoryOptions['device'], dtype: FactoryOptions['dtype']], LinearOptions>) {
     super();
+    const options = bindArgs('Linear', ['bias', 'device', 'dtype'], args, { bias: true } as LinearOptions, 2);
     if (!Number.isInteger(inFeatures) || !Number.isInteger(outFeatures) || inFeatures < 0 || outFeatures < 0) {
       throw new RangeError(`Linear: in_features and out_features must be non-negative integers, got ${inFeatures} and ${outFeatures}`);
     }
@@ -40,6 +47,7 @@ export class Linear extends Module {
     this.bias = options.bias === false ? null : uniformParameter([outFeatures], bound);
     this.registerParameter('weight', this.weight);
     this.registerParameter('bias', this.bias);
+    this.place(options);
   }
 
   forward(x: Tensor): Tensor {
@@ -51,14 +59,16 @@ export class Linear extends Module {
   }
 }
 
-/** `nn.LazyLinear(outFeatures)`: infers `inFeatures` from the first input, on that input's device. */
+/** `nn.LazyLinear(outFeatures, bias = true)`: infers `inFeatures` from the first input, on that input's device. */
 export class LazyLinear extends Module {
   weight: Parameter | null = null;
   bias: Parameter | null = null;
   inFeatures = 0;
+  private readonly options: { bias: boolean };
 
-  constructor(readonly outFeatures: number, private readonly options: { bias?: boolean } = {}) {
+  constructor(readonly outFeatures: number, ...args: PyArgs<[bias: boolean], { bias?: boolean }>) {
     super();
+    this.options = bindArgs('LazyLinear', ['bias'], args, { bias: true }, 1);
     this.registerParameter('weight', null);
     this.registerParameter('bias', null);
   }
@@ -76,6 +86,13 @@ export class LazyLinear extends Module {
 
 /** A layer around a one-input table op. */
 abstract class Activation extends Module {
+  constructor(...args: PyArgs<[inplace: boolean], { inplace?: boolean }>) {
+    super();
+    if (bindArgs(new.target.name, ['inplace'], args, { inplace: false }).inplace) {
+      throw new TypeError(`${new.target.name}(inplace=true) is not supported: webtorch's activations return a new tensor`);
+    }
+  }
+
   protected abstract readonly op: string;
 
   forward(x: Tensor): Tensor {
@@ -103,10 +120,14 @@ export class Sigmoid extends Activation {
   protected readonly op = 'sigmoid';
 }
 
-/** `nn.GELU({approximate})`. */
+/** `nn.GELU(approximate = 'none')`. */
 export class GELU extends Module {
-  constructor(readonly approximate: 'none' | 'tanh' = 'none') {
+  readonly approximate: 'none' | 'tanh';
+
+  constructor(...args: PyArgs<[approximate: 'none' | 'tanh'], { approximate?: 'none' | 'tanh' }>) {
     super();
+    this.approximate = bindArgs('GELU', ['approximate'], args, { approximate: 'none' as 'none' | 'tanh' }).approximate;
+    if (this.approximate !== 'none' && this.approximate !== 'tanh') throw new RangeError(`GELU: approximate must be 'none' or 'tanh', got ${String(this.approximate)}`);
   }
 
   forward(x: Tensor): Tensor {
@@ -116,8 +137,12 @@ export class GELU extends Module {
 
 /** `nn.Flatten(startDim = 1, endDim = -1)`. */
 export class Flatten extends Module {
-  constructor(readonly startDim = 1, readonly endDim = -1) {
+  readonly startDim: number;
+  readonly endDim: number;
+
+  constructor(...args: PyArgs<[startDim: number, endDim: number], { startDim?: number; endDim?: number }>) {
     super();
+    ({ startDim: this.startDim, endDim: this.endDim } = bindArgs('Flatten', ['startDim', 'endDim'], args, { startDim: 1, endDim: -1 }));
   }
 
   forward(x: Tensor): Tensor {

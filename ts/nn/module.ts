@@ -25,6 +25,12 @@ export class Parameter extends Tensor {
 
 type Entry = [string, Tensor | null];
 
+/** PyTorch's `device=` and `dtype=` factory keywords of the layers that own parameters. */
+export interface FactoryOptions {
+  device?: DeviceLike | null;
+  dtype?: DType | null;
+}
+
 /** Base class of all layers. Subclasses set fields in their constructor and implement `forward`. */
 export abstract class Module {
   /** Whether the module is in training mode (`train()` / `eval()`). */
@@ -162,6 +168,11 @@ export abstract class Module {
       }
     });
     return this;
+  }
+
+  /** Places a freshly built layer as PyTorch's `device=`/`dtype=` factory arguments ask. */
+  protected place(o: FactoryOptions): this {
+    return o.device == null && o.dtype == null ? this : this.to({ device: o.device ?? undefined, dtype: o.dtype ?? undefined });
   }
 
   /** `to('gpu:i')` (the current GPU when omitted). */

@@ -14,7 +14,8 @@ import { binaryOp } from '../ops/elementwise.js';
 import { defaultGenerator } from '../random.js';
 import type { Tensor } from '../tensor.js';
 import { uniformParameter } from './layers.js';
-import { Module, Parameter } from './module.js';
+import { bindArgs, type PyArgs } from '../ops/options.js';
+import { Module, Parameter, type FactoryOptions } from './module.js';
 
 const pair = (v: Size2): number[] => (Array.isArray(v) ? v : [v, v]);
 /** A parameter taking over a fresh tensor's storage. */
@@ -25,8 +26,20 @@ const param = (t: Tensor): Parameter => {
 };
 
 /** Options of `Conv1d`/`Conv2d` besides the channel counts and kernel size. */
-export interface ConvLayerOptions extends ConvOptions {
+export interface ConvLayerOptions extends ConvOptions, FactoryOptions {
   bias?: boolean;
+  paddingMode?: 'zeros';
+}
+
+/** The convolution layers' parameters after the kernel size, in PyTorch's order. */
+type ConvPositional<S> = [stride: S, padding: S | 'valid' | 'same', dilation: S, groups: number, bias: boolean, paddingMode: 'zeros',
+  device: FactoryOptions['device'], dtype: FactoryOptions['dtype']];
+const CONV_PARAMS = ['stride', 'padding', 'dilation', 'groups', 'bias', 'paddingMode', 'device', 'dtype'] as const;
+
+function convLayerOptions(name: string, args: readonly unknown[]): ConvLayerOptions {
+  const o = bindArgs(name, CONV_PARAMS, args, {} as ConvLayerOptions, 4);
+  if (o.paddingMode !== undefined && o.paddingMode !== 'zeros') throw new RangeError(`${name}: padding_mode '${o.paddingMode}' is not supported (only 'zeros')`);
+  return o;
 }
 
 /** The convolution layers' shared parameters. */
@@ -46,18 +59,19 @@ abstract class ConvNd extends Module {
     this.bias = options.bias === false ? null : uniformParameter([outChannels], bound);
     this.registerParameter('weight', this.weight);
     this.registerParameter('bias', this.bias);
+    this.place(options);
   }
 
   protected convOptions(): ConvOptions {
-    const { bias: _bias, ...rest } = this.options;
+    const { bias: _bias, paddingMode: _mode, device: _device, dtype: _dtype, ...rest } = this.options;
     return rest;
   }
 }
 
-/** `nn.Conv1d(inChannels, outChannels, kernelSize, {stride, padding, dilation, groups, bias})`. */
+/** `nn.Conv1d(inChannels, outChannels, kernelSize, stride, padding, dilation, groups, bias, paddingMode, {device, dtype})`. */
 export class Conv1d extends ConvNd {
-  constructor(inChannels: number, outChannels: number, kernelSize: number, options: ConvLayerOptions = {}) {
-    super(inChannels, outChannels, [kernelSize], options);
+  constructor(inChannels: number, outChannels: number, kernelSize: number, ...args: PyArgs<ConvPositional<number>, ConvLayerOptions>) {
+    super(inChannels, outChannels, [kernelSize], convLayerOptions('Conv1d', args));
   }
 
   forward(x: Tensor): Tensor {
@@ -65,10 +79,10 @@ export class Conv1d extends ConvNd {
   }
 }
 
-/** `nn.Conv2d(inChannels, outChannels, kernelSize, {stride, padding, dilation, groups, bias})`. */
+/** `nn.Conv2d(inChannels, outChannels, kernelSize, stride, padding, dilation, groups, bias, paddingMode, {device, dtype})`. */
 export class Conv2d extends ConvNd {
-  constructor(inChannels: number, outChannels: number, kernelSize: Size2, options: ConvLayerOptions = {}) {
-    super(inChannels, outChannels, pair(kernelSize), options);
+  constructor(inChannels: number, outChannels: number, kernelSize: Size2, ...args: PyArgs<ConvPositional<Size2>, ConvLayerOptions>) {
+    super(inChannels, outChannels, pair(kernelSize), convLayerOptions('Conv2d', args));
   }
 
   forward(x: Tensor): Tensor {
@@ -76,13 +90,25 @@ export class Conv2d extends ConvNd {
   }
 }
 
+/** Options of the batch norm layers after `numFeatures`. */
+export interface BatchNormLayerOptions extends FactoryOptions {
+  eps?: number;
+  momentum?: number;
+  affine?: boolean;
+  trackRunningStats?: boolean;
+}
+
 /** Batch normalization over [N, C, ...] with running statistics (buffers that move with `.to()`). */
 abstract class BatchNormNd extends Module {
   weight: Parameter | null;
   bias: Parameter | null;
 
-  constructor(readonly numFeatures: number, readonly options: { eps?: number; momentum?: number; affine?: boolean; trackRunningStats?: boolean } = {}) {
+  readonly options: BatchNormLayerOptions;
+
+  constructor(readonly numFeatures: number, ...args: PyArgs<[eps: number, momentum: number, affine: boolean, trackRunningStats: boolean,
+    device: FactoryOptions['device'], dtype: FactoryOptions['dtype']], BatchNormLayerOptions>) {
     super();
+    const options = (this.options = bindArgs(new.target.name, ['eps', 'momentum', 'affine', 'trackRunningStats', 'device', 'dtype'], args, {} as BatchNormLayerOptions, 1));
     const affine = options.affine ?? true;
     this.weight = affine ? param(ones([numFeatures])) : null;
     this.bias = affine ? param(zeros([numFeatures])) : null;
@@ -92,6 +118,7 @@ abstract class BatchNormNd extends Module {
     this.registerBuffer('running_mean', track ? zeros([numFeatures]) : null);
     this.registerBuffer('running_var', track ? ones([numFeatures]) : null);
     this.registerBuffer('num_batches_tracked', track ? zeros([], { dtype: 'int64' }) : null);
+    this.place(options);
   }
 
   protected abstract readonly dims: number[];
@@ -119,20 +146,31 @@ export class BatchNorm2d extends BatchNormNd {
   protected readonly dims = [4];
 }
 
-/** `nn.LayerNorm(normalizedShape, {eps, elementwiseAffine})`. */
+/** Options of `nn.LayerNorm` after `normalizedShape`. */
+export interface LayerNormOptions extends FactoryOptions {
+  eps?: number;
+  elementwiseAffine?: boolean;
+  bias?: boolean;
+}
+
+/** `nn.LayerNorm(normalizedShape, eps = 1e-5, elementwiseAffine = true, bias = true, {device, dtype})`. */
 export class LayerNorm extends Module {
   weight: Parameter | null;
   bias: Parameter | null;
   readonly normalizedShape: number[];
+  readonly options: LayerNormOptions;
 
-  constructor(normalizedShape: number | number[], readonly options: { eps?: number; elementwiseAffine?: boolean } = {}) {
+  constructor(normalizedShape: number | number[], ...args: PyArgs<[eps: number, elementwiseAffine: boolean, bias: boolean,
+    device: FactoryOptions['device'], dtype: FactoryOptions['dtype']], LayerNormOptions>) {
     super();
+    const options = (this.options = bindArgs('LayerNorm', ['eps', 'elementwiseAffine', 'bias', 'device', 'dtype'], args, {} as LayerNormOptions, 1));
     this.normalizedShape = Array.isArray(normalizedShape) ? normalizedShape : [normalizedShape];
     const affine = options.elementwiseAffine ?? true;
     this.weight = affine ? param(ones(this.normalizedShape)) : null;
-    this.bias = affine ? param(zeros(this.normalizedShape)) : null;
+    this.bias = affine && options.bias !== false ? param(zeros(this.normalizedShape)) : null;
     this.registerParameter('weight', this.weight);
     this.registerParameter('bias', this.bias);
+    this.place(options);
   }
 
   forward(x: Tensor): Tensor {
@@ -140,25 +178,57 @@ export class LayerNorm extends Module {
   }
 }
 
-/** `nn.Embedding(numEmbeddings, embeddingDim)`: a lookup table, initialised standard normal. */
+/** Options of `nn.Embedding` after the sizes. Of PyTorch's, `maxNorm`, `scaleGradByFreq` and `sparse` are refused when set. */
+export interface EmbeddingOptions extends FactoryOptions {
+  paddingIdx?: number | null;
+  maxNorm?: number | null;
+  normType?: number;
+  scaleGradByFreq?: boolean;
+  sparse?: boolean;
+  _weight?: Tensor | null;
+  _freeze?: boolean;
+}
+
+/** `nn.Embedding(numEmbeddings, embeddingDim, paddingIdx, …)`: a lookup table, initialised standard normal (the padding row zero). */
 export class Embedding extends Module {
   weight: Parameter;
+  readonly paddingIdx: number | null;
 
-  constructor(readonly numEmbeddings: number, readonly embeddingDim: number) {
+  constructor(readonly numEmbeddings: number, readonly embeddingDim: number, ...args: PyArgs<[paddingIdx: number | null, maxNorm: number | null,
+    normType: number, scaleGradByFreq: boolean, sparse: boolean, _weight: Tensor | null, _freeze: boolean,
+    device: FactoryOptions['device'], dtype: FactoryOptions['dtype']], EmbeddingOptions>) {
     super();
-    this.weight = param(fromHost(defaultGenerator.normal(numEmbeddings * embeddingDim), [numEmbeddings, embeddingDim], 'float32', CPU));
+    const o = bindArgs('Embedding', ['paddingIdx', 'maxNorm', 'normType', 'scaleGradByFreq', 'sparse', '_weight', '_freeze', 'device', 'dtype'], args, {} as EmbeddingOptions, 2);
+    if (o.maxNorm != null || o.scaleGradByFreq || o.sparse || o._weight != null || o._freeze != null) {
+      throw new TypeError('Embedding: maxNorm, scaleGradByFreq, sparse, _weight and _freeze are not supported (use nn.Embedding.fromPretrained-style weight loading through loadStateDict)');
+    }
+    let pad: number | null = o.paddingIdx ?? null;
+    if (pad !== null) {
+      if (!Number.isInteger(pad) || pad >= numEmbeddings || pad < -numEmbeddings) throw new RangeError('Padding_idx must be within num_embeddings');
+      if (pad < 0) pad += numEmbeddings;
+    }
+    this.paddingIdx = pad;
+    const init = defaultGenerator.normal(numEmbeddings * embeddingDim);
+    if (pad !== null) init.fill(0, pad * embeddingDim, (pad + 1) * embeddingDim);
+    this.weight = param(fromHost(init, [numEmbeddings, embeddingDim], 'float32', CPU));
     this.registerParameter('weight', this.weight);
+    this.place(o);
   }
 
   forward(indices: Tensor): Tensor {
-    return embedding(this.weight, indices);
+    return embedding(this.weight, indices, this.paddingIdx);
   }
 }
 
 /** `nn.Dropout(p)`: zeroes elements with probability p in training mode (scaled by 1/(1-p)). */
 export class Dropout extends Module {
-  constructor(readonly p = 0.5) {
+  readonly p: number;
+
+  constructor(...args: PyArgs<[p: number, inplace: boolean], { p?: number; inplace?: boolean }>) {
     super();
+    const { p, inplace } = bindArgs('Dropout', ['p', 'inplace'], args, { p: 0.5, inplace: false });
+    if (inplace) throw new TypeError('Dropout(inplace=true) is not supported: it returns a new tensor');
+    this.p = p;
     if (!(p >= 0 && p <= 1)) throw new RangeError(`dropout probability has to be between 0 and 1, but got ${p}`);
   }
 
@@ -169,8 +239,11 @@ export class Dropout extends Module {
 
 /** `nn.Softmax(dim)`. */
 export class Softmax extends Module {
-  constructor(readonly dim: number) {
+  readonly dim: number;
+
+  constructor(...args: PyArgs<[dim: number], { dim?: number }>) {
     super();
+    this.dim = bindArgs('Softmax', ['dim'], args, {} as { dim: number }).dim;
   }
 
   forward(x: Tensor): Tensor {
@@ -180,8 +253,11 @@ export class Softmax extends Module {
 
 /** `nn.LogSoftmax(dim)`. */
 export class LogSoftmax extends Module {
-  constructor(readonly dim: number) {
+  readonly dim: number;
+
+  constructor(...args: PyArgs<[dim: number], { dim?: number }>) {
     super();
+    this.dim = bindArgs('LogSoftmax', ['dim'], args, {} as { dim: number }).dim;
   }
 
   forward(x: Tensor): Tensor {
@@ -191,8 +267,12 @@ export class LogSoftmax extends Module {
 
 /** `nn.MaxPool2d(kernelSize, {stride, padding, dilation, ceilMode})`. */
 export class MaxPool2d extends Module {
-  constructor(readonly kernelSize: Size2, readonly options: MaxPool2dOptions = {}) {
+  readonly options: MaxPool2dOptions;
+
+  constructor(readonly kernelSize: Size2, ...args: PyArgs<[stride: Size2 | null, padding: Size2, dilation: Size2, returnIndices: boolean, ceilMode: boolean], MaxPool2dOptions>) {
     super();
+    this.options = bindArgs('MaxPool2d', ['stride', 'padding', 'dilation', 'returnIndices', 'ceilMode'], args, {} as MaxPool2dOptions, 1);
+    if (this.options.returnIndices) throw new TypeError('MaxPool2d(returnIndices=true) is not supported: call F.maxPool2d(x, k, {returnIndices: true})');
   }
 
   forward(x: Tensor): Tensor {
@@ -202,8 +282,11 @@ export class MaxPool2d extends Module {
 
 /** `nn.AvgPool2d(kernelSize, {stride, padding, ceilMode, countIncludePad, divisorOverride})`. */
 export class AvgPool2d extends Module {
-  constructor(readonly kernelSize: Size2, readonly options: AvgPool2dOptions = {}) {
+  readonly options: AvgPool2dOptions;
+
+  constructor(readonly kernelSize: Size2, ...args: PyArgs<[stride: Size2 | null, padding: Size2, ceilMode: boolean, countIncludePad: boolean, divisorOverride: number | null], AvgPool2dOptions>) {
     super();
+    this.options = bindArgs('AvgPool2d', ['stride', 'padding', 'ceilMode', 'countIncludePad', 'divisorOverride'], args, {} as AvgPool2dOptions, 1);
   }
 
   forward(x: Tensor): Tensor {

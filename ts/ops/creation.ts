@@ -8,20 +8,52 @@ import { CPU, device as toDevice, type Device, type DeviceLike } from '../device
 import { checkFits, encode, isFloating, storageCode, toDType, type DType } from '../dtype.js';
 import { defaultGenerator, type Generator } from '../random.js';
 import { alloc, launch, ref, place } from '../runtime/dispatch.js';
-import { checkOptions } from './options.js';
+import { bindArgs, checkOptions, isKeywords, REQUIRED } from './options.js';
 import { checkShape, numel } from '../shape.js';
 import type { NestedArray, Tensor } from '../tensor.js';
 
-/** Where and how to create a tensor. */
+/** Where and how to create a tensor: PyTorch's keyword-only creation arguments. */
 export interface TensorOptions {
-  dtype?: DType | string;
-  device?: DeviceLike;
+  dtype?: DType | string | null;
+  device?: DeviceLike | null;
+  requiresGrad?: boolean;
 }
 
-const dev = (o?: TensorOptions): Device => {
-  checkOptions('tensor creation', o, ['dtype', 'device', 'generator']);
-  return o?.device === undefined ? CPU : toDevice(o.device);
-};
+/** The creation keywords; the random functions add `generator`. */
+const CREATION_KEYS = ['dtype', 'device', 'requiresGrad'] as const;
+
+const dev = (o?: TensorOptions): Device => (o?.device == null ? CPU : toDevice(o.device));
+
+/** Checks a creation's keywords and applies `requiresGrad` to the new tensor. */
+function made(op: string, t: Tensor, o: TensorOptions | undefined): Tensor {
+  if (o?.requiresGrad) {
+    if (!isFloating(t.dtype)) {
+      t.dispose();
+      throw new TypeError(`${op}(): Only Tensors of floating point and complex dtype can require gradients (got ${t.dtype})`);
+    }
+    t.requiresGrad = true;
+  }
+  return t;
+}
+
+/**
+ * PyTorch's `*size` argument: `zeros(2, 3)`, `zeros([2, 3])` and `zeros()` (0-d), each with an
+ * optional trailing options object. Returns the shape and the options (keys checked).
+ */
+export function sizeAndOptions<O extends TensorOptions>(op: string, args: readonly unknown[], keys: readonly string[] = CREATION_KEYS): [number[], O | undefined] {
+  let rest = args;
+  let o: O | undefined;
+  if (rest.length && isKeywords(rest[rest.length - 1])) {
+    o = rest[rest.length - 1] as O;
+    rest = rest.slice(0, -1);
+  }
+  checkOptions(op, o, keys);
+  const shape = rest.length === 1 && Array.isArray(rest[0]) ? (rest[0] as number[]) : (rest as number[]);
+  if (shape.some((s) => typeof s !== 'number')) {
+    throw new TypeError(`${op}(): argument 'size' must be a sequence of ints or ints, but got (${rest.map((r) => (Array.isArray(r) ? 'array' : typeof r)).join(', ')})`);
+  }
+  return [checkShape(shape.slice(), op), o];
+}
 const dt = (o: TensorOptions | undefined, fallback: DType): DType => (o?.dtype === undefined ? fallback : toDType(o.dtype));
 
 /** Flattens nested arrays, checking that they are rectangular. */
@@ -59,10 +91,12 @@ function upload(t: Tensor, host: ReturnType<typeof encode>): Tensor {
 }
 
 /** A tensor from nested arrays or a typed array (`torch.tensor`). */
-export function tensor(data: NestedArray | ArrayLike<number> | Tensor, options?: TensorOptions): Tensor {
+export function tensor(data: NestedArray | ArrayLike<number> | Tensor, options?: TensorOptions & { pinMemory?: boolean }): Tensor {
+  checkOptions('tensor', options, [...CREATION_KEYS, 'pinMemory']);
+  if (options?.pinMemory) throw new TypeError('tensor(): pinMemory is not supported yet (see t.pinMemory())');
   if (ArrayBuffer.isView(data)) {
     const inferred: DType = data instanceof Int32Array ? 'int32' : data instanceof Uint8Array ? 'uint8' : 'float32';
-    return fromHost(data as unknown as ArrayLike<number>, [(data as unknown as ArrayLike<number>).length], dt(options, inferred), dev(options));
+    return made('tensor', fromHost(data as unknown as ArrayLike<number>, [(data as unknown as ArrayLike<number>).length], dt(options, inferred), dev(options)), options);
   }
   if (typeof data === 'object' && data !== null && !Array.isArray(data)) {
     throw new TypeError('tensor: expected nested arrays of numbers or a typed array; to copy a tensor use t.clone() or t.to()');
@@ -70,32 +104,52 @@ export function tensor(data: NestedArray | ArrayLike<number> | Tensor, options?:
   const { shape, flat } = flatten(data);
   const inferred: DType = flat.length && flat.every((x) => typeof x === 'boolean') ? 'bool'
     : flat.every((x) => typeof x === 'boolean' || Number.isInteger(x)) && flat.length ? 'int64' : 'float32';
-  return fromHost(flat, shape, dt(options, inferred), dev(options));
+  return made('tensor', fromHost(flat, shape, dt(options, inferred), dev(options)), options);
 }
 
-/** A tensor filled with `value` (`torch.full`). */
+/** A tensor filled with `value` (`torch.full(size, fillValue, {dtype, device, requiresGrad})`). */
 export function full(shape: number[], value: number | boolean, options?: TensorOptions): Tensor {
+  checkOptions('full', options, CREATION_KEYS);
   const inferred: DType = typeof value === 'boolean' ? 'bool' : Number.isInteger(value) ? 'int64' : 'float32';
   const dtype = dt(options, inferred);
   const v = Number(value);
   checkFits(v, dtype, 'full');
   const t = alloc(checkShape(shape, 'full'), dtype, dev(options));
   if (t.numel()) launch(t.device, { k: 'fill', out: place(t), dt: storageCode(dtype), n: t.numel(), value: dtype === 'bool' ? Number(v !== 0) : v });
-  return t;
+  return made('full', t, options);
 }
 
-/** Zeros (`torch.zeros`). */
-export const zeros = (shape: number[], options?: TensorOptions): Tensor => full(shape, 0, { dtype: 'float32', ...options });
-/** Ones (`torch.ones`). */
-export const ones = (shape: number[], options?: TensorOptions): Tensor => full(shape, 1, { dtype: 'float32', ...options });
+/** PyTorch's `*size` then keywords: `(2, 3)`, `([2, 3])`, `(2, 3, {dtype})`. */
+export type SizeArgs<O = TensorOptions> = [shape: number[], options?: O] | number[] | [...number[], O];
 
-/** Uninitialised memory (`torch.empty`). */
-export function empty(shape: number[], options?: TensorOptions): Tensor {
-  return alloc(checkShape(shape, 'empty'), dt(options, 'float32'), dev(options));
+/** Zeros (`torch.zeros(*size, {dtype, device, requiresGrad})`). */
+export function zeros(...args: SizeArgs): Tensor {
+  const [shape, o] = sizeAndOptions<TensorOptions>('zeros', args);
+  return full(shape, 0, { ...o, dtype: o?.dtype ?? 'float32' });
+}
+/** Ones (`torch.ones(*size, {dtype, device, requiresGrad})`). */
+export function ones(...args: SizeArgs): Tensor {
+  const [shape, o] = sizeAndOptions<TensorOptions>('ones', args);
+  return full(shape, 1, { ...o, dtype: o?.dtype ?? 'float32' });
 }
 
-/** `torch.arange(end)` or `torch.arange(start, end, step)`. */
-export function arange(start: number, end?: number, step = 1, options?: TensorOptions): Tensor {
+/** Uninitialised memory (`torch.empty(*size, {dtype, device, requiresGrad})`). */
+export function empty(...args: SizeArgs): Tensor {
+  const [shape, o] = sizeAndOptions<TensorOptions>('empty', args);
+  return made('empty', alloc(shape, dt(o, 'float32'), dev(o)), o);
+}
+
+/** `torch.arange(end)`, `(start, end)` or `(start, end, step)`, each with trailing `{dtype, device, requiresGrad}`. */
+export function arange(...args: [end: number, options?: TensorOptions] | [start: number, end: number, options?: TensorOptions]
+  | [start: number, end: number | undefined, step: number, options?: TensorOptions]): Tensor {
+  const o = bindArgs('arange', ['start', 'end', 'step', ...CREATION_KEYS], args, { start: REQUIRED as number, end: undefined as number | undefined, step: 1 } as
+    { start: number; end?: number; step: number } & TensorOptions);
+  let { start, end } = o;
+  const { step } = o;
+  const options: TensorOptions = { dtype: o.dtype, device: o.device, requiresGrad: o.requiresGrad };
+  for (const [name, v] of [['start', start], ['end', end], ['step', step]] as const) {
+    if (v !== undefined && typeof v !== 'number') throw new TypeError(`arange(): argument '${name}' must be a Number, not ${typeof v}`);
+  }
   if (end === undefined) [start, end] = [0, start];
   if (step === 0) throw new RangeError('arange: step must be nonzero');
   if (!Number.isFinite(start) || !Number.isFinite(end)) throw new RangeError(`arange: unsupported range: ${start} -> ${end}`);
@@ -105,38 +159,99 @@ export function arange(start: number, end?: number, step = 1, options?: TensorOp
   checkFits(start + (n - 1) * step, dtype, 'arange');
   const t = alloc([n], dtype, dev(options));
   if (n) launch(t.device, { k: 'arange', out: place(t), dt: storageCode(dtype), n, start, step });
-  return t;
+  return made('arange', t, options);
 }
 
 /** `steps` evenly spaced values from start to end inclusive (`torch.linspace`). */
 export function linspace(start: number, end: number, steps: number, options?: TensorOptions): Tensor {
+  checkOptions('linspace', options, CREATION_KEYS);
   if (!Number.isInteger(steps) || steps < 0) throw new RangeError(`linspace: number of steps must be non-negative, got ${steps}`);
   const step = steps > 1 ? (end - start) / (steps - 1) : 0;
   const half = Math.floor(steps / 2);
   const values = Array.from({ length: steps }, (_, i) => (i < half ? start + i * step : end - (steps - 1 - i) * step));
-  return fromHost(values, [steps], dt(options, 'float32'), dev(options));
+  return made('linspace', fromHost(values, [steps], dt(options, 'float32'), dev(options)), options);
 }
 
-/** Uniform random numbers in [0, 1) (`torch.rand`). */
-export function rand(shape: number[], options?: TensorOptions & { generator?: Generator }): Tensor {
+/** Creation options of the random functions. */
+export interface RandomOptions extends TensorOptions {
+  generator?: Generator | null;
+}
+const RANDOM_KEYS = [...CREATION_KEYS, 'generator'] as const;
+
+/** Uniform random numbers in [0, 1) (`torch.rand(*size, {generator, dtype, device, requiresGrad})`). */
+export function rand(...args: SizeArgs<RandomOptions>): Tensor {
+  const [shape, options] = sizeAndOptions<RandomOptions>('rand', args, RANDOM_KEYS);
   const dtype = dt(options, 'float32');
   if (!isFloating(dtype)) throw new TypeError(`"check_uniform_bounds" not implemented for '${dtype}'`);
-  const t = alloc(checkShape(shape, 'rand'), dtype, dev(options));
-  return upload(t, encode((options?.generator ?? defaultGenerator).uniform(t.numel()), dtype, 'rand'));
+  const t = alloc(shape, dtype, dev(options));
+  return made('rand', upload(t, encode((options?.generator ?? defaultGenerator).uniform(t.numel()), dtype, 'rand')), options);
 }
 
-/** Standard normal random numbers (`torch.randn`). */
-export function randn(shape: number[], options?: TensorOptions & { generator?: Generator }): Tensor {
+/** Standard normal random numbers (`torch.randn(*size, {generator, dtype, device, requiresGrad})`). */
+export function randn(...args: SizeArgs<RandomOptions>): Tensor {
+  const [shape, options] = sizeAndOptions<RandomOptions>('randn', args, RANDOM_KEYS);
   const dtype = dt(options, 'float32');
   if (!isFloating(dtype)) throw new TypeError(`"normal_kernel" not implemented for '${dtype}'`);
-  const t = alloc(checkShape(shape, 'randn'), dtype, dev(options));
-  return upload(t, encode((options?.generator ?? defaultGenerator).normal(t.numel()), dtype, 'randn'));
+  const t = alloc(shape, dtype, dev(options));
+  return made('randn', upload(t, encode((options?.generator ?? defaultGenerator).normal(t.numel()), dtype, 'randn')), options);
+}
+
+/** `n` integers uniform in [0, range) from `g`: one draw each below 2^24, two (48 bits) above. */
+function uniformInts(g: Generator, n: number, range: number): number[] {
+  const wide = range > 2 ** 24;
+  const u = g.uniform(wide ? 2 * n : n);
+  return Array.from({ length: n }, (_, i) => (wide
+    ? (Math.floor(u[2 * i] * 2 ** 24) * 2 ** 24 + Math.floor(u[2 * i + 1] * 2 ** 24)) % range
+    : Math.floor(u[i] * range)));
+}
+
+/**
+ * `torch.randint(low = 0, high, size, {generator, dtype = 'int64', device, requiresGrad})`:
+ * integers uniform in [low, high). `randint(high, size)` and `randint(low, high, size)`.
+ */
+export function randint(...args: [high: number, size: number[], options?: RandomOptions] | [low: number, high: number, size: number[], options?: RandomOptions]): Tensor {
+  let rest: unknown[] = args;
+  let o: RandomOptions | undefined;
+  if (rest.length && isKeywords(rest[rest.length - 1])) {
+    o = rest[rest.length - 1] as RandomOptions;
+    rest = rest.slice(0, -1);
+  }
+  checkOptions('randint', o, RANDOM_KEYS);
+  const [low, high, size] = (rest.length === 2 ? [0, ...rest] : rest) as [number, number, number[]];
+  if (rest.length < 2 || rest.length > 3 || !Array.isArray(size)) {
+    throw new TypeError('randint() received an invalid combination of arguments: expected (high, size) or (low, high, size), each with an optional options object');
+  }
+  if (!Number.isInteger(low) || !Number.isInteger(high)) throw new TypeError(`randint(): low and high must be integers, got ${low} and ${high}`);
+  if (!(high > low)) throw new RangeError(`random_ expects 'from' to be less than 'to', but got from=${low} >= to=${high}`);
+  const dtype = dt(o, 'int64');
+  const shape = checkShape(size.slice(), 'randint');
+  checkFits(low, dtype, 'randint');
+  checkFits(high - 1, dtype, 'randint');
+  const draws = uniformInts(o?.generator ?? defaultGenerator, numel(shape), high - low);
+  return made('randint', fromHost(draws.map((v) => v + low), shape, dtype, dev(o)), o);
+}
+
+/** `torch.randperm(n, {generator, dtype = 'int64', device, requiresGrad})`: a random permutation of 0 … n-1. */
+export function randperm(n: number, options?: RandomOptions): Tensor {
+  checkOptions('randperm', options, RANDOM_KEYS);
+  if (!Number.isInteger(n) || n < 0) throw new RangeError(`randperm(): n must be a non-negative integer, got ${n}`);
+  const dtype = dt(options, 'int64');
+  if (n) checkFits(n - 1, dtype, 'randperm');
+  const g = options?.generator ?? defaultGenerator;
+  const perm = Array.from({ length: n }, (_, i) => i);
+  const draws = g.uniform(n);
+  for (let i = n - 1; i > 0; i--) {
+    const j = Math.min(i, Math.floor(draws[i] * (i + 1)));
+    [perm[i], perm[j]] = [perm[j], perm[i]];
+  }
+  return made('randperm', fromHost(perm, [n], dtype, dev(options)), options);
 }
 
 /** The identity matrix (`torch.eye`). */
-export function eye(n: number, m = n, options?: TensorOptions): Tensor {
+export function eye(n: number, ...args: [m?: number, options?: TensorOptions] | [options: TensorOptions]): Tensor {
+  const { m = n, ...options } = bindArgs('eye', ['m', ...CREATION_KEYS], args, {} as { m?: number } & TensorOptions, 1);
   checkShape([n, m], 'eye');
-  const t = zeros([n, m], options);
+  const t = zeros([n, m], { ...options, requiresGrad: false });
   const diag = Math.min(n, m);
   if (diag) {
     const one = full([], 1, { dtype: t.dtype, device: t.device });
@@ -146,25 +261,28 @@ export function eye(n: number, m = n, options?: TensorOptions): Tensor {
     });
     one.dispose();
   }
-  return t;
+  return made('eye', t, options);
 }
 
-/** Options that default to another tensor's dtype and device. */
-const like = (t: Tensor, o?: TensorOptions): TensorOptions => ({ dtype: t.dtype, device: t.device, ...o });
+/** Options that default to another tensor's dtype and device (keys checked as `op`'s). */
+const like = (op: string, t: Tensor, o?: TensorOptions): TensorOptions => {
+  checkOptions(op, o, CREATION_KEYS);
+  return { ...o, dtype: o?.dtype ?? t.dtype, device: o?.device ?? t.device };
+};
 
-export const zerosLike = (t: Tensor, o?: TensorOptions) => zeros(t.shape.slice(), like(t, o));
-export const onesLike = (t: Tensor, o?: TensorOptions) => ones(t.shape.slice(), like(t, o));
-export const fullLike = (t: Tensor, v: number | boolean, o?: TensorOptions) => full(t.shape.slice(), v, like(t, o));
-export const emptyLike = (t: Tensor, o?: TensorOptions) => empty(t.shape.slice(), like(t, o));
-export const randLike = (t: Tensor, o?: TensorOptions) => rand(t.shape.slice(), like(t, o));
-export const randnLike = (t: Tensor, o?: TensorOptions) => randn(t.shape.slice(), like(t, o));
+export const zerosLike = (t: Tensor, o?: TensorOptions) => zeros(t.shape.slice(), like('zeros_like', t, o));
+export const onesLike = (t: Tensor, o?: TensorOptions) => ones(t.shape.slice(), like('ones_like', t, o));
+export const fullLike = (t: Tensor, v: number | boolean, o?: TensorOptions) => full(t.shape.slice(), v, like('full_like', t, o));
+export const emptyLike = (t: Tensor, o?: TensorOptions) => empty(t.shape.slice(), like('empty_like', t, o));
+export const randLike = (t: Tensor, o?: TensorOptions) => rand(t.shape.slice(), like('rand_like', t, o));
+export const randnLike = (t: Tensor, o?: TensorOptions) => randn(t.shape.slice(), like('randn_like', t, o));
 
 /** The `new_*` methods: same dtype and device as `t` unless overridden. */
 export const newMethods = {
-  new_zeros(this: Tensor, shape: number[], o?: TensorOptions) { return zeros(shape, like(this, o)); },
-  new_ones(this: Tensor, shape: number[], o?: TensorOptions) { return ones(shape, like(this, o)); },
-  new_full(this: Tensor, shape: number[], v: number | boolean, o?: TensorOptions) { return full(shape, v, like(this, o)); },
-  new_empty(this: Tensor, shape: number[], o?: TensorOptions) { return empty(shape, like(this, o)); },
-  new_tensor(this: Tensor, data: NestedArray, o?: TensorOptions) { return tensor(data, like(this, o)); },
+  new_zeros(this: Tensor, shape: number[], o?: TensorOptions) { return zeros(shape, like('new_zeros', this, o)); },
+  new_ones(this: Tensor, shape: number[], o?: TensorOptions) { return ones(shape, like('new_ones', this, o)); },
+  new_full(this: Tensor, shape: number[], v: number | boolean, o?: TensorOptions) { return full(shape, v, like('new_full', this, o)); },
+  new_empty(this: Tensor, shape: number[], o?: TensorOptions) { return empty(shape, like('new_empty', this, o)); },
+  new_tensor(this: Tensor, data: NestedArray, o?: TensorOptions) { return tensor(data, like('new_tensor', this, o)); },
 };
 

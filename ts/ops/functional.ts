@@ -4,6 +4,8 @@
  */
 import type { Tensor } from '../tensor.js';
 import { unaryOp } from './elementwise.js';
+import { embedding as embeddingOp } from './indexing.js';
+import { bindArgs, type PyArgs } from './options.js';
 
 export {
   softmax, logSoftmax, nllLoss, crossEntropy, linear, mseLoss, l1Loss, binaryCrossEntropyWithLogits, dropout, layerNorm, batchNorm,
@@ -14,7 +16,7 @@ export type { ConvOptions, UnfoldOptions, Size2 } from './conv.js';
 export { maxPool2d, avgPool2d, adaptiveAvgPool2d } from './pool.js';
 export type { MaxPool2dOptions, AvgPool2dOptions } from './pool.js';
 export { gelu, softplus } from './elementwise.js';
-export { embedding, oneHot } from './indexing.js';
+export { oneHot } from './indexing.js';
 
 /** `F.relu(x)`. */
 export const relu = (x: Tensor): Tensor => unaryOp('relu', x);
@@ -24,3 +26,30 @@ export const silu = (x: Tensor): Tensor => unaryOp('silu', x);
 export const sigmoid = (x: Tensor): Tensor => unaryOp('sigmoid', x);
 /** `F.tanh(x)`. */
 export const tanh = (x: Tensor): Tensor => unaryOp('tanh', x);
+
+/** Options of `F.embedding` after (input, weight). */
+export interface EmbeddingOptions {
+  paddingIdx?: number | null;
+  maxNorm?: number | null;
+  normType?: number;
+  scaleGradByFreq?: boolean;
+  sparse?: boolean;
+}
+
+/**
+ * `F.embedding(input, weight, paddingIdx, maxNorm, normType, scaleGradByFreq, sparse)`: rows of
+ * `weight` at the int64/int32 `input`; rows at `paddingIdx` get no gradient. `maxNorm`,
+ * `scaleGradByFreq` and `sparse` are refused rather than ignored.
+ */
+export function embedding(input: Tensor, weight: Tensor,
+  ...args: PyArgs<[paddingIdx: number | null, maxNorm: number | null, normType: number, scaleGradByFreq: boolean, sparse: boolean], EmbeddingOptions>): Tensor {
+  const o = bindArgs('embedding', ['paddingIdx', 'maxNorm', 'normType', 'scaleGradByFreq', 'sparse'], args, {} as EmbeddingOptions, 2);
+  if (o.maxNorm != null || o.scaleGradByFreq || o.sparse) throw new TypeError('embedding(): maxNorm, scaleGradByFreq and sparse are not supported');
+  let pad: number = o.paddingIdx ?? -1;
+  if (o.paddingIdx != null && weight?.ndim === 2) {
+    const rows = weight.shape[0];
+    if (!Number.isInteger(pad) || pad >= rows || pad < -rows) throw new RangeError('Padding_idx must be within num_embeddings');
+    if (pad < 0) pad += rows;
+  }
+  return embeddingOp(weight, input, pad);
+}

@@ -344,14 +344,20 @@ export function scatterAdd(x: Tensor, dim: number, index: Tensor, src: Tensor): 
   });
 }
 
-/** `F.embedding(indices, weight)`: rows of `weight`; its gradient adds each output row into its weight row. */
-export function embedding(weight: Tensor, indices: Tensor): Tensor {
+/**
+ * `torch.embedding(weight, indices, paddingIdx = -1)` (the aten order; `F.embedding` takes
+ * `(input, weight)`): rows of `weight`; its gradient adds each output row into its weight row,
+ * except rows looked up at `paddingIdx` (negative: none), which get no gradient.
+ */
+export function embedding(weight: Tensor, indices: Tensor, paddingIdx: number | null = -1): Tensor {
+  const pad = paddingIdx ?? -1;
   return recorded('embedding', [weight], () => embeddingForward(weight, indices), (ctx) => {
     const idx = ctx.save(indices);
     return ([g]) => {
       const dimw = weight.shape[1];
-      const rows = reshape(g!, [-1, dimw]);
+      let rows = reshape(g!, [-1, dimw]);
       const long = idx.dtype === 'int64' ? idx : cast(idx, 'int64');
+      if (pad >= 0) rows = binaryOp('mul', rows, cast(reshape(binaryOp('ne', long, pad), [-1, 1]), rows.dtype));
       const at = expand(reshape(long, [-1, 1]), [rows.shape[0], dimw]);
       return [scatterBack(weight, 0, at, rows)];
     };

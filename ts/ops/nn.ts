@@ -18,7 +18,7 @@ import { copyInto } from './copy.js';
 import { arange, rand } from './creation.js';
 import { binaryOp, softplus, unaryOp, where, type TensorOrScalar } from './elementwise.js';
 import { matmul } from './matmul.js';
-import { checkOptions } from './options.js';
+import { bindArgs, checkOptions, type PyArgs } from './options.js';
 import { reduce } from './reduce.js';
 import { checkDtypes } from './registry.js';
 import { tidy } from './scoped.js';
@@ -68,7 +68,8 @@ function shifted(x: Tensor, dim: number): Tensor {
   return sub(x, m);
 }
 
-function softmaxInput(op: string, x: Tensor, dim: number, o: { dtype?: DType | string }): [Tensor, number] {
+function softmaxInput(op: string, x: Tensor, dim: number, options: { dtype?: DType | string } | DType): [Tensor, number] {
+  const o = typeof options === 'string' ? { dtype: options } : options;
   checkOptions(op, o, ['dtype']);
   const dtype = o.dtype;
   if (!(x instanceof Tensor)) throw new TypeError(`${op}(): expected input to be a Tensor, but got ${typeof x}`);
@@ -104,7 +105,7 @@ function fusedSoftmax(x: Tensor, log: boolean): Tensor {
 }
 
 /** `F.softmax(x, dim, {dtype})`: `exp(x - max) / sum(exp(x - max))` along `dim`. */
-export function softmax(x: Tensor, dim: number, o: { dtype?: DType | string } = {}): Tensor {
+export function softmax(x: Tensor, dim: number, o: { dtype?: DType | string } | DType = {}): Tensor {
   return tidy(() => {
     const [src, d] = softmaxInput('softmax', x, dim, o);
     if (x.shape[d] === 0) return mul(src, 1);
@@ -115,7 +116,7 @@ export function softmax(x: Tensor, dim: number, o: { dtype?: DType | string } = 
 }
 
 /** `F.log_softmax(x, dim, {dtype})`: `(x - max) - log(sum(exp(x - max)))` along `dim`. */
-export function logSoftmax(x: Tensor, dim: number, o: { dtype?: DType | string } = {}): Tensor {
+export function logSoftmax(x: Tensor, dim: number, o: { dtype?: DType | string } | DType = {}): Tensor {
   return tidy(() => {
     const [src, d] = softmaxInput('log_softmax', x, dim, o);
     if (x.shape[d] === 0) return mul(src, 1);
@@ -125,13 +126,25 @@ export function logSoftmax(x: Tensor, dim: number, o: { dtype?: DType | string }
   });
 }
 
+/** PyTorch's deprecated `size_average`/`reduce` arguments, folded into `reduction` as `_Reduction.legacy_get_string` does. */
+export interface LegacyReduction {
+  sizeAverage?: boolean | null;
+  reduce?: boolean | null;
+  reduction?: Reduction;
+}
+
+/** The reduction a loss uses: `reduction`, unless a legacy `sizeAverage`/`reduce` was given. */
+export function legacyReduction(o: LegacyReduction): Reduction {
+  if (o.sizeAverage == null && o.reduce == null) return o.reduction ?? 'mean';
+  return o.reduce === false ? 'none' : o.sizeAverage === false ? 'sum' : 'mean';
+}
+
 /** Options of `nllLoss`. */
-export interface NllOptions {
+export interface NllOptions extends LegacyReduction {
   /** A weight per class (shape [C]). */
   weight?: Tensor | null;
   /** Targets equal to this contribute nothing, not even to the mean's denominator. Default -100. */
   ignoreIndex?: number;
-  reduction?: Reduction;
 }
 
 /** Options of `crossEntropy`. */
@@ -139,6 +152,10 @@ export interface CrossEntropyOptions extends NllOptions {
   /** Mixes the target with the uniform distribution: `(1 - ε)·target + ε/C`. */
   labelSmoothing?: number;
 }
+
+/** `nll_loss`'s parameters after (input, target), in PyTorch's order. */
+type NllPositional = [weight: Tensor | null, sizeAverage: boolean | null, ignoreIndex: number, reduce: boolean | null, reduction: Reduction];
+const NLL_PARAMS = ['weight', 'sizeAverage', 'ignoreIndex', 'reduce', 'reduction'] as const;
 
 /** Checks an input/target pair of a classification loss; returns the class dim. */
 function classDim(op: string, input: Tensor, target: Tensor, weight: Tensor | null | undefined, probs: boolean): number {
@@ -197,8 +214,9 @@ function indexLoss(op: string, lsm: Tensor, target: Tensor, o: CrossEntropyOptio
  * shape without the class dim. A target outside [0, C) that is not `ignoreIndex` contributes 0
  * (checking it would need a sync).
  */
-export function nllLoss(input: Tensor, target: Tensor, o: NllOptions = {}): Tensor {
-  checkOptions('nll_loss', o, ['weight', 'ignoreIndex', 'reduction']);
+export function nllLoss(input: Tensor, target: Tensor, ...args: PyArgs<NllPositional, NllOptions>): Tensor {
+  const o = bindArgs('nll_loss', NLL_PARAMS, args, {} as NllOptions, 2);
+  o.reduction = legacyReduction(o);
   const cdim = classDim('nll_loss', input, target, o.weight, false);
   return tidy(() => indexLoss('nll_loss', input, target, o, cdim, 0));
 }
@@ -208,8 +226,9 @@ export function nllLoss(input: Tensor, target: Tensor, o: NllOptions = {}): Tens
  * `logSoftmax` over the class dim, then the NLL of int64 class indices, or, for a float
  * target of the input's shape, the cross entropy with those class probabilities.
  */
-export function crossEntropy(input: Tensor, target: Tensor, o: CrossEntropyOptions = {}): Tensor {
-  checkOptions('cross_entropy', o, ['weight', 'ignoreIndex', 'reduction', 'labelSmoothing']);
+export function crossEntropy(input: Tensor, target: Tensor, ...args: PyArgs<[...NllPositional, labelSmoothing: number], CrossEntropyOptions>): Tensor {
+  const o = bindArgs('cross_entropy', [...NLL_PARAMS, 'labelSmoothing'], args, {} as CrossEntropyOptions, 2);
+  o.reduction = legacyReduction(o);
   const probs = target instanceof Tensor && isFloating(target.dtype);
   const cdim = classDim('cross_entropy', input, target, o.weight, probs);
   const eps = o.labelSmoothing ?? 0;
@@ -247,40 +266,50 @@ export function linear(x: Tensor, weight: Tensor, bias?: Tensor | null): Tensor 
   });
 }
 
-function pointwiseLoss(op: string, input: Tensor, target: Tensor, o: { reduction?: Reduction }, f: (d: Tensor) => Tensor): Tensor {
-  checkOptions(op, o, ['reduction']);
+/** The parameters of `mse_loss` and `l1_loss` after (input, target). */
+type PointwisePositional = [sizeAverage: boolean | null, reduce: boolean | null, reduction: Reduction];
+
+function pointwiseLoss(op: string, input: Tensor, target: Tensor, args: PyArgs<PointwisePositional, LegacyReduction>, f: (d: Tensor) => Tensor): Tensor {
+  const o = bindArgs(op, ['sizeAverage', 'reduce', 'reduction'], args, {} as LegacyReduction, 2);
   // PyTorch's l1_loss takes integers too; mse_loss only floats
   if (op === 'l1_loss') checkAccepted(op, input);
   else checkFloat(op, input);
   if (!(target instanceof Tensor)) throw new TypeError(`${op}(): expected target to be a Tensor, but got ${typeof target}`);
   sameDevice(op, [input, target]);
   broadcastFor(op, [input.shape, target.shape], `, dtypes ${input.dtype} and ${target.dtype}`);
-  const r = checkReduction(op, o.reduction ?? 'mean');
+  const r = checkReduction(op, legacyReduction(o));
   return tidy(() => reduceLoss(f(sub(input, target)), r));
 }
 
 /** `F.mse_loss(input, target, {reduction})`: `(input - target)²`, reduced (target broadcasts). */
-export const mseLoss = (input: Tensor, target: Tensor, o: { reduction?: Reduction } = {}): Tensor =>
-  pointwiseLoss('mse_loss', input, target, o, (d) => unaryOp('square', d));
+export const mseLoss = (input: Tensor, target: Tensor, ...args: PyArgs<PointwisePositional, LegacyReduction>): Tensor =>
+  pointwiseLoss('mse_loss', input, target, args, (d) => unaryOp('square', d));
 
 /** `F.l1_loss(input, target, {reduction})`: `|input - target|`, reduced (target broadcasts). */
-export const l1Loss = (input: Tensor, target: Tensor, o: { reduction?: Reduction } = {}): Tensor =>
-  pointwiseLoss('l1_loss', input, target, o, (d) => unaryOp('abs', d));
+export const l1Loss = (input: Tensor, target: Tensor, ...args: PyArgs<PointwisePositional, LegacyReduction>): Tensor =>
+  pointwiseLoss('l1_loss', input, target, args, (d) => unaryOp('abs', d));
+
+/** Options of `binaryCrossEntropyWithLogits`. */
+export interface BceOptions extends LegacyReduction {
+  weight?: Tensor | null;
+  posWeight?: Tensor | null;
+}
+type BcePositional = [weight: Tensor | null, sizeAverage: boolean | null, reduce: boolean | null, reduction: Reduction, posWeight: Tensor | null];
 
 /**
  * `F.binary_cross_entropy_with_logits(input, target, {weight, posWeight, reduction})`, in the
  * stable form `(1 - t)·x + (1 + (posWeight - 1)·t)·softplus(-x)`.
  */
-export function binaryCrossEntropyWithLogits(input: Tensor, target: Tensor, o: { weight?: Tensor | null; posWeight?: Tensor | null; reduction?: Reduction } = {}): Tensor {
+export function binaryCrossEntropyWithLogits(input: Tensor, target: Tensor, ...args: PyArgs<BcePositional, BceOptions>): Tensor {
   const op = 'binary_cross_entropy_with_logits';
-  checkOptions(op, o, ['weight', 'posWeight', 'reduction']);
+  const o = bindArgs(op, ['weight', 'sizeAverage', 'reduce', 'reduction', 'posWeight'], args, {} as BceOptions, 2);
   checkFloat(op, input);
   checkFloat(op, target, 'target');
   sameDevice(op, [input, target, ...[o.weight, o.posWeight].filter((t): t is Tensor => !!t)]);
   if (target.shape.join() !== input.shape.join() || target.ndim !== input.ndim) {
     throw new RangeError(`Target size (${fmt(target.shape)}) must be the same as input size (${fmt(input.shape)})`);
   }
-  const r = checkReduction(op, o.reduction ?? 'mean');
+  const r = checkReduction(op, legacyReduction(o));
   return tidy(() => {
     const sp = softplus(unaryOp('neg', input));
     const logWeight = o.posWeight ? add(mul(sub(o.posWeight, 1), target), 1) : null;
@@ -295,7 +324,9 @@ export function binaryCrossEntropyWithLogits(input: Tensor, target: Tensor, o: {
  * `1/(1-p)`. The mask comes from `torch.rand` on x's device (seed it with `torch.manualSeed`).
  * When not training (or p = 0) it returns a view of `x`.
  */
-export function dropout(x: Tensor, p = 0.5, training = true): Tensor {
+export function dropout(x: Tensor, ...args: PyArgs<[p: number, training: boolean, inplace: boolean], { p?: number; training?: boolean; inplace?: boolean }>): Tensor {
+  const { p, training, inplace } = bindArgs('dropout', ['p', 'training', 'inplace'], args, { p: 0.5, training: true, inplace: false }, 1);
+  if (inplace) throw new TypeError('dropout(): inplace=true is not supported; use the returned tensor');
   if (!(x instanceof Tensor)) throw new TypeError(`dropout(): expected input to be a Tensor, but got ${x === null ? 'null' : typeof x}`);
   if (!(p >= 0 && p <= 1)) throw new RangeError(`dropout probability has to be between 0 and 1, but got ${p}`);
   if (!training) return V.index(x); // the identity, for every dtype, as in PyTorch
@@ -308,7 +339,9 @@ export function dropout(x: Tensor, p = 0.5, training = true): Tensor {
 }
 
 /** `F.layer_norm(x, normalizedShape, weight, bias, eps)`: normalizes over the last dims. */
-export function layerNorm(x: Tensor, normalizedShape: number | number[], weight?: Tensor | null, bias?: Tensor | null, eps = 1e-5): Tensor {
+export function layerNorm(x: Tensor, normalizedShape: number | number[],
+  ...args: PyArgs<[weight: Tensor | null, bias: Tensor | null, eps: number], { weight?: Tensor | null; bias?: Tensor | null; eps?: number }>): Tensor {
+  const { weight, bias, eps } = bindArgs('layer_norm', ['weight', 'bias', 'eps'], args, { weight: null as Tensor | null, bias: null as Tensor | null, eps: 1e-5 }, 2);
   checkFloat('layer_norm', x);
   const ns = typeof normalizedShape === 'number' ? [normalizedShape] : normalizedShape;
   sameDevice('layer_norm', [x, ...[weight, bias].filter((t): t is Tensor => !!t)]);
@@ -368,13 +401,17 @@ function fusedLayerNorm(x: Tensor, weight: Tensor | null, bias: Tensor | null, d
   });
 }
 
+type BatchNormPositional = [weight: Tensor | null, bias: Tensor | null, training: boolean, momentum: number, eps: number];
+interface BatchNormOptions { weight: Tensor | null; bias: Tensor | null; training: boolean; momentum: number; eps: number }
+
 /**
  * `F.batch_norm(x, runningMean, runningVar, weight, bias, training, momentum, eps)` over
  * x of shape [N, C, ...]. Training normalizes with the batch statistics and updates the
  * running ones in place (variance unbiased, as PyTorch does); evaluation uses the running ones.
  */
-export function batchNorm(x: Tensor, runningMean: Tensor | null, runningVar: Tensor | null, weight?: Tensor | null, bias?: Tensor | null,
-  training = false, momentum = 0.1, eps = 1e-5): Tensor {
+export function batchNorm(x: Tensor, runningMean: Tensor | null, runningVar: Tensor | null, ...args: PyArgs<BatchNormPositional, Partial<BatchNormOptions>>): Tensor {
+  const { weight, bias, training, momentum, eps } = bindArgs('batch_norm', ['weight', 'bias', 'training', 'momentum', 'eps'], args,
+    { weight: null, bias: null, training: false, momentum: 0.1, eps: 1e-5 } as BatchNormOptions, 3);
   checkFloat('batch_norm', x);
   if (x.ndim < 2) throw new RangeError(`batch_norm(): expected input of shape [N, C, ...] with at least 2 dims, but got ${fmt(x.shape)}`);
   const C = x.shape[1], params = { running_mean: runningMean, running_var: runningVar, weight, bias };

@@ -13,3 +13,60 @@ export function checkOptions(op: string, options: object | undefined | null, all
     }
   }
 }
+
+/** A plain object literal: JavaScript's form of keyword arguments (not a Tensor, array, Module or iterable). */
+export function isKeywords(x: unknown): x is Record<string, unknown> {
+  if (typeof x !== 'object' || x === null) return false;
+  const proto = Object.getPrototypeOf(x);
+  return proto === Object.prototype || proto === null;
+}
+
+/**
+ * Binds a call to a PyTorch signature: `args` are the arguments after the ones the function
+ * names itself, positional in `params` order, optionally followed by one options object
+ * (keywords). `lead` counts the arguments before `args`, for the error's figures. Returns `defaults` overridden by what was given; `undefined` means "not given".
+ * Raises Python's errors: too many positional arguments, an unexpected keyword, a value given
+ * both ways, a missing required argument (one whose default is `REQUIRED`).
+ */
+export function bindArgs<T extends object>(op: string, params: readonly (keyof T & string)[], args: readonly unknown[], defaults: T, lead = 0): T {
+  let positional = args;
+  let keywords: Record<string, unknown> = {};
+  // A trailing object literal is keywords unless a positional slot is left for it and it is the
+  // value of a parameter that takes objects (none of PyTorch's do), so the rule is simple.
+  if (args.length && isKeywords(args[args.length - 1])) {
+    keywords = args[args.length - 1] as Record<string, unknown>;
+    positional = args.slice(0, -1);
+  }
+  while (positional.length && positional[positional.length - 1] === undefined) positional = positional.slice(0, -1);
+  if (positional.length > params.length) {
+    const takes = params.length ? `from ${lead} to ${lead + params.length}` : `${lead}`;
+    throw new TypeError(`${op}() takes ${takes} positional arguments but ${lead + positional.length} were given`);
+  }
+  checkOptions(op, keywords, params);
+  const out = { ...defaults } as Record<string, unknown>;
+  positional.forEach((v, i) => {
+    if (v !== undefined) out[params[i]] = v;
+  });
+  for (const [k, v] of Object.entries(keywords)) {
+    if (v === undefined) continue;
+    if (positional[(params as readonly string[]).indexOf(k)] !== undefined) throw new TypeError(`${op}() got multiple values for argument '${k}'`);
+    out[k] = v;
+  }
+  const missing = Object.keys(out).filter((k) => out[k] === REQUIRED);
+  if (missing.length) {
+    throw new TypeError(`${op}() missing ${missing.length} required argument${missing.length > 1 ? 's' : ''}: ${missing.map((m) => `'${m}'`).join(' and ')}`);
+  }
+  return out as T;
+}
+
+/** The default of a required argument in `bindArgs`. */
+export const REQUIRED = Symbol('required') as unknown as never;
+
+/** Every prefix of a tuple: `[] | [a] | [a, b] | …`. */
+type Prefixes<P extends unknown[]> = P extends [...infer H, unknown] ? P | Prefixes<H> : [];
+
+/**
+ * The trailing arguments of a PyTorch signature: any prefix of the positional parameters `P`,
+ * optionally followed by an options object `K` (PyTorch's keywords).
+ */
+export type PyArgs<P extends unknown[], K> = Prefixes<P> extends infer Q ? (Q extends unknown[] ? Q | [...Q, K] : never) : never;

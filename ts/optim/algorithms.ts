@@ -4,7 +4,8 @@
  */
 import { binaryOp as bin, unaryOp } from '../ops/elementwise.js';
 import type { Tensor } from '../tensor.js';
-import { Optimizer, type ParamGroup, type ParamState } from './optimizer.js';
+import { bindArgs, type PyArgs } from '../ops/options.js';
+import { Optimizer, type Params, type ParamGroup, type ParamState } from './optimizer.js';
 
 const add = (a: Tensor, b: Tensor | number, alpha = 1) => bin('add', a, b, alpha);
 const mul = (a: Tensor, b: Tensor | number) => bin('mul', a, b);
@@ -12,11 +13,16 @@ const mul = (a: Tensor, b: Tensor | number) => bin('mul', a, b);
 const ema = (old: Tensor | number | undefined, x: Tensor, decay: number, scale = 1 - decay) =>
   old === undefined ? mul(x, scale) : add(mul(old as Tensor, decay), x, scale);
 
-/** `torch.optim.SGD(params, {lr, momentum, dampening, weightDecay, nesterov, maximize})`. */
+/** Options of `SGD`. */
+export interface SGDOptions { lr?: number; momentum?: number; dampening?: number; weightDecay?: number; nesterov?: boolean; maximize?: boolean }
+
+/** `torch.optim.SGD(params, lr = 1e-3, momentum = 0, dampening = 0, weightDecay = 0, nesterov = false, {maximize})`. */
 export class SGD extends Optimizer {
-  constructor(params: Iterable<Tensor>, o: { lr?: number; momentum?: number; dampening?: number; weightDecay?: number; nesterov?: boolean; maximize?: boolean } = {}) {
-    super(params, { lr: o.lr ?? 1e-3, momentum: o.momentum ?? 0, dampening: o.dampening ?? 0, weightDecay: o.weightDecay ?? 0, nesterov: o.nesterov ?? false, maximize: o.maximize ?? false });
-    if (o.nesterov && (!((o.momentum ?? 0) > 0) || (o.dampening ?? 0) !== 0)) throw new RangeError('Nesterov momentum requires a momentum and zero dampening');
+  constructor(params: Params, ...args: PyArgs<[lr: number, momentum: number, dampening: number, weightDecay: number, nesterov: boolean, maximize: boolean], SGDOptions>) {
+    const o = bindArgs('SGD', ['lr', 'momentum', 'dampening', 'weightDecay', 'nesterov', 'maximize'], args,
+      { lr: 1e-3, momentum: 0, dampening: 0, weightDecay: 0, nesterov: false, maximize: false }, 1);
+    super(params, o);
+    if (o.nesterov && (!(o.momentum > 0) || o.dampening !== 0)) throw new RangeError('Nesterov momentum requires a momentum and zero dampening');
   }
 
   protected update(p: Tensor, grad: Tensor, s: ParamState, g: ParamGroup) {
@@ -33,10 +39,25 @@ export class SGD extends Optimizer {
   }
 }
 
-/** `torch.optim.Adam` (and, with `decoupled`, AdamW). */
+/** Options of `Adam` and `AdamW`. */
+export interface AdamOptions { lr?: number; betas?: [number, number]; eps?: number; weightDecay?: number; amsgrad?: boolean }
+type AdamPositional = [lr: number, betas: [number, number], eps: number, weightDecay: number, amsgrad: boolean];
+const ADAM_PARAMS = ['lr', 'betas', 'eps', 'weightDecay', 'amsgrad'] as const;
+
+/** `torch.optim.Adam(params, lr = 1e-3, betas = [0.9, 0.999], eps = 1e-8, weightDecay = 0, amsgrad = false)`. */
 export class Adam extends Optimizer {
-  constructor(params: Iterable<Tensor>, o: { lr?: number; betas?: [number, number]; eps?: number; weightDecay?: number; amsgrad?: boolean } = {}, protected readonly decoupled = false) {
-    super(params, { lr: o.lr ?? 1e-3, betas: o.betas ?? [0.9, 0.999], eps: o.eps ?? 1e-8, weightDecay: o.weightDecay ?? (decoupled ? 1e-2 : 0), amsgrad: o.amsgrad ?? false });
+  protected readonly decoupled: boolean = false;
+
+  constructor(params: Params, ...args: PyArgs<AdamPositional, AdamOptions>) {
+    const decoupled = new.target === AdamW;
+    const o = bindArgs(decoupled ? 'AdamW' : 'Adam', ADAM_PARAMS, args, { lr: 1e-3, betas: [0.9, 0.999] as [number, number], eps: 1e-8, weightDecay: decoupled ? 1e-2 : 0, amsgrad: false }, 1);
+    const [b1, b2] = o.betas;
+    if (!(b1 >= 0 && b1 < 1)) throw new RangeError(`Invalid beta parameter at index 0: ${b1}`);
+    if (!(b2 >= 0 && b2 < 1)) throw new RangeError(`Invalid beta parameter at index 1: ${b2}`);
+    if (!(o.eps >= 0)) throw new RangeError(`Invalid epsilon value: ${o.eps}`);
+    if (!(o.weightDecay >= 0)) throw new RangeError(`Invalid weight_decay value: ${o.weightDecay}`);
+    super(params, o);
+    this.decoupled = decoupled;
   }
 
   protected update(p: Tensor, grad: Tensor, s: ParamState, g: ParamGroup) {
@@ -55,17 +76,17 @@ export class Adam extends Optimizer {
   }
 }
 
-/** `torch.optim.AdamW`: Adam with decoupled weight decay (default 0.01). */
-export class AdamW extends Adam {
-  constructor(params: Iterable<Tensor>, o: { lr?: number; betas?: [number, number]; eps?: number; weightDecay?: number; amsgrad?: boolean } = {}) {
-    super(params, o, true);
-  }
-}
+/** `torch.optim.AdamW(params, lr = 1e-3, betas, eps, weightDecay = 0.01, amsgrad)`: Adam with decoupled weight decay. */
+export class AdamW extends Adam {}
 
-/** `torch.optim.RMSprop(params, {lr, alpha, eps, weightDecay, momentum, centered})`. */
+/** Options of `RMSprop`. */
+export interface RMSpropOptions { lr?: number; alpha?: number; eps?: number; weightDecay?: number; momentum?: number; centered?: boolean }
+
+/** `torch.optim.RMSprop(params, lr = 1e-2, alpha = 0.99, eps = 1e-8, weightDecay = 0, momentum = 0, centered = false)`. */
 export class RMSprop extends Optimizer {
-  constructor(params: Iterable<Tensor>, o: { lr?: number; alpha?: number; eps?: number; weightDecay?: number; momentum?: number; centered?: boolean } = {}) {
-    super(params, { lr: o.lr ?? 1e-2, alpha: o.alpha ?? 0.99, eps: o.eps ?? 1e-8, weightDecay: o.weightDecay ?? 0, momentum: o.momentum ?? 0, centered: o.centered ?? false });
+  constructor(params: Params, ...args: PyArgs<[lr: number, alpha: number, eps: number, weightDecay: number, momentum: number, centered: boolean], RMSpropOptions>) {
+    super(params, bindArgs('RMSprop', ['lr', 'alpha', 'eps', 'weightDecay', 'momentum', 'centered'], args,
+      { lr: 1e-2, alpha: 0.99, eps: 1e-8, weightDecay: 0, momentum: 0, centered: false }, 1));
   }
 
   protected update(p: Tensor, grad: Tensor, s: ParamState, g: ParamGroup) {

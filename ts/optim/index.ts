@@ -1,5 +1,6 @@
 /** `torch.optim`: the optimizers and `lrScheduler`. */
 export { Optimizer } from './optimizer.js';
-export type { ParamGroup, ParamState, OptimizerState } from './optimizer.js';
+export type { Params, ParamGroup, ParamState, OptimizerState } from './optimizer.js';
+export type { SGDOptions, AdamOptions, RMSpropOptions } from './algorithms.js';
 export { SGD, Adam, AdamW, RMSprop } from './algorithms.js';
 export * as lrScheduler from './lr_scheduler.js';

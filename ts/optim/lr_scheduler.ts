@@ -2,7 +2,13 @@
  * Learning-rate schedulers: `StepLR` and `CosineAnnealingLR`, in their closed forms. Call
  * `scheduler.step()` once per epoch after `optimizer.step()`, as in PyTorch.
  */
+import { bindArgs, type PyArgs } from '../ops/options.js';
 import type { Optimizer } from './optimizer.js';
+
+/** `lastEpoch` other than -1 resumes a schedule, which needs state these schedulers do not keep: refused, not ignored. */
+function checkFresh(name: string, lastEpoch: number): void {
+  if (lastEpoch !== -1) throw new RangeError(`${name}: lastEpoch=${lastEpoch} is not supported (resume with loadStateDict)`);
+}
 
 /** The base: remembers each group's initial lr and sets `lr = lrAt(epoch, base)` on `step()`. */
 export abstract class LRScheduler {
@@ -38,8 +44,13 @@ export abstract class LRScheduler {
 
 /** Multiplies the lr by `gamma` every `stepSize` epochs. */
 export class StepLR extends LRScheduler {
-  constructor(optimizer: Optimizer, readonly stepSize: number, readonly gamma = 0.1) {
+  readonly gamma: number;
+
+  constructor(optimizer: Optimizer, readonly stepSize: number, ...args: PyArgs<[gamma: number, lastEpoch: number], { gamma?: number; lastEpoch?: number }>) {
     super(optimizer);
+    const o = bindArgs('StepLR', ['gamma', 'lastEpoch'], args, { gamma: 0.1, lastEpoch: -1 }, 2);
+    checkFresh('StepLR', o.lastEpoch);
+    this.gamma = o.gamma;
     if (!Number.isInteger(stepSize) || stepSize <= 0) throw new RangeError(`StepLR: stepSize must be a positive integer, got ${stepSize}`);
   }
 
@@ -50,8 +61,13 @@ export class StepLR extends LRScheduler {
 
 /** Anneals the lr from its initial value to `etaMin` along a half cosine over `tMax` epochs. */
 export class CosineAnnealingLR extends LRScheduler {
-  constructor(optimizer: Optimizer, readonly tMax: number, readonly etaMin = 0) {
+  readonly etaMin: number;
+
+  constructor(optimizer: Optimizer, readonly tMax: number, ...args: PyArgs<[etaMin: number, lastEpoch: number], { etaMin?: number; lastEpoch?: number }>) {
     super(optimizer);
+    const o = bindArgs('CosineAnnealingLR', ['etaMin', 'lastEpoch'], args, { etaMin: 0, lastEpoch: -1 }, 2);
+    checkFresh('CosineAnnealingLR', o.lastEpoch);
+    this.etaMin = o.etaMin;
     if (!(tMax > 0)) throw new RangeError(`CosineAnnealingLR: tMax must be positive, got ${tMax}`);
   }
 

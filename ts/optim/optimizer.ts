@@ -25,17 +25,24 @@ export interface OptimizerState {
   paramGroups: (GroupOptions & { params: number[] })[];
 }
 
+/** What an optimizer takes: parameters, or parameter groups (`{params, lr, …}`) whose keys override the defaults. */
+export type Params = Iterable<Tensor> | { params: Iterable<Tensor>; [k: string]: unknown }[];
+
 /** Base class of the optimizers. */
 export abstract class Optimizer {
   readonly paramGroups: ParamGroup[];
   readonly state = new Map<Tensor, ParamState>();
 
-  constructor(params: Iterable<Tensor> | { params: Iterable<Tensor>; [k: string]: unknown }[], readonly defaults: GroupOptions & { lr: number }) {
+  constructor(params: Params, readonly defaults: GroupOptions & { lr: number }) {
     const list = [...params] as (Tensor | { params: Iterable<Tensor> })[];
     if (!list.length) throw new RangeError('optimizer got an empty parameter list');
     const groups = 'params' in (list[0] as object) && !('shape' in (list[0] as object))
       ? (list as { params: Iterable<Tensor> }[])
       : [{ params: list as Tensor[] }];
+    for (const g of groups) {
+      const unknown = Object.keys(g).find((k) => k !== 'params' && !(k in defaults));
+      if (unknown !== undefined) throw new TypeError(`${new.target.name}: parameter group got an unexpected keyword argument '${unknown}' (expected ${Object.keys(defaults).map((k) => `'${k}'`).join(', ')})`);
+    }
     this.paramGroups = groups.map((g) => ({ ...defaults, ...g, params: [...g.params] }) as ParamGroup);
     const seen = new Set<Tensor>();
     for (const g of this.paramGroups) {

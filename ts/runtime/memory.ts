@@ -16,6 +16,7 @@
 import { clientOf, currentDevice, device as toDevice, Device, gpuLimits, type DeviceLike } from '../device.js';
 import { CachingAllocator, type Allocation, type MemoryStats, type SnapshotSegment } from '../memory/index.js';
 import { env } from '../platform.js';
+import { bindArgs, type PyArgs } from '../ops/options.js';
 
 const GiB = 1024 ** 3;
 const allocators = new Map<Device, CachingAllocator>();
@@ -71,30 +72,43 @@ export function resetAllocators(): void {
   allocators.clear();
 }
 
-const dev = (d?: DeviceLike): Device => (d === undefined ? toDevice(currentDevice()) : toDevice(d));
+/** A memory function's device argument: positional (`memoryAllocated(0)`) or keyword (`memoryAllocated({device: 0})`). */
+export type DeviceArg = DeviceLike | { device?: DeviceLike | null };
+
+/** Binds `[device]` or `[{device}]`, plus the function's other parameters, to PyTorch's signature. */
+function bound<T extends object>(op: string, params: readonly (keyof T & string)[], args: readonly unknown[], defaults: T): T & { device: Device } {
+  const o = bindArgs(op, ['device', ...params] as (keyof T & string)[], args, defaults) as T & { device?: DeviceLike | null };
+  return { ...o, device: o.device == null ? toDevice(currentDevice()) : toDevice(o.device) };
+}
+const on = (op: string, args: readonly unknown[]): CachingAllocator => allocatorOf(bound(op, [], args, {}).device);
 
 /** Bytes held by live tensors on a device (`torch.cuda.memory_allocated`). Defaults to the current GPU. */
-export const memoryAllocated = (d?: DeviceLike): number => allocatorOf(dev(d)).memoryAllocated();
+export const memoryAllocated = (...args: [device?: DeviceArg]): number => on('memory_allocated', args).memoryAllocated();
 /** Peak of `memoryAllocated` since the start or the last reset. */
-export const maxMemoryAllocated = (d?: DeviceLike): number => allocatorOf(dev(d)).maxMemoryAllocated();
+export const maxMemoryAllocated = (...args: [device?: DeviceArg]): number => on('max_memory_allocated', args).maxMemoryAllocated();
 /** Bytes in segments held by the caching allocator (`torch.cuda.memory_reserved`). */
-export const memoryReserved = (d?: DeviceLike): number => allocatorOf(dev(d)).memoryReserved();
+export const memoryReserved = (...args: [device?: DeviceArg]): number => on('memory_reserved', args).memoryReserved();
 /** Peak of `memoryReserved`. */
-export const maxMemoryReserved = (d?: DeviceLike): number => allocatorOf(dev(d)).maxMemoryReserved();
+export const maxMemoryReserved = (...args: [device?: DeviceArg]): number => on('max_memory_reserved', args).maxMemoryReserved();
 /** PyTorch's `memory_stats()` dictionary, with the same keys (`allocated_bytes.all.current`, …). */
-export const memoryStats = (d?: DeviceLike): MemoryStats => allocatorOf(dev(d)).memoryStats();
-/** PyTorch's `memory_summary()` table. */
-export const memorySummary = (d?: DeviceLike, abbreviated = false): string => allocatorOf(dev(d)).memorySummary(abbreviated);
+export const memoryStats = (...args: [device?: DeviceArg]): MemoryStats => on('memory_stats', args).memoryStats();
+/** PyTorch's `memory_summary(device, abbreviated)` table; `memorySummary({device: 0, abbreviated: true})` too. */
+export function memorySummary(...args: PyArgs<[device: DeviceLike | null, abbreviated: boolean], { device?: DeviceLike | null; abbreviated?: boolean }>): string {
+  const o = bound('memory_summary', ['abbreviated'], args, { abbreviated: false });
+  return allocatorOf(o.device).memorySummary(o.abbreviated);
+}
 /** Segments and their blocks (`torch.cuda.memory_snapshot()`). */
-export const memorySnapshot = (d?: DeviceLike): SnapshotSegment[] => allocatorOf(dev(d)).memorySnapshot();
+export const memorySnapshot = (...args: [device?: DeviceArg]): SnapshotSegment[] => on('memory_snapshot', args).memorySnapshot();
 /** Releases cached segments that hold no live tensor (`GPUBuffer.destroy()` on a GPU). */
-export const emptyCache = (d?: DeviceLike): void => allocatorOf(dev(d)).emptyCache();
+export const emptyCache = (...args: [device?: DeviceArg]): void => on('empty_cache', args).emptyCache();
 /** Sets peak statistics to their current values. */
-export const resetPeakMemoryStats = (d?: DeviceLike): void => allocatorOf(dev(d)).resetPeakMemoryStats();
+export const resetPeakMemoryStats = (...args: [device?: DeviceArg]): void => on('reset_peak_memory_stats', args).resetPeakMemoryStats();
 /** Zeroes the accumulated counters (allocated/freed totals, retries, OOMs). */
-export const resetAccumulatedMemoryStats = (d?: DeviceLike): void => allocatorOf(dev(d)).resetAccumulatedMemoryStats();
-/** Caps the device's allocator at `fraction` of its capacity (0 < fraction ≤ 1). */
-export const setPerProcessMemoryFraction = (fraction: number, d?: DeviceLike): void => allocatorOf(dev(d)).setMemoryFraction(fraction);
+export const resetAccumulatedMemoryStats = (...args: [device?: DeviceArg]): void => on('reset_accumulated_memory_stats', args).resetAccumulatedMemoryStats();
+/** Caps the device's allocator at `fraction` of its capacity (0 < fraction ≤ 1): `(fraction, device)` or `(fraction, {device})`. */
+export function setPerProcessMemoryFraction(fraction: number, ...args: [device?: DeviceArg]): void {
+  allocatorOf(bound('set_per_process_memory_fraction', [], args, {}).device).setMemoryFraction(fraction);
+}
 
 /** A raw block from `cachingAllocatorAlloc`: its segment and byte offset on the device. */
 export interface RawBlock extends Allocation {
@@ -102,8 +116,8 @@ export interface RawBlock extends Allocation {
 }
 
 /** Allocates a raw block (`torch.cuda.caching_allocator_alloc`). */
-export function cachingAllocatorAlloc(size: number, d?: DeviceLike, stream = 0): RawBlock {
-  const device = dev(d);
+export function cachingAllocatorAlloc(size: number, ...args: PyArgs<[device: DeviceLike | null, stream: number], { device?: DeviceLike | null; stream?: number }>): RawBlock {
+  const { device, stream } = bound('caching_allocator_alloc', ['stream'], args, { stream: 0 });
   return { ...allocatorOf(device).malloc(size, stream), device };
 }
 
