@@ -13,7 +13,7 @@ import { resetAllocators } from './runtime/memory.js';
 import * as gpu from './gpu.js';
 import { binaryOp, clamp, div, gelu, nanToNum, softplus, unaryOp, where, type TensorOrScalar } from './ops/elementwise.js';
 import { matmul } from './ops/matmul.js';
-import { checkOptions } from './ops/options.js';
+import { bindArgs, bindDim, type DimArgs, type PyArgs } from './ops/options.js';
 import { argReduce, maxMin, reduce, type Dims, type ValuesIndices } from './ops/reduce.js';
 import { ReduceOp } from '../wgsl/reduce.js';
 import { Tensor } from './tensor.js';
@@ -50,8 +50,9 @@ export { ELEMENTWISE } from './ops/table.js';
 export { OPS, opInfo } from './ops/registry.js';
 export type { OpInfo, OpFamily } from './ops/registry.js';
 
-const u = (name: string) => (x: Tensor) => unaryOp(name, x);
-const b = (name: string) => (x: TensorOrScalar, y: TensorOrScalar) => binaryOp(name, x, y);
+// A stray argument (an options object PyTorch would not take) raises rather than being dropped.
+const u = (name: string) => (x: Tensor, ...rest: []) => (bindArgs(name, [], rest, {}, 1), unaryOp(name, x));
+const b = (name: string) => (x: TensorOrScalar, y: TensorOrScalar, ...rest: []) => (bindArgs(name, [], rest, {}, 2), binaryOp(name, x, y));
 
 export const neg = u('neg'), abs = u('abs'), exp = u('exp'), expm1 = u('expm1'), log = u('log'), log1p = u('log1p');
 export const sqrt = u('sqrt'), rsqrt = u('rsqrt'), sin = u('sin'), cos = u('cos'), tanh = u('tanh'), sigmoid = u('sigmoid');
@@ -63,33 +64,46 @@ export const atan2 = b('atan2'), floorDivide = b('floor_divide'), eq = b('eq'), 
 export const gt = b('gt'), ge = b('ge'), logicalAnd = b('logical_and'), logicalOr = b('logical_or'), logicalXor = b('logical_xor');
 
 /** `torch.add(a, b, alpha=)`. */
-export const add = (x: TensorOrScalar, y: TensorOrScalar, o?: { alpha?: number }) => (checkOptions('add', o, ['alpha']), binaryOp('add', x, y, o?.alpha));
+export const add = (x: TensorOrScalar, y: TensorOrScalar, ...args: PyArgs<[alpha: number], { alpha?: number }>) => binaryOp('add', x, y, bindArgs('add', ['alpha'], args, { alpha: 1 }, 2).alpha);
 /** `torch.sub(a, b, alpha=)`. */
-export const sub = (x: TensorOrScalar, y: TensorOrScalar, o?: { alpha?: number }) => (checkOptions('sub', o, ['alpha']), binaryOp('sub', x, y, o?.alpha));
+export const sub = (x: TensorOrScalar, y: TensorOrScalar, ...args: PyArgs<[alpha: number], { alpha?: number }>) => binaryOp('sub', x, y, bindArgs('sub', ['alpha'], args, { alpha: 1 }, 2).alpha);
 
+/** A reduction over `dim` (all dims when omitted) with PyTorch's `(dim, keepdim)` or keywords. */
+const reduction = <D extends Dims>(name: string, op: ReduceOp) => (x: Tensor, ...args: DimArgs<D>) => {
+  const { dim, keepdim } = bindDim<D>(name, args);
+  return reduce(op, x, dim, keepdim);
+};
 /** `torch.sum(x, dim?, keepdim?)`. */
-export const sum = (x: Tensor, dim?: Dims, keepdim?: boolean) => reduce(ReduceOp.Sum, x, dim, keepdim);
+export const sum = reduction<Dims>('sum', ReduceOp.Sum);
 /** `torch.mean(x, dim?, keepdim?)`. */
-export const mean = (x: Tensor, dim?: Dims, keepdim?: boolean) => reduce(ReduceOp.Mean, x, dim, keepdim);
+export const mean = reduction<Dims>('mean', ReduceOp.Mean);
 /** `torch.prod(x, dim?, keepdim?)`. */
-export const prod = (x: Tensor, dim?: number, keepdim?: boolean) => reduce(ReduceOp.Prod, x, dim, keepdim);
+export const prod = reduction<number>('prod', ReduceOp.Prod);
 /** `torch.all(x, dim?, keepdim?)`. */
-export const all = (x: Tensor, dim?: number, keepdim?: boolean) => reduce(ReduceOp.All, x, dim, keepdim);
+export const all = reduction<number>('all', ReduceOp.All);
 /** `torch.any(x, dim?, keepdim?)`. */
-export const any = (x: Tensor, dim?: number, keepdim?: boolean) => reduce(ReduceOp.Any, x, dim, keepdim);
+export const any = reduction<number>('any', ReduceOp.Any);
 /** `torch.max`/`torch.min`: over everything, or `{values, indices}` over one dim. */
 export interface MaxMin {
   (x: Tensor): Tensor;
-  (x: Tensor, dim: number, keepdim?: boolean): ValuesIndices;
+  (x: Tensor, ...args: DimArgs<number>): ValuesIndices;
 }
+const maxMinOf = (isMax: boolean) => ((x: Tensor, ...args: DimArgs<number>) => {
+  const { dim, keepdim } = bindDim<number>(isMax ? 'max' : 'min', args);
+  return maxMin(isMax, x, dim, keepdim);
+}) as MaxMin;
 /** `torch.max(x)` or `torch.max(x, dim, keepdim)`. */
-export const max = ((x: Tensor, dim?: number, keepdim?: boolean) => maxMin(true, x, dim, keepdim)) as MaxMin;
+export const max = maxMinOf(true);
 /** `torch.min(x)` or `torch.min(x, dim, keepdim)`. */
-export const min = ((x: Tensor, dim?: number, keepdim?: boolean) => maxMin(false, x, dim, keepdim)) as MaxMin;
+export const min = maxMinOf(false);
+const argOf = (isMax: boolean) => (x: Tensor, ...args: DimArgs<number>) => {
+  const { dim, keepdim } = bindDim<number>(isMax ? 'argmax' : 'argmin', args);
+  return argReduce(isMax, x, dim, keepdim);
+};
 /** `torch.argmax(x, dim?, keepdim?)`. */
-export const argmax = (x: Tensor, dim?: number, keepdim?: boolean) => argReduce(true, x, dim, keepdim);
+export const argmax = argOf(true);
 /** `torch.argmin(x, dim?, keepdim?)`. */
-export const argmin = (x: Tensor, dim?: number, keepdim?: boolean) => argReduce(false, x, dim, keepdim);
+export const argmin = argOf(false);
 
 // The index family.
 export { indexSelect, gather, scatter, scatterAdd, take, embedding, oneHot, maskedFill, cumsum, cumprod, sort, topk } from './ops/indexing.js';

@@ -14,7 +14,7 @@ import { binaryOp } from '../ops/elementwise.js';
 import { defaultGenerator } from '../random.js';
 import type { Tensor } from '../tensor.js';
 import { uniformParameter } from './layers.js';
-import { bindArgs, type PyArgs } from '../ops/options.js';
+import { bindArgs, REQUIRED, type PyArgs } from '../ops/options.js';
 import { Module, Parameter, type FactoryOptions } from './module.js';
 
 const pair = (v: Size2): number[] => (Array.isArray(v) ? v : [v, v]);
@@ -296,8 +296,11 @@ export class AvgPool2d extends Module {
 
 /** `nn.AdaptiveAvgPool2d(outputSize)`. */
 export class AdaptiveAvgPool2d extends Module {
-  constructor(readonly outputSize: number | (number | null)[]) {
+  readonly outputSize: number | (number | null)[];
+
+  constructor(...args: PyArgs<[outputSize: number | (number | null)[]], { outputSize?: number | (number | null)[] }>) {
     super();
+    this.outputSize = bindArgs('AdaptiveAvgPool2d', ['outputSize'], args, { outputSize: REQUIRED as number | (number | null)[] }).outputSize;
   }
 
   forward(x: Tensor): Tensor {

@@ -22,7 +22,7 @@ import { copyInto } from './copy.js';
 import { full } from './creation.js';
 import { binaryOp } from './elementwise.js';
 import { matmul } from './matmul.js';
-import { checkOptions } from './options.js';
+import { bindArgs, checkOptions, type PyArgs } from './options.js';
 import { checkAccepted, checkFloat } from './nn.js';
 import { tidy } from './scoped.js';
 import * as V from './views.js';
@@ -137,7 +137,8 @@ export function paddedWindows(x: Tensor, k: number[], s: number[], d: number[], 
  * `F.pad(x, padding, 'constant', value)`: `padding` lists (before, after) pairs starting from the
  * last dim, as in PyTorch; negative amounts crop.
  */
-export function pad(x: Tensor, padding: number[], mode: 'constant' = 'constant', value = 0): Tensor {
+export function pad(x: Tensor, padding: number[], ...args: PyArgs<[mode: 'constant', value: number], { mode?: 'constant'; value?: number }>): Tensor {
+  const { mode, value } = bindArgs('pad', ['mode', 'value'], args, { mode: 'constant' as const, value: 0 }, 2);
   if (!(x instanceof Tensor)) throw new TypeError(`pad(): expected input to be a Tensor, but got ${typeof x}`);
   sameDevice('pad', [x]);
   if (!Array.isArray(padding) || padding.some((p) => !Number.isInteger(p))) throw new TypeError(`pad(): padding must be an array of integers, but got ${JSON.stringify(padding)}`);
@@ -184,9 +185,9 @@ export interface UnfoldOptions {
 }
 
 /** `F.unfold(x, kernelSize, {dilation, padding, stride})`: im2col, [N, C, H, W] → [N, C·kh·kw, L]. */
-export function unfold(x: Tensor, kernelSize: Size2, o: UnfoldOptions = {}): Tensor {
+export function unfold(x: Tensor, kernelSize: Size2, ...args: PyArgs<[dilation: Size2, padding: Size2, stride: Size2], UnfoldOptions>): Tensor {
   if (!(x instanceof Tensor)) throw new TypeError(`unfold(): expected input to be a Tensor, but got ${typeof x}`);
-  checkOptions('unfold', o, ['dilation', 'padding', 'stride']);
+  const o = bindArgs('unfold', ['dilation', 'padding', 'stride'], args, {} as UnfoldOptions, 2);
   checkFloat('unfold', x);
   sameDevice('unfold', [x]);
   if (x.ndim !== 3 && x.ndim !== 4) throw new RangeError(`Input Error: Only 3D or 4D input Tensors are supported (got ${x.ndim}D) (unfold of ${fmt(x.shape)})`);
@@ -216,9 +217,13 @@ export interface ConvOptions {
   groups?: number;
 }
 
+/** The convolutions' parameters after (input, weight), in PyTorch's order. */
+type ConvPositional = [bias: Tensor | null, stride: Size2, padding: Size2 | 'valid' | 'same', dilation: Size2, groups: number];
+type ConvCall = PyArgs<ConvPositional, ConvOptions & { bias?: Tensor | null }>;
+
 /** Checks a convolution's arguments; returns its geometry with the 1-D case as height 1. */
-function convArgs(op: string, nd: 1 | 2, x: Tensor, w: Tensor, b: Tensor | null | undefined, o: ConvOptions) {
-  checkOptions(op, o, ['stride', 'padding', 'dilation', 'groups']);
+function convArgs(op: string, nd: 1 | 2, x: Tensor, w: Tensor, args: ConvCall) {
+  const { bias: b, ...o } = bindArgs(op, ['bias', 'stride', 'padding', 'dilation', 'groups'], args, {} as ConvOptions & { bias?: Tensor | null }, 2);
   // PyTorch convolves integers too (on the CPU), but not bools
   checkAccepted(op, x);
   checkAccepted(op, w, 'weight');
@@ -259,7 +264,7 @@ function convArgs(op: string, nd: 1 | 2, x: Tensor, w: Tensor, b: Tensor | null 
     throw new RangeError(`Calculated padded input size per channel: (${padded.join(' x ')}). Kernel size: (${extent.join(' x ')}). Kernel size can't be greater than actual input size`);
   }
   const as2 = (v: number[], one: number) => (nd === 1 ? [one, v[0]] : v);
-  return { groups, k: as2(k, 1), s: as2(s, 1), d: as2(d, 1), lo: as2(lo, 0), hi: as2(hi, 0), cout };
+  return { groups, k: as2(k, 1), s: as2(s, 1), d: as2(d, 1), lo: as2(lo, 0), hi: as2(hi, 0), cout, bias: b ?? null };
 }
 
 /** im2col + one batched matmul over [N, groups]: x [N, C, H, W], w [Cout, C/groups, kh, kw]. */
@@ -285,8 +290,8 @@ function conv(x: Tensor, w: Tensor, b: Tensor | null | undefined, g: ReturnType<
  * `F.conv2d(x, weight, bias, {stride, padding, dilation, groups})`: x [N, C, H, W] or [C, H, W],
  * weight [Cout, C/groups, kH, kW].
  */
-export function conv2d(x: Tensor, weight: Tensor, bias?: Tensor | null, o: ConvOptions = {}): Tensor {
-  const g = convArgs('conv2d', 2, x, weight, bias, o);
+export function conv2d(x: Tensor, weight: Tensor, ...args: ConvCall): Tensor {
+  const g = convArgs('conv2d', 2, x, weight, args), bias = g.bias;
   return tidy(() => {
     if (x.ndim === 4) return conv(x, weight, bias, g);
     return V.squeeze(conv(V.unsqueeze(x, 0), weight, bias, g), 0);
@@ -294,8 +299,8 @@ export function conv2d(x: Tensor, weight: Tensor, bias?: Tensor | null, o: ConvO
 }
 
 /** `F.conv1d(x, weight, bias, {stride, padding, dilation, groups})`: x [N, C, L] or [C, L], weight [Cout, C/groups, kW]. */
-export function conv1d(x: Tensor, weight: Tensor, bias?: Tensor | null, o: ConvOptions = {}): Tensor {
-  const g = convArgs('conv1d', 1, x, weight, bias, o);
+export function conv1d(x: Tensor, weight: Tensor, ...args: ConvCall): Tensor {
+  const g = convArgs('conv1d', 1, x, weight, args), bias = g.bias;
   return tidy(() => {
     const x4 = V.unsqueeze(x.ndim === 3 ? x : V.unsqueeze(x, 0), 2);
     const y = conv(x4, V.unsqueeze(weight, 2), bias, g);

@@ -15,7 +15,7 @@ import { full } from './creation.js';
 import { isGradEnabled, op as recorded } from '../autograd/graph.js';
 import { sumTo } from './reduce.js';
 import { elementwiseOp, type ElementwiseOp, type GradMath } from './table.js';
-import { checkOptions } from './options.js';
+import { bindArgs, checkOptions, type PyArgs } from './options.js';
 import { cast } from './views.js';
 import type { Command, Operand } from '../worker/protocol.js';
 
@@ -266,8 +266,8 @@ export function nanToNum(x: Tensor, o: { nan?: number; posinf?: number; neginf?:
 }
 
 /** `torch.nn.functional.softplus(x, beta=1, threshold=20)`. */
-export function softplus(x: Tensor, o: { beta?: number; threshold?: number } = {}): Tensor {
-  checkOptions('softplus', o, ['beta', 'threshold']);
+export function softplus(x: Tensor, ...args: PyArgs<[beta: number, threshold: number], { beta?: number; threshold?: number }>): Tensor {
+  const o = bindArgs('softplus', ['beta', 'threshold'], args, { beta: 1, threshold: 20 }, 1);
   return unaryOp('softplus', x, [o.beta ?? 1, o.threshold ?? 20]);
 }
 
@@ -285,8 +285,8 @@ export function div(a: TensorOrScalar, b: TensorOrScalar, o: { roundingMode?: 'f
 }
 
 /** `torch.gelu(x, approximate='none'|'tanh')`. */
-export function gelu(x: Tensor, o: { approximate?: 'none' | 'tanh' } = {}): Tensor {
-  checkOptions('gelu', o, ['approximate']);
+export function gelu(x: Tensor, ...args: PyArgs<[approximate: 'none' | 'tanh'], { approximate?: 'none' | 'tanh' }>): Tensor {
+  const o = bindArgs('gelu', ['approximate'], args, {} as { approximate?: 'none' | 'tanh' }, 1);
   const a = o.approximate ?? 'none';
   if (a !== 'none' && a !== 'tanh') throw new RangeError(`approximate argument must be either none or tanh, got '${String(a)}'`);
   return unaryOp(a === 'tanh' ? 'gelu_tanh' : 'gelu', x);

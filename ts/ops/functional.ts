@@ -19,13 +19,21 @@ export { gelu, softplus } from './elementwise.js';
 export { oneHot } from './indexing.js';
 
 /** `F.relu(x)`. */
-export const relu = (x: Tensor): Tensor => unaryOp('relu', x);
+export const relu = (x: Tensor, ...args: InplaceArgs): Tensor => activation('relu', x, args);
 /** `F.silu(x)`: `x·sigmoid(x)`. */
-export const silu = (x: Tensor): Tensor => unaryOp('silu', x);
+export const silu = (x: Tensor, ...args: InplaceArgs): Tensor => activation('silu', x, args);
 /** `F.sigmoid(x)`. */
-export const sigmoid = (x: Tensor): Tensor => unaryOp('sigmoid', x);
+export const sigmoid = (x: Tensor, ...args: []): Tensor => activation('sigmoid', x, args, []);
 /** `F.tanh(x)`. */
-export const tanh = (x: Tensor): Tensor => unaryOp('tanh', x);
+export const tanh = (x: Tensor, ...args: []): Tensor => activation('tanh', x, args, []);
+
+type InplaceArgs = PyArgs<[inplace: boolean], { inplace?: boolean }>;
+
+/** A one-input activation; `inplace` (where PyTorch has it) is refused when true rather than ignored. */
+function activation(op: string, x: Tensor, args: readonly unknown[], params: readonly 'inplace'[] = ['inplace']): Tensor {
+  if (bindArgs(op, params, args, { inplace: false }, 1).inplace) throw new TypeError(`${op}(): inplace=true is not supported; use the returned tensor`);
+  return unaryOp(op, x);
+}
 
 /** Options of `F.embedding` after (input, weight). */
 export interface EmbeddingOptions {

@@ -19,6 +19,7 @@ import { op as recorded } from '../autograd/graph.js';
 import { binaryOp, where } from './elementwise.js';
 import { reduce, sumTo, type ValuesIndices } from './reduce.js';
 import { cast, contiguous, expand, reshape, slice } from './views.js';
+import { bindArgs } from './options.js';
 
 function checkRank(op: string, shape: readonly number[]): void {
   if (shape.length > MAX_KERNEL_RANK) throw new RangeError(`${op}: tensors of more than ${MAX_KERNEL_RANK} dims are not supported (got ${shape.length})`);
@@ -41,6 +42,19 @@ function gatherInto(op: string, x: Tensor, index: Tensor, shape: number[], xStri
     });
   }
   return out;
+}
+
+/**
+ * A device-side range check of `index` against [0, size) that reads nothing else: a gather of
+ * one element at stride 0 over the index's shape. The next sync point raises `message` with the
+ * first bad value (PyTorch's device-side assert), naming `op`.
+ */
+export function checkIndexRange(op: string, index: Tensor, size: number, message: string): void {
+  if (!index.numel()) return;
+  const probe = full([1], 0, { dtype: 'float32', device: index.device });
+  const out = gatherInto(op, probe, index, index.shape.slice(), index.shape.map(() => 0), index._strides.slice(), 0, size, message);
+  out.dispose();
+  probe.dispose();
 }
 
 /** gather along dim `d` with an index of x's rank whose sizes fit x's apart from `d`. */
@@ -185,9 +199,10 @@ function oneHotOf(indices: Tensor, classes: number): Tensor {
  * shape indices.shape + [numClasses]. Without `numClasses` it is inferred as max + 1, which
  * reads the device (a sync point, as in PyTorch), so the result is a Promise.
  */
-export function oneHot(indices: Tensor, numClasses: number): Tensor;
-export function oneHot(indices: Tensor): Promise<Tensor>;
-export function oneHot(indices: Tensor, numClasses = -1): Tensor | Promise<Tensor> {
+export function oneHot(indices: Tensor, numClasses: number | { numClasses: number }): Tensor;
+export function oneHot(indices: Tensor, numClasses?: -1 | { numClasses?: -1 }): Promise<Tensor>;
+export function oneHot(indices: Tensor, ...args: unknown[]): Tensor | Promise<Tensor> {
+  const { numClasses } = bindArgs('one_hot', ['numClasses'], args, { numClasses: -1 }, 1);
   sameDevice('one_hot', [indices]);
   if (indices.dtype !== 'int64') throw new TypeError(`one_hot is only applicable to index tensor. (got ${indices.dtype}; one_hot takes int64)`);
   if (!Number.isInteger(numClasses) || numClasses < -1) throw new RangeError(`one_hot(): num_classes must be -1 or a non-negative integer, got ${numClasses}`);

@@ -13,6 +13,7 @@ import { argReduce, maxMin, reduce, type Dims, type ValuesIndices } from './redu
 import { ELEMENTWISE } from './table.js';
 import * as V from './views.js';
 import { ReduceOp } from '../../wgsl/reduce.js';
+import { bindArgs, bindDim, type DimArgs, type PyArgs } from './options.js';
 
 /** snake_case table names to the camelCase API names. */
 export const camel = (s: string): string => s.replace(/_(\w)/g, (_, c: string) => c.toUpperCase());
@@ -27,25 +28,25 @@ declare module '../tensor.js' {
     ceil: Unary; round: Unary; sign: Unary; reciprocal: Unary; logicalNot: Unary; isnan: Unary; square: Unary; trunc: Unary;
     mul: Binary; pow: Binary; maximum: Binary; minimum: Binary; remainder: Binary; atan2: Binary; floorDivide: Binary;
     eq: Binary; ne: Binary; lt: Binary; le: Binary; gt: Binary; ge: Binary; logicalAnd: Binary; logicalOr: Binary; logicalXor: Binary;
-    add(other: TensorOrScalar, options?: { alpha?: number }): Tensor;
-    sub(other: TensorOrScalar, options?: { alpha?: number }): Tensor;
+    add(other: TensorOrScalar, ...args: PyArgs<[alpha: number], { alpha?: number }>): Tensor;
+    sub(other: TensorOrScalar, ...args: PyArgs<[alpha: number], { alpha?: number }>): Tensor;
     div(other: TensorOrScalar, options?: { roundingMode?: 'floor' | 'trunc' | null }): Tensor;
-    gelu(options?: { approximate?: 'none' | 'tanh' }): Tensor;
-    softplus(options?: { beta?: number; threshold?: number }): Tensor;
+    gelu(...args: PyArgs<[approximate: 'none' | 'tanh'], { approximate?: 'none' | 'tanh' }>): Tensor;
+    softplus(...args: PyArgs<[beta: number, threshold: number], { beta?: number; threshold?: number }>): Tensor;
     clamp(min?: number | null, max?: number | null): Tensor;
     nanToNum(options?: { nan?: number; posinf?: number; neginf?: number }): Tensor;
     where(condition: Tensor, other: TensorOrScalar): Tensor;
-    sum(dim?: Dims, keepdim?: boolean): Tensor;
-    mean(dim?: Dims, keepdim?: boolean): Tensor;
-    prod(dim?: number, keepdim?: boolean): Tensor;
-    all(dim?: number, keepdim?: boolean): Tensor;
-    any(dim?: number, keepdim?: boolean): Tensor;
+    sum(...args: DimArgs<Dims>): Tensor;
+    mean(...args: DimArgs<Dims>): Tensor;
+    prod(...args: DimArgs<number>): Tensor;
+    all(...args: DimArgs<number>): Tensor;
+    any(...args: DimArgs<number>): Tensor;
     max(): Tensor;
-    max(dim: number, keepdim?: boolean): ValuesIndices;
+    max(...args: DimArgs<number>): ValuesIndices;
     min(): Tensor;
-    min(dim: number, keepdim?: boolean): ValuesIndices;
-    argmax(dim?: number, keepdim?: boolean): Tensor;
-    argmin(dim?: number, keepdim?: boolean): Tensor;
+    min(...args: DimArgs<number>): ValuesIndices;
+    argmax(...args: DimArgs<number>): Tensor;
+    argmin(...args: DimArgs<number>): Tensor;
     matmul(other: Tensor): Tensor;
     reshape(...shape: number[] | [number[]]): Tensor;
     view(...shape: number[] | [number[]]): Tensor;
@@ -87,28 +88,28 @@ for (const op of ELEMENTWISE) {
   if (op.scalars || op.name === 'gelu_tanh') continue;
   const name = camel(op.name);
   P[name] = op.arity === 1
-    ? function (this: Tensor) { return unaryOp(op.name, this); }
-    : function (this: Tensor, other: TensorOrScalar) { return binaryOp(op.name, this, other); };
+    ? function (this: Tensor, ...rest: unknown[]) { bindArgs(name, [], rest, {}, 0); return unaryOp(op.name, this); }
+    : function (this: Tensor, other: TensorOrScalar, ...rest: unknown[]) { bindArgs(name, [], rest, {}, 1); return binaryOp(op.name, this, other); };
 }
 
 Object.assign(Tensor.prototype, newMethods, {
-  add(this: Tensor, o: TensorOrScalar, opt?: { alpha?: number }) { return binaryOp('add', this, o, opt?.alpha); },
-  sub(this: Tensor, o: TensorOrScalar, opt?: { alpha?: number }) { return binaryOp('sub', this, o, opt?.alpha); },
+  add(this: Tensor, o: TensorOrScalar, ...args: unknown[]) { return binaryOp('add', this, o, bindArgs('add', ['alpha'], args, { alpha: 1 }, 1).alpha); },
+  sub(this: Tensor, o: TensorOrScalar, ...args: unknown[]) { return binaryOp('sub', this, o, bindArgs('sub', ['alpha'], args, { alpha: 1 }, 1).alpha); },
   div(this: Tensor, o: TensorOrScalar, opt?: { roundingMode?: 'floor' | 'trunc' | null }) { return div(this, o, opt); },
-  gelu(this: Tensor, opt?: { approximate?: 'none' | 'tanh' }) { return gelu(this, opt); },
-  softplus(this: Tensor, opt?: { beta?: number; threshold?: number }) { return softplus(this, opt); },
+  gelu(this: Tensor, ...args: unknown[]) { return (gelu as (x: Tensor, ...a: unknown[]) => Tensor)(this, ...args); },
+  softplus(this: Tensor, ...args: unknown[]) { return (softplus as (x: Tensor, ...a: unknown[]) => Tensor)(this, ...args); },
   clamp(this: Tensor, min?: number | null, max?: number | null) { return clamp(this, min, max); },
   nanToNum(this: Tensor, opt?: { nan?: number; posinf?: number; neginf?: number }) { return nanToNum(this, opt); },
   where(this: Tensor, c: Tensor, other: TensorOrScalar) { return where(c, this, other); },
-  sum(this: Tensor, dim?: Dims, keepdim?: boolean) { return reduce(ReduceOp.Sum, this, dim, keepdim); },
-  mean(this: Tensor, dim?: Dims, keepdim?: boolean) { return reduce(ReduceOp.Mean, this, dim, keepdim); },
-  prod(this: Tensor, dim?: number, keepdim?: boolean) { return reduce(ReduceOp.Prod, this, dim, keepdim); },
-  all(this: Tensor, dim?: number, keepdim?: boolean) { return reduce(ReduceOp.All, this, dim, keepdim); },
-  any(this: Tensor, dim?: number, keepdim?: boolean) { return reduce(ReduceOp.Any, this, dim, keepdim); },
-  max(this: Tensor, dim?: number, keepdim?: boolean) { return maxMin(true, this, dim, keepdim); },
-  min(this: Tensor, dim?: number, keepdim?: boolean) { return maxMin(false, this, dim, keepdim); },
-  argmax(this: Tensor, dim?: number, keepdim?: boolean) { return argReduce(true, this, dim, keepdim); },
-  argmin(this: Tensor, dim?: number, keepdim?: boolean) { return argReduce(false, this, dim, keepdim); },
+  sum(this: Tensor, ...a: unknown[]) { const { dim, keepdim } = bindDim<Dims>('sum', a, 0); return reduce(ReduceOp.Sum, this, dim, keepdim); },
+  mean(this: Tensor, ...a: unknown[]) { const { dim, keepdim } = bindDim<Dims>('mean', a, 0); return reduce(ReduceOp.Mean, this, dim, keepdim); },
+  prod(this: Tensor, ...a: unknown[]) { const { dim, keepdim } = bindDim<number>('prod', a, 0); return reduce(ReduceOp.Prod, this, dim, keepdim); },
+  all(this: Tensor, ...a: unknown[]) { const { dim, keepdim } = bindDim<number>('all', a, 0); return reduce(ReduceOp.All, this, dim, keepdim); },
+  any(this: Tensor, ...a: unknown[]) { const { dim, keepdim } = bindDim<number>('any', a, 0); return reduce(ReduceOp.Any, this, dim, keepdim); },
+  max(this: Tensor, ...a: unknown[]) { const { dim, keepdim } = bindDim<number>('max', a, 0); return maxMin(true, this, dim, keepdim); },
+  min(this: Tensor, ...a: unknown[]) { const { dim, keepdim } = bindDim<number>('min', a, 0); return maxMin(false, this, dim, keepdim); },
+  argmax(this: Tensor, ...a: unknown[]) { const { dim, keepdim } = bindDim<number>('argmax', a, 0); return argReduce(true, this, dim, keepdim); },
+  argmin(this: Tensor, ...a: unknown[]) { const { dim, keepdim } = bindDim<number>('argmin', a, 0); return argReduce(false, this, dim, keepdim); },
   matmul(this: Tensor, o: Tensor) { return matmul(this, o); },
   reshape(this: Tensor, ...s: number[] | [number[]]) { return V.reshape(this, shapeArgs(s)); },
   view(this: Tensor, ...s: number[] | [number[]]) { return V.viewAs(this, shapeArgs(s)); },

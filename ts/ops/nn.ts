@@ -15,6 +15,7 @@ import { broadcastFor, fmt, normDim, numel } from '../shape.js';
 import { Tensor } from '../tensor.js';
 import { ReduceOp } from '../../wgsl/reduce.js';
 import { copyInto } from './copy.js';
+import { checkIndexRange } from './indexing.js';
 import { arange, rand } from './creation.js';
 import { binaryOp, softplus, unaryOp, where, type TensorOrScalar } from './elementwise.js';
 import { matmul } from './matmul.js';
@@ -190,6 +191,10 @@ function indexLoss(op: string, lsm: Tensor, target: Tensor, o: CrossEntropyOptio
   const ignore = o.ignoreIndex ?? -100;
   if (!Number.isInteger(ignore)) throw new TypeError(`${op}(): ignoreIndex must be an integer, got ${ignore}`);
   const C = lsm.shape[cdim], classShape = lsm.shape.map((s, i) => (i === cdim ? s : 1));
+  // Targets outside [0, C) that are not ignoreIndex fail the next sync point, as PyTorch's assert does.
+  withGradMode(false, () => tidy(() => {
+    checkIndexRange(op, where(binaryOp('eq', target, ignore), 0, target), C, `${op}(): Target %d is out of bounds.`);
+  }));
   const classes = V.reshape(arange(C, undefined, 1, { device: lsm.device, dtype: 'int64' }), classShape);
   const valid = binaryOp('ne', target, ignore);
   const expandClass = (t: Tensor) => (lsm.ndim === 1 ? t : V.unsqueeze(t, cdim));
@@ -211,8 +216,8 @@ function indexLoss(op: string, lsm: Tensor, target: Tensor, o: CrossEntropyOptio
 /**
  * `F.nll_loss(input, target, {weight, ignoreIndex, reduction})`: input holds log-probabilities
  * of shape [C], [N, C] or [N, C, d1, ...]; target holds int64 class indices of the input's
- * shape without the class dim. A target outside [0, C) that is not `ignoreIndex` contributes 0
- * (checking it would need a sync).
+ * shape without the class dim. A target outside [0, C) that is not `ignoreIndex` fails the next
+ * sync point with PyTorch's `Target 9 is out of bounds.`
  */
 export function nllLoss(input: Tensor, target: Tensor, ...args: PyArgs<NllPositional, NllOptions>): Tensor {
   const o = bindArgs('nll_loss', NLL_PARAMS, args, {} as NllOptions, 2);
@@ -248,7 +253,8 @@ export function crossEntropy(input: Tensor, target: Tensor, ...args: PyArgs<[...
 }
 
 /** `F.linear(x, weight, bias)`: `x @ weightᵀ + bias`, weight of shape [out, in]. */
-export function linear(x: Tensor, weight: Tensor, bias?: Tensor | null): Tensor {
+export function linear(x: Tensor, weight: Tensor, ...args: PyArgs<[bias: Tensor | null], { bias?: Tensor | null }>): Tensor {
+  const { bias } = bindArgs('linear', ['bias'], args, { bias: null as Tensor | null }, 2);
   checkAccepted('linear', x);
   checkAccepted('linear', weight, 'weight');
   sameDevice('linear', bias ? [x, weight, bias] : [x, weight]);

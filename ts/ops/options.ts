@@ -39,8 +39,8 @@ export function bindArgs<T extends object>(op: string, params: readonly (keyof T
   }
   while (positional.length && positional[positional.length - 1] === undefined) positional = positional.slice(0, -1);
   if (positional.length > params.length) {
-    const takes = params.length ? `from ${lead} to ${lead + params.length}` : `${lead}`;
-    throw new TypeError(`${op}() takes ${takes} positional arguments but ${lead + positional.length} were given`);
+    const takes = params.length ? `from ${lead} to ${lead + params.length} positional arguments` : `${lead} positional argument${lead === 1 ? '' : 's'}`;
+    throw new TypeError(`${op}() takes ${takes} but ${lead + positional.length} were given`);
   }
   checkOptions(op, keywords, params);
   const out = { ...defaults } as Record<string, unknown>;
@@ -70,3 +70,12 @@ type Prefixes<P extends unknown[]> = P extends [...infer H, unknown] ? P | Prefi
  * optionally followed by an options object `K` (PyTorch's keywords).
  */
 export type PyArgs<P extends unknown[], K> = Prefixes<P> extends infer Q ? (Q extends unknown[] ? Q | [...Q, K] : never) : never;
+
+/** A reduction's trailing arguments: `(dim, keepdim)`, `(dim, {keepdim})` or `({dim, keepdim})`. */
+export type DimArgs<D> = PyArgs<[dim: D | null | undefined, keepdim: boolean], { dim?: D | null; keepdim?: boolean }>;
+
+/** Binds a reduction's `dim` and `keepdim` (after `lead` leading arguments). */
+export function bindDim<D>(op: string, args: readonly unknown[], lead = 1): { dim: D | undefined; keepdim: boolean } {
+  const o = bindArgs(op, ['dim', 'keepdim'], args, { dim: undefined as D | null | undefined, keepdim: false }, lead);
+  return { dim: o.dim ?? undefined, keepdim: o.keepdim };
+}

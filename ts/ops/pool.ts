@@ -17,7 +17,7 @@ import { ReduceOp } from '../../wgsl/reduce.js';
 import { arange, fromHost } from './creation.js';
 import { binaryOp } from './elementwise.js';
 import { matmul } from './matmul.js';
-import { checkOptions } from './options.js';
+import { bindArgs, REQUIRED, type PyArgs } from './options.js';
 import { maxMin, reduce, type ValuesIndices } from './reduce.js';
 import { checkAccepted } from './nn.js';
 import { fusedWindows, pad, paddedWindows, sizes, windows, type Size2 } from './conv.js';
@@ -95,10 +95,12 @@ const unbatch = (x: Tensor, y: Tensor) => (x.ndim === 4 ? y : V.squeeze(y, 0));
  * `F.max_pool2d(x, kernelSize, {stride, padding, dilation, ceilMode, returnIndices})` over
  * x [N, C, H, W] or [C, H, W]; with `returnIndices`, `{values, indices}`.
  */
-export function maxPool2d(x: Tensor, kernelSize: Size2, o?: MaxPool2dOptions & { returnIndices?: false }): Tensor;
+type MaxPoolPositional = [stride: Size2 | null, padding: Size2, dilation: Size2, ceilMode: boolean];
 export function maxPool2d(x: Tensor, kernelSize: Size2, o: MaxPool2dOptions & { returnIndices: true }): ValuesIndices;
-export function maxPool2d(x: Tensor, kernelSize: Size2, o: MaxPool2dOptions = {}): Tensor | ValuesIndices {
-  checkOptions('max_pool2d', o, ['stride', 'padding', 'dilation', 'ceilMode', 'returnIndices']);
+export function maxPool2d(x: Tensor, kernelSize: Size2, ...args: PyArgs<[...MaxPoolPositional, returnIndices: false], MaxPool2dOptions & { returnIndices?: false }>): Tensor;
+export function maxPool2d(x: Tensor, kernelSize: Size2, ...args: PyArgs<[...MaxPoolPositional, returnIndices: true], MaxPool2dOptions>): ValuesIndices;
+export function maxPool2d(x: Tensor, kernelSize: Size2, ...args: unknown[]): Tensor | ValuesIndices {
+  const o = bindArgs('max_pool2d', ['stride', 'padding', 'dilation', 'ceilMode', 'returnIndices'], args, {} as MaxPool2dOptions, 2);
   const g = poolArgs('max_pool2d', x, kernelSize, o);
   return tidy(() => {
     const { values, indices } = maxMin(true, poolWindows(x, g, -Infinity), -1) as ValuesIndices;
@@ -128,8 +130,9 @@ function counts(n: number, out: number, k: number, s: number, p: number): [numbe
  * `F.avg_pool2d(x, kernelSize, {stride, padding, ceilMode, countIncludePad, divisorOverride})`
  * over x [N, C, H, W] or [C, H, W].
  */
-export function avgPool2d(x: Tensor, kernelSize: Size2, o: AvgPool2dOptions = {}): Tensor {
-  checkOptions('avg_pool2d', o, ['stride', 'padding', 'ceilMode', 'countIncludePad', 'divisorOverride']);
+export function avgPool2d(x: Tensor, kernelSize: Size2,
+  ...args: PyArgs<[stride: Size2 | null, padding: Size2, ceilMode: boolean, countIncludePad: boolean, divisorOverride: number | null], AvgPool2dOptions>): Tensor {
+  const o = bindArgs('avg_pool2d', ['stride', 'padding', 'ceilMode', 'countIncludePad', 'divisorOverride'], args, {} as AvgPool2dOptions, 2);
   const g = poolArgs('avg_pool2d', x, kernelSize, o);
   if (o.divisorOverride != null && !(o.divisorOverride !== 0 && Number.isFinite(o.divisorOverride))) {
     throw new RangeError(`avg_pool2d(): divisor must be not zero, but got divisorOverride=${o.divisorOverride}`);
@@ -156,7 +159,8 @@ function averaging(n: number, out: number): number[] {
 }
 
 /** `F.adaptive_avg_pool2d(x, outputSize)`: x [N, C, H, W] or [C, H, W]; a null size keeps the input's. */
-export function adaptiveAvgPool2d(x: Tensor, outputSize: number | (number | null)[]): Tensor {
+export function adaptiveAvgPool2d(x: Tensor, ...args: PyArgs<[outputSize: number | (number | null)[]], { outputSize?: number | (number | null)[] }>): Tensor {
+  const { outputSize } = bindArgs('adaptive_avg_pool2d', ['outputSize'], args, { outputSize: REQUIRED as number | (number | null)[] }, 1);
   checkAccepted('adaptive_avg_pool2d', x);
   sameDevice('adaptive_avg_pool2d', [x]);
   if ((x.ndim !== 3 && x.ndim !== 4) || x.shape.slice(-2).some((n) => n === 0)) {
