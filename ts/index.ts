@@ -43,7 +43,7 @@ export {
 export type { TensorOptions, RandomOptions, SizeArgs } from './ops/creation.js';
 export { Generator, manualSeed, defaultGenerator } from './random.js';
 export { broadcastShapes } from './shape.js';
-export { where, clamp, nanToNum, div, gelu, softplus, matmul };
+export { where, nanToNum, div, gelu, softplus, matmul };
 export type { TensorOrScalar };
 export type { ValuesIndices, Dims } from './ops/reduce.js';
 export { ELEMENTWISE } from './ops/table.js';
@@ -106,8 +106,13 @@ export const argmax = argOf(true);
 export const argmin = argOf(false);
 
 // The index family.
-export { indexSelect, gather, scatter, scatterAdd, take, embedding, oneHot, maskedFill, cumsum, cumprod, sort, topk } from './ops/indexing.js';
-export { flip, nonzero, maskedSelect, indexAsync, indexPut_ } from './ops/advanced.js';
+export { embedding, oneHot } from './ops/indexing.js';
+export { nonzero, maskedSelect, indexAsync } from './ops/advanced.js';
+// Bound to PyTorch's signatures: positional arguments and/or a trailing options object.
+export {
+  indexSelect, gather, scatter, scatterAdd, take, maskedFill, cumsum, cumprod, sort, topk, flip, indexPut_, clamp,
+  cat, stack, split, chunk, roll, tril, triu, logsumexp, norm,
+} from './ops/bound.js';
 export type { Index } from './ops/views.js';
 
 /** @internal Live storages on a device; the test suites' leak check. */
@@ -138,8 +143,7 @@ export { Dataset, TensorDataset, DataLoader } from './data/index.js';
 export * as F from './ops/functional.js';
 export { softmax, logSoftmax, dropout } from './ops/nn.js';
 export type { Reduction, NllOptions, CrossEntropyOptions } from './ops/nn.js';
-export { cat, stack, split, chunk, roll, tril, triu } from './ops/shape.js';
-export { variance as var, std, logsumexp, norm } from './ops/stats.js';
+export { variance as var, std } from './ops/stats.js';
 export type { VarOptions, NormOrd } from './ops/stats.js';
 export type { ConvOptions, UnfoldOptions, Size2 } from './ops/conv.js';
 export type { MaxPool2dOptions, AvgPool2dOptions } from './ops/pool.js';

@@ -208,6 +208,13 @@ describe('functions take positional arguments and keywords alike', () => {
     const m = torch.max(x, { dim: 0 });
     expect(await m.values.tolist()).toEqual([3, 4]);
     expect(() => x.sum(1, { keepdims: true } as never)).toThrow(/sum\(\) got an unexpected keyword argument 'keepdims'/);
+    expect(() => x.add(x, { alpah: 2 } as never)).toThrow(/add\(\) got an unexpected keyword argument 'alpah'/);
+    const [c1, s1, k1, cat] = [x.clamp({ min: 2 }), x.sort(0, { descending: true }), torch.topk(x, 1, { dim: 0, largest: false }), torch.cat([x, x], { dim: 1 })];
+    expect(await c1.tolist()).toEqual([[2, 2], [3, 4]]);
+    expect(await s1.values.tolist()).toEqual([[3, 4], [1, 2]]);
+    expect(await k1.values.tolist()).toEqual([[1, 2]]);
+    expect(cat.shape).toEqual([2, 4]);
+    for (const z of [c1, s1.values, s1.indices, k1.values, k1.indices, cat]) z.dispose();
     for (const t of [x, a, b, c, m.values, m.indices]) t.dispose();
   });
 
@@ -297,6 +304,17 @@ const creationRecipes: Record<string, Recipe> = {
   sum: (bad) => torch.sum(t(), 0, bad), mean: (bad) => torch.mean(t(), 0, bad), prod: (bad) => torch.prod(t(), 0, bad),
   max: (bad) => torch.max(t(), 0, bad), min: (bad) => torch.min(t(), 0, bad), argmax: (bad) => torch.argmax(t(), 0, bad), argmin: (bad) => torch.argmin(t(), 0, bad),
   exp: (bad) => torch.exp(t(), bad as never), mul: (bad) => torch.mul(t(), t(), bad as never),
+  cat: (bad) => torch.cat([t(), t()], bad), stack: (bad) => torch.stack([t(), t()], bad), split: (bad) => torch.split(t(), 1, bad),
+  chunk: (bad) => torch.chunk(t(), 2, bad), roll: (bad) => torch.roll(t(), 1, bad), tril: (bad) => torch.tril(t(), bad), triu: (bad) => torch.triu(t(), bad),
+  flip: (bad) => torch.flip(t(), [0], bad), logsumexp: (bad) => torch.logsumexp(t(), 1, bad), norm: (bad) => torch.norm(t(), bad),
+  cumsum: (bad) => torch.cumsum(t(), 0, bad), cumprod: (bad) => torch.cumprod(t(), 0, bad),
+  gather: (bad) => torch.gather(t(), 0, torch.zeros([1, 3], { dtype: 'int64' }), bad),
+  scatter: (bad) => torch.scatter(t(), 0, torch.zeros([1, 3], { dtype: 'int64' }), 1, bad),
+  scatterAdd: (bad) => torch.scatterAdd(t(), 0, torch.zeros([1, 3], { dtype: 'int64' }), t(), bad),
+  indexSelect: (bad) => torch.indexSelect(t(), 0, torch.tensor([0]), bad), take: (bad) => torch.take(t(), torch.tensor([0]), bad),
+  maskedFill: (bad) => torch.maskedFill(t(), torch.ones([2, 3], { dtype: 'bool' }), 0, bad),
+  sort: (bad) => torch.sort(t(), bad), topk: (bad) => torch.topk(t(), 1, bad), clamp: (bad) => torch.clamp(t(), bad),
+  indexPut_: (bad) => torch.indexPut_(t(), [torch.tensor([0])], 1, bad),
 };
 
 const memoryRecipes: Record<string, Recipe> = Object.fromEntries(

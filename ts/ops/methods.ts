@@ -33,7 +33,7 @@ declare module '../tensor.js' {
     div(other: TensorOrScalar, options?: { roundingMode?: 'floor' | 'trunc' | null }): Tensor;
     gelu(...args: PyArgs<[approximate: 'none' | 'tanh'], { approximate?: 'none' | 'tanh' }>): Tensor;
     softplus(...args: PyArgs<[beta: number, threshold: number], { beta?: number; threshold?: number }>): Tensor;
-    clamp(min?: number | null, max?: number | null): Tensor;
+    clamp(...args: PyArgs<[min: number | null, max: number | null], { min?: number | null; max?: number | null }>): Tensor;
     nanToNum(options?: { nan?: number; posinf?: number; neginf?: number }): Tensor;
     where(condition: Tensor, other: TensorOrScalar): Tensor;
     sum(...args: DimArgs<Dims>): Tensor;
@@ -98,7 +98,7 @@ Object.assign(Tensor.prototype, newMethods, {
   div(this: Tensor, o: TensorOrScalar, opt?: { roundingMode?: 'floor' | 'trunc' | null }) { return div(this, o, opt); },
   gelu(this: Tensor, ...args: unknown[]) { return (gelu as (x: Tensor, ...a: unknown[]) => Tensor)(this, ...args); },
   softplus(this: Tensor, ...args: unknown[]) { return (softplus as (x: Tensor, ...a: unknown[]) => Tensor)(this, ...args); },
-  clamp(this: Tensor, min?: number | null, max?: number | null) { return clamp(this, min, max); },
+  clamp(this: Tensor, ...a: unknown[]) { const o = bindArgs('clamp', ['min', 'max'], a, { min: null as number | null, max: null as number | null }); return clamp(this, o.min, o.max); },
   nanToNum(this: Tensor, opt?: { nan?: number; posinf?: number; neginf?: number }) { return nanToNum(this, opt); },
   where(this: Tensor, c: Tensor, other: TensorOrScalar) { return where(c, this, other); },
   sum(this: Tensor, ...a: unknown[]) { const { dim, keepdim } = bindDim<Dims>('sum', a, 0); return reduce(ReduceOp.Sum, this, dim, keepdim); },
@@ -195,8 +195,8 @@ declare module '../tensor.js' {
     maskedFill(mask: Tensor, value: number | boolean | Tensor): Tensor;
     cumsum(dim: number): Tensor;
     cumprod(dim: number): Tensor;
-    sort(dim?: number, descending?: boolean): ValuesIndices;
-    topk(k: number, dim?: number, largest?: boolean, sorted?: boolean): ValuesIndices;
+    sort(...args: PyArgs<[dim: number, descending: boolean, stable: boolean], { dim?: number; descending?: boolean; stable?: boolean }>): ValuesIndices;
+    topk(k: number, ...args: PyArgs<[dim: number, largest: boolean, sorted: boolean], { dim?: number; largest?: boolean; sorted?: boolean }>): ValuesIndices;
   }
 }
 
@@ -209,8 +209,8 @@ Object.assign(Tensor.prototype, {
   maskedFill(this: Tensor, mask: Tensor, value: number | boolean | Tensor) { return IX.maskedFill(this, mask, value); },
   cumsum(this: Tensor, dim: number) { return IX.cumsum(this, dim); },
   cumprod(this: Tensor, dim: number) { return IX.cumprod(this, dim); },
-  sort(this: Tensor, dim?: number, descending?: boolean) { return IX.sort(this, dim, descending); },
-  topk(this: Tensor, k: number, dim?: number, largest?: boolean, sorted?: boolean) { return IX.topk(this, k, dim, largest, sorted); },
+  sort(this: Tensor, ...a: unknown[]) { const o = bindArgs('sort', ['dim', 'descending', 'stable'], a, { dim: -1, descending: false, stable: false }); return IX.sort(this, o.dim, o.descending); },
+  topk(this: Tensor, k: number, ...a: unknown[]) { const o = bindArgs('topk', ['dim', 'largest', 'sorted'], a, { dim: -1, largest: true, sorted: true }, 1); return IX.topk(this, k, o.dim, o.largest, o.sorted); },
 });
 
 // ---- Advanced indexing and flip (ts/ops/advanced.ts); `index` with tensor entries is in views.ts ----
