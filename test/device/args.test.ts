@@ -120,6 +120,10 @@ describe('optimizers use the learning rate they are given', () => {
     sched.step();
     sched.step();
     expect(sched.getLastLr()).toEqual([0.25]);
+    // the keyword forms PyTorch code uses: StepLR(opt, step_size=…), CosineAnnealingLR(opt, T_max=…)
+    expect(new optim.lrScheduler.StepLR(opt, { stepSize: 3 }).stepSize).toBe(3);
+    expect(new optim.lrScheduler.CosineAnnealingLR(opt, { tMax: 10, etaMin: 0.1 }).tMax).toBe(10);
+    expect(() => new optim.lrScheduler.CosineAnnealingLR(opt, { etaMin: 0.1 })).toThrow(/missing 1 required argument: 'tMax'/);
     p.dispose();
   });
 });

@@ -2,7 +2,7 @@
  * Learning-rate schedulers: `StepLR` and `CosineAnnealingLR`, in their closed forms. Call
  * `scheduler.step()` once per epoch after `optimizer.step()`, as in PyTorch.
  */
-import { bindArgs, type PyArgs } from '../ops/options.js';
+import { bindArgs, REQUIRED, type PyArgs } from '../ops/options.js';
 import type { Optimizer } from './optimizer.js';
 
 /** `lastEpoch` other than -1 resumes a schedule, which needs state these schedulers do not keep: refused, not ignored. */
@@ -44,12 +44,14 @@ export abstract class LRScheduler {
 
 /** Multiplies the lr by `gamma` every `stepSize` epochs. */
 export class StepLR extends LRScheduler {
+  readonly stepSize: number;
   readonly gamma: number;
 
-  constructor(optimizer: Optimizer, readonly stepSize: number, ...args: PyArgs<[gamma: number, lastEpoch: number], { gamma?: number; lastEpoch?: number }>) {
+  constructor(optimizer: Optimizer, ...args: PyArgs<[stepSize: number, gamma: number, lastEpoch: number], { stepSize?: number; gamma?: number; lastEpoch?: number }>) {
     super(optimizer);
-    const o = bindArgs('StepLR', ['gamma', 'lastEpoch'], args, { gamma: 0.1, lastEpoch: -1 }, 2);
+    const o = bindArgs('StepLR', ['stepSize', 'gamma', 'lastEpoch'], args, { stepSize: REQUIRED as number, gamma: 0.1, lastEpoch: -1 }, 1);
     checkFresh('StepLR', o.lastEpoch);
+    const stepSize = (this.stepSize = o.stepSize);
     this.gamma = o.gamma;
     if (!Number.isInteger(stepSize) || stepSize <= 0) throw new RangeError(`StepLR: stepSize must be a positive integer, got ${stepSize}`);
   }
@@ -61,12 +63,15 @@ export class StepLR extends LRScheduler {
 
 /** Anneals the lr from its initial value to `etaMin` along a half cosine over `tMax` epochs. */
 export class CosineAnnealingLR extends LRScheduler {
+  readonly tMax: number;
   readonly etaMin: number;
 
-  constructor(optimizer: Optimizer, readonly tMax: number, ...args: PyArgs<[etaMin: number, lastEpoch: number], { etaMin?: number; lastEpoch?: number }>) {
+  constructor(optimizer: Optimizer, ...args: PyArgs<[tMax: number, etaMin: number, lastEpoch: number], { tMax?: number; etaMin?: number; lastEpoch?: number }>) {
     super(optimizer);
-    const o = bindArgs('CosineAnnealingLR', ['etaMin', 'lastEpoch'], args, { etaMin: 0, lastEpoch: -1 }, 2);
+    // PyTorch's T_max is `tMax` here
+    const o = bindArgs('CosineAnnealingLR', ['tMax', 'etaMin', 'lastEpoch'], args, { tMax: REQUIRED as number, etaMin: 0, lastEpoch: -1 }, 1);
     checkFresh('CosineAnnealingLR', o.lastEpoch);
+    const tMax = (this.tMax = o.tMax);
     this.etaMin = o.etaMin;
     if (!(tMax > 0)) throw new RangeError(`CosineAnnealingLR: tMax must be positive, got ${tMax}`);
   }
