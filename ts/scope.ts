@@ -17,9 +17,28 @@ export function untrack(t: Tensor): void {
   for (const s of scopes) s.delete(t);
 }
 
+/**
+ * @internal Gives `t` the scope of `owner`: a leaf's `.grad` (or a retained non-leaf's) lives as
+ * long as the tensor it belongs to. It leaves the scopes it was made in and joins the innermost
+ * scope that holds `owner`, if any; so a tensor made inside `tidy` takes its gradient with it
+ * when the scope disposes it, and a parameter made outside keeps its gradient across scopes.
+ */
+export function adopt(owner: Tensor, t: Tensor): void {
+  untrack(t);
+  for (let i = scopes.length - 1; i >= 0; i--) {
+    if (scopes[i].has(owner)) {
+      scopes[i].add(t);
+      return;
+    }
+  }
+}
+
 /** Collects the tensors in a returned value: a tensor, or arrays and plain objects of them. */
 function collect(value: unknown, into: Set<Tensor>, isTensor: (v: unknown) => v is Tensor, depth = 0): void {
-  if (isTensor(value)) into.add(value);
+  if (isTensor(value)) {
+    into.add(value);
+    if (value.grad) into.add(value.grad); // a returned tensor keeps its gradient (see `adopt`)
+  }
   else if (depth < 8 && value && typeof value === 'object') {
     for (const v of Array.isArray(value) ? value : Object.values(value)) collect(v, into, isTensor, depth + 1);
   }

@@ -6,7 +6,7 @@
  * disposed as soon as it has been consumed, so a backward pass holds only the gradients in
  * flight. Nodes run once per call; without `retainGraph` they release their saved tensors.
  */
-import { untrack } from '../scope.js';
+import { adopt } from '../scope.js';
 import type { Tensor } from '../tensor.js';
 import { withGradMode, type Edge, type Node } from './graph.js';
 
@@ -89,7 +89,7 @@ export function runBackward(roots: Tensor[], grads: Tensor[], opts: BackwardOpti
         g = c;
       }
       t.grad = prev ? sum(prev, g) : g;
-      untrack(t.grad!);
+      adopt(t, t.grad!);
       return;
     }
     const slots = pending.get(edge.node) ?? [];
@@ -109,7 +109,7 @@ export function runBackward(roots: Tensor[], grads: Tensor[], opts: BackwardOpti
         const t = ref?.deref();
         if (t && gs[i]) {
           t.grad = gs[i]!.clone();
-          untrack(t.grad);
+          adopt(t, t.grad);
         }
       });
       if (capture) {
