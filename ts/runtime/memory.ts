@@ -16,6 +16,7 @@
 import { clientOf, currentDevice, device as toDevice, Device, gpuLimits, type DeviceLike } from '../device.js';
 import { CachingAllocator, type Allocation, type MemoryStats, type SnapshotSegment } from '../memory/index.js';
 import { env } from '../platform.js';
+import { readScratch, takeCached } from '../worker/scratch.js';
 
 const GiB = 1024 ** 3;
 const allocators = new Map<Device, CachingAllocator>();
@@ -52,9 +53,13 @@ export function allocatorOf(d: Device): CachingAllocator {
     label: String(d),
     capacity: capacityOf(d),
     alignment: 256,
+    externalReserved: () => readScratch(client.info?.scratch).reserved,
     createSegment(id, bytes) {
       const max = d.type === 'gpu' ? gpuLimits().maxBufferSize : 4 * GiB - 64 * 1024 ** 2;
       if (bytes > max) return false;
+      // The worker's scratch buffers (ts/worker/scratch.ts) count against the budget too.
+      const scratch = readScratch(client.info?.scratch).reserved;
+      if (scratch && a!.memoryStats()['reserved_bytes.all.current'] + bytes > a!.capacity * a!.memoryFraction) return false;
       client.enqueue({ k: 'segment', id, bytes });
       return true;
     },
@@ -87,8 +92,14 @@ export const memoryStats = (d?: DeviceLike): MemoryStats => allocatorOf(dev(d)).
 export const memorySummary = (d?: DeviceLike, abbreviated = false): string => allocatorOf(dev(d)).memorySummary(abbreviated);
 /** Segments and their blocks (`torch.cuda.memory_snapshot()`). */
 export const memorySnapshot = (d?: DeviceLike): SnapshotSegment[] => allocatorOf(dev(d)).memorySnapshot();
-/** Releases cached segments that hold no live tensor (`GPUBuffer.destroy()` on a GPU). */
-export const emptyCache = (d?: DeviceLike): void => allocatorOf(dev(d)).emptyCache();
+/** Releases cached segments that hold no live tensor (`GPUBuffer.destroy()` on a GPU), and the worker's cached scratch. */
+export function emptyCache(d?: DeviceLike): void {
+  const device = dev(d);
+  allocatorOf(device).emptyCache();
+  const client = clientOf(device);
+  // The GPU worker's cached scratch (read staging, operand copies) goes too; its bytes leave the figures now.
+  if (client.info?.scratch) client.enqueue({ k: 'dropScratch', accounted: takeCached(client.info.scratch) });
+}
 /** Sets peak statistics to their current values. */
 export const resetPeakMemoryStats = (d?: DeviceLike): void => allocatorOf(dev(d)).resetPeakMemoryStats();
 /** Zeroes the accumulated counters (allocated/freed totals, retries, OOMs). */
@@ -110,4 +121,14 @@ export function cachingAllocatorAlloc(size: number, d?: DeviceLike, stream = 0):
 /** Frees a raw block from `cachingAllocatorAlloc`. */
 export function cachingAllocatorDelete(block: RawBlock): void {
   allocatorOf(block.device).free(block.block);
+}
+
+/**
+ * @internal What the device worker holds, for the test that compares it with `memoryReserved`:
+ * the bytes of its live GPUBuffers (`alive`), of which `context` are the device's own fixed
+ * buffers, left out of the allocator's figures (ts/worker/scratch.ts). Zeros on `cpu`.
+ */
+export function deviceBuffers(d?: DeviceLike): { alive: number; context: number } {
+  const { alive, context } = readScratch(clientOf(dev(d)).info?.scratch);
+  return { alive, context };
 }

@@ -208,6 +208,8 @@ function run(cmd: Command): void {
     // The index family.
     case 'gather': case 'scatter': case 'cumulative': case 'sort': case 'oneHot':
       return runIndex(cmd);
+    case 'dropScratch': // the GPU worker's cached scratch (ts/worker/scratch.ts); none here
+      return;
     default:
       throw new Error(`unknown command ${cmd.k}`);
   }

@@ -21,6 +21,7 @@ import { WINDOW_PARAMS, WINDOW_WG, windowKey, windowShader } from '../../wgsl/wi
 import { ELEMENTWISE, WGSL_PRELUDE } from '../ops/table.js';
 import type { Backend } from './executor.js';
 import type { Command, DeviceCheck, DeviceInfo, Place, ViewRef } from './protocol.js';
+import { contextBuffer, countBuffers, createScratch, scratchCounter, settleDrop } from './scratch.js';
 // The index family.
 import { IWG, SORT_BLOCK, cumulativeShader, gatherShader, indexParams, oneHotShader, scalarWord, scatterIndexShader, sortGlobalShader,
   sortInitShader, sortLocalShader, sortOutShader, sortParams, wordDt } from '../../wgsl/index.js';
@@ -378,7 +379,7 @@ function mapInputs(inputs: MapOperand[], bind: GPUBuffer[], shape: number[], vec
 /** Runs `write` into a 32-bit target (the output itself, or a scratch buffer cast into a packed output). */
 function viaScratch(out: Place, outDt: StorageCode, n: number, srcDt: StorageCode, write: (target: GPUBuffer, offset: number) => void): void {
   if (elementsPerWord(outDt) === 1) return write(buf(out.id), out.offset);
-  const tmp = device.createBuffer({ size: Math.max(4, n * 4), usage: GPUBufferUsage.STORAGE });
+  const tmp = createScratch(device, Math.max(4, n * 4), GPUBufferUsage.STORAGE);
   retired.push(tmp);
   write(tmp, 0);
   runMap([{ r: { id: -1, strides: [1], offset: 0 }, dt: srcDt, b: tmp }], [n], buf(out.id), out.offset, outDt, 'x0', computeType(srcDt));
@@ -431,11 +432,11 @@ function rowMajorCopy(x: MatmulOperand, batch: number, rows: number, cols: numbe
   let tmp = operandScratch[slot];
   if (bytes > KEPT_SCRATCH) {
     // a one-off for a large operand, not kept outside the allocator's accounting
-    tmp = device.createBuffer({ size: bytes, usage: GPUBufferUsage.STORAGE });
+    tmp = createScratch(device, bytes, GPUBufferUsage.STORAGE);
     retired.push(tmp);
   } else if (!tmp || tmp.size < bytes) {
     if (tmp) retired.push(tmp);
-    tmp = operandScratch[slot] = device.createBuffer({ size: Math.ceil(bytes / (1 << 20)) << 20, usage: GPUBufferUsage.STORAGE });
+    tmp = operandScratch[slot] = createScratch(device, Math.ceil(bytes / (1 << 20)) << 20, GPUBufferUsage.STORAGE, true);
   }
   runMap([{ r: { id: -1, offset: x.offset, strides: [x.strides[0], x.strides[1], x.strides[2]] }, dt: StorageCode.F32, b: x.b }],
     [copies, rows, cols], tmp, 0, StorageCode.F32, 'x0', 'f32');
@@ -470,6 +471,13 @@ function run(cmd: Command): void {
       buffers.delete(cmd.id);
       dropReadStaging();
       return;
+    case 'dropScratch': {
+      // emptyCache: the calling thread took `accounted` bytes of cached scratch off already (scratch.ts)
+      dropReadStaging();
+      for (const [i, b] of operandScratch.entries()) if (b) retired.push(b), (operandScratch[i] = null);
+      settleDrop(cmd.accounted);
+      return;
+    }
     case 'write':
       write(cmd.id, cmd.byteOffset, cmd.data);
       return;
@@ -559,7 +567,7 @@ function encodePending(): void {
   if (!pendingBinds.length) return;
   if (!paramBuffer || paramBuffer.size < paramBytes) {
     if (paramBuffer) destroyBuffer(paramBuffer);
-    paramBuffer = device.createBuffer({ size: Math.max(1 << 16, Math.ceil(paramBytes / 4096) * 4096 * 2), usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST });
+    paramBuffer = contextBuffer(device.createBuffer({ size: Math.max(1 << 16, Math.ceil(paramBytes / 4096) * 4096 * 2), usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST }));
   }
   device.queue.writeBuffer(paramBuffer, 0, params, 0, Math.ceil(paramBytes / 4) * 4);
   encoder ??= device.createCommandEncoder();
@@ -605,8 +613,8 @@ class PassTimer {
   /** Records the copy of the used pairs out of the set, and starts a new set. */
   private resolve(enc: GPUCommandEncoder): void {
     const bytes = this.used * 16;
-    const target = device.createBuffer({ size: bytes, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC });
-    const staging = device.createBuffer({ size: bytes, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+    const target = contextBuffer(device.createBuffer({ size: bytes, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC }));
+    const staging = contextBuffer(device.createBuffer({ size: bytes, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST }));
     enc.resolveQuerySet(this.set, 0, 2 * this.used, target, 0);
     enc.copyBufferToBuffer(target, 0, staging, 0, bytes);
     retired.push(target);
@@ -720,7 +728,7 @@ async function read(id: number, byteOffset: number, bytes: number): Promise<Arra
   }
   const start = byteOffset & ~3, size = Math.ceil((byteOffset + bytes) / 4) * 4 - start;
   const reuse = readStaging !== null && readStaging.size >= size;
-  const staging = reuse ? readStaging! : device.createBuffer({ size, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+  const staging = reuse ? readStaging! : createScratch(device, size, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST, true);
   // The copy rides in the same submit as the work still recorded: one submit per read, not two.
   encodePending();
   encoder ??= device.createCommandEncoder();
@@ -759,7 +767,7 @@ const checkCodes = new Map<string, number>();
  * binds after its storages); returns the code its kernel records on bad data, one per message.
  */
 function checkCode(k: string, message: string): number {
-  deviceErrors ??= device.createBuffer({ size: 16, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST });
+  deviceErrors ??= contextBuffer(device.createBuffer({ size: 16, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST }));
   const key = `${k} failed on device: ${message}`;
   const code = checkCodes.get(key) ?? checkCodes.size + 1;
   checkCodes.set(key, code);
@@ -826,7 +834,7 @@ function runIndex(cmd: IndexCommand): void {
       const { len, inner } = cmd, n = cmd.outer * len * inner;
       if (!n) return;
       const padded = 2 ** Math.ceil(Math.log2(len)), total = (n / len) * padded, blocks = Math.ceil(total / SORT_BLOCK);
-      const tmp = device.createBuffer({ size: total * 8, usage: GPUBufferUsage.STORAGE });
+      const tmp = createScratch(device, total * 8, GPUBufferUsage.STORAGE);
       retired.push(tmp);
       const params = (k = 0, j = 0) => sortParams(total, padded, len, inner, cmd.x.offset, k, j, cmd.out.offset, n);
       const init = slotsOf(tmp, [buf(cmd.x.id)]);
@@ -866,6 +874,7 @@ export const gpuBackend: Backend = {
     const requiredLimits: Record<string, number> = {};
     for (const l of limitNames) requiredLimits[l] = found.limits[l];
     device = await found.requestDevice({ requiredFeatures: features, requiredLimits });
+    countBuffers(device);
     paramAlign = device.limits.minStorageBufferOffsetAlignment;
     maxBinding = device.limits.maxStorageBufferBindingSize;
     rowDev = rowDevice(device.features, found.info, env('WEBTORCH_ROWS'));
@@ -874,7 +883,7 @@ export const gpuBackend: Backend = {
     for (const l of limitNames) limits[l] = device.limits[l];
     return {
       name, kind: 'gpu', cpuAdapter: rowDev.cpu, vendor: info.vendor, architecture: info.architecture, description: info.description || info.device,
-      features: [...found.features].map(String).sort(), limits, nativeF16: features.includes('shader-f16'),
+      features: [...found.features].map(String).sort(), limits, nativeF16: features.includes('shader-f16'), scratch: scratchCounter(),
     };
   },
   run(cmd) {

@@ -1,0 +1,104 @@
+/**
+ * The GPU worker's buffers beside the allocator's segments, in the allocator's figures.
+ *
+ * Some commands need device memory of their own: a 32-bit scratch for a packed output, the sort's
+ * key/index pairs, row-major operand copies for matmul, the mappable staging of a read. PyTorch
+ * counts such workspaces (cuBLAS's) in `memory_reserved`, so webtorch does too: each is made by
+ * `createScratch`, which adds its size to a counter in a SharedArrayBuffer that the calling
+ * thread's allocator reads synchronously (its reserved bytes and the budget of new segments, see
+ * ts/runtime/memory.ts), and `destroyBuffer` takes it off again. Slot 0 counts transient scratch
+ * (gone at the next flush), slot 1 cached scratch (kept for reuse; `emptyCache` takes it off at
+ * once and queues `dropScratch`, which destroys it in queue order and settles the difference).
+ *
+ * Slots 2 and 3 are the check: every GPUBuffer the device creates is counted there while alive
+ * (slot 2), apart from the fixed buffers of the device itself (slot 3: the parameter ring, the
+ * error words, timer queries, as PyTorch leaves out its CUDA context). The test compares the
+ * allocator's reserved bytes with slot 2.
+ */
+
+/** Slots of the shared counter. */
+export enum ScratchSlot { transient = 0, cached = 1, alive = 2, context = 3 }
+
+let counter: BigInt64Array | null = null;
+const kinds = new Map<GPUBuffer, ScratchSlot>();
+let cachedLive = 0;
+
+/** The shared counter the calling thread reads (null where SharedArrayBuffer does not exist). */
+export function scratchCounter(): SharedArrayBuffer | null {
+  if (typeof SharedArrayBuffer === 'undefined') return null;
+  counter ??= new BigInt64Array(new SharedArrayBuffer(4 * 8));
+  return counter.buffer as SharedArrayBuffer;
+}
+
+function add(slot: ScratchSlot, bytes: number): void {
+  if (counter) Atomics.add(counter, slot, BigInt(bytes));
+}
+
+/** Counts every buffer `device` creates in slot 2 while it is alive (the check's truth). */
+export function countBuffers(device: GPUDevice): void {
+  const create = device.createBuffer.bind(device);
+  device.createBuffer = (desc: GPUBufferDescriptor): GPUBuffer => {
+    const b = create(desc), destroy = b.destroy.bind(b), size = b.size;
+    let alive = true;
+    add(ScratchSlot.alive, size);
+    b.destroy = () => {
+      if (alive) add(ScratchSlot.alive, -size);
+      alive = false;
+      forgetScratch(b);
+      destroy();
+    };
+    return b;
+  };
+}
+
+/** A buffer of the device itself (parameter ring, error words, timers): left out of the check. */
+export function contextBuffer(b: GPUBuffer): GPUBuffer {
+  kinds.set(b, ScratchSlot.context);
+  add(ScratchSlot.context, b.size);
+  return b;
+}
+
+/** A scratch buffer, counted in the allocator's reserved bytes until it is destroyed. */
+export function createScratch(device: GPUDevice, size: number, usage: GPUBufferUsageFlags, cached = false): GPUBuffer {
+  const b = device.createBuffer({ size, usage });
+  const slot = cached ? ScratchSlot.cached : ScratchSlot.transient;
+  kinds.set(b, slot);
+  if (cached) cachedLive += b.size;
+  add(slot, b.size);
+  return b;
+}
+
+/** Takes a destroyed buffer off its slot (no-op for segments). */
+function forgetScratch(b: GPUBuffer): void {
+  const slot = kinds.get(b);
+  if (slot === undefined) return;
+  kinds.delete(b);
+  if (slot === ScratchSlot.cached) cachedLive -= b.size;
+  add(slot, -b.size);
+}
+
+/**
+ * After `destroyCached` destroyed every cached scratch buffer for `emptyCache`, which already
+ * took `accounted` bytes off slot 1 on the calling thread: gives those back, so that slot 1
+ * counts each buffer exactly once.
+ */
+export function settleDrop(accounted: number): void {
+  add(ScratchSlot.cached, accounted);
+}
+
+/** The calling thread's side: reserved scratch bytes, and the check's figures. */
+export function readScratch(shared: SharedArrayBuffer | null | undefined): { reserved: number; alive: number; context: number; cached: number } {
+  if (!shared) return { reserved: 0, alive: 0, context: 0, cached: 0 };
+  const c = new BigInt64Array(shared);
+  const at = (s: ScratchSlot) => Number(Atomics.load(c, s));
+  return { reserved: Math.max(0, at(ScratchSlot.transient) + at(ScratchSlot.cached)), alive: at(ScratchSlot.alive), context: at(ScratchSlot.context), cached: at(ScratchSlot.cached) };
+}
+
+/** The calling thread's half of `emptyCache`: takes the cached scratch off at once; returns the bytes taken. */
+export function takeCached(shared: SharedArrayBuffer | null | undefined): number {
+  if (!shared) return 0;
+  const c = new BigInt64Array(shared);
+  const bytes = Atomics.load(c, ScratchSlot.cached);
+  Atomics.sub(c, ScratchSlot.cached, bytes);
+  return Number(bytes);
+}
