@@ -53,6 +53,9 @@ export function allocatorOf(d: Device): CachingAllocator {
     label: String(d),
     capacity: capacityOf(d),
     alignment: 256,
+    // A segment larger than one binding holds one tensor, at offset 0: the GPU worker runs ops over
+    // it in windows (ts/worker/split.ts), and a small tensor carved from it could not be bound whole.
+    maxSplitSize: d.type === 'gpu' && gpuLimits().maxStorageBufferBindingSize > 20 * 1024 ** 2 ? gpuLimits().maxStorageBufferBindingSize : undefined,
     externalReserved: () => readScratch(client.info?.scratch).reserved,
     createSegment(id, bytes) {
       const max = d.type === 'gpu' ? gpuLimits().maxBufferSize : 4 * GiB - 64 * 1024 ** 2;

@@ -21,6 +21,7 @@ import { WINDOW_PARAMS, WINDOW_WG, windowKey, windowShader } from '../../wgsl/wi
 import { ELEMENTWISE, WGSL_PRELUDE } from '../ops/table.js';
 import type { Backend } from './executor.js';
 import type { Command, DeviceCheck, DeviceInfo, Place, ViewRef } from './protocol.js';
+import { chunks, tooLarge } from './split.js';
 import { contextBuffer, countBuffers, createScratch, scratchCounter, settleDrop } from './scratch.js';
 // The index family.
 import { IWG, SORT_BLOCK, cumulativeShader, gatherShader, indexParams, oneHotShader, scalarWord, scatterIndexShader, sortGlobalShader,
@@ -69,7 +70,11 @@ let paramFloats = new Float32Array(params.buffer);
 let paramBytes = 0;
 let paramBuffer: GPUBuffer | null = null;
 /** A recorded dispatch; `label` names its command while the worker's profile times passes. */
-interface PendingDispatch { kernel: Kernel; buffers: GPUBuffer[]; offset: number; size: number; grid: [number, number, number]; label: string }
+interface PendingDispatch { kernel: Kernel; buffers: GPUBuffer[]; offset: number; size: number; grid: [number, number, number]; label: string; at?: number[] }
+/** While a launch runs in chunks (ts/worker/split.ts): the byte offset of each windowed buffer's binding. */
+let windowOf: Map<GPUBuffer, number> | null = null;
+/** The command being run, for the error of an op over a buffer larger than one binding. */
+let currentCmd: Command | null = null;
 const pendingBinds: PendingDispatch[] = [];
 /** Buffers to destroy once the work recorded so far is submitted. */
 const retired: GPUBuffer[] = [];
@@ -173,17 +178,18 @@ const sameBuffers = (a: GPUBuffer[], b: GPUBuffer[]): boolean => {
  * The cached bind group of a kernel with an explicit layout over the params buffer (at offset 0
  * with `size` bytes, the offset given at `setBindGroup`) and the storage buffers `bind`.
  */
-function bindGroup(layout: NonNullable<Kernel['layout']>, bind: GPUBuffer[], size: number): GPUBindGroup {
+function bindGroup(layout: NonNullable<Kernel['layout']>, bind: GPUBuffer[], size: number, at?: number[]): GPUBindGroup {
   const last = lastGroup;
-  if (last && last.layout === layout.group && last.size === size && sameBuffers(last.buffers, bind)) return last.group;
+  if (!at && last && last.layout === layout.group && last.size === size && sameBuffers(last.buffers, bind)) return last.group;
   const all = [paramBuffer!, ...bind];
   let key = `${layout.key}|${size}`;
   for (const b of all) key += `|${bufferId(b)}`;
+  if (at) key += `@${at.join(',')}`;
   let g = groups.get(key);
   if (!g) {
     g = device.createBindGroup({
       layout: layout.group,
-      entries: all.map((b, i) => ({ binding: i, resource: { buffer: b, offset: 0, size: i === 0 ? size : Math.min(b.size, maxBinding) } })),
+      entries: all.map((b, i) => ({ binding: i, resource: { buffer: b, offset: i && at ? at[i - 1] : 0, size: i === 0 ? size : Math.min(b.size - (i && at ? at[i - 1] : 0), maxBinding) } })),
     });
     groups.set(key, g);
     for (const b of all) {
@@ -192,7 +198,7 @@ function bindGroup(layout: NonNullable<Kernel['layout']>, bind: GPUBuffer[], siz
       else groupsOf.set(b, [key]);
     }
   }
-  lastGroup = { layout: layout.group, size, buffers: bind, group: g };
+  lastGroup = at ? null : { layout: layout.group, size, buffers: bind, group: g };
   return g;
 }
 
@@ -240,7 +246,13 @@ function dispatchAt(key: string, make: () => string, bind: GPUBuffer[], at: numb
 /** Queues one dispatch of a compiled kernel (see `dispatchAt`). */
 function queueDispatch(k: Kernel, bind: GPUBuffer[], at: number, words: number, grid: [number, number, number]): void {
   openScope();
-  pendingBinds.push({ kernel: k, buffers: bind, offset: at * 4, size: words * 4, grid, label });
+  let windows: number[] | undefined;
+  for (let i = 0; i < bind.length; i++) {
+    const w = windowOf?.get(bind[i]);
+    if (w !== undefined) (windows ??= bind.map(() => 0))[i] = w;
+    else if (bind[i].size > maxBinding) throw tooLarge(currentCmd ? labelOf(currentCmd) : 'a kernel', bind[i].size, maxBinding);
+  }
+  pendingBinds.push({ kernel: k, buffers: bind, offset: at * 4, size: words * 4, grid, label, at: windows });
 }
 
 /** Queues one dispatch with its params block `p`. */
@@ -309,6 +321,9 @@ function runMap(
   let n = 1;
   for (const d of shape) n *= d;
   if (n === 0) return;
+  if (!windowOf && (out.size > maxBinding || inputs.some((i) => typeof i.r !== 'number' && (i.b ?? buf(i.r.id)).size > maxBinding))) {
+    return runMapChunks(inputs, shape, n, out, outOffset, outDt, expr, exprType, scalars, check);
+  }
   let exprId = exprIds.get(expr);
   if (exprId === undefined) exprIds.set(expr, (exprId = exprIds.size));
   const bind = [out];
@@ -364,6 +379,28 @@ function runMap(
     mapKernels.set(key, kernel);
   }
   queueDispatch(kernel, bind, at, words, grid1d(vec4 ? Math.ceil(n / 4) : mapInvocations(n, outDt)));
+}
+
+/** `runMap` over buffers larger than one binding: contiguous 32-bit operands, in chunks (ts/worker/split.ts). */
+function runMapChunks(
+  inputs: MapOperand[], shape: number[], n: number, out: GPUBuffer, outOffset: number, outDt: StorageCode,
+  expr: string, exprType: 'f32' | 'i32', scalars: number[], check?: DeviceCheck,
+): void {
+  const views = inputs.filter((i): i is MapOperand & { r: ViewRef } => typeof i.r !== 'number');
+  const biggest = Math.max(out.size, ...views.map((i) => (i.b ?? buf(i.r.id)).size));
+  const label = currentCmd ? labelOf(currentCmd) : 'a map kernel';
+  if (elementsPerWord(outDt) !== 1 || views.some((i) => elementsPerWord(i.dt) !== 1 || !contiguousIn(i.r, shape))) throw tooLarge(label, biggest, maxBinding, 'it has strided or 16/8-bit operands');
+  const spans = [{ b: out, start: outOffset }, ...views.map((i) => ({ b: i.b ?? buf(i.r.id), start: i.r.offset }))];
+  for (const c of chunks(n, spans, maxBinding, paramAlign)) {
+    windowOf = c.window;
+    try {
+      const rel = (b: GPUBuffer, start: number) => start + c.first - c.window.get(b)! / 4;
+      const part = inputs.map((i) => (typeof i.r === 'number' ? i : { ...i, b: i.b ?? buf(i.r.id), r: { id: -1, offset: rel(i.b ?? buf(i.r.id), i.r.offset), strides: [1] } }));
+      runMap(part, [c.count], out, rel(out, outOffset), outDt, expr, exprType, scalars, check);
+    } finally {
+      windowOf = null;
+    }
+  }
 }
 
 /**
@@ -457,6 +494,7 @@ function runWindows(cmd: Extract<Command, { k: 'windows' }>): void {
 }
 
 function run(cmd: Command): void {
+  currentCmd = cmd;
   if (timer) label = labelOf(cmd);
   switch (cmd.k) {
     case 'segment':
@@ -521,13 +559,29 @@ function run(cmd: Command): void {
       if (cmd.outer === 0) return;
       const indexOut = cmd.op === 4 || cmd.op === 5 || cmd.op === 6 || cmd.op === 7;
       const kernelOut = indexOut || computeType(cmd.dt) === 'i32' ? StorageCode.I32 : StorageCode.F32;
-      viaScratch(cmd.out, cmd.outDt, cmd.outer, kernelOut, (target, offset) => {
+      const reduceRows = (outer: number, aOffset: number, target: GPUBuffer, offset: number) => {
         const { bind, slot } = slotsOf(target, [buf(cmd.a.id)]);
-        const { form, rows } = rowForm(cmd.outer, cmd.inner, rowDev, true);
-        const p = new Uint32Array([cmd.outer, cmd.inner, cmd.a.offset, offset, rows]).buffer;
+        const { form, rows } = rowForm(outer, cmd.inner, rowDev, true);
+        const p = new Uint32Array([outer, cmd.inner, aOffset, offset, rows]).buffer;
         dispatch(`reduce|${cmd.op}|${cmd.dt}|${slot[0]}|${bind.length}|${form}`, () => reduceShader(cmd.op, cmd.dt, slot[0], bind.length, form), bind, p,
-          form === 'short' ? grid1d(cmd.outer, RWG) : grid1d(form === 'subgroup' ? Math.ceil(cmd.outer / rows) : cmd.outer, 1));
-      });
+          form === 'short' ? grid1d(outer, RWG) : grid1d(form === 'subgroup' ? Math.ceil(outer / rows) : outer, 1));
+      };
+      const a = buf(cmd.a.id);
+      if (a.size > maxBinding || buf(cmd.out.id).size > maxBinding) {
+        // rows in chunks, each binding a window of the input (ts/worker/split.ts)
+        if (elementsPerWord(cmd.dt) !== 1 || elementsPerWord(cmd.outDt) !== 1) throw tooLarge(labelOf(cmd), a.size, maxBinding, 'it has 16/8-bit operands');
+        const out = buf(cmd.out.id);
+        for (const c of chunks(cmd.outer, [{ b: out, start: cmd.out.offset }, { b: a, start: cmd.a.offset }], maxBinding, paramAlign, cmd.inner, [1, cmd.inner])) {
+          windowOf = c.window;
+          try {
+            reduceRows(c.count, cmd.a.offset + c.first * cmd.inner - c.window.get(a)! / 4, out, cmd.out.offset + c.first - c.window.get(out)! / 4);
+          } finally {
+            windowOf = null;
+          }
+        }
+        return;
+      }
+      viaScratch(cmd.out, cmd.outDt, cmd.outer, kernelOut, (target, offset) => reduceRows(cmd.outer, cmd.a.offset, target, offset));
       return;
     }
     case 'softmax': {
@@ -669,11 +723,12 @@ let stopped: PassTimer | null = null;
 function record(p: GPUComputePassEncoder, d: PendingDispatch, current: GPUComputePipeline | null): GPUComputePipeline {
   const { pipeline, layout } = d.kernel;
   if (pipeline !== current) p.setPipeline(pipeline);
-  if (layout) p.setBindGroup(0, bindGroup(layout, d.buffers, d.size), [d.offset]);
+  if (layout) p.setBindGroup(0, bindGroup(layout, d.buffers, d.size, d.at), [d.offset]);
   else {
-    const entries = [paramBuffer!, ...d.buffers].map((b, i) => ({
-      binding: i, resource: i === 0 ? { buffer: b, offset: d.offset, size: d.size } : { buffer: b, size: Math.min(b.size, maxBinding) },
-    }));
+    const entries = [paramBuffer!, ...d.buffers].map((b, i) => {
+      const off = i && d.at ? d.at[i - 1] : 0;
+      return { binding: i, resource: i === 0 ? { buffer: b, offset: d.offset, size: d.size } : { buffer: b, offset: off, size: Math.min(b.size - off, maxBinding) } };
+    });
     p.setBindGroup(0, device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries }));
   }
   p.dispatchWorkgroups(d.grid[0], d.grid[1], d.grid[2]);
