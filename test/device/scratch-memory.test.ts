@@ -87,4 +87,18 @@ describe.each(devices)('the worker buffers of %s are in the allocator figures', 
     await torch.gpu.synchronize(d);
     expect(torch.gpu.memoryReserved(d)).toBe(held(d));
   });
+
+  it('raises out of memory when a scratch buffer would pass the budget', async () => {
+    torch.gpu.emptyCache(d);
+    const x = torch.ones([8 * MiB], { device: d }); // 32 MiB; reading it needs 32 MiB of staging
+    await torch.gpu.synchronize(d);
+    torch.gpu.setPerProcessMemoryFraction((torch.gpu.memoryReserved(d) + 16 * MiB) / CAPACITY, d);
+    await expect(x.data()).rejects.toThrow(/OutOfMemoryError: Tried to allocate 32\.00 MiB of scratch memory for a read\. The device's budget is/);
+    torch.gpu.setPerProcessMemoryFraction(1, d);
+    expect(((await x.data()) as Float32Array)[8 * MiB - 1]).toBe(1);
+    x.dispose();
+    torch.gpu.emptyCache(d);
+    await torch.gpu.synchronize(d);
+    expect(torch.gpu.memoryReserved(d)).toBe(held(d));
+  });
 });

@@ -16,10 +16,12 @@
 import { clientOf, currentDevice, device as toDevice, Device, gpuLimits, type DeviceLike } from '../device.js';
 import { CachingAllocator, type Allocation, type MemoryStats, type SnapshotSegment } from '../memory/index.js';
 import { env } from '../platform.js';
-import { readScratch, takeCached } from '../worker/scratch.js';
+import { publishBudget, readScratch, takeCached } from '../worker/scratch.js';
 
 const GiB = 1024 ** 3;
 const allocators = new Map<Device, CachingAllocator>();
+/** Republishes an allocator's budget to its worker (after the capacity or fraction changes). */
+const publishers = new WeakMap<CachingAllocator, () => void>();
 let gpuMemory: number | undefined;
 
 function parseBytes(v: string | undefined): number | undefined {
@@ -35,7 +37,7 @@ function parseBytes(v: string | undefined): number | undefined {
 export function setGpuMemory(bytes: number): void {
   if (!Number.isInteger(bytes) || bytes <= 0) throw new RangeError(`torch.gpu.configure: memory must be a positive number of bytes, got ${bytes}`);
   gpuMemory = bytes;
-  for (const [d, a] of allocators) if (d.type === 'gpu') a.capacity = bytes;
+  for (const [d, a] of allocators) if (d.type === 'gpu') (a.capacity = bytes), publishers.get(a)?.();
 }
 
 /** The capacity a device's allocator starts with. */
@@ -49,6 +51,10 @@ export function allocatorOf(d: Device): CachingAllocator {
   let a = allocators.get(d);
   if (a) return a;
   const client = clientOf(d);
+  // The segments' bytes and the budget, published for the GPU worker's scratch check (ts/worker/scratch.ts).
+  const segments = new Map<number, number>();
+  let segmentBytes = 0;
+  const publish = () => publishBudget(client.info?.scratch, a!.capacity * a!.memoryFraction, segmentBytes);
   a = new CachingAllocator({
     label: String(d),
     capacity: capacityOf(d),
@@ -64,13 +70,20 @@ export function allocatorOf(d: Device): CachingAllocator {
       const scratch = readScratch(client.info?.scratch).reserved;
       if (scratch && a!.memoryStats()['reserved_bytes.all.current'] + bytes > a!.capacity * a!.memoryFraction) return false;
       client.enqueue({ k: 'segment', id, bytes });
+      segments.set(id, bytes);
+      segmentBytes += bytes;
+      publish();
       return true;
     },
     releaseSegment(id) {
       client.enqueue({ k: 'release', id });
+      segmentBytes -= segments.get(id) ?? 0;
+      segments.delete(id);
+      publish();
     },
   });
   allocators.set(d, a);
+  publishers.set(a, publish);
   return a;
 }
 
@@ -108,7 +121,11 @@ export const resetPeakMemoryStats = (d?: DeviceLike): void => allocatorOf(dev(d)
 /** Zeroes the accumulated counters (allocated/freed totals, retries, OOMs). */
 export const resetAccumulatedMemoryStats = (d?: DeviceLike): void => allocatorOf(dev(d)).resetAccumulatedMemoryStats();
 /** Caps the device's allocator at `fraction` of its capacity (0 < fraction ≤ 1). */
-export const setPerProcessMemoryFraction = (fraction: number, d?: DeviceLike): void => allocatorOf(dev(d)).setMemoryFraction(fraction);
+export function setPerProcessMemoryFraction(fraction: number, d?: DeviceLike): void {
+  const a = allocatorOf(dev(d));
+  a.setMemoryFraction(fraction);
+  publishers.get(a)?.();
+}
 
 /** A raw block from `cachingAllocatorAlloc`: its segment and byte offset on the device. */
 export interface RawBlock extends Allocation {

@@ -22,7 +22,7 @@ import { ELEMENTWISE, WGSL_PRELUDE } from '../ops/table.js';
 import type { Backend } from './executor.js';
 import type { Command, DeviceCheck, DeviceInfo, Place, ViewRef } from './protocol.js';
 import { chunks, tooLarge } from './split.js';
-import { contextBuffer, countBuffers, createScratch, scratchCounter, settleDrop } from './scratch.js';
+import { contextBuffer, countBuffers, createScratch, scratchCounter, setPressureHandler, settleDrop } from './scratch.js';
 // The index family.
 import { IWG, SORT_BLOCK, cumulativeShader, gatherShader, indexParams, oneHotShader, scalarWord, scatterIndexShader, sortGlobalShader,
   sortInitShader, sortLocalShader, sortOutShader, sortParams, wordDt } from '../../wgsl/index.js';
@@ -321,8 +321,13 @@ function runMap(
   let n = 1;
   for (const d of shape) n *= d;
   if (n === 0) return;
-  if (!windowOf && (out.size > maxBinding || inputs.some((i) => typeof i.r !== 'number' && (i.b ?? buf(i.r.id)).size > maxBinding))) {
-    return runMapChunks(inputs, shape, n, out, outOffset, outDt, expr, exprType, scalars, check);
+  if (!windowOf) {
+    let large = out.size > maxBinding;
+    for (let j = 0; !large && j < inputs.length; j++) {
+      const r = inputs[j].r;
+      large = typeof r !== 'number' && (inputs[j].b ?? buf(r.id)).size > maxBinding;
+    }
+    if (large) return runMapChunks(inputs, shape, n, out, outOffset, outDt, expr, exprType, scalars, check);
   }
   let exprId = exprIds.get(expr);
   if (exprId === undefined) exprIds.set(expr, (exprId = exprIds.size));
@@ -416,7 +421,7 @@ function mapInputs(inputs: MapOperand[], bind: GPUBuffer[], shape: number[], vec
 /** Runs `write` into a 32-bit target (the output itself, or a scratch buffer cast into a packed output). */
 function viaScratch(out: Place, outDt: StorageCode, n: number, srcDt: StorageCode, write: (target: GPUBuffer, offset: number) => void): void {
   if (elementsPerWord(outDt) === 1) return write(buf(out.id), out.offset);
-  const tmp = createScratch(device, Math.max(4, n * 4), GPUBufferUsage.STORAGE);
+  const tmp = createScratch(device, Math.max(4, n * 4), GPUBufferUsage.STORAGE, false, 'a packed output');
   retired.push(tmp);
   write(tmp, 0);
   runMap([{ r: { id: -1, strides: [1], offset: 0 }, dt: srcDt, b: tmp }], [n], buf(out.id), out.offset, outDt, 'x0', computeType(srcDt));
@@ -469,11 +474,11 @@ function rowMajorCopy(x: MatmulOperand, batch: number, rows: number, cols: numbe
   let tmp = operandScratch[slot];
   if (bytes > KEPT_SCRATCH) {
     // a one-off for a large operand, not kept outside the allocator's accounting
-    tmp = createScratch(device, bytes, GPUBufferUsage.STORAGE);
+    tmp = createScratch(device, bytes, GPUBufferUsage.STORAGE, false, 'a matmul operand copy');
     retired.push(tmp);
   } else if (!tmp || tmp.size < bytes) {
     if (tmp) retired.push(tmp);
-    tmp = operandScratch[slot] = createScratch(device, Math.ceil(bytes / (1 << 20)) << 20, GPUBufferUsage.STORAGE, true);
+    tmp = operandScratch[slot] = createScratch(device, Math.ceil(bytes / (1 << 20)) << 20, GPUBufferUsage.STORAGE, true, 'a matmul operand copy');
   }
   runMap([{ r: { id: -1, offset: x.offset, strides: [x.strides[0], x.strides[1], x.strides[2]] }, dt: StorageCode.F32, b: x.b }],
     [copies, rows, cols], tmp, 0, StorageCode.F32, 'x0', 'f32');
@@ -783,7 +788,7 @@ async function read(id: number, byteOffset: number, bytes: number): Promise<Arra
   }
   const start = byteOffset & ~3, size = Math.ceil((byteOffset + bytes) / 4) * 4 - start;
   const reuse = readStaging !== null && readStaging.size >= size;
-  const staging = reuse ? readStaging! : createScratch(device, size, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST, true);
+  const staging = reuse ? readStaging! : createScratch(device, size, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST, true, 'a read');
   // The copy rides in the same submit as the work still recorded: one submit per read, not two.
   encodePending();
   encoder ??= device.createCommandEncoder();
@@ -889,7 +894,7 @@ function runIndex(cmd: IndexCommand): void {
       const { len, inner } = cmd, n = cmd.outer * len * inner;
       if (!n) return;
       const padded = 2 ** Math.ceil(Math.log2(len)), total = (n / len) * padded, blocks = Math.ceil(total / SORT_BLOCK);
-      const tmp = createScratch(device, total * 8, GPUBufferUsage.STORAGE);
+      const tmp = createScratch(device, total * 8, GPUBufferUsage.STORAGE, false, 'sort');
       retired.push(tmp);
       const params = (k = 0, j = 0) => sortParams(total, padded, len, inner, cmd.x.offset, k, j, cmd.out.offset, n);
       const init = slotsOf(tmp, [buf(cmd.x.id)]);
@@ -930,6 +935,7 @@ export const gpuBackend: Backend = {
     for (const l of limitNames) requiredLimits[l] = found.limits[l];
     device = await found.requestDevice({ requiredFeatures: features, requiredLimits });
     countBuffers(device);
+    setPressureHandler(dropReadStaging);
     paramAlign = device.limits.minStorageBufferOffsetAlignment;
     maxBinding = device.limits.maxStorageBufferBindingSize;
     rowDev = rowDevice(device.features, found.info, env('WEBTORCH_ROWS'));

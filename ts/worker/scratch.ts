@@ -14,10 +14,15 @@
  * (slot 2), apart from the fixed buffers of the device itself (slot 3: the parameter ring, the
  * error words, timer queries, as PyTorch leaves out its CUDA context). The test compares the
  * allocator's reserved bytes with slot 2.
+ *
+ * Slots 4 and 5 come from the calling thread: the budget (capacity × memory fraction) and the
+ * segments' bytes. A scratch buffer that would take the device past the budget first drops the
+ * cached read staging (`onPressure`), then fails with PyTorch's out-of-memory wording; the
+ * error reaches the caller at the next sync point.
  */
 
 /** Slots of the shared counter. */
-export enum ScratchSlot { transient = 0, cached = 1, alive = 2, context = 3 }
+export enum ScratchSlot { transient = 0, cached = 1, alive = 2, context = 3, allowed = 4, segments = 5 }
 
 let counter: BigInt64Array | null = null;
 const kinds = new Map<GPUBuffer, ScratchSlot>();
@@ -26,7 +31,7 @@ let cachedLive = 0;
 /** The shared counter the calling thread reads (null where SharedArrayBuffer does not exist). */
 export function scratchCounter(): SharedArrayBuffer | null {
   if (typeof SharedArrayBuffer === 'undefined') return null;
-  counter ??= new BigInt64Array(new SharedArrayBuffer(4 * 8));
+  counter ??= new BigInt64Array(new SharedArrayBuffer(6 * 8));
   return counter.buffer as SharedArrayBuffer;
 }
 
@@ -58,8 +63,33 @@ export function contextBuffer(b: GPUBuffer): GPUBuffer {
   return b;
 }
 
-/** A scratch buffer, counted in the allocator's reserved bytes until it is destroyed. */
-export function createScratch(device: GPUDevice, size: number, usage: GPUBufferUsageFlags, cached = false): GPUBuffer {
+let onPressure: () => void = () => {};
+
+/** Sets what frees cached scratch when a new scratch buffer would pass the budget. */
+export function setPressureHandler(f: () => void): void {
+  onPressure = f;
+}
+
+const GiB = 1024 ** 3;
+const fmt = (b: number) => (b >= GiB ? `${(b / GiB).toFixed(2)} GiB` : `${(b / 1024 ** 2).toFixed(2)} MiB`);
+
+/** Throws when `size` more bytes of scratch would pass the budget the calling thread published. */
+function checkBudget(size: number, what: string): void {
+  if (!counter) return;
+  const at = (s: ScratchSlot) => Number(Atomics.load(counter!, s));
+  const allowed = at(ScratchSlot.allowed);
+  if (!allowed) return; // not published yet
+  const used = () => at(ScratchSlot.segments) + at(ScratchSlot.transient) + at(ScratchSlot.cached);
+  if (used() + size <= allowed) return;
+  onPressure();
+  if (used() + size <= allowed) return;
+  throw new Error(`OutOfMemoryError: Tried to allocate ${fmt(size)} of scratch memory for ${what}. The device's budget is ${fmt(allowed)}, ` +
+    `of which ${fmt(at(ScratchSlot.segments))} is reserved by webtorch's segments and ${fmt(at(ScratchSlot.transient) + at(ScratchSlot.cached))} by its scratch buffers.`);
+}
+
+/** A scratch buffer, counted in the allocator's reserved bytes until it is destroyed; within the budget, or throws. */
+export function createScratch(device: GPUDevice, size: number, usage: GPUBufferUsageFlags, cached = false, what = 'a kernel'): GPUBuffer {
+  checkBudget(size, what);
   const b = device.createBuffer({ size, usage });
   const slot = cached ? ScratchSlot.cached : ScratchSlot.transient;
   kinds.set(b, slot);
@@ -101,4 +131,12 @@ export function takeCached(shared: SharedArrayBuffer | null | undefined): number
   const bytes = Atomics.load(c, ScratchSlot.cached);
   Atomics.sub(c, ScratchSlot.cached, bytes);
   return Number(bytes);
+}
+
+/** The calling thread publishes the budget and its segments' bytes for the worker's check. */
+export function publishBudget(shared: SharedArrayBuffer | null | undefined, allowed: number, segments: number): void {
+  if (!shared) return;
+  const c = new BigInt64Array(shared);
+  Atomics.store(c, ScratchSlot.allowed, BigInt(Math.floor(allowed)));
+  Atomics.store(c, ScratchSlot.segments, BigInt(segments));
 }
