@@ -54,7 +54,7 @@ export function allocatorOf(d: Device): CachingAllocator {
   // The segments' bytes and the budget, published for the GPU worker's scratch check (ts/worker/scratch.ts).
   const segments = new Map<number, number>();
   let segmentBytes = 0;
-  const publish = () => publishBudget(client.info?.scratch, a!.capacity * a!.memoryFraction, segmentBytes);
+  const publish = () => publishBudget(client.scratch, a!.capacity * a!.memoryFraction, segmentBytes);
   a = new CachingAllocator({
     label: String(d),
     capacity: capacityOf(d),
@@ -62,12 +62,12 @@ export function allocatorOf(d: Device): CachingAllocator {
     // A segment larger than one binding holds one tensor, at offset 0: the GPU worker runs ops over
     // it in windows (ts/worker/split.ts), and a small tensor carved from it could not be bound whole.
     maxSplitSize: d.type === 'gpu' && gpuLimits().maxStorageBufferBindingSize > 20 * 1024 ** 2 ? gpuLimits().maxStorageBufferBindingSize : undefined,
-    externalReserved: () => readScratch(client.info?.scratch).reserved,
+    externalReserved: () => readScratch(client.scratch).reserved,
     createSegment(id, bytes) {
       const max = d.type === 'gpu' ? gpuLimits().maxBufferSize : 4 * GiB - 64 * 1024 ** 2;
       if (bytes > max) return false;
       // The worker's scratch buffers (ts/worker/scratch.ts) count against the budget too.
-      const scratch = readScratch(client.info?.scratch).reserved;
+      const scratch = readScratch(client.scratch).reserved;
       if (scratch && a!.memoryStats()['reserved_bytes.all.current'] + bytes > a!.capacity * a!.memoryFraction) return false;
       client.enqueue({ k: 'segment', id, bytes });
       segments.set(id, bytes);
@@ -114,7 +114,7 @@ export function emptyCache(d?: DeviceLike): void {
   allocatorOf(device).emptyCache();
   const client = clientOf(device);
   // The GPU worker's cached scratch (read staging, operand copies) goes too; its bytes leave the figures now.
-  if (client.info?.scratch) client.enqueue({ k: 'dropScratch', accounted: takeCached(client.info.scratch) });
+  if (client.scratch) client.enqueue({ k: 'dropScratch', accounted: takeCached(client.scratch) });
 }
 /** Sets peak statistics to their current values. */
 export const resetPeakMemoryStats = (d?: DeviceLike): void => allocatorOf(dev(d)).resetPeakMemoryStats();
@@ -149,6 +149,6 @@ export function cachingAllocatorDelete(block: RawBlock): void {
  * buffers, left out of the allocator's figures (ts/worker/scratch.ts). Zeros on `cpu`.
  */
 export function deviceBuffers(d?: DeviceLike): { alive: number; context: number } {
-  const { alive, context } = readScratch(clientOf(dev(d)).info?.scratch);
+  const { alive, context } = readScratch(clientOf(dev(d)).scratch);
   return { alive, context };
 }
