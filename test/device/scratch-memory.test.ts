@@ -12,8 +12,9 @@ import { leakCheck, testDevices } from '../devices.js';
 const MiB = 1024 * 1024;
 /** The default GPU budget (ts/runtime/memory.ts); the tests do not change it. */
 const CAPACITY = 8 * 1024 ** 3;
-const devices = (await testDevices()).filter((d) => d !== 'cpu');
-leakCheck(() => devices);
+const all = await testDevices();
+const devices = all.filter((d) => d !== 'cpu');
+leakCheck(() => all);
 afterAll(async () => {
   await torch.shutdown();
 });
@@ -100,5 +101,27 @@ describe.each(devices)('the worker buffers of %s are in the allocator figures', 
     torch.gpu.emptyCache(d);
     await torch.gpu.synchronize(d);
     expect(torch.gpu.memoryReserved(d)).toBe(held(d));
+  });
+});
+
+describe('the cpu worker\'s scratch (matmul workspaces, 16-bit copies)', () => {
+  const CPU_CAPACITY = 2 * 1024 ** 3; // the default cpu budget (ts/runtime/memory.ts)
+
+  it('counts against the budget and is released after the command', async () => {
+    const a = torch.randn([512, 512], { dtype: 'float16' }), b = torch.randn([512, 512], { dtype: 'float16' });
+    await torch.gpu.synchronize('cpu');
+    const before = torch.gpu.memoryReserved('cpu');
+    // 3 MiB more than now: not enough for the 3 MiB of f32 copies and the workspace
+    torch.gpu.setPerProcessMemoryFraction((before + 3 * MiB) / CPU_CAPACITY, 'cpu');
+    const c = a.matmul(b);
+    await expect(c.data()).rejects.toThrow(/OutOfMemoryError: Tried to allocate [\d.]+ MiB of scratch memory for matmul/);
+    c.dispose();
+    torch.gpu.setPerProcessMemoryFraction(1, 'cpu');
+    const c2 = a.matmul(b);
+    expect(((await c2.data()) as Uint16Array).length).toBe(512 * 512);
+    await torch.gpu.synchronize('cpu');
+    const allocatorOnly = torch.gpu.memoryStats('cpu')['reserved_bytes.all.current'];
+    expect(torch.gpu.memoryReserved('cpu')).toBe(allocatorOnly); // nothing left of the scratch
+    [a, b, c2].forEach((t) => t.dispose());
   });
 });

@@ -140,3 +140,14 @@ export function publishBudget(shared: SharedArrayBuffer | null | undefined, allo
   Atomics.store(c, ScratchSlot.allowed, BigInt(Math.floor(allowed)));
   Atomics.store(c, ScratchSlot.segments, BigInt(segments));
 }
+
+/** Scratch in the cpu worker's heap (one command's own ranges): within the budget, or throws; counted until `releaseScratch`. */
+export function reserveScratch(bytes: number, what: string): void {
+  checkBudget(bytes, what);
+  add(ScratchSlot.transient, bytes);
+}
+
+/** Ends a `reserveScratch`. */
+export function releaseScratch(bytes: number): void {
+  add(ScratchSlot.transient, -bytes);
+}
