@@ -117,6 +117,7 @@ export type { Index } from './ops/views.js';
 
 /** @internal Live storages on a device; the test suites' leak check. */
 export { liveStorage as _liveStorage } from './runtime/storage.js';
+export { deviceBuffers as _deviceBuffers } from './runtime/memory.js';
 /** @internal Devices whose workers were started. */
 export { startedDevices as _startedDevices } from './device.js';
 /** @internal A device worker's own profile (bench/profile-step.mjs). */

@@ -381,7 +381,8 @@ describe('bad input fails at the call, and no worker dies', () => {
       expect(() => torch.empty([2 ** 32], { device: d })).toThrow(torch.OutOfMemoryError);
       if (d !== 'cpu') {
         const max = (await torch.gpu.getDeviceProperties(d)).limits.maxStorageBufferBindingSize;
-        expect(() => torch.empty([max / 4 + 1024], { device: d, dtype: 'int32' })).toThrow(/exceeds the adapter's maxStorageBufferBindingSize/);
+        // a tensor over one binding is allocated (ops split over bindings: test/device/large-tensors.test.ts)
+        torch.empty([max / 4 + 1024], { device: d, dtype: 'int32' }).dispose();
       }
       const y = torch.tidy(() => torch.tensor([2, 3], { device: d, dtype: 'float32' }).mul(2));
       expect(await y.tolist()).toEqual([4, 6]);

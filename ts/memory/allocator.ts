@@ -38,6 +38,8 @@ export interface CachingAllocatorOptions {
   maxSplitSize?: number;
   /** Initial memory fraction, 0 < f <= 1; default 1. */
   memoryFraction?: number;
+  /** Optional: bytes the device holds outside the segments (workspaces), counted as reserved. */
+  externalReserved?(): number;
   /** Optional: wait for all streams now; return true if done (completes every deferred free). */
   synchronize?(): boolean;
 }
@@ -306,7 +308,13 @@ export class CachingAllocator {
 
   /** Statistics with torch.cuda.memory_stats() keys. */
   memoryStats(): MemoryStats {
-    return decodeStats(this.#stats(), this.#wasm.getMaxSplitSize());
+    const stats = decodeStats(this.#stats(), this.#wasm.getMaxSplitSize());
+    const external = this.#options.externalReserved?.() ?? 0;
+    if (external > 0) {
+      stats["reserved_bytes.all.current"] += external;
+      stats["reserved_bytes.all.peak"] = Math.max(stats["reserved_bytes.all.peak"], stats["reserved_bytes.all.current"]);
+    }
+    return stats;
   }
 
   /** allocated_bytes.all.current */

@@ -26,6 +26,8 @@ export class DeviceClient {
   /** Storage ids are per device. */
   nextId = 1;
   info: DeviceInfo | null = null;
+  /** The worker's scratch counter (ts/worker/scratch.ts), kept out of `info` and so of getDeviceProperties. */
+  scratch: SharedArrayBuffer | null = null;
   /** Devices this worker has a MessageChannel to. */
   readonly peers = new Set<string>();
   /** The queued commands, in their wire form (see `Batch`). */
@@ -53,7 +55,9 @@ export class DeviceClient {
       this.handle = await spawnWorker(this.kind);
       const remote = Comlink.wrap<WorkerApi>(this.handle.endpoint);
       try {
-        this.info = await this.awaiting(() => remote.init({ name: this.name, index: this.index }));
+        const { scratch, ...info } = await this.awaiting(() => remote.init({ name: this.name, index: this.index }));
+        this.info = info;
+        this.scratch = scratch ?? null;
       } catch (e) {
         this.startError = new Error(`webtorch: device ${this.name} failed to start: ${(e as Error).message}`);
         await this.handle.terminate();

@@ -17,9 +17,12 @@ import { clientOf, currentDevice, device as toDevice, Device, gpuLimits, type De
 import { CachingAllocator, type Allocation, type MemoryStats, type SnapshotSegment } from '../memory/index.js';
 import { env } from '../platform.js';
 import { bindArgs, type PyArgs } from '../ops/options.js';
+import { publishBudget, readScratch, takeCached } from '../worker/scratch.js';
 
 const GiB = 1024 ** 3;
 const allocators = new Map<Device, CachingAllocator>();
+/** Republishes an allocator's budget to its worker (after the capacity or fraction changes). */
+const publishers = new WeakMap<CachingAllocator, () => void>();
 let gpuMemory: number | undefined;
 
 function parseBytes(v: string | undefined): number | undefined {
@@ -35,7 +38,7 @@ function parseBytes(v: string | undefined): number | undefined {
 export function setGpuMemory(bytes: number): void {
   if (!Number.isInteger(bytes) || bytes <= 0) throw new RangeError(`torch.gpu.configure: memory must be a positive number of bytes, got ${bytes}`);
   gpuMemory = bytes;
-  for (const [d, a] of allocators) if (d.type === 'gpu') a.capacity = bytes;
+  for (const [d, a] of allocators) if (d.type === 'gpu') (a.capacity = bytes), publishers.get(a)?.();
 }
 
 /** The capacity a device's allocator starts with. */
@@ -49,21 +52,39 @@ export function allocatorOf(d: Device): CachingAllocator {
   let a = allocators.get(d);
   if (a) return a;
   const client = clientOf(d);
+  // The segments' bytes and the budget, published for the GPU worker's scratch check (ts/worker/scratch.ts).
+  const segments = new Map<number, number>();
+  let segmentBytes = 0;
+  const publish = () => publishBudget(client.scratch, a!.capacity * a!.memoryFraction, segmentBytes);
   a = new CachingAllocator({
     label: String(d),
     capacity: capacityOf(d),
     alignment: 256,
+    // A segment larger than one binding holds one tensor, at offset 0: the GPU worker runs ops over
+    // it in windows (ts/worker/split.ts), and a small tensor carved from it could not be bound whole.
+    maxSplitSize: d.type === 'gpu' && gpuLimits().maxStorageBufferBindingSize > 20 * 1024 ** 2 ? gpuLimits().maxStorageBufferBindingSize : undefined,
+    externalReserved: () => readScratch(client.scratch).reserved,
     createSegment(id, bytes) {
       const max = d.type === 'gpu' ? gpuLimits().maxBufferSize : 4 * GiB - 64 * 1024 ** 2;
       if (bytes > max) return false;
+      // The worker's scratch buffers (ts/worker/scratch.ts) count against the budget too.
+      const scratch = readScratch(client.scratch).reserved;
+      if (scratch && a!.memoryStats()['reserved_bytes.all.current'] + bytes > a!.capacity * a!.memoryFraction) return false;
       client.enqueue({ k: 'segment', id, bytes });
+      segments.set(id, bytes);
+      segmentBytes += bytes;
+      publish();
       return true;
     },
     releaseSegment(id) {
       client.enqueue({ k: 'release', id });
+      segmentBytes -= segments.get(id) ?? 0;
+      segments.delete(id);
+      publish();
     },
   });
   allocators.set(d, a);
+  publishers.set(a, publish);
   return a;
 }
 
@@ -99,15 +120,23 @@ export function memorySummary(...args: PyArgs<[device: DeviceLike | null, abbrev
 }
 /** Segments and their blocks (`torch.cuda.memory_snapshot()`). */
 export const memorySnapshot = (...args: [device?: DeviceArg]): SnapshotSegment[] => on('memory_snapshot', args).memorySnapshot();
-/** Releases cached segments that hold no live tensor (`GPUBuffer.destroy()` on a GPU). */
-export const emptyCache = (...args: [device?: DeviceArg]): void => on('empty_cache', args).emptyCache();
+/** Releases cached segments that hold no live tensor (`GPUBuffer.destroy()` on a GPU), and the worker's cached scratch. */
+export function emptyCache(...args: [device?: DeviceArg]): void {
+  const device = bound('empty_cache', [], args, {}).device;
+  allocatorOf(device).emptyCache();
+  const client = clientOf(device);
+  // The GPU worker's cached scratch (read staging, operand copies) goes too; its bytes leave the figures now.
+  if (client.scratch) client.enqueue({ k: 'dropScratch', accounted: takeCached(client.scratch) });
+}
 /** Sets peak statistics to their current values. */
 export const resetPeakMemoryStats = (...args: [device?: DeviceArg]): void => on('reset_peak_memory_stats', args).resetPeakMemoryStats();
 /** Zeroes the accumulated counters (allocated/freed totals, retries, OOMs). */
 export const resetAccumulatedMemoryStats = (...args: [device?: DeviceArg]): void => on('reset_accumulated_memory_stats', args).resetAccumulatedMemoryStats();
 /** Caps the device's allocator at `fraction` of its capacity (0 < fraction ≤ 1): `(fraction, device)` or `(fraction, {device})`. */
 export function setPerProcessMemoryFraction(fraction: number, ...args: [device?: DeviceArg]): void {
-  allocatorOf(bound('set_per_process_memory_fraction', [], args, {}).device).setMemoryFraction(fraction);
+  const a = allocatorOf(bound('set_per_process_memory_fraction', [], args, {}).device);
+  a.setMemoryFraction(fraction);
+  publishers.get(a)?.();
 }
 
 /** A raw block from `cachingAllocatorAlloc`: its segment and byte offset on the device. */
@@ -124,4 +153,14 @@ export function cachingAllocatorAlloc(size: number, ...args: PyArgs<[device: Dev
 /** Frees a raw block from `cachingAllocatorAlloc`. */
 export function cachingAllocatorDelete(block: RawBlock): void {
   allocatorOf(block.device).free(block.block);
+}
+
+/**
+ * @internal What the device worker holds, for the test that compares it with `memoryReserved`:
+ * the bytes of its live GPUBuffers (`alive`), of which `context` are the device's own fixed
+ * buffers, left out of the allocator's figures (ts/worker/scratch.ts). Zeros on `cpu`.
+ */
+export function deviceBuffers(d?: DeviceLike): { alive: number; context: number } {
+  const { alive, context } = readScratch(clientOf(d === undefined ? toDevice(currentDevice()) : toDevice(d)).scratch);
+  return { alive, context };
 }

@@ -6,7 +6,7 @@
  * forgotten tensors do not leak. The last reference returns the block to the allocator; any
  * later command that reuses it is queued behind every command that used it.
  */
-import { clientOf, gpuLimits, type Device } from '../device.js';
+import { clientOf, type Device } from '../device.js';
 import type { CachingAllocator } from '../memory/index.js';
 import type { DeviceClient } from './client.js';
 import { allocatorOf } from './memory.js';
@@ -36,12 +36,6 @@ export class Storage {
 
   /** Allocates `bytes` on a device; throws `OutOfMemoryError` at the call when it cannot. */
   static alloc(device: Device, bytes: number): Storage {
-    if (device.type === 'gpu') {
-      const max = gpuLimits().maxStorageBufferBindingSize, a = allocatorOf(device);
-      if (bytes > max && bytes <= a.capacity * a.memoryFraction) {
-        throw new RangeError(`webtorch: a tensor of ${bytes} bytes on ${device} exceeds the adapter's maxStorageBufferBindingSize (${max} bytes), the most one kernel can address`);
-      }
-    }
     const s = new Storage(device, bytes);
     const l = live.get(device) ?? { count: 0, bytes: 0 };
     l.count++;

@@ -10,6 +10,7 @@
 import { StorageCode } from '../dtype.js';
 import { loadKernelWasm, loadSharedKernelWasm } from '../platform.js';
 import { poolThreads, sharedMemory, startPool, type KernelPool } from './cpu-pool.js';
+import { releaseScratch, reserveScratch, scratchCounter } from './scratch.js';
 import type { Backend } from './executor.js';
 import type { Command, DeviceInfo, Operand, Place, ViewRef } from './protocol.js';
 // The index family.
@@ -180,6 +181,11 @@ function run(cmd: Command): void {
       const macs = cmd.batch * cmd.m * cmd.n * cmd.kk, threads = pool && macs >= POOL_MIN_MACS ? pool.threads : 1;
       const chunks = Math.min(4 * threads, Math.max(threads, Math.floor(macs / 2 ** 18)));
       const wsPart = K.matmulWorkspaceBytes(cmd.m, cmd.n, cmd.kk), wsBytes = wsPart * threads;
+      const extent = (v: ViewRef, s: number[], rows: number, cols: number) => v.offset + (cmd.batch - 1) * s[0] + (rows - 1) * s[1] + (cols - 1) * s[2] + 1;
+      const aN = extent(cmd.a, cmd.aStrides, cmd.m, cmd.kk), bN = extent(cmd.b, cmd.bStrides, cmd.kk, cmd.n), n = cmd.batch * cmd.m * cmd.n;
+      // The workspace and the 16-bit path's f32 copies are the device's scratch (ts/worker/scratch.ts).
+      const scratch = wsBytes + (cmd.dt === StorageCode.F32 ? 0 : (n + aN + bN) * 4);
+      reserveScratch(scratch, 'matmul');
       const ws = wsBytes > 0 ? allocRange(wsBytes) : 0;
       const out = at(cmd.out, cmd.dt), a = ptr(cmd.a.id), b = ptr(cmd.b.id);
       const f32 = (a: number, b: number, out: number) =>
@@ -187,14 +193,12 @@ function run(cmd: Command): void {
       if (cmd.dt === StorageCode.F32) f32(a, b, out);
       else {
         // 16-bit floats: multiply in f32, then round into the output once.
-        const n = cmd.batch * cmd.m * cmd.n, tmp = allocRange(n * 4);
+        const tmp = allocRange(n * 4);
         const conv = (src: number, dt: number, count: number) => {
           const dst = allocRange(count * 4);
           K.copy(dt, StorageCode.F32, src, dst, desc([1, count, count, 1, 0]));
           return dst;
         };
-        const extent = (v: ViewRef, s: number[], rows: number, cols: number) => v.offset + (cmd.batch - 1) * s[0] + (rows - 1) * s[1] + (cols - 1) * s[2] + 1;
-        const aN = extent(cmd.a, cmd.aStrides, cmd.m, cmd.kk), bN = extent(cmd.b, cmd.bStrides, cmd.kk, cmd.n);
         const a32 = conv(a, cmd.dt, aN), b32 = conv(b, cmd.dt, bN);
         f32(a32, b32, tmp);
         K.copy(StorageCode.F32, cmd.dt, tmp, out, desc([1, n, n, 1, 0]));
@@ -203,11 +207,14 @@ function run(cmd: Command): void {
         freeRange(tmp, n * 4);
       }
       if (ws) freeRange(ws, wsBytes);
+      releaseScratch(scratch);
       return;
     }
     // The index family.
     case 'gather': case 'scatter': case 'cumulative': case 'sort': case 'oneHot':
       return runIndex(cmd);
+    case 'dropScratch': // the GPU worker's cached scratch (ts/worker/scratch.ts); none here
+      return;
     default:
       throw new Error(`unknown command ${cmd.k}`);
   }
@@ -280,7 +287,7 @@ export const cpuBackend: Backend = {
     heapEnd = K.heapBase();
     return {
       name, kind: 'cpu', cpuAdapter: false, vendor: 'webassembly', architecture: 'wasm32+simd128', description: 'AssemblyScript kernels on WebAssembly',
-      features: pool ? ['simd128', 'threads'] : ['simd128'], limits: { threads: pool?.threads ?? 1 }, nativeF16: false,
+      features: pool ? ['simd128', 'threads'] : ['simd128'], limits: { threads: pool?.threads ?? 1 }, nativeF16: false, scratch: scratchCounter(),
     };
   },
   run,

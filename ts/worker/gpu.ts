@@ -21,6 +21,8 @@ import { WINDOW_PARAMS, WINDOW_WG, windowKey, windowShader } from '../../wgsl/wi
 import { ELEMENTWISE, WGSL_PRELUDE } from '../ops/table.js';
 import type { Backend } from './executor.js';
 import type { Command, DeviceCheck, DeviceInfo, Place, ViewRef } from './protocol.js';
+import { chunks, tooLarge } from './split.js';
+import { contextBuffer, countBuffers, createScratch, scratchCounter, setPressureHandler, settleDrop } from './scratch.js';
 // The index family.
 import { IWG, SORT_BLOCK, cumulativeShader, gatherShader, indexParams, oneHotShader, scalarWord, scatterIndexShader, sortGlobalShader,
   sortInitShader, sortLocalShader, sortOutShader, sortParams, wordDt } from '../../wgsl/index.js';
@@ -68,7 +70,11 @@ let paramFloats = new Float32Array(params.buffer);
 let paramBytes = 0;
 let paramBuffer: GPUBuffer | null = null;
 /** A recorded dispatch; `label` names its command while the worker's profile times passes. */
-interface PendingDispatch { kernel: Kernel; buffers: GPUBuffer[]; offset: number; size: number; grid: [number, number, number]; label: string }
+interface PendingDispatch { kernel: Kernel; buffers: GPUBuffer[]; offset: number; size: number; grid: [number, number, number]; label: string; at?: number[] }
+/** While a launch runs in chunks (ts/worker/split.ts): the byte offset of each windowed buffer's binding. */
+let windowOf: Map<GPUBuffer, number> | null = null;
+/** The command being run, for the error of an op over a buffer larger than one binding. */
+let currentCmd: Command | null = null;
 const pendingBinds: PendingDispatch[] = [];
 /** Buffers to destroy once the work recorded so far is submitted. */
 const retired: GPUBuffer[] = [];
@@ -172,17 +178,18 @@ const sameBuffers = (a: GPUBuffer[], b: GPUBuffer[]): boolean => {
  * The cached bind group of a kernel with an explicit layout over the params buffer (at offset 0
  * with `size` bytes, the offset given at `setBindGroup`) and the storage buffers `bind`.
  */
-function bindGroup(layout: NonNullable<Kernel['layout']>, bind: GPUBuffer[], size: number): GPUBindGroup {
+function bindGroup(layout: NonNullable<Kernel['layout']>, bind: GPUBuffer[], size: number, at?: number[]): GPUBindGroup {
   const last = lastGroup;
-  if (last && last.layout === layout.group && last.size === size && sameBuffers(last.buffers, bind)) return last.group;
+  if (!at && last && last.layout === layout.group && last.size === size && sameBuffers(last.buffers, bind)) return last.group;
   const all = [paramBuffer!, ...bind];
   let key = `${layout.key}|${size}`;
   for (const b of all) key += `|${bufferId(b)}`;
+  if (at) key += `@${at.join(',')}`;
   let g = groups.get(key);
   if (!g) {
     g = device.createBindGroup({
       layout: layout.group,
-      entries: all.map((b, i) => ({ binding: i, resource: { buffer: b, offset: 0, size: i === 0 ? size : Math.min(b.size, maxBinding) } })),
+      entries: all.map((b, i) => ({ binding: i, resource: { buffer: b, offset: i && at ? at[i - 1] : 0, size: i === 0 ? size : Math.min(b.size - (i && at ? at[i - 1] : 0), maxBinding) } })),
     });
     groups.set(key, g);
     for (const b of all) {
@@ -191,7 +198,7 @@ function bindGroup(layout: NonNullable<Kernel['layout']>, bind: GPUBuffer[], siz
       else groupsOf.set(b, [key]);
     }
   }
-  lastGroup = { layout: layout.group, size, buffers: bind, group: g };
+  lastGroup = at ? null : { layout: layout.group, size, buffers: bind, group: g };
   return g;
 }
 
@@ -239,7 +246,13 @@ function dispatchAt(key: string, make: () => string, bind: GPUBuffer[], at: numb
 /** Queues one dispatch of a compiled kernel (see `dispatchAt`). */
 function queueDispatch(k: Kernel, bind: GPUBuffer[], at: number, words: number, grid: [number, number, number]): void {
   openScope();
-  pendingBinds.push({ kernel: k, buffers: bind, offset: at * 4, size: words * 4, grid, label });
+  let windows: number[] | undefined;
+  for (let i = 0; i < bind.length; i++) {
+    const w = windowOf?.get(bind[i]);
+    if (w !== undefined) (windows ??= bind.map(() => 0))[i] = w;
+    else if (bind[i].size > maxBinding) throw tooLarge(currentCmd ? labelOf(currentCmd) : 'a kernel', bind[i].size, maxBinding);
+  }
+  pendingBinds.push({ kernel: k, buffers: bind, offset: at * 4, size: words * 4, grid, label, at: windows });
 }
 
 /** Queues one dispatch with its params block `p`. */
@@ -308,6 +321,14 @@ function runMap(
   let n = 1;
   for (const d of shape) n *= d;
   if (n === 0) return;
+  if (!windowOf) {
+    let large = out.size > maxBinding;
+    for (let j = 0; !large && j < inputs.length; j++) {
+      const r = inputs[j].r;
+      large = typeof r !== 'number' && (inputs[j].b ?? buf(r.id)).size > maxBinding;
+    }
+    if (large) return runMapChunks(inputs, shape, n, out, outOffset, outDt, expr, exprType, scalars, check);
+  }
   let exprId = exprIds.get(expr);
   if (exprId === undefined) exprIds.set(expr, (exprId = exprIds.size));
   const bind = [out];
@@ -365,6 +386,28 @@ function runMap(
   queueDispatch(kernel, bind, at, words, grid1d(vec4 ? Math.ceil(n / 4) : mapInvocations(n, outDt)));
 }
 
+/** `runMap` over buffers larger than one binding: contiguous 32-bit operands, in chunks (ts/worker/split.ts). */
+function runMapChunks(
+  inputs: MapOperand[], shape: number[], n: number, out: GPUBuffer, outOffset: number, outDt: StorageCode,
+  expr: string, exprType: 'f32' | 'i32', scalars: number[], check?: DeviceCheck,
+): void {
+  const views = inputs.filter((i): i is MapOperand & { r: ViewRef } => typeof i.r !== 'number');
+  const biggest = Math.max(out.size, ...views.map((i) => (i.b ?? buf(i.r.id)).size));
+  const label = currentCmd ? labelOf(currentCmd) : 'a map kernel';
+  if (elementsPerWord(outDt) !== 1 || views.some((i) => elementsPerWord(i.dt) !== 1 || !contiguousIn(i.r, shape))) throw tooLarge(label, biggest, maxBinding, 'it has strided or 16/8-bit operands');
+  const spans = [{ b: out, start: outOffset }, ...views.map((i) => ({ b: i.b ?? buf(i.r.id), start: i.r.offset }))];
+  for (const c of chunks(n, spans, maxBinding, paramAlign)) {
+    windowOf = c.window;
+    try {
+      const rel = (b: GPUBuffer, start: number) => start + c.first - c.window.get(b)! / 4;
+      const part = inputs.map((i) => (typeof i.r === 'number' ? i : { ...i, b: i.b ?? buf(i.r.id), r: { id: -1, offset: rel(i.b ?? buf(i.r.id), i.r.offset), strides: [1] } }));
+      runMap(part, [c.count], out, rel(out, outOffset), outDt, expr, exprType, scalars, check);
+    } finally {
+      windowOf = null;
+    }
+  }
+}
+
 /**
  * The inputs of a map kernel's description: dtype, contiguity and slot among the bound buffers.
  * On the vec4 path an input is contiguous only if it loads 16-byte words (its offset a multiple of 4).
@@ -378,7 +421,7 @@ function mapInputs(inputs: MapOperand[], bind: GPUBuffer[], shape: number[], vec
 /** Runs `write` into a 32-bit target (the output itself, or a scratch buffer cast into a packed output). */
 function viaScratch(out: Place, outDt: StorageCode, n: number, srcDt: StorageCode, write: (target: GPUBuffer, offset: number) => void): void {
   if (elementsPerWord(outDt) === 1) return write(buf(out.id), out.offset);
-  const tmp = device.createBuffer({ size: Math.max(4, n * 4), usage: GPUBufferUsage.STORAGE });
+  const tmp = createScratch(device, Math.max(4, n * 4), GPUBufferUsage.STORAGE, false, 'a packed output');
   retired.push(tmp);
   write(tmp, 0);
   runMap([{ r: { id: -1, strides: [1], offset: 0 }, dt: srcDt, b: tmp }], [n], buf(out.id), out.offset, outDt, 'x0', computeType(srcDt));
@@ -431,11 +474,11 @@ function rowMajorCopy(x: MatmulOperand, batch: number, rows: number, cols: numbe
   let tmp = operandScratch[slot];
   if (bytes > KEPT_SCRATCH) {
     // a one-off for a large operand, not kept outside the allocator's accounting
-    tmp = device.createBuffer({ size: bytes, usage: GPUBufferUsage.STORAGE });
+    tmp = createScratch(device, bytes, GPUBufferUsage.STORAGE, false, 'a matmul operand copy');
     retired.push(tmp);
   } else if (!tmp || tmp.size < bytes) {
     if (tmp) retired.push(tmp);
-    tmp = operandScratch[slot] = device.createBuffer({ size: Math.ceil(bytes / (1 << 20)) << 20, usage: GPUBufferUsage.STORAGE });
+    tmp = operandScratch[slot] = createScratch(device, Math.ceil(bytes / (1 << 20)) << 20, GPUBufferUsage.STORAGE, true, 'a matmul operand copy');
   }
   runMap([{ r: { id: -1, offset: x.offset, strides: [x.strides[0], x.strides[1], x.strides[2]] }, dt: StorageCode.F32, b: x.b }],
     [copies, rows, cols], tmp, 0, StorageCode.F32, 'x0', 'f32');
@@ -456,6 +499,7 @@ function runWindows(cmd: Extract<Command, { k: 'windows' }>): void {
 }
 
 function run(cmd: Command): void {
+  currentCmd = cmd;
   if (timer) label = labelOf(cmd);
   switch (cmd.k) {
     case 'segment':
@@ -470,6 +514,13 @@ function run(cmd: Command): void {
       buffers.delete(cmd.id);
       dropReadStaging();
       return;
+    case 'dropScratch': {
+      // emptyCache: the calling thread took `accounted` bytes of cached scratch off already (scratch.ts)
+      dropReadStaging();
+      for (const [i, b] of operandScratch.entries()) if (b) retired.push(b), (operandScratch[i] = null);
+      settleDrop(cmd.accounted);
+      return;
+    }
     case 'write':
       write(cmd.id, cmd.byteOffset, cmd.data);
       return;
@@ -513,13 +564,29 @@ function run(cmd: Command): void {
       if (cmd.outer === 0) return;
       const indexOut = cmd.op === 4 || cmd.op === 5 || cmd.op === 6 || cmd.op === 7;
       const kernelOut = indexOut || computeType(cmd.dt) === 'i32' ? StorageCode.I32 : StorageCode.F32;
-      viaScratch(cmd.out, cmd.outDt, cmd.outer, kernelOut, (target, offset) => {
+      const reduceRows = (outer: number, aOffset: number, target: GPUBuffer, offset: number) => {
         const { bind, slot } = slotsOf(target, [buf(cmd.a.id)]);
-        const { form, rows } = rowForm(cmd.outer, cmd.inner, rowDev, true);
-        const p = new Uint32Array([cmd.outer, cmd.inner, cmd.a.offset, offset, rows]).buffer;
+        const { form, rows } = rowForm(outer, cmd.inner, rowDev, true);
+        const p = new Uint32Array([outer, cmd.inner, aOffset, offset, rows]).buffer;
         dispatch(`reduce|${cmd.op}|${cmd.dt}|${slot[0]}|${bind.length}|${form}`, () => reduceShader(cmd.op, cmd.dt, slot[0], bind.length, form), bind, p,
-          form === 'short' ? grid1d(cmd.outer, RWG) : grid1d(form === 'subgroup' ? Math.ceil(cmd.outer / rows) : cmd.outer, 1));
-      });
+          form === 'short' ? grid1d(outer, RWG) : grid1d(form === 'subgroup' ? Math.ceil(outer / rows) : outer, 1));
+      };
+      const a = buf(cmd.a.id);
+      if (a.size > maxBinding || buf(cmd.out.id).size > maxBinding) {
+        // rows in chunks, each binding a window of the input (ts/worker/split.ts)
+        if (elementsPerWord(cmd.dt) !== 1 || elementsPerWord(cmd.outDt) !== 1) throw tooLarge(labelOf(cmd), a.size, maxBinding, 'it has 16/8-bit operands');
+        const out = buf(cmd.out.id);
+        for (const c of chunks(cmd.outer, [{ b: out, start: cmd.out.offset }, { b: a, start: cmd.a.offset }], maxBinding, paramAlign, cmd.inner, [1, cmd.inner])) {
+          windowOf = c.window;
+          try {
+            reduceRows(c.count, cmd.a.offset + c.first * cmd.inner - c.window.get(a)! / 4, out, cmd.out.offset + c.first - c.window.get(out)! / 4);
+          } finally {
+            windowOf = null;
+          }
+        }
+        return;
+      }
+      viaScratch(cmd.out, cmd.outDt, cmd.outer, kernelOut, (target, offset) => reduceRows(cmd.outer, cmd.a.offset, target, offset));
       return;
     }
     case 'softmax': {
@@ -559,7 +626,7 @@ function encodePending(): void {
   if (!pendingBinds.length) return;
   if (!paramBuffer || paramBuffer.size < paramBytes) {
     if (paramBuffer) destroyBuffer(paramBuffer);
-    paramBuffer = device.createBuffer({ size: Math.max(1 << 16, Math.ceil(paramBytes / 4096) * 4096 * 2), usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST });
+    paramBuffer = contextBuffer(device.createBuffer({ size: Math.max(1 << 16, Math.ceil(paramBytes / 4096) * 4096 * 2), usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST }));
   }
   device.queue.writeBuffer(paramBuffer, 0, params, 0, Math.ceil(paramBytes / 4) * 4);
   encoder ??= device.createCommandEncoder();
@@ -605,8 +672,8 @@ class PassTimer {
   /** Records the copy of the used pairs out of the set, and starts a new set. */
   private resolve(enc: GPUCommandEncoder): void {
     const bytes = this.used * 16;
-    const target = device.createBuffer({ size: bytes, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC });
-    const staging = device.createBuffer({ size: bytes, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+    const target = contextBuffer(device.createBuffer({ size: bytes, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC }));
+    const staging = contextBuffer(device.createBuffer({ size: bytes, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST }));
     enc.resolveQuerySet(this.set, 0, 2 * this.used, target, 0);
     enc.copyBufferToBuffer(target, 0, staging, 0, bytes);
     retired.push(target);
@@ -661,11 +728,12 @@ let stopped: PassTimer | null = null;
 function record(p: GPUComputePassEncoder, d: PendingDispatch, current: GPUComputePipeline | null): GPUComputePipeline {
   const { pipeline, layout } = d.kernel;
   if (pipeline !== current) p.setPipeline(pipeline);
-  if (layout) p.setBindGroup(0, bindGroup(layout, d.buffers, d.size), [d.offset]);
+  if (layout) p.setBindGroup(0, bindGroup(layout, d.buffers, d.size, d.at), [d.offset]);
   else {
-    const entries = [paramBuffer!, ...d.buffers].map((b, i) => ({
-      binding: i, resource: i === 0 ? { buffer: b, offset: d.offset, size: d.size } : { buffer: b, size: Math.min(b.size, maxBinding) },
-    }));
+    const entries = [paramBuffer!, ...d.buffers].map((b, i) => {
+      const off = i && d.at ? d.at[i - 1] : 0;
+      return { binding: i, resource: i === 0 ? { buffer: b, offset: d.offset, size: d.size } : { buffer: b, offset: off, size: Math.min(b.size - off, maxBinding) } };
+    });
     p.setBindGroup(0, device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries }));
   }
   p.dispatchWorkgroups(d.grid[0], d.grid[1], d.grid[2]);
@@ -720,7 +788,7 @@ async function read(id: number, byteOffset: number, bytes: number): Promise<Arra
   }
   const start = byteOffset & ~3, size = Math.ceil((byteOffset + bytes) / 4) * 4 - start;
   const reuse = readStaging !== null && readStaging.size >= size;
-  const staging = reuse ? readStaging! : device.createBuffer({ size, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+  const staging = reuse ? readStaging! : createScratch(device, size, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST, true, 'a read');
   // The copy rides in the same submit as the work still recorded: one submit per read, not two.
   encodePending();
   encoder ??= device.createCommandEncoder();
@@ -759,7 +827,7 @@ const checkCodes = new Map<string, number>();
  * binds after its storages); returns the code its kernel records on bad data, one per message.
  */
 function checkCode(k: string, message: string): number {
-  deviceErrors ??= device.createBuffer({ size: 16, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST });
+  deviceErrors ??= contextBuffer(device.createBuffer({ size: 16, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST }));
   const key = `${k} failed on device: ${message}`;
   const code = checkCodes.get(key) ?? checkCodes.size + 1;
   checkCodes.set(key, code);
@@ -826,7 +894,7 @@ function runIndex(cmd: IndexCommand): void {
       const { len, inner } = cmd, n = cmd.outer * len * inner;
       if (!n) return;
       const padded = 2 ** Math.ceil(Math.log2(len)), total = (n / len) * padded, blocks = Math.ceil(total / SORT_BLOCK);
-      const tmp = device.createBuffer({ size: total * 8, usage: GPUBufferUsage.STORAGE });
+      const tmp = createScratch(device, total * 8, GPUBufferUsage.STORAGE, false, 'sort');
       retired.push(tmp);
       const params = (k = 0, j = 0) => sortParams(total, padded, len, inner, cmd.x.offset, k, j, cmd.out.offset, n);
       const init = slotsOf(tmp, [buf(cmd.x.id)]);
@@ -866,6 +934,8 @@ export const gpuBackend: Backend = {
     const requiredLimits: Record<string, number> = {};
     for (const l of limitNames) requiredLimits[l] = found.limits[l];
     device = await found.requestDevice({ requiredFeatures: features, requiredLimits });
+    countBuffers(device);
+    setPressureHandler(dropReadStaging);
     paramAlign = device.limits.minStorageBufferOffsetAlignment;
     maxBinding = device.limits.maxStorageBufferBindingSize;
     rowDev = rowDevice(device.features, found.info, env('WEBTORCH_ROWS'));
@@ -874,7 +944,7 @@ export const gpuBackend: Backend = {
     for (const l of limitNames) limits[l] = device.limits[l];
     return {
       name, kind: 'gpu', cpuAdapter: rowDev.cpu, vendor: info.vendor, architecture: info.architecture, description: info.description || info.device,
-      features: [...found.features].map(String).sort(), limits, nativeF16: features.includes('shader-f16'),
+      features: [...found.features].map(String).sort(), limits, nativeF16: features.includes('shader-f16'), scratch: scratchCounter(),
     };
   },
   run(cmd) {

@@ -32,6 +32,8 @@ export type Operand = ViewRef | number;
 export type Command =
   | { k: 'segment'; id: number; bytes: number }
   | { k: 'release'; id: number }
+  /** `emptyCache`: destroy the cached scratch buffers (ts/worker/scratch.ts); `accounted` bytes of them were taken off already. */
+  | { k: 'dropScratch'; accounted: number }
   | { k: 'write'; id: number; byteOffset: number; data: ArrayBuffer }
   | { k: 'fill'; out: Place; dt: StorageCode; n: number; value: number }
   | { k: 'arange'; out: Place; dt: StorageCode; n: number; start: number; step: number }
@@ -74,6 +76,8 @@ export interface DeviceInfo {
   limits: Record<string, number>;
   /** True when float16 runs natively (`shader-f16`); otherwise it is stored as 16 bits and computed in f32. */
   nativeF16: boolean;
+  /** The counter of the worker's scratch buffers (ts/worker/scratch.ts); null where SharedArrayBuffer does not exist or on cpu. */
+  scratch?: SharedArrayBuffer | null;
 }
 
 /** The API every device worker exposes through comlink. */
