@@ -20,7 +20,7 @@ export function untrack(t: Tensor): void {
 /** Collects the tensors in a returned value: a tensor, or arrays and plain objects of them. */
 function collect(value: unknown, into: Set<Tensor>, isTensor: (v: unknown) => v is Tensor, depth = 0): void {
   if (isTensor(value)) into.add(value);
-  else if (depth < 8 && value && typeof value === 'object') {
+  else if (depth < 8 && value && (typeof value === 'object' || typeof value === 'function')) {
     for (const v of Array.isArray(value) ? value : Object.values(value)) collect(v, into, isTensor, depth + 1);
   }
 }
