@@ -1,3 +1,5 @@
+/// <reference types="@webgpu/types" preserve="true" />
+/// <reference lib="esnext.disposable" preserve="true" />
 /**
  * webtorch: PyTorch's CUDA device model for JavaScript.
  *
@@ -6,6 +8,10 @@
  *     const x = torch.randn([2, 3], { device: dev });
  *
  * Importing starts nothing; devices start on first use. See docs/ARCHITECTURE.md.
+ *
+ * The two reference directives above go into the shipped index.d.ts, so that a consumer compiling
+ * under `--strict` without `skipLibCheck` has the WebGPU types (`GPUAdapterInfo`, a dependency of
+ * the package) and `Symbol.dispose` (TypeScript's `esnext.disposable` lib, for `using`).
  */
 import './ops/methods.js';
 import { CPU, Device, device, tryAllGpus, tryGpu, numGpus, shutdown as stopDevices } from './device.js';

@@ -38,8 +38,7 @@ function collect(value: unknown, into: Set<Tensor>, isTensor: (v: unknown) => v 
   if (isTensor(value)) {
     into.add(value);
     if (value.grad) into.add(value.grad); // a returned tensor keeps its gradient (see `adopt`)
-  }
-  else if (depth < 8 && value && typeof value === 'object') {
+  } else if (depth < 8 && value && (typeof value === 'object' || typeof value === 'function')) {
     for (const v of Array.isArray(value) ? value : Object.values(value)) collect(v, into, isTensor, depth + 1);
   }
 }

@@ -10,6 +10,7 @@ import { setDetach, type Node } from './autograd/graph.js';
 import { decode, elementSize, isFloating, viewStorage, type DType } from './dtype.js';
 import type { Device } from './device.js';
 import { collected, watch, type Storage } from './runtime/storage.js';
+import { formatTensor, formatTensorMeta, type PrintInfo } from './print.js';
 import { track } from './scope.js';
 import { contiguousStrides, isContiguous, normDim, numel, type Shape } from './shape.js';
 
@@ -229,8 +230,29 @@ export class Tensor {
     return build(0, 0);
   }
 
+  /** @internal What printing shows besides the values. */
+  _printInfo(): PrintInfo {
+    return { shape: this.shape, dtype: this.dtype, device: String(this.device), requiresGrad: this.requiresGrad, gradFn: this.gradFn?.name ?? null };
+  }
+
+  /** Shape, dtype and device (synchronous: the values stay on the device; see `toStringAsync`). */
   toString(): string {
-    return `tensor(shape=[${this.shape.join(', ')}], dtype=${this.dtype}, device='${this.device}')`;
+    return formatTensorMeta(this._printInfo());
+  }
+
+  /** What `console.log(t)` shows in Node: the same as `toString()`. */
+  [Symbol.for('nodejs.util.inspect.custom')](): string {
+    return this._disposed ? `tensor(<disposed>, shape=[${this.shape.join(', ')}], dtype=${this.dtype})` : this.toString();
+  }
+
+  /** Reads the values (a sync point) and formats them as PyTorch's `repr` does. */
+  async toStringAsync(): Promise<string> {
+    return formatTensor(this._printInfo(), await this.values());
+  }
+
+  /** `print(t)`: logs `await t.toStringAsync()`. */
+  async print(): Promise<void> {
+    console.log(await this.toStringAsync());
   }
 }
 

@@ -158,7 +158,7 @@ abstract class IndexedModules extends Module {
     return all[i < 0 ? all.length + i : i];
   }
 
-  get length(): number {
+  override get length(): number {
     return [...this.children()].length;
   }
 }

@@ -31,8 +31,30 @@ export interface FactoryOptions {
   dtype?: DType | null;
 }
 
+/**
+ * What makes a module callable (`model(x)`, as in PyTorch): the constructor returns an arrow
+ * function whose prototype is the subclass's, so `instanceof`, methods and every subclass's field
+ * initialisers land on it. The function's own `name` and `length` are deleted, so that modules
+ * may have fields of those names; an arrow function has no `prototype` of its own, so its only
+ * own properties are the module's fields. `typeof model` is `'function'`.
+ */
+abstract class CallableObject {
+  constructor() {
+    const fn = (...args: unknown[]): unknown => (fn as unknown as Module).forward(...args);
+    delete (fn as { name?: string }).name;
+    delete (fn as { length?: number }).length;
+    Object.setPrototypeOf(fn, new.target.prototype);
+    return fn as unknown as CallableObject;
+  }
+}
+
+/** A module is called like a function: `model(x)` is `model.forward(x)`. */
+export interface Module {
+  (...args: any[]): any;
+}
+
 /** Base class of all layers. Subclasses set fields in their constructor and implement `forward`. */
-export abstract class Module {
+export abstract class Module extends CallableObject {
   /** Whether the module is in training mode (`train()` / `eval()`). */
   training = true;
   private _params = new Map<string, Tensor | null>();
@@ -43,7 +65,7 @@ export abstract class Module {
   /** Computes the module's output. */
   abstract forward(...args: unknown[]): unknown;
 
-  /** Calls `forward` (PyTorch's `module(x)`). */
+  /** Calls `forward` (PyTorch's `module(x)`; `module(x)` works too). */
   call(...args: unknown[]): any {
     return this.forward(...args);
   }
@@ -75,6 +97,17 @@ export abstract class Module {
   registerModule(name: string, m: Module | null): void {
     this._modules.set(name, m);
     (this as Record<string, unknown>)[name] = m;
+  }
+
+  /** PyTorch's module repr: the class name and, indented, the submodules (`(0): Linear()`). */
+  override toString(): string {
+    const kids = [...this.namedChildren()].map(([k, m]) => `  (${k}): ${String(m).replace(/\n/g, '\n  ')}`);
+    return kids.length ? `${this.constructor.name}(\n${kids.join('\n')}\n)` : `${this.constructor.name}()`;
+  }
+
+  /** What `console.log(model)` shows in Node (a module is a function object; this keeps it readable). */
+  [Symbol.for('nodejs.util.inspect.custom')](): string {
+    return this.toString();
   }
 
   /** The direct submodules, by name. */
