@@ -13,6 +13,7 @@
  */
 import { env } from './platform.js';
 import { thenRestore } from './scope.js';
+import { bindArgs } from './ops/options.js';
 import { DeviceClient } from './runtime/client.js';
 import type { DeviceInfo, WorkerProfile } from './worker/protocol.js';
 
@@ -182,7 +183,8 @@ export async function getDeviceName(i: DeviceLike = currentIndex): Promise<strin
 }
 
 /** Waits for all queued work on a device (all devices when none is given). */
-export async function synchronize(d?: DeviceLike): Promise<void> {
+export async function synchronize(...args: [device?: DeviceLike | null] | [{ device?: DeviceLike | null }]): Promise<void> {
+  const d = bindArgs('synchronize', ['device'], args, { device: null as DeviceLike | null }).device ?? undefined;
   const targets = d === undefined ? [...clients.values()].filter((c) => c.started) : [clientOf(device(d))];
   await Promise.all(targets.map((c) => c.sync()));
 }

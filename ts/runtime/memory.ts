@@ -16,7 +16,7 @@
 import { clientOf, currentDevice, device as toDevice, Device, gpuLimits, type DeviceLike } from '../device.js';
 import { CachingAllocator, type Allocation, type MemoryStats, type SnapshotSegment } from '../memory/index.js';
 import { env } from '../platform.js';
-import { bindArgs, type PyArgs } from '../ops/options.js';
+import { bindArgs, REQUIRED, type PyArgs } from '../ops/options.js';
 import { publishBudget, readScratch, takeCached } from '../worker/scratch.js';
 
 const GiB = 1024 ** 3;
@@ -145,9 +145,10 @@ export interface RawBlock extends Allocation {
 }
 
 /** Allocates a raw block (`torch.cuda.caching_allocator_alloc`). */
-export function cachingAllocatorAlloc(size: number, ...args: PyArgs<[device: DeviceLike | null, stream: number], { device?: DeviceLike | null; stream?: number }>): RawBlock {
-  const { device, stream } = bound('caching_allocator_alloc', ['stream'], args, { stream: 0 });
-  return { ...allocatorOf(device).malloc(size, stream), device };
+export function cachingAllocatorAlloc(...args: PyArgs<[size: number, device: DeviceLike | null, stream: number], { size?: number; device?: DeviceLike | null; stream?: number }>): RawBlock {
+  const o = bindArgs('caching_allocator_alloc', ['size', 'device', 'stream'], args, { size: REQUIRED as number, device: null as DeviceLike | null, stream: 0 });
+  const device = o.device == null ? toDevice(currentDevice()) : toDevice(o.device);
+  return { ...allocatorOf(device).malloc(o.size, o.stream), device };
 }
 
 /** Frees a raw block from `cachingAllocatorAlloc`. */
