@@ -124,6 +124,13 @@ export function checkFits(value: number, dtype: DType, where: string): void {
   }
 }
 
+/**
+ * The error an op raises when an int64 result leaves the 32 bits webtorch stores int64 in
+ * (PyTorch would hold it; webtorch raises rather than wrap).
+ */
+export const int64Overflow = (op: string): string =>
+  `RuntimeError: "${op}": int64 overflow: a result lies outside [${I32_MIN}, ${I32_MAX}], the range webtorch stores int64 in (int64 is stored as int32); it would wrap, so webtorch raises`;
+
 /** The typed array that holds a dtype's values on the host. */
 export type HostArray = Float32Array | Int32Array | Uint8Array | Uint16Array;
 

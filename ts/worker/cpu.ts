@@ -26,7 +26,7 @@ interface Kernels {
   /** Returns 1 when an integer division met a zero divisor. */
   binary(op: number, dt: number, outDt: number, a: number, b: number, out: number, p: number, alpha: number): number;
   where(dt: number, c: number, a: number, b: number, out: number, p: number): void;
-  reduce(op: number, dt: number, outDt: number, a: number, out: number, outer: number, inner: number): void;
+  reduce(op: number, dt: number, outDt: number, a: number, out: number, outer: number, inner: number): number;
   matmulWorkspaceBytes(m: number, n: number, k: number): number;
   matmul(dt: number, a: number, b: number, out: number, p: number, ws: number): void;
   matmulPart(dt: number, a: number, b: number, out: number, p: number, ws: number, part: number, parts: number): void;
@@ -171,8 +171,11 @@ function run(cmd: Command): void {
     }
     case 'where':
       return K.where(cmd.dt, ptr(cmd.c.id), ptr(cmd.a.id), ptr(cmd.b.id), at(cmd.out, cmd.dt), viewDesc(cmd.shape, [cmd.c, cmd.a, cmd.b]));
-    case 'reduce':
-      return K.reduce(cmd.op, cmd.dt, cmd.outDt, at(cmd.a, cmd.dt), at(cmd.out, cmd.outDt), cmd.outer, cmd.inner);
+    case 'reduce': {
+      const overflow = K.reduce(cmd.op, cmd.dt, cmd.outDt, at(cmd.a, cmd.dt), at(cmd.out, cmd.outDt), cmd.outer, cmd.inner);
+      if (overflow && cmd.check) throw new Error(cmd.check.message);
+      return;
+    }
     case 'matmul': {
       const p = [cmd.batch, cmd.m, cmd.n, cmd.kk, ...cmd.aStrides, cmd.a.offset, ...cmd.bStrides, cmd.b.offset];
       // Large products run on the pool's threads in chunks (up to 4 per thread, of at least 2^18

@@ -516,8 +516,11 @@ function run(cmd: Command): void {
       viaScratch(cmd.out, cmd.outDt, cmd.outer, kernelOut, (target, offset) => {
         const { bind, slot } = slotsOf(target, [buf(cmd.a.id)]);
         const { form, rows } = rowForm(cmd.outer, cmd.inner, rowDev, true);
-        const p = new Uint32Array([cmd.outer, cmd.inner, cmd.a.offset, offset, rows]).buffer;
-        dispatch(`reduce|${cmd.op}|${cmd.dt}|${slot[0]}|${bind.length}|${form}`, () => reduceShader(cmd.op, cmd.dt, slot[0], bind.length, form), bind, p,
+        // An int64 sum/prod checks that its result fits the 32 bits it is stored in (wgsl/reduce.ts).
+        const code = cmd.check ? checkCode(cmd.k, cmd.check.message) : 0;
+        const p = new Uint32Array([cmd.outer, cmd.inner, cmd.a.offset, offset, rows, code]).buffer;
+        dispatch(`reduce|${cmd.op}|${cmd.dt}|${slot[0]}|${bind.length}|${form}|${code ? 1 : 0}`, () => reduceShader(cmd.op, cmd.dt, slot[0], bind.length, form, code > 0),
+          code ? [...bind, deviceErrors!] : bind, p,
           form === 'short' ? grid1d(cmd.outer, RWG) : grid1d(form === 'subgroup' ? Math.ceil(cmd.outer / rows) : cmd.outer, 1));
       });
       return;

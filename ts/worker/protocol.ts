@@ -40,7 +40,8 @@ export type Command =
   | { k: 'unary'; op: number; a: ViewRef; dt: StorageCode; out: Place; outDt: StorageCode; shape: number[]; s: [number, number, number] }
   | { k: 'binary'; op: number; a: Operand; b: Operand; dt: StorageCode; out: Place; outDt: StorageCode; shape: number[]; alpha: number; check?: DeviceCheck }
   | { k: 'where'; c: ViewRef; a: ViewRef; b: ViewRef; dt: StorageCode; out: Place; shape: number[] }
-  | { k: 'reduce'; op: number; a: ViewRef; dt: StorageCode; out: Place; outDt: StorageCode; outer: number; inner: number }
+  /** `check`: an integer sum or product must fit the output's 32-bit storage (int64 outputs). */
+  | { k: 'reduce'; op: number; a: ViewRef; dt: StorageCode; out: Place; outDt: StorageCode; outer: number; inner: number; check?: DeviceCheck }
   /**
    * A row normalisation of each row of a contiguous f32 [outer, inner] block: softmax or
    * log-softmax, or layer norm when `norm` is given (weight and bias optional). GPU devices only
@@ -127,7 +128,8 @@ export interface WorkerProfile {
  * replaced by that value) at the next sync point, naming the command. The GPU's kernels record
  * it in a small error buffer (wgsl/index.ts), the cpu's return a flag (ts/worker/cpu.ts).
  * Integer division checks ride on `binary` commands of floor_divide, trunc_divide and
- * remainder with an integer dtype.
+ * remainder with an integer dtype; int64 overflow checks on `reduce` (sum, prod) and `binary`
+ * (add, sub, mul) commands with an int64 output, since int64 is stored in 32 bits.
  */
 export interface DeviceCheck {
   message: string;

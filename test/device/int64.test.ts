@@ -1,0 +1,101 @@
+/**
+ * int64 results that leave the 32 bits webtorch stores int64 in raise; they never wrap
+ * (issue 19's `torch.tensor([2e9, 2e9], {dtype: 'int64'}).sum()` gave -294967296). The sum and
+ * product kernels check on the device and the next sync point raises, naming the op; results
+ * that fit, including sums whose partial sums wrap on the way, stay exact.
+ */
+import { describe, expect, it } from 'vitest';
+import * as torch from '../../dist/webtorch.js';
+import { suiteDevices } from '../devices.js';
+
+const devices = suiteDevices();
+const OVERFLOW = 'int64 overflow';
+
+describe('int64 sum and prod never wrap', () => {
+  it("issue 19's example: the sum of [2e9, 2e9] as int64 raises instead of giving -294967296", async () => {
+    for (const device of devices) {
+      const t = torch.tensor([2e9, 2e9], { dtype: 'int64', device });
+      const s = t.sum();
+      await expect(s.item(), device).rejects.toThrow(`"sum": ${OVERFLOW}`);
+      // the device keeps working, and a sum that fits is exact
+      const u = torch.tensor([2e9, 1e8], { dtype: 'int64', device }), v = u.sum();
+      expect(await v.item(), device).toBe(2.1e9);
+      [t, s, u, v].forEach((x) => x.dispose());
+    }
+  });
+
+  it('int32 and uint8 sums give int64 and are checked too; negative overflow raises', async () => {
+    for (const device of devices) {
+      const a = torch.tensor([2147483647, 1], { dtype: 'int32', device }), sa = a.sum();
+      expect(sa.dtype).toBe('int64');
+      await expect(sa.data(), device).rejects.toThrow(OVERFLOW);
+      const b = torch.tensor([-2147483647, -2], { dtype: 'int64', device }), sb = b.sum();
+      await expect(sb.data(), device).rejects.toThrow(OVERFLOW);
+      [a, sa, b, sb].forEach((x) => x.dispose());
+    }
+  });
+
+  it('sums whose partial sums wrap but whose result fits stay exact (every row form: short, long, along a dim)', async () => {
+    for (const device of devices) {
+      for (const n of [4, 40, 4000]) {
+        // n/2 values of 2e9 then n/2 of -2e9, +7: every prefix past the first two leaves the i32 range
+        const vals = Array.from({ length: n }, (_, i) => (i < n / 2 ? 2e9 : -2e9));
+        vals[n - 1] += 7;
+        const t = torch.tensor(vals, { dtype: 'int64', device }), s = t.sum();
+        expect(await s.item(), `${device} n=${n}`).toBe(7);
+        const m = torch.tensor([vals, vals.map((v) => -v)], { dtype: 'int64', device }), r = m.sum(1);
+        expect(await r.data(), `${device} n=${n} dim 1`).toEqual(new Int32Array([7, -7]));
+        [t, s, m, r].forEach((x) => x.dispose());
+      }
+    }
+  });
+
+  it('long rows that overflow raise in every row form, also along a dim', async () => {
+    for (const device of devices) {
+      for (const n of [8, 100, 70000]) {
+        // each read before the next launch: a sync point raises the first failure since the last one
+        const t = torch.full([2, n], 1e9, { dtype: 'int64', device }), s = t.sum(1);
+        await expect(s.data(), `${device} n=${n}`).rejects.toThrow(`"sum": ${OVERFLOW}`);
+        const all = t.sum();
+        await expect(all.data(), `${device} n=${n} all`).rejects.toThrow(OVERFLOW);
+        [t, s, all].forEach((x) => x.dispose());
+      }
+    }
+  });
+
+  it('prod raises past the int64 storage range, and is exact when a zero factor comes after', async () => {
+    for (const device of devices) {
+      const cases: [number[], number | null][] = [
+        [[65536, 65536], null], // 2^32 wraps to 0 in 32 bits
+        [[-1, -2147483648], null], // INT_MIN * -1
+        [[46341, 46341], null],
+        [[65536, 65536, 0], 0],
+        [[0, 65536, 65536], 0],
+        [[46340, 46340], 46340 * 46340],
+        [[-2, 3, -5, 7, 11, 13, -17], -2 * 3 * -5 * 7 * 11 * 13 * -17],
+      ];
+      for (const [vals, want] of cases) {
+        const t = torch.tensor(vals, { dtype: 'int64', device }), p = t.prod();
+        if (want === null) await expect(p.item(), `${device} ${vals}`).rejects.toThrow(`"prod": ${OVERFLOW}`);
+        else expect(await p.item(), `${device} ${vals}`).toBe(want);
+        [t, p].forEach((x) => x.dispose());
+      }
+      // long rows (tree and subgroup forms): 2^10 · 2^10 · 2^10 · 2 overflows
+      const vals = Array.from({ length: 100 }, (_, i) => (i < 4 ? (i === 3 ? 2 : 1024) : 1));
+      const t = torch.tensor(vals, { dtype: 'int64', device }), p = t.prod();
+      await expect(p.item(), device).rejects.toThrow(OVERFLOW);
+      vals[3] = 1;
+      const u = torch.tensor(vals, { dtype: 'int64', device }), q = u.prod();
+      expect(await q.item(), device).toBe(2 ** 30);
+      [t, p, u, q].forEach((x) => x.dispose());
+    }
+  });
+
+  it('float sums are not checked (no int64 output)', async () => {
+    for (const device of devices) {
+      const t = torch.tensor([2e9, 2e9], { dtype: 'float32', device }), s = t.sum();
+      expect(await s.item()).toBe(4e9);
+      [t, s].forEach((x) => x.dispose());
+    }
+  });
+});
