@@ -53,13 +53,28 @@ export interface MapKernel {
 }
 
 /** Whether a map expression checks its divisors (see the module's note): its kernel binds the error buffer. */
-export const checksDivisor = (expr: string): boolean => expr.includes('divisor_i(');
+export const checksDivisor = (expr: string): boolean => expr.includes('divisor_i(') || expr.includes('_ck(');
 
-/** The WGSL of a checking kernel: the error buffer after `slots` storages, and `divisor_i`. */
+/** The WGSL of a checking kernel: the error buffer after `slots` storages, `divisor_i`, and the int64 overflow checks `add_ck`/`sub_ck`/`mul_ck` (int64 lives in 32 bits; see ts/dtype.ts). */
 function divisorCheck(slots: number, codeWord: number): string {
   return `${errorBinding(slots)}fn divisor_i(b: i32) -> i32 {
   if (b == 0i) { fail(P[${codeWord}u], 0i); }
   return b;
+}
+fn add_ck(a: i32, b: i32) -> i32 {
+  let r = a + b;
+  if (((a ^ r) & (b ^ r)) < 0i) { fail(P[${codeWord}u], 0i); }
+  return r;
+}
+fn sub_ck(a: i32, b: i32) -> i32 {
+  let r = a - b;
+  if (((a ^ b) & (a ^ r)) < 0i) { fail(P[${codeWord}u], 0i); }
+  return r;
+}
+fn mul_ck(a: i32, b: i32) -> i32 {
+  let r = a * b;
+  if (a != 0i && (r / a != b || (a == -1i && b == bitcast<i32>(0x80000000u)))) { fail(P[${codeWord}u], 0i); }
+  return r;
 }
 `;
 }

@@ -99,3 +99,45 @@ describe('int64 sum and prod never wrap', () => {
     }
   });
 });
+
+describe('int64 add, sub and mul never wrap', () => {
+  const OPS: [string, (a: torch.Tensor, b: torch.Tensor | number) => torch.Tensor][] = [
+    ['add', (a, b) => torch.add(a, b)],
+    ['sub', (a, b) => torch.sub(a, b)],
+    ['mul', (a, b) => torch.mul(a, b)],
+  ];
+  const big: Record<string, [number[], number[]]> = {
+    add: [[2e9, -5], [2e9, 1]],
+    sub: [[-2e9, 5], [2e9, 1]],
+    mul: [[65536, 3], [65536, 4]],
+  };
+  it.each(OPS)('%s: a result outside the storage range raises at the next read; one that fits is exact', async (name, fn) => {
+    for (const device of devices) {
+      const [av, bv] = big[name];
+      // contiguous rows of 4+ (the cpu's SIMD path) and a broadcast scalar operand
+      for (const [x, y] of [[av, bv], [[...av, ...av, ...av], [...bv, ...bv, ...bv]]]) {
+        const a = torch.tensor(x, { dtype: 'int64', device }), b = torch.tensor(y, { dtype: 'int64', device }), r = fn(a, b);
+        await expect(r.data(), `${device} ${name} ${x}`).rejects.toThrow(`"${name}": ${OVERFLOW}`);
+        [a, b, r].forEach((t) => t.dispose());
+      }
+      const a = torch.tensor([1e9, -1e9, 46340, -7, 0], { dtype: 'int64', device }), b = torch.tensor([1e9, -1e9, 46340, 3, 5], { dtype: 'int64', device });
+      const r = fn(a, b), want = { add: [2e9, -2e9, 92680, -4, 5], sub: [0, 0, 0, -10, -5], mul: [1e18, 1e18, 46340 * 46340, -21, 0] }[name]!;
+      if (name === 'mul') await expect(r.data(), device).rejects.toThrow(OVERFLOW); // 1e9 * 1e9
+      else expect(await r.data(), `${device} ${name}`).toEqual(new Int32Array(want));
+      [a, b, r].forEach((t) => t.dispose());
+    }
+  });
+
+  it('alpha and JS scalars are checked; int32 keeps wrapping as PyTorch does', async () => {
+    for (const device of devices) {
+      const a = torch.tensor([2e9, 0, 0, 0], { dtype: 'int64', device }), b = torch.tensor([1, 1, 1, 1], { dtype: 'int64', device });
+      const r = torch.add(a, b, { alpha: 2e8 });
+      await expect(r.data(), device).rejects.toThrow(`"add": ${OVERFLOW}`);
+      const s = torch.mul(a, 2);
+      await expect(s.data(), device).rejects.toThrow(`"mul": ${OVERFLOW}`);
+      const c = torch.tensor([2147483647, 1, 2, 3], { dtype: 'int32', device }), w = torch.add(c, c);
+      expect(await w.data(), device).toEqual(new Int32Array([-2, 2, 4, 6]));
+      [a, b, r, s, c, w].forEach((t) => t.dispose());
+    }
+  });
+});

@@ -7,7 +7,7 @@
  * promotion as Python scalars do, and reach the kernel as parameters (their bits in the
  * compute dtype), not as 0-dim tensors.
  */
-import { checkFits, f32ToBF16, f32ToF16, isFloating, resultType, scalarName, storageCode, type DType } from '../dtype.js';
+import { checkFits, int64Overflow, f32ToBF16, f32ToF16, isFloating, resultType, scalarName, storageCode, type DType } from '../dtype.js';
 import { alloc, launch, ref, sameDevice, place } from '../runtime/dispatch.js';
 import { broadcastFor, broadcastStrides, fmt, MAX_KERNEL_RANK } from '../shape.js';
 import { Tensor } from '../tensor.js';
@@ -199,6 +199,7 @@ function binaryForward(op: ElementwiseOp, a: TensorOrScalar, b: TensorOrScalar, 
   if (out.numel()) {
     const cmd: Command = { k: 'binary', op: op.code, dt: storageCode(compute), outDt: storageCode(outDt), out: place(out), shape, a: ra, b: rb, alpha };
     if (intDivision) cmd.check = { message: `ZeroDivisionError: integer division by zero (in ${name}, dtype ${compute})` };
+    else if (outDt === 'int64' && op.wgsl.i32Checked) cmd.check = { message: int64Overflow(name), overflow: true };
     launch(device, cmd);
   }
   for (const t of temps) t.dispose();

@@ -24,7 +24,7 @@ interface Kernels {
   copyStrided(srcDt: number, dstDt: number, src: number, dst: number, p: number): void;
   unary(op: number, dt: number, outDt: number, a: number, out: number, p: number, s0: number, s1: number, s2: number): void;
   /** Returns 1 when an integer division met a zero divisor. */
-  binary(op: number, dt: number, outDt: number, a: number, b: number, out: number, p: number, alpha: number): number;
+  binary(op: number, dt: number, outDt: number, a: number, b: number, out: number, p: number, alpha: number, overflow: number): number;
   where(dt: number, c: number, a: number, b: number, out: number, p: number): void;
   reduce(op: number, dt: number, outDt: number, a: number, out: number, outer: number, inner: number): number;
   matmulWorkspaceBytes(m: number, n: number, k: number): number;
@@ -165,8 +165,8 @@ function run(cmd: Command): void {
       return K.unary(cmd.op, cmd.dt, cmd.outDt, ptr(cmd.a.id), at(cmd.out, cmd.outDt), viewDesc(cmd.shape, [cmd.a]), ...cmd.s);
     case 'binary': {
       const [a, av] = operand(cmd.a, 0, cmd.shape.length), [b, bv] = operand(cmd.b, 1, cmd.shape.length);
-      const zeroDivisor = K.binary(cmd.op, cmd.dt, cmd.outDt, a, b, at(cmd.out, cmd.outDt), viewDesc(cmd.shape, [av, bv]), cmd.alpha);
-      if (zeroDivisor && cmd.check) throw new Error(cmd.check.message);
+      const failed = K.binary(cmd.op, cmd.dt, cmd.outDt, a, b, at(cmd.out, cmd.outDt), viewDesc(cmd.shape, [av, bv]), cmd.alpha, +!!cmd.check?.overflow);
+      if (failed && cmd.check) throw new Error(cmd.check.message);
       return;
     }
     case 'where':

@@ -498,7 +498,7 @@ function run(cmd: Command): void {
     case 'binary': {
       const op = (cmd.k === 'unary' ? UNARY : BINARY).get(cmd.op)!;
       const t = computeType(cmd.dt);
-      const expr = t === 'f32' ? op.wgsl.f32 : op.wgsl.i32;
+      const expr = t === 'f32' ? op.wgsl.f32 : cmd.k === 'binary' && cmd.check?.overflow ? op.wgsl.i32Checked : op.wgsl.i32;
       if (!expr) throw new Error(`${op.name} has no ${t} kernel`);
       const ins: MapOperand[] = cmd.k === 'unary' ? [{ r: cmd.a, dt: cmd.dt }] : [{ r: cmd.a, dt: cmd.dt }, { r: cmd.b, dt: cmd.dt }];
       const scalars = cmd.k === 'unary' ? cmd.s : [cmd.alpha];

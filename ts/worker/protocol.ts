@@ -133,6 +133,8 @@ export interface WorkerProfile {
  */
 export interface DeviceCheck {
   message: string;
+  /** An int64 overflow check of add/sub/mul (the op table's `wgsl.i32Checked` on the GPU). */
+  overflow?: boolean;
 }
 
 /** An error raised inside a worker, carried back to the next sync point. */
