@@ -141,3 +141,29 @@ describe('int64 add, sub and mul never wrap', () => {
     }
   });
 });
+
+describe('int64 cumsum and cumprod never wrap', () => {
+  it('a running value outside the storage range raises, naming the op; values that fit are exact', async () => {
+    for (const device of devices) {
+      for (const [name, fn, vals] of [
+        ['cumsum', (t: torch.Tensor) => torch.cumsum(t, 0), [2e9, 2e9, -2e9]],
+        ['cumprod', (t: torch.Tensor) => torch.cumprod(t, 0), [65536, 65536, 0]],
+      ] as const) {
+        for (const dtype of ['int64', 'int32'] as const) {
+          const t = torch.tensor([...vals], { dtype, device }), r = fn(t);
+          expect(r.dtype).toBe('int64');
+          await expect(r.data(), `${device} ${name} ${dtype}`).rejects.toThrow(`"${name}": ${OVERFLOW}`);
+          [t, r].forEach((x) => x.dispose());
+        }
+      }
+      const t = torch.tensor([[2e9, -2e9, 5], [-2e9, 2e8, 3]], { dtype: 'int64', device });
+      const s = torch.cumsum(t, 1);
+      expect(await s.data(), device).toEqual(new Int32Array([2e9, 0, 5, -2e9, -18e8, -18e8 + 3]));
+      const p = torch.cumprod(t, 0);
+      await expect(p.data(), device).rejects.toThrow(`"cumprod": ${OVERFLOW}`);
+      const u = torch.tensor([-46340, 46340, -1], { dtype: 'int64', device }), q = torch.cumprod(u, 0);
+      expect(await q.data(), device).toEqual(new Int32Array([-46340, -46340 * 46340, 46340 * 46340]));
+      [t, s, p, u, q].forEach((x) => x.dispose());
+    }
+  });
+});

@@ -226,7 +226,7 @@ function write(id: number, byteOffset: number, data: ArrayBuffer): void {
 interface IndexKernels {
   gather(dt: number, x: number, idx: number, out: number, p: number, dimStride: number, size: number, wrap: number): number;
   scatter(dt: number, add: number, out: number, idx: number, src: number, p: number, dimStride: number, size: number, value: number): number;
-  cumulative(prod: number, dt: number, outDt: number, x: number, out: number, p: number, len: number, dimStride: number, inner: number): void;
+  cumulative(prod: number, dt: number, outDt: number, x: number, out: number, p: number, len: number, dimStride: number, inner: number): number;
   sortWorkspaceBytes(len: number): number;
   sortIndices(dt: number, descending: number, x: number, out: number, outer: number, len: number, inner: number, ws: number): void;
   oneHot(idx: number, out: number, n: number, classes: number): number;
@@ -251,8 +251,11 @@ function runIndex(cmd: IndexCommand): void {
       return checked(I.scatter(cmd.dt, +cmd.add, ptr(cmd.out.id), ptr(cmd.idx.id), cmd.src ? ptr(cmd.src.id) : 0, viewDesc(cmd.idxShape, views),
         cmd.dimStride, cmd.check.size, cmd.value), cmd.check);
     }
-    case 'cumulative':
-      return I.cumulative(+cmd.prod, cmd.dt, cmd.outDt, ptr(cmd.x.id), at(cmd.out, cmd.outDt), viewDesc(cmd.lines, [cmd.x]), cmd.len, cmd.dimStride, cmd.inner);
+    case 'cumulative': {
+      const overflow = I.cumulative(+cmd.prod, cmd.dt, cmd.outDt, ptr(cmd.x.id), at(cmd.out, cmd.outDt), viewDesc(cmd.lines, [cmd.x]), cmd.len, cmd.dimStride, cmd.inner);
+      if (overflow && cmd.check) throw new Error(cmd.check.message);
+      return;
+    }
     case 'sort': {
       if (!cmd.outer || !cmd.len || !cmd.inner) return;
       const bytes = I.sortWorkspaceBytes(cmd.len), ws = allocRange(bytes);

@@ -820,8 +820,9 @@ function runIndex(cmd: IndexCommand): void {
       if (!lines || !cmd.len) return;
       viaScratch(cmd.out, cmd.outDt, lines * cmd.len, wordDt(cmd.dt), (target, offset) => {
         const { bind, slot } = slotsOf(target, [buf(cmd.x.id)]);
-        dispatchCode(cumulativeShader(cmd.lines.length, cmd.dt, cmd.prod, slot[0], bind.length), bind,
-          indexParams(lines, cmd.lines, offset, [cmd.x], [cmd.len, cmd.dimStride, cmd.inner]), grid1d(lines));
+        const code = cmd.check ? checkCode(cmd.k, cmd.check.message) : 0;
+        dispatchCode(cumulativeShader(cmd.lines.length, cmd.dt, cmd.prod, slot[0], bind.length, code > 0), code ? [...bind, deviceErrors!] : bind,
+          indexParams(lines, cmd.lines, offset, [cmd.x], [cmd.len, cmd.dimStride, cmd.inner, code]), grid1d(lines));
       });
       return;
     }

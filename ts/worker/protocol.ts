@@ -161,7 +161,7 @@ export interface IndexCheck extends DeviceCheck {
  * - `scatter`: copies `x` into `out`, then writes or adds src (or `value`, already in the
  *   dtype's range) at out + dstStrides·i + idx(i) * dimStride over the index's shape.
  * - `cumulative`: running sums or products along lines of x (`lines` is x's shape without the
- *   dim) into a contiguous `out`.
+ *   dim) into a contiguous `out`; `check`: every running value must fit in 32 bits (int64 out).
  * - `sort`: the stable sort order (int64) of the contiguous [outer, len, inner] block at `x`.
  * - `oneHot`: idx.numel() × classes int64 zeros and ones.
  */
@@ -169,7 +169,7 @@ export type IndexCommand =
   | { k: 'gather'; x: ViewRef; idx: ViewRef; dt: StorageCode; out: Place; shape: number[]; dimStride: number; check: IndexCheck }
   | { k: 'scatter'; add: boolean; x: ViewRef; dt: StorageCode; out: Place; shape: number[]; dstStrides: number[]; idx: ViewRef;
       src: ViewRef | null; value: number; idxShape: number[]; dimStride: number; check: IndexCheck }
-  | { k: 'cumulative'; prod: boolean; x: ViewRef; dt: StorageCode; out: Place; outDt: StorageCode; lines: number[]; len: number;
+  | { k: 'cumulative'; prod: boolean; x: ViewRef; dt: StorageCode; out: Place; outDt: StorageCode; lines: number[]; len: number; check?: DeviceCheck;
       dimStride: number; inner: number }
   | { k: 'sort'; x: Place; dt: StorageCode; descending: boolean; out: Place; outer: number; len: number; inner: number }
   | { k: 'oneHot'; idx: Place; out: Place; n: number; classes: number; check: IndexCheck };
