@@ -131,6 +131,10 @@ export function checkFits(value: number, dtype: DType, where: string): void {
 export const int64Overflow = (op: string): string =>
   `RuntimeError: "${op}": int64 overflow: a result lies outside [${I32_MIN}, ${I32_MAX}], the range webtorch stores int64 in (int64 is stored as int32); it would wrap, so webtorch raises`;
 
+/** The error a float -> int64 cast raises on a value int64's 32-bit storage cannot hold. */
+export const castOutOfRange = (from: DType, to: DType): string =>
+  `RuntimeError: cast from ${from} to ${to}: a value is NaN, infinite or outside [${I32_MIN}, ${I32_MAX}], the range webtorch stores int64 in (int64 is stored as int32); it would saturate, so webtorch raises`;
+
 /** The typed array that holds a dtype's values on the host. */
 export type HostArray = Float32Array | Int32Array | Uint8Array | Uint16Array;
 

@@ -71,6 +71,11 @@ fn sub_ck(a: i32, b: i32) -> i32 {
   if (((a ^ b) & (a ^ r)) < 0i) { fail(P[${codeWord}u], 0i); }
   return r;
 }
+fn f2i_ck(x: f32) -> i32 {
+  let b = bitcast<u32>(x);
+  if (((b >> 23u) & 0xffu) >= 158u && b != 0xcf000000u) { fail(P[${codeWord}u], 0i); } // |x| >= 2^31 (not -2^31), Inf, NaN
+  return i32(x);
+}
 fn mul_ck(a: i32, b: i32) -> i32 {
   let r = a * b;
   if (a != 0i && (r / a != b || (a == -1i && b == bitcast<i32>(0x80000000u)))) { fail(P[${codeWord}u], 0i); }

@@ -167,3 +167,26 @@ describe('int64 cumsum and cumprod never wrap', () => {
     }
   });
 });
+
+describe('casts to int64 never saturate', () => {
+  it('float -> int64 raises on NaN, infinities and values outside the storage range; values that fit truncate as PyTorch', async () => {
+    for (const device of devices) {
+      for (const dtype of ['float32', 'float16', 'bfloat16'] as const) {
+        const bad = dtype === 'float32' ? [3e9, -3e9, 2147483648, NaN, Infinity, -Infinity] : [NaN, Infinity, -Infinity, ...(dtype === 'bfloat16' ? [3e9, -1e20] : [])];
+        for (const v of bad) {
+          // rows of 8: the GPU's vec4 path and the scalar path
+          const t = torch.tensor([1.5, v, 0, 0, 0, 0, 0, 0], { dtype, device }), r = t.to('int64');
+          await expect(r.data(), `${device} ${dtype} ${v}`).rejects.toThrow('cast from');
+          [t, r].forEach((x) => x.dispose());
+        }
+      }
+      const vals = [2147483520, -2147483648, -2.9, 2.9, -0.5, 1e9];
+      const t = torch.tensor(vals, { dtype: 'float32', device }), r = t.to('int64');
+      expect(await r.data(), device).toEqual(new Int32Array(vals.map(Math.trunc)));
+      // int32 casts keep PyTorch's unchecked behaviour; int -> int64 always fits
+      const u = torch.tensor([-7, 2147483647], { dtype: 'int32', device }), w = u.to('int64');
+      expect(await w.data(), device).toEqual(new Int32Array([-7, 2147483647]));
+      [t, r, u, w].forEach((x) => x.dispose());
+    }
+  });
+});

@@ -22,6 +22,7 @@ interface Kernels {
   scratch(): number;
   copy(srcDt: number, dstDt: number, src: number, dst: number, p: number): void;
   copyStrided(srcDt: number, dstDt: number, src: number, dst: number, p: number): void;
+  copyChecked(srcDt: number, dstDt: number, src: number, dst: number, p: number): number;
   unary(op: number, dt: number, outDt: number, a: number, out: number, p: number, s0: number, s1: number, s2: number): void;
   /** Returns 1 when an integer division met a zero divisor. */
   binary(op: number, dt: number, outDt: number, a: number, b: number, out: number, p: number, alpha: number, overflow: number): number;
@@ -158,6 +159,10 @@ function run(cmd: Command): void {
     case 'arange':
       return K.arange(cmd.dt, at(cmd.out, cmd.dt), cmd.n, cmd.start, cmd.step);
     case 'copy':
+      if (cmd.check) {
+        if (K.copyChecked(cmd.srcDt, cmd.dt, ptr(cmd.src.id), at(cmd.out, cmd.dt), viewDesc(cmd.shape, [cmd.src]))) throw new Error(cmd.check.message);
+        return;
+      }
       return K.copy(cmd.srcDt, cmd.dt, ptr(cmd.src.id), at(cmd.out, cmd.dt), viewDesc(cmd.shape, [cmd.src]));
     case 'copyInto':
       return K.copyStrided(cmd.srcDt, cmd.dt, ptr(cmd.src.id), ptr(cmd.dst.id), viewDesc(cmd.shape, [cmd.src, cmd.dst]));

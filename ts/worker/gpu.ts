@@ -484,7 +484,9 @@ function run(cmd: Command): void {
       return;
     }
     case 'copy':
-      runMap([{ r: cmd.src, dt: cmd.srcDt }], cmd.shape, buf(cmd.out.id), cmd.out.offset, cmd.dt, 'x0', computeType(cmd.srcDt));
+      // A checked float -> int64 cast goes through f2i_ck (wgsl/elementwise.ts).
+      if (cmd.check) runMap([{ r: cmd.src, dt: cmd.srcDt }], cmd.shape, buf(cmd.out.id), cmd.out.offset, cmd.dt, 'f2i_ck(x0)', 'i32', NO_SCALARS, cmd.check);
+      else runMap([{ r: cmd.src, dt: cmd.srcDt }], cmd.shape, buf(cmd.out.id), cmd.out.offset, cmd.dt, 'x0', computeType(cmd.srcDt));
       return;
     case 'copyInto': {
       const n = cmd.shape.reduce((a, b) => a * b, 1);

@@ -35,7 +35,8 @@ export type Command =
   | { k: 'write'; id: number; byteOffset: number; data: ArrayBuffer }
   | { k: 'fill'; out: Place; dt: StorageCode; n: number; value: number }
   | { k: 'arange'; out: Place; dt: StorageCode; n: number; start: number; step: number }
-  | { k: 'copy'; src: ViewRef; srcDt: StorageCode; out: Place; dt: StorageCode; shape: number[] }
+  /** `check`: a float -> int64 cast raises on NaN, infinities and values outside int64's 32-bit storage. */
+  | { k: 'copy'; src: ViewRef; srcDt: StorageCode; out: Place; dt: StorageCode; shape: number[]; check?: DeviceCheck }
   | { k: 'copyInto'; src: ViewRef; srcDt: StorageCode; dst: ViewRef; dt: StorageCode; shape: number[] }
   | { k: 'unary'; op: number; a: ViewRef; dt: StorageCode; out: Place; outDt: StorageCode; shape: number[]; s: [number, number, number] }
   | { k: 'binary'; op: number; a: Operand; b: Operand; dt: StorageCode; out: Place; outDt: StorageCode; shape: number[]; alpha: number; check?: DeviceCheck }
@@ -233,6 +234,7 @@ export class BatchWriter {
         return;
       }
       case 'copy': {
+        if (cmd.check) break;
         const r = cmd.shape.length;
         this.reserve(8 + 2 * r);
         this.put6(Tag.Copy, cmd.srcDt, cmd.dt, cmd.out.id, cmd.out.offset, r);
