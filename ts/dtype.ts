@@ -204,7 +204,7 @@ export function bf16ToF32(h: number): number {
 }
 
 /** Encodes JS values into a dtype's host storage. */
-export function encode(values: ArrayLike<number | boolean>, dtype: DType, where: string): HostArray {
+export function encode(values: ArrayLike<number | boolean | bigint>, dtype: DType, where: string): HostArray {
   // Typed arrays that already hold the storage format are copied in one go.
   if (values instanceof Float32Array && dtype === 'float32') return values.slice();
   if (values instanceof Int32Array && (dtype === 'int32' || dtype === 'int64')) return values.slice();
@@ -212,7 +212,12 @@ export function encode(values: ArrayLike<number | boolean>, dtype: DType, where:
   const out = hostArray(dtype, values.length);
   const code = INFO[dtype].code;
   for (let i = 0; i < values.length; i++) {
-    const v = Number(values[i]);
+    const x = values[i];
+    // A BigInt reaches an integer dtype exactly or not at all (checkFits sees its exact value).
+    if (typeof x === 'bigint' && code === StorageCode.I32 && (x < BigInt(I32_MIN) || x > BigInt(I32_MAX))) {
+      throw new RangeError(`${where}: value ${x} does not fit in ${dtype}${dtype === 'int64' ? ' (webtorch stores int64 as int32)' : ''}`);
+    }
+    const v = Number(x);
     if (code === StorageCode.I32) checkFits(v, dtype, where);
     out[i] = code === StorageCode.F16 ? f32ToF16(v)
       : code === StorageCode.BF16 ? f32ToBF16(v)

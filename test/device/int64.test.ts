@@ -190,3 +190,25 @@ describe('casts to int64 never saturate', () => {
     }
   });
 });
+
+describe('int64 from BigInts', () => {
+  it('nested BigInts and BigInt64Array make int64 tensors; BigInts outside the storage range raise', async () => {
+    for (const device of devices) {
+      const a = torch.tensor([[1n, -2n], [2147483647n, -2147483648n]], { device });
+      expect(a.dtype).toBe('int64');
+      expect(await a.data(), device).toEqual(new Int32Array([1, -2, 2147483647, -2147483648]));
+      const b = torch.tensor(new BigInt64Array([5n, -6n]), { device });
+      expect(b.dtype).toBe('int64');
+      expect(await b.tolist()).toEqual([5, -6]);
+      const c = torch.tensor([3n, 1.5], { device }); // a float among them: float32, as PyTorch's tensor([3, 1.5])
+      expect(c.dtype).toBe('float32');
+      expect(await c.data()).toEqual(new Float32Array([3, 1.5]));
+      for (const bad of [2147483648n, -2147483649n, 2n ** 63n - 1n]) {
+        expect(() => torch.tensor([bad], { device }), `${device} ${bad}`).toThrow(`value ${bad} does not fit in int64`);
+        expect(() => torch.tensor(new BigInt64Array([bad]), { device }), `${device} ${bad}`).toThrow(`value ${bad} does not fit in int64`);
+      }
+      expect(() => torch.tensor([2 ** 53 + 2], { dtype: 'int64', device })).toThrow('does not fit in int64');
+      [a, b, c].forEach((x) => x.dispose());
+    }
+  });
+});
