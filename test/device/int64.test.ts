@@ -212,3 +212,24 @@ describe('int64 from BigInts', () => {
     }
   });
 });
+
+describe('int64 neg, abs and square never wrap', () => {
+  const M = -2147483648;
+  const OPS: [string, (t: torch.Tensor) => torch.Tensor, number[], number[], number[]][] = [
+    ['neg', (t) => torch.neg(t), [M], [5, -7, 2147483647, 0], [-5, 7, -2147483647, 0]],
+    ['abs', (t) => torch.abs(t), [M], [5, -7, -2147483647, 0], [5, 7, 2147483647, 0]],
+    ['square', (t) => torch.square(t), [46341], [46340, -46340, -3, 0], [46340 * 46340, 46340 * 46340, 9, 0]],
+  ];
+  it.each(OPS)('%s raises where the result leaves the storage range, and is exact elsewhere', async (name, fn, bad, good, want) => {
+    for (const device of devices) {
+      const t = torch.tensor([1, 2, 3, ...bad], { dtype: 'int64', device }), r = fn(t);
+      await expect(r.data(), `${device} ${name}`).rejects.toThrow(`"${name}": ${OVERFLOW}`);
+      const u = torch.tensor(good, { dtype: 'int64', device }), s = fn(u);
+      expect(await s.data(), `${device} ${name}`).toEqual(new Int32Array(want));
+      // int32 keeps PyTorch's wrapping
+      const v = torch.tensor(bad, { dtype: 'int32', device }), w = fn(v);
+      expect(await w.data(), `${device} ${name} int32`).toEqual(new Int32Array(bad.map((x) => (name === 'square' ? Math.imul(x, x) : name === 'neg' ? -x | 0 : Math.abs(x) | 0))));
+      [t, r, u, s, v, w].forEach((x) => x.dispose());
+    }
+  });
+});

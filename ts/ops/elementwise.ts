@@ -112,6 +112,7 @@ function unaryForward(op: ElementwiseOp, x: Tensor, s: number[]): Tensor {
     launch(x.device, {
       k: 'unary', op: op.code, a: ref(xc), dt: storageCode(compute), out: place(out), outDt: storageCode(outDt),
       shape: x.shape.slice(), s: [s[0] ?? 0, s[1] ?? 0, s[2] ?? 0],
+      ...(outDt === 'int64' && op.wgsl.i32Checked ? { check: { message: int64Overflow(name), overflow: true } } : {}),
     });
   }
   if (temp) xc.dispose();

@@ -192,8 +192,8 @@ const logic = (name: string, code: number, o: string): ElementwiseOp =>
 
 /** Every elementwise op. */
 export const ELEMENTWISE: readonly ElementwiseOp[] = [
-  d(u('neg', 0, 'number', '-x0', '-x0'), [], (m, { g }) => [m.neg(g)]),
-  d(u('abs', 1, 'number', 'abs(x0)', 'abs(x0)'), ['x'], (m, { x, g }) => [m.mul(g, m.sign(x))]),
+  d(checked('sub_ck(0i, x0)', u('neg', 0, 'number', '-x0', '-x0')), [], (m, { g }) => [m.neg(g)]),
+  d(checked('select(x0, sub_ck(0i, x0), x0 < 0i)', u('abs', 1, 'number', 'abs(x0)', 'abs(x0)')), ['x'], (m, { x, g }) => [m.mul(g, m.sign(x))]),
   d(u('exp', 2, 'float', 'exp(x0)'), ['out'], (m, { out, g }) => [m.mul(g, out)]),
   d(u('expm1', 3, 'float', 'expm1_f(x0)'), ['out'], (m, { out, g }) => [m.mul(g, m.add(out, 1))]),
   d(u('log', 4, 'float', 'log_f(x0)'), ['x'], (m, { x, g }) => [m.div(g, x)]),
@@ -237,7 +237,7 @@ export const ELEMENTWISE: readonly ElementwiseOp[] = [
   d(u('nan_to_num', 24, 'float', 'select(select(select(x0, s2, x0 == -inf_f()), s1, x0 == inf_f()), s0, isnan_f(x0))', undefined, ['nan', 'posinf', 'neginf']), ['x'], (m, { x, g }) => [m.mul(g, m.lt(m.abs(x), Infinity))]),
   u('logical_not', 25, 'bool', 'select(1i, 0i, nz_f(x0))', 'select(0i, 1i, x0 == 0i)'),
   u('isnan', 26, 'bool', 'select(0i, 1i, isnan_f(x0))', '0i'),
-  d(boolAs('int64', u('square', 28, 'number', 'x0 * x0', 'x0 * x0')), ['x'], (m, { x, g }) => [m.mul(g, m.mul(x, 2))]),
+  d(boolAs('int64', checked('mul_ck(x0, x0)', u('square', 28, 'number', 'x0 * x0', 'x0 * x0'))), ['x'], (m, { x, g }) => [m.mul(g, m.mul(x, 2))]),
   d(u('trunc', 30, 'number', 'trunc(x0)', 'x0'), [], zero),
   d(checked('add_ck(x0, mul_ck(i32(s0), x1))', b('add', 0, 'any', 'x0 + s0 * x1', 'x0 + i32(s0) * x1', ['alpha'])), [], (m, { g, s }) => [m.mul(g, 1), m.mul(g, s[0])]),
   d(checked('sub_ck(x0, mul_ck(i32(s0), x1))', b('sub', 1, 'number', 'x0 - s0 * x1', 'x0 - i32(s0) * x1', ['alpha'])), [], (m, { g, s }) => [m.mul(g, 1), m.mul(g, -s[0])]),

@@ -24,6 +24,7 @@ interface Kernels {
   copyStrided(srcDt: number, dstDt: number, src: number, dst: number, p: number): void;
   copyChecked(srcDt: number, dstDt: number, src: number, dst: number, p: number): number;
   unary(op: number, dt: number, outDt: number, a: number, out: number, p: number, s0: number, s1: number, s2: number): void;
+  unaryChecked(op: number, dt: number, outDt: number, a: number, out: number, p: number, s0: number, s1: number, s2: number): number;
   /** Returns 1 when an integer division met a zero divisor. */
   binary(op: number, dt: number, outDt: number, a: number, b: number, out: number, p: number, alpha: number, overflow: number): number;
   where(dt: number, c: number, a: number, b: number, out: number, p: number): void;
@@ -167,6 +168,10 @@ function run(cmd: Command): void {
     case 'copyInto':
       return K.copyStrided(cmd.srcDt, cmd.dt, ptr(cmd.src.id), ptr(cmd.dst.id), viewDesc(cmd.shape, [cmd.src, cmd.dst]));
     case 'unary':
+      if (cmd.check) {
+        if (K.unaryChecked(cmd.op, cmd.dt, cmd.outDt, ptr(cmd.a.id), at(cmd.out, cmd.outDt), viewDesc(cmd.shape, [cmd.a]), ...cmd.s)) throw new Error(cmd.check.message);
+        return;
+      }
       return K.unary(cmd.op, cmd.dt, cmd.outDt, ptr(cmd.a.id), at(cmd.out, cmd.outDt), viewDesc(cmd.shape, [cmd.a]), ...cmd.s);
     case 'binary': {
       const [a, av] = operand(cmd.a, 0, cmd.shape.length), [b, bv] = operand(cmd.b, 1, cmd.shape.length);

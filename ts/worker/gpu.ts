@@ -500,11 +500,11 @@ function run(cmd: Command): void {
     case 'binary': {
       const op = (cmd.k === 'unary' ? UNARY : BINARY).get(cmd.op)!;
       const t = computeType(cmd.dt);
-      const expr = t === 'f32' ? op.wgsl.f32 : cmd.k === 'binary' && cmd.check?.overflow ? op.wgsl.i32Checked : op.wgsl.i32;
+      const expr = t === 'f32' ? op.wgsl.f32 : cmd.check?.overflow ? op.wgsl.i32Checked : op.wgsl.i32;
       if (!expr) throw new Error(`${op.name} has no ${t} kernel`);
       const ins: MapOperand[] = cmd.k === 'unary' ? [{ r: cmd.a, dt: cmd.dt }] : [{ r: cmd.a, dt: cmd.dt }, { r: cmd.b, dt: cmd.dt }];
       const scalars = cmd.k === 'unary' ? cmd.s : [cmd.alpha];
-      runMap(ins, cmd.shape, buf(cmd.out.id), cmd.out.offset, cmd.outDt, expr, op.dtypes === 'bool' ? 'i32' : t, scalars, cmd.k === 'binary' ? cmd.check : undefined);
+      runMap(ins, cmd.shape, buf(cmd.out.id), cmd.out.offset, cmd.outDt, expr, op.dtypes === 'bool' ? 'i32' : t, scalars, cmd.check);
       return;
     }
     case 'where':

@@ -38,7 +38,7 @@ export type Command =
   /** `check`: a float -> int64 cast raises on NaN, infinities and values outside int64's 32-bit storage. */
   | { k: 'copy'; src: ViewRef; srcDt: StorageCode; out: Place; dt: StorageCode; shape: number[]; check?: DeviceCheck }
   | { k: 'copyInto'; src: ViewRef; srcDt: StorageCode; dst: ViewRef; dt: StorageCode; shape: number[] }
-  | { k: 'unary'; op: number; a: ViewRef; dt: StorageCode; out: Place; outDt: StorageCode; shape: number[]; s: [number, number, number] }
+  | { k: 'unary'; op: number; a: ViewRef; dt: StorageCode; out: Place; outDt: StorageCode; shape: number[]; s: [number, number, number]; check?: DeviceCheck }
   | { k: 'binary'; op: number; a: Operand; b: Operand; dt: StorageCode; out: Place; outDt: StorageCode; shape: number[]; alpha: number; check?: DeviceCheck }
   | { k: 'where'; c: ViewRef; a: ViewRef; b: ViewRef; dt: StorageCode; out: Place; shape: number[] }
   /** `check`: an integer sum or product must fit the output's 32-bit storage (int64 outputs). */
@@ -223,6 +223,7 @@ export class BatchWriter {
         return;
       }
       case 'unary': {
+        if (cmd.check) break;
         const r = cmd.shape.length;
         this.reserve(12 + 2 * r);
         this.put6(Tag.Unary, cmd.op, cmd.dt, cmd.outDt, cmd.out.id, cmd.out.offset);
