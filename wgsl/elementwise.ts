@@ -71,6 +71,17 @@ fn sub_ck(a: i32, b: i32) -> i32 {
   if (((a ^ b) & (a ^ r)) < 0i) { fail(P[${codeWord}u], 0i); }
   return r;
 }
+fn pow_ck(a: i32, b: i32) -> i32 {
+  if (b < 0) { return select(select(0i, 1i, a == 1i), select(-1i, 1i, (b & 1i) == 0i), a == -1i); }
+  var r = 1i; var base = a; var e = b;
+  loop {
+    if (e == 0i) { break; }
+    if ((e & 1i) == 1i) { r = mul_ck(r, base); }
+    e = e >> 1u;
+    if (e != 0i) { base = mul_ck(base, base); }
+  }
+  return r;
+}
 fn f2i_ck(x: f32) -> i32 {
   let b = bitcast<u32>(x);
   if (((b >> 23u) & 0xffu) >= 158u && b != 0xcf000000u) { fail(P[${codeWord}u], 0i); } // |x| >= 2^31 (not -2^31), Inf, NaN

@@ -104,7 +104,7 @@ export function binaryI(op: i32, x: i32, y: i32, alpha: i32): i32 {
       }
       return y == -1 ? -x : x / y;
     }
-    case 6: return powI(x, y);
+    case 6: return checkOverflow ? powChecked(x, y) : powI(x, y);
     case 7: return max<i32>(x, y);
     case 8: return min<i32>(x, y);
     case 9: {
@@ -128,6 +128,25 @@ export function binaryI(op: i32, x: i32, y: i32, alpha: i32): i32 {
     case 21: return x | y;
     default: return x ^ y;
   }
+}
+
+/** powI, noting in `overflowed` when the result leaves the i32 range. */
+function powChecked(base: i32, e: i32): i32 {
+  if (e < 0) return powI(base, e);
+  let r: i64 = 1;
+  let b: i64 = base;
+  while (e != 0) {
+    if ((e & 1) != 0) {
+      r *= b;
+      if (r != <i64><i32>r) { overflowed = true; return <i32>r; }
+    }
+    e >>>= 1;
+    if (e != 0) {
+      b *= b; // a later factor b^(2^k) with |b| past i32 makes |r| past it too (b is not 0 here)
+      if (b != <i64><i32>b) { overflowed = true; return <i32>r; }
+    }
+  }
+  return <i32>r;
 }
 
 // @ts-ignore: decorator

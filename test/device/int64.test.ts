@@ -233,3 +233,23 @@ describe('int64 neg, abs and square never wrap', () => {
     }
   });
 });
+
+describe('int64 pow never wraps', () => {
+  it('raises where the power leaves the storage range; exact powers at the edges', async () => {
+    for (const device of devices) {
+      for (const [base, exp] of [[2, 31], [65536, 2], [-3, 20], [46341, 2], [3, 1000]]) {
+        const t = torch.tensor([2, base], { dtype: 'int64', device }), e = torch.tensor([3, exp], { dtype: 'int64', device }), r = torch.pow(t, e);
+        await expect(r.data(), `${device} ${base}^${exp}`).rejects.toThrow(`"pow": ${OVERFLOW}`);
+        [t, e, r].forEach((x) => x.dispose());
+      }
+      const t = torch.tensor([-2, 2, 3, -1, 1, 0, 46340], { dtype: 'int64', device }), e = torch.tensor([31, 30, 19, 12345, 1000, 0, 2], { dtype: 'int64', device });
+      const r = torch.pow(t, e);
+      expect(await r.data(), device).toEqual(new Int32Array([-(2 ** 31), 2 ** 30, 3 ** 19, -1, 1, 1, 46340 * 46340]));
+      const s = torch.pow(t, 2);
+      expect(await s.data(), device).toEqual(new Int32Array([4, 4, 9, 1, 1, 0, 46340 * 46340]));
+      const big = torch.tensor([65536], { dtype: 'int64', device }), p = torch.pow(big, 2);
+      await expect(p.data(), device).rejects.toThrow(OVERFLOW);
+      [t, e, r, s, big, p].forEach((x) => x.dispose());
+    }
+  });
+});

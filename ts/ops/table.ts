@@ -245,7 +245,7 @@ export const ELEMENTWISE: readonly ElementwiseOp[] = [
   d(b('div', 3, 'float', 'x0 / x1'), ['y', 'out'], (m, { y, out, g }) => [m.div(g, y), m.neg(m.div(m.mul(g, out), y))]),
   d(b('floor_divide', 4, 'number', 'floordiv_f(x0, x1)', 'floordiv_i(x0, divisor_i(x1))'), [], zero),
   d(b('trunc_divide', 5, 'number', 'trunc(x0 / x1)', 'select(x0 / divisor_i(x1), 0i, x1 == 0i)'), [], zero),
-  d(b('pow', 6, 'number', 'pow_f(x0, x1)', 'pow_i(x0, x1)'), ['x', 'y', 'out'], (m, { x, y, out, g }) => [
+  d(checked('pow_ck(x0, x1)', b('pow', 6, 'number', 'pow_f(x0, x1)', 'pow_i(x0, x1)')), ['x', 'y', 'out'], (m, { x, y, out, g }) => [
     m.mul(g, m.mul(y, m.pow(x, m.sub(y, 1)))),
     m.mul(g, m.where(m.mul(m.eq(x, 0), m.ge(y, 0)), 0, m.mul(out, m.log(x)))),
   ]),
