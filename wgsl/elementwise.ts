@@ -6,7 +6,7 @@
  * need no copy. The shader is specialised on the rank and on which inputs are contiguous, so
  * the common case compiles to a plain `i + offset` load. Params are an `array<u32>` block:
  *   [0] n, [1..9) shape, [9] output offset, then per input (offset, strides[8]), then 4 f32
- *   scalars, then the device-check code.
+ *   scalars, then the device-check code, then the int64 overflow check's code (the `_ck` helpers).
  *
  * Device checks: an expression that calls `divisor_i(b)` (the integer divisions of the op
  * table) makes a checking kernel: it binds the device's error buffer after its storages
@@ -63,13 +63,21 @@ function divisorCheck(slots: number, codeWord: number): string {
 }
 fn add_ck(a: i32, b: i32) -> i32 {
   let r = a + b;
-  if (((a ^ r) & (b ^ r)) < 0i) { fail(P[${codeWord}u], 0i); }
+  if (((a ^ r) & (b ^ r)) < 0i) { fail(P[${codeWord + 1}u], 0i); }
   return r;
 }
 fn sub_ck(a: i32, b: i32) -> i32 {
   let r = a - b;
-  if (((a ^ b) & (a ^ r)) < 0i) { fail(P[${codeWord}u], 0i); }
+  if (((a ^ b) & (a ^ r)) < 0i) { fail(P[${codeWord + 1}u], 0i); }
   return r;
+}
+fn div_ck(a: i32, b: i32) -> i32 {
+  if (a == bitcast<i32>(0x80000000u) && b == -1i) { fail(P[${codeWord + 1}u], 0i); }
+  return a / b;
+}
+fn floordiv_ck(a: i32, b: i32) -> i32 {
+  if (a == bitcast<i32>(0x80000000u) && b == -1i) { fail(P[${codeWord + 1}u], 0i); }
+  return floordiv_i(a, b);
 }
 fn pow_ck(a: i32, b: i32) -> i32 {
   if (b < 0) { return select(select(0i, 1i, a == 1i), select(-1i, 1i, (b & 1i) == 0i), a == -1i); }
@@ -84,19 +92,19 @@ fn pow_ck(a: i32, b: i32) -> i32 {
 }
 fn f2i_ck(x: f32) -> i32 {
   let b = bitcast<u32>(x);
-  if (((b >> 23u) & 0xffu) >= 158u && b != 0xcf000000u) { fail(P[${codeWord}u], 0i); } // |x| >= 2^31 (not -2^31), Inf, NaN
+  if (((b >> 23u) & 0xffu) >= 158u && b != 0xcf000000u) { fail(P[${codeWord + 1}u], 0i); } // |x| >= 2^31 (not -2^31), Inf, NaN
   return i32(x);
 }
 fn mul_ck(a: i32, b: i32) -> i32 {
   let r = a * b;
-  if (a != 0i && (r / a != b || (a == -1i && b == bitcast<i32>(0x80000000u)))) { fail(P[${codeWord}u], 0i); }
+  if (a != 0i && (r / a != b || (a == -1i && b == bitcast<i32>(0x80000000u)))) { fail(P[${codeWord + 1}u], 0i); }
   return r;
 }
 `;
 }
 
 /** Params words a map kernel uses. */
-export const mapParamWords = (nInputs: number): number => 10 + nInputs * 9 + 5;
+export const mapParamWords = (nInputs: number): number => 10 + nInputs * 9 + 6;
 
 /** The params block of a map kernel: n, shape, the output's element offset, each input's view, scalars, the check code. */
 export function mapParams(n: number, shape: number[], outOffset: number, inputs: { strides: number[]; offset: number }[], scalars: number[] = [], checkCode = 0): ArrayBuffer {

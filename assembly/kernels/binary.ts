@@ -93,7 +93,10 @@ export function binaryI(op: i32, x: i32, y: i32, alpha: i32): i32 {
         zeroDivisor = true;
         return 0;
       }
-      if (y == -1) return -x;
+      if (y == -1) {
+        if (checkOverflow && x == i32.MIN_VALUE) overflowed = true;
+        return -x;
+      }
       const q = x / y;
       return (x % y != 0 && (x < 0) != (y < 0)) ? q - 1 : q;
     }
@@ -102,6 +105,7 @@ export function binaryI(op: i32, x: i32, y: i32, alpha: i32): i32 {
         zeroDivisor = true;
         return 0;
       }
+      if (y == -1 && checkOverflow && x == i32.MIN_VALUE) overflowed = true;
       return y == -1 ? -x : x / y;
     }
     case 6: return checkOverflow ? powChecked(x, y) : powI(x, y);

@@ -253,3 +253,26 @@ describe('int64 pow never wraps', () => {
     }
   });
 });
+
+describe('int64 floor and trunc division never wrap', () => {
+  const M = -2147483648;
+  const OPS: [string, (a: torch.Tensor, b: torch.Tensor) => torch.Tensor][] = [
+    ['floor_divide', (a, b) => torch.floorDivide(a, b)],
+    ['trunc_divide', (a, b) => torch.div(a, b, { roundingMode: 'trunc' })],
+  ];
+  it.each(OPS)('%s of -2^31 by -1 raises the overflow; a zero divisor still raises ZeroDivisionError; other quotients are exact', async (name, fn) => {
+    for (const device of devices) {
+      const a = torch.tensor([M, 7, -7, M], { dtype: 'int64', device }), b = torch.tensor([-1, 2, 2, 1], { dtype: 'int64', device }), r = fn(a, b);
+      await expect(r.data(), `${device} ${name}`).rejects.toThrow(`"${name}": ${OVERFLOW}`);
+      const z = torch.tensor([0, 2, 2, 1], { dtype: 'int64', device }), q = fn(a, z);
+      await expect(q.data(), `${device} ${name}`).rejects.toThrow('ZeroDivisionError');
+      const c = torch.tensor([-2, 2, 2, 1], { dtype: 'int64', device }), s = fn(a, c);
+      const want = name === 'floor_divide' ? [M / -2, 3, -4, M] : [M / -2, 3, -3, M];
+      expect(await s.data(), `${device} ${name}`).toEqual(new Int32Array(want));
+      // int32 keeps PyTorch's wrapping
+      const a32 = torch.tensor([M], { dtype: 'int32', device }), b32 = torch.tensor([-1], { dtype: 'int32', device }), w = fn(a32, b32);
+      expect(await w.data(), `${device} ${name} int32`).toEqual(new Int32Array([M]));
+      [a, b, r, z, q, c, s, a32, b32, w].forEach((t) => t.dispose());
+    }
+  });
+});

@@ -112,7 +112,7 @@ function unaryForward(op: ElementwiseOp, x: Tensor, s: number[]): Tensor {
     launch(x.device, {
       k: 'unary', op: op.code, a: ref(xc), dt: storageCode(compute), out: place(out), outDt: storageCode(outDt),
       shape: x.shape.slice(), s: [s[0] ?? 0, s[1] ?? 0, s[2] ?? 0],
-      ...(outDt === 'int64' && op.wgsl.i32Checked ? { check: { message: int64Overflow(name), overflow: true } } : {}),
+      ...(outDt === 'int64' && op.wgsl.i32Checked ? { check: { message: int64Overflow(name), overflow: int64Overflow(name) } } : {}),
     });
   }
   if (temp) xc.dispose();
@@ -199,8 +199,9 @@ function binaryForward(op: ElementwiseOp, a: TensorOrScalar, b: TensorOrScalar, 
   const out = alloc(shape, outDt, device);
   if (out.numel()) {
     const cmd: Command = { k: 'binary', op: op.code, dt: storageCode(compute), outDt: storageCode(outDt), out: place(out), shape, a: ra, b: rb, alpha };
-    if (intDivision) cmd.check = { message: `ZeroDivisionError: integer division by zero (in ${name}, dtype ${compute})` };
-    else if (outDt === 'int64' && op.wgsl.i32Checked) cmd.check = { message: int64Overflow(name), overflow: true };
+    const overflow = outDt === 'int64' && op.wgsl.i32Checked ? int64Overflow(name) : undefined;
+    if (intDivision) cmd.check = { message: `ZeroDivisionError: integer division by zero (in ${name}, dtype ${compute})`, ...(overflow ? { overflow } : {}) };
+    else if (overflow) cmd.check = { message: overflow, overflow };
     launch(device, cmd);
   }
   for (const t of temps) t.dispose();

@@ -243,8 +243,8 @@ export const ELEMENTWISE: readonly ElementwiseOp[] = [
   d(checked('sub_ck(x0, mul_ck(i32(s0), x1))', b('sub', 1, 'number', 'x0 - s0 * x1', 'x0 - i32(s0) * x1', ['alpha'])), [], (m, { g, s }) => [m.mul(g, 1), m.mul(g, -s[0])]),
   d(checked('mul_ck(x0, x1)', b('mul', 2, 'any', 'x0 * x1', 'x0 * x1')), ['x', 'y'], (m, { x, y, g }) => [m.mul(g, y), m.mul(g, x)]),
   d(b('div', 3, 'float', 'x0 / x1'), ['y', 'out'], (m, { y, out, g }) => [m.div(g, y), m.neg(m.div(m.mul(g, out), y))]),
-  d(b('floor_divide', 4, 'number', 'floordiv_f(x0, x1)', 'floordiv_i(x0, divisor_i(x1))'), [], zero),
-  d(b('trunc_divide', 5, 'number', 'trunc(x0 / x1)', 'select(x0 / divisor_i(x1), 0i, x1 == 0i)'), [], zero),
+  d(checked('floordiv_ck(x0, divisor_i(x1))', b('floor_divide', 4, 'number', 'floordiv_f(x0, x1)', 'floordiv_i(x0, divisor_i(x1))')), [], zero),
+  d(checked('select(div_ck(x0, divisor_i(x1)), 0i, x1 == 0i)', b('trunc_divide', 5, 'number', 'trunc(x0 / x1)', 'select(x0 / divisor_i(x1), 0i, x1 == 0i)')), [], zero),
   d(checked('pow_ck(x0, x1)', b('pow', 6, 'number', 'pow_f(x0, x1)', 'pow_i(x0, x1)')), ['x', 'y', 'out'], (m, { x, y, out, g }) => [
     m.mul(g, m.mul(y, m.pow(x, m.sub(y, 1)))),
     m.mul(g, m.where(m.mul(m.eq(x, 0), m.ge(y, 0)), 0, m.mul(out, m.log(x)))),

@@ -48,7 +48,7 @@ export function cast(t: Tensor, dtype: Tensor['dtype']): Tensor {
 function castForward(t: Tensor, dtype: Tensor['dtype']): Tensor {
   const out = alloc(t.shape, dtype, t.device);
   if (!out.numel()) return out;
-  const check = dtype === 'int64' && isFloating(t.dtype) ? { message: castOutOfRange(t.dtype, dtype) } : undefined;
+  const check = dtype === 'int64' && isFloating(t.dtype) ? { message: castOutOfRange(t.dtype, dtype), overflow: castOutOfRange(t.dtype, dtype) } : undefined;
   launch(t.device, { k: 'copy', src: ref(t), srcDt: code(t), out: place(out), dt: code(dtype), shape: t.shape.slice(), ...(check ? { check } : {}) });
   return out;
 }

@@ -176,7 +176,7 @@ function run(cmd: Command): void {
     case 'binary': {
       const [a, av] = operand(cmd.a, 0, cmd.shape.length), [b, bv] = operand(cmd.b, 1, cmd.shape.length);
       const failed = K.binary(cmd.op, cmd.dt, cmd.outDt, a, b, at(cmd.out, cmd.outDt), viewDesc(cmd.shape, [av, bv]), cmd.alpha, +!!cmd.check?.overflow);
-      if (failed && cmd.check) throw new Error(cmd.check.message);
+      if (failed && cmd.check) throw new Error(failed === 2 ? cmd.check.overflow ?? cmd.check.message : cmd.check.message);
       return;
     }
     case 'where':

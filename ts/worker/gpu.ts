@@ -353,6 +353,7 @@ function runMap(
   const sBase = at + 10 + inputs.length * 9;
   for (let j = 0; j < scalars.length; j++) paramFloats[sBase + j] = scalars[j];
   paramWords[sBase + 4] = code;
+  paramWords[sBase + 5] = code && check?.overflow ? checkCode('binary', check.overflow) : 0;
   // exprId (10 bits), rank (4), bound buffers (3), output dtype (3), expression type (1), vec4 (1), inputs (9 each, at most 3)
   if (exprId >= 1024 || inputs.length > 3) throw new Error(`map kernel key overflow (${inputs.length} inputs, expression ${exprId})`);
   const key = ((((exprId * 16 + shape.length) * 8 + bind.length) * 8 + outDt) * 4 + (exprType === 'f32' ? 2 : 0) + (vec4 ? 1 : 0)) * 2 ** 27 + inputKey;

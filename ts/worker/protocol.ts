@@ -134,8 +134,11 @@ export interface WorkerProfile {
  */
 export interface DeviceCheck {
   message: string;
-  /** An int64 overflow check of add/sub/mul (the op table's `wgsl.i32Checked` on the GPU). */
-  overflow?: boolean;
+  /**
+   * An int64 overflow check (the op table's `wgsl.i32Checked` on the GPU): its message, which may
+   * differ from `message` (a division's zero-divisor check).
+   */
+  overflow?: string;
 }
 
 /** An error raised inside a worker, carried back to the next sync point. */
