@@ -4,8 +4,8 @@
 // [0, heapBase()) for statics and the scratch area, and passes byte pointers;
 // descriptors are i32 words the host writes at scratch().
 
-export { copy, copyStrided } from "./kernels/copy";
-export { unary } from "./kernels/unary";
+export { copy, copyChecked, copyStrided } from "./kernels/copy";
+export { unary, unaryChecked } from "./kernels/unary";
 export { binary, where } from "./kernels/binary";
 export { reduce } from "./kernels/reduce";
 export { matmul, matmulPart, matmulWorkspaceBytes } from "./kernels/matmul";

@@ -124,6 +124,17 @@ export function checkFits(value: number, dtype: DType, where: string): void {
   }
 }
 
+/**
+ * The error an op raises when an int64 result leaves the 32 bits webtorch stores int64 in
+ * (PyTorch would hold it; webtorch raises rather than wrap).
+ */
+export const int64Overflow = (op: string): string =>
+  `RuntimeError: "${op}": int64 overflow: a result lies outside [${I32_MIN}, ${I32_MAX}], the range webtorch stores int64 in (int64 is stored as int32); it would wrap, so webtorch raises`;
+
+/** The error a float -> int64 cast raises on a value int64's 32-bit storage cannot hold. */
+export const castOutOfRange = (from: DType, to: DType): string =>
+  `RuntimeError: cast from ${from} to ${to}: a value is NaN, infinite or outside [${I32_MIN}, ${I32_MAX}], the range webtorch stores int64 in (int64 is stored as int32); it would saturate, so webtorch raises`;
+
 /** The typed array that holds a dtype's values on the host. */
 export type HostArray = Float32Array | Int32Array | Uint8Array | Uint16Array;
 
@@ -193,7 +204,7 @@ export function bf16ToF32(h: number): number {
 }
 
 /** Encodes JS values into a dtype's host storage. */
-export function encode(values: ArrayLike<number | boolean>, dtype: DType, where: string): HostArray {
+export function encode(values: ArrayLike<number | boolean | bigint>, dtype: DType, where: string): HostArray {
   // Typed arrays that already hold the storage format are copied in one go.
   if (values instanceof Float32Array && dtype === 'float32') return values.slice();
   if (values instanceof Int32Array && (dtype === 'int32' || dtype === 'int64')) return values.slice();
@@ -201,7 +212,12 @@ export function encode(values: ArrayLike<number | boolean>, dtype: DType, where:
   const out = hostArray(dtype, values.length);
   const code = INFO[dtype].code;
   for (let i = 0; i < values.length; i++) {
-    const v = Number(values[i]);
+    const x = values[i];
+    // A BigInt reaches an integer dtype exactly or not at all (checkFits sees its exact value).
+    if (typeof x === 'bigint' && code === StorageCode.I32 && (x < BigInt(I32_MIN) || x > BigInt(I32_MAX))) {
+      throw new RangeError(`${where}: value ${x} does not fit in ${dtype}${dtype === 'int64' ? ' (webtorch stores int64 as int32)' : ''}`);
+    }
+    const v = Number(x);
     if (code === StorageCode.I32) checkFits(v, dtype, where);
     out[i] = code === StorageCode.F16 ? f32ToF16(v)
       : code === StorageCode.BF16 ? f32ToBF16(v)

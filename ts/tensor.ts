@@ -15,7 +15,7 @@ import { track } from './scope.js';
 import { contiguousStrides, isContiguous, normDim, numel, type Shape } from './shape.js';
 
 /** Nested arrays of numbers or booleans, as `tolist()` returns. */
-export type NestedArray = number | boolean | NestedArray[];
+export type NestedArray = number | boolean | bigint | NestedArray[];
 
 /** A tensor on a device. */
 export class Tensor {

@@ -6,7 +6,7 @@
  * need no copy. The shader is specialised on the rank and on which inputs are contiguous, so
  * the common case compiles to a plain `i + offset` load. Params are an `array<u32>` block:
  *   [0] n, [1..9) shape, [9] output offset, then per input (offset, strides[8]), then 4 f32
- *   scalars, then the device-check code.
+ *   scalars, then the device-check code, then the int64 overflow check's code (the `_ck` helpers).
  *
  * Device checks: an expression that calls `divisor_i(b)` (the integer divisions of the op
  * table) makes a checking kernel: it binds the device's error buffer after its storages
@@ -53,19 +53,58 @@ export interface MapKernel {
 }
 
 /** Whether a map expression checks its divisors (see the module's note): its kernel binds the error buffer. */
-export const checksDivisor = (expr: string): boolean => expr.includes('divisor_i(');
+export const checksDivisor = (expr: string): boolean => expr.includes('divisor_i(') || expr.includes('_ck(');
 
-/** The WGSL of a checking kernel: the error buffer after `slots` storages, and `divisor_i`. */
+/** The WGSL of a checking kernel: the error buffer after `slots` storages, `divisor_i`, and the int64 overflow checks `add_ck`/`sub_ck`/`mul_ck` (int64 lives in 32 bits; see ts/dtype.ts). */
 function divisorCheck(slots: number, codeWord: number): string {
   return `${errorBinding(slots)}fn divisor_i(b: i32) -> i32 {
   if (b == 0i) { fail(P[${codeWord}u], 0i); }
   return b;
 }
+fn add_ck(a: i32, b: i32) -> i32 {
+  let r = a + b;
+  if (((a ^ r) & (b ^ r)) < 0i) { fail(P[${codeWord + 1}u], 0i); }
+  return r;
+}
+fn sub_ck(a: i32, b: i32) -> i32 {
+  let r = a - b;
+  if (((a ^ b) & (a ^ r)) < 0i) { fail(P[${codeWord + 1}u], 0i); }
+  return r;
+}
+fn div_ck(a: i32, b: i32) -> i32 {
+  if (a == bitcast<i32>(0x80000000u) && b == -1i) { fail(P[${codeWord + 1}u], 0i); }
+  return a / b;
+}
+fn floordiv_ck(a: i32, b: i32) -> i32 {
+  if (a == bitcast<i32>(0x80000000u) && b == -1i) { fail(P[${codeWord + 1}u], 0i); }
+  return floordiv_i(a, b);
+}
+fn pow_ck(a: i32, b: i32) -> i32 {
+  if (b < 0) { return select(select(0i, 1i, a == 1i), select(-1i, 1i, (b & 1i) == 0i), a == -1i); }
+  var r = 1i; var base = a; var e = b;
+  loop {
+    if (e == 0i) { break; }
+    if ((e & 1i) == 1i) { r = mul_ck(r, base); }
+    e = e >> 1u;
+    if (e != 0i) { base = mul_ck(base, base); }
+  }
+  return r;
+}
+fn f2i_ck(x: f32) -> i32 {
+  let b = bitcast<u32>(x);
+  if (((b >> 23u) & 0xffu) >= 158u && b != 0xcf000000u) { fail(P[${codeWord + 1}u], 0i); } // |x| >= 2^31 (not -2^31), Inf, NaN
+  return i32(x);
+}
+fn mul_ck(a: i32, b: i32) -> i32 {
+  let r = a * b;
+  if (a != 0i && (r / a != b || (a == -1i && b == bitcast<i32>(0x80000000u)))) { fail(P[${codeWord + 1}u], 0i); }
+  return r;
+}
 `;
 }
 
 /** Params words a map kernel uses. */
-export const mapParamWords = (nInputs: number): number => 10 + nInputs * 9 + 5;
+export const mapParamWords = (nInputs: number): number => 10 + nInputs * 9 + 6;
 
 /** The params block of a map kernel: n, shape, the output's element offset, each input's view, scalars, the check code. */
 export function mapParams(n: number, shape: number[], outOffset: number, inputs: { strides: number[]; offset: number }[], scalars: number[] = [], checkCode = 0): ArrayBuffer {

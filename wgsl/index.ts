@@ -178,11 +178,23 @@ ${write}
  * shape without the dim), writing the running value in the 32-bit compute type into a
  * contiguous target. View 0 is x; extras: len, dimStride, inner.
  */
-export function cumulativeShader(rank: number, dt: StorageCode, prod: boolean, xSlot: number, slots: number): string {
+export function cumulativeShader(rank: number, dt: StorageCode, prod: boolean, xSlot: number, slots: number, checked = false): string {
   const t = computeType(dt);
   const ex = extra(1, 0);
   const init = prod ? (t === 'f32' ? '1.0' : '1i') : t === 'f32' ? '0.0' : '0i';
-  return `${slotBindings(slots)}${offsetFn('offX', 0, rank)}
+  // checked (int64 out, stored in 32 bits): a running value that wraps records the code in extra word 3
+  checked &&= t === 'i32';
+  const x = load(`rd${xSlot}`, dt, 'xb + p * step');
+  const step = !checked ? `acc = acc ${prod ? '*' : '+'} ${x};`
+    : prod ? `let v = ${x};
+    let r = acc * v;
+    if (acc != 0i && (r / acc != v || (acc == -1i && v == bitcast<i32>(0x80000000u)))) { fail(P[${ex + 3}u], 0i); }
+    acc = r;`
+      : `let v = ${x};
+    let r = acc + v;
+    if (((acc ^ r) & (v ^ r)) < 0i) { fail(P[${ex + 3}u], 0i); }
+    acc = r;`;
+  return `${slotBindings(slots)}${checked ? errorBinding(slots) : ''}${offsetFn('offX', 0, rank)}
 ${MAIN}
   if (w >= n) { return; }
   let len = P[${ex}u];
@@ -192,7 +204,7 @@ ${MAIN}
   let ob = P[9] + (w / inner) * len * inner + w % inner;
   var acc: ${t} = ${init};
   for (var p = 0u; p < len; p++) {
-    acc = acc ${prod ? '*' : '+'} ${load(`rd${xSlot}`, dt, 'xb + p * step')};
+    ${step}
     S0[ob + p * inner] = bitcast<u32>(acc);
   }
 }

@@ -67,6 +67,17 @@ function floorDivF(x: f64, y: f64): f64 {
 
 /** Set when an integer floor/trunc division or remainder met a zero divisor. */
 let zeroDivisor: bool = false;
+/** Whether add/sub/mul check that results fit in i32 (int64 outputs, stored in 32 bits). */
+let checkOverflow: bool = false;
+/** Set when a checked add/sub/mul left the i32 range. */
+let overflowed: bool = false;
+
+/** The low 32 bits of r, noting in `overflowed` when r does not fit. */
+// @ts-ignore: decorator
+@inline function fit(r: i64): i32 {
+  if (r != <i64><i32>r) overflowed = true;
+  return <i32>r;
+}
 
 /**
  * Integer-class op on one pair. Division by zero yields 0 for floor/trunc
@@ -74,15 +85,18 @@ let zeroDivisor: bool = false;
  */
 export function binaryI(op: i32, x: i32, y: i32, alpha: i32): i32 {
   switch (op) {
-    case 0: return x + alpha * y;
-    case 1: return x - alpha * y;
-    case 2: return x * y;
+    case 0: return checkOverflow ? fit(<i64>x + <i64>alpha * <i64>y) : x + alpha * y;
+    case 1: return checkOverflow ? fit(<i64>x - <i64>alpha * <i64>y) : x - alpha * y;
+    case 2: return checkOverflow ? fit(<i64>x * <i64>y) : x * y;
     case 4: {
       if (y == 0) {
         zeroDivisor = true;
         return 0;
       }
-      if (y == -1) return -x;
+      if (y == -1) {
+        if (checkOverflow && x == i32.MIN_VALUE) overflowed = true;
+        return -x;
+      }
       const q = x / y;
       return (x % y != 0 && (x < 0) != (y < 0)) ? q - 1 : q;
     }
@@ -91,9 +105,10 @@ export function binaryI(op: i32, x: i32, y: i32, alpha: i32): i32 {
         zeroDivisor = true;
         return 0;
       }
+      if (y == -1 && checkOverflow && x == i32.MIN_VALUE) overflowed = true;
       return y == -1 ? -x : x / y;
     }
-    case 6: return powI(x, y);
+    case 6: return checkOverflow ? powChecked(x, y) : powI(x, y);
     case 7: return max<i32>(x, y);
     case 8: return min<i32>(x, y);
     case 9: {
@@ -117,6 +132,25 @@ export function binaryI(op: i32, x: i32, y: i32, alpha: i32): i32 {
     case 21: return x | y;
     default: return x ^ y;
   }
+}
+
+/** powI, noting in `overflowed` when the result leaves the i32 range. */
+function powChecked(base: i32, e: i32): i32 {
+  if (e < 0) return powI(base, e);
+  let r: i64 = 1;
+  let b: i64 = base;
+  while (e != 0) {
+    if ((e & 1) != 0) {
+      r *= b;
+      if (r != <i64><i32>r) { overflowed = true; return <i32>r; }
+    }
+    e >>>= 1;
+    if (e != 0) {
+      b *= b; // a later factor b^(2^k) with |b| past i32 makes |r| past it too (b is not 0 here)
+      if (b != <i64><i32>b) { overflowed = true; return <i32>r; }
+    }
+  }
+  return <i32>r;
 }
 
 // @ts-ignore: decorator
@@ -172,13 +206,16 @@ function simdRowI32(op: i32, pa: usize, sa: i32, pb: usize, sb: i32, po: usize, 
  * out = a (op) b with broadcasting; contiguous out.
  * p: [r, n, shape[r], aStrides[r], aOffset, bStrides[r], bOffset].
  * alpha scales b for add/sub (integer-class: truncated to i32).
- * Returns 1 when an integer division or remainder met a zero divisor (those elements are 0).
+ * Returns 1 when an integer division or remainder met a zero divisor (those elements are 0);
+ * with `overflow`, 2 when an integer add/sub/mul left the i32 range (the low 32 bits are stored).
  */
-export function binary(op: i32, dt: i32, outDt: i32, a: usize, b: usize, out: usize, p: usize, alpha: f64): i32 {
+export function binary(op: i32, dt: i32, outDt: i32, a: usize, b: usize, out: usize, p: usize, alpha: f64, overflow: i32): i32 {
   const d = normalize(p, 2);
   const n = load<i32>(d, 4);
   if (n <= 0) return 0;
   zeroDivisor = false;
+  overflowed = false;
+  checkOverflow = overflow != 0;
   const len = rowLen(d);
   const sa = rowStride(d, 0);
   const sb = rowStride(d, 1);
@@ -188,7 +225,7 @@ export function binary(op: i32, dt: i32, outDt: i32, a: usize, b: usize, out: us
   const fa = <f32>alpha;
   const unitStrides = sa <= 1 && sb <= 1 && len >= 4;
   const simdF = unitStrides && dt == F32 && outDt == F32 && (op <= 3 || op == 7 || op == 8);
-  const simdI = unitStrides && dt == I32 && outDt == I32 && op <= 2;
+  const simdI = unitStrides && dt == I32 && outDt == I32 && op <= 2 && !checkOverflow;
   begin(d, 2);
   let o = 0;
   for (let row = 0; row < rows; row++) {
@@ -210,7 +247,7 @@ export function binary(op: i32, dt: i32, outDt: i32, a: usize, b: usize, out: us
     o += len;
     nextRow(d, 2);
   }
-  return <i32>zeroDivisor;
+  return zeroDivisor ? 1 : overflowed ? 2 : 0;
 }
 
 /**

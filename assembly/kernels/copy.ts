@@ -31,11 +31,34 @@ function copyRow(
     }
     return;
   }
-  if (isFloat(srcDt)) {
+  if (isFloat(srcDt) && checkRange) {
+    for (let i = 0; i < len; i++) {
+      const f = <f32>loadF(srcDt, src, si + i * ss);
+      if (!(f >= -2147483648.0 && f < 2147483648.0)) outOfRange = true; // NaN fails both
+      storeF(dstDt, dst, di + i * ds, <f64>f);
+    }
+  } else if (isFloat(srcDt)) {
     for (let i = 0; i < len; i++) storeF(dstDt, dst, di + i * ds, loadF(srcDt, src, si + i * ss));
   } else {
     for (let i = 0; i < len; i++) storeI(dstDt, dst, di + i * ds, loadI(srcDt, src, si + i * ss));
   }
+}
+
+/** copyChecked's mode: float -> integer conversions check that the value fits in i32. */
+let checkRange: bool = false;
+/** Set when a checked conversion met NaN, an infinity or a value outside the i32 range. */
+let outOfRange: bool = false;
+
+/**
+ * `copy` into an int64 destination (stored in 32 bits) from a float source: returns 1 when a
+ * value was NaN, infinite or outside the i32 range (it is stored saturated).
+ */
+export function copyChecked(srcDt: i32, dstDt: i32, src: usize, dst: usize, p: usize): i32 {
+  checkRange = true;
+  outOfRange = false;
+  copy(srcDt, dstDt, src, dst, p);
+  checkRange = false;
+  return outOfRange ? 1 : 0;
 }
 
 /**

@@ -100,12 +100,15 @@ export function scatter(dt: i32, add: i32, out: usize, idx: usize, src: usize, p
  * Running sums (prod 0) or products (prod 1) along lines of length `len`: the lines are
  * the elements of p's view (x's shape without the dim), and line l is written to the
  * contiguous out at (l / inner) * len * inner + l % inner, with step `inner`. Floats
- * accumulate in f64, integers wrap in i32. p: [r, n, shape[r], xStrides[r], xOffset].
+ * accumulate in f64, integers in i64; returns 1 when an integer running value left the
+ * i32 range (int64 is stored in 32 bits), after storing its low bits.
+ * p: [r, n, shape[r], xStrides[r], xOffset].
  */
-export function cumulative(prod: i32, dt: i32, outDt: i32, x: usize, out: usize, p: usize, len: i32, dimStride: i32, inner: i32): void {
+export function cumulative(prod: i32, dt: i32, outDt: i32, x: usize, out: usize, p: usize, len: i32, dimStride: i32, inner: i32): i32 {
   const d = normalize(p, 1);
   const n = load<i32>(d, 4);
-  if (n <= 0 || len <= 0) return;
+  if (n <= 0 || len <= 0) return 0;
+  let overflow = false;
   const rl = rowLen(d), sx = rowStride(d, 0);
   const rows = n / rl;
   const float = isFloat(dt);
@@ -123,17 +126,22 @@ export function cumulative(prod: i32, dt: i32, outDt: i32, x: usize, out: usize,
           storeF(outDt, out, ob + q * inner, acc);
         }
       } else {
-        let acc: i32 = prod ? 1 : 0;
+        let acc: i64 = prod ? 1 : 0;
         for (let q = 0; q < len; q++) {
-          const v = loadI(dt, x, base + q * dimStride);
+          const v = <i64>loadI(dt, x, base + q * dimStride);
           acc = prod ? acc * v : acc + v;
-          storeI(outDt, out, ob + q * inner, acc);
+          if (acc != <i64><i32>acc) {
+            overflow = true;
+            acc = <i64><i32>acc; // keeps the i64 product from wrapping; the result is an error anyway
+          }
+          storeI(outDt, out, ob + q * inner, <i32>acc);
         }
       }
       line++;
     }
     nextRow(d, 1);
   }
+  return overflow ? 1 : 0;
 }
 
 /** An order-preserving u32 of a float: NaN largest, -0 equal to +0. */

@@ -71,11 +71,22 @@ export function unaryF(op: i32, x: f64, s0: f64, s1: f64, s2: f64): f64 {
   return op <= 1 || op == 12 || (op >= 18 && op <= 21) || (op >= 23 && op <= 30);
 }
 
+/** Whether neg/abs/square check that results fit in i32 (int64 outputs, stored in 32 bits). */
+let checkOverflow: bool = false;
+/** Set when a checked neg/abs/square left the i32 range. */
+let overflowed: bool = false;
+
 /** Integer-class op on one value (only called when intOk(op)). */
 export function unaryI(op: i32, x: i32, s0: f64, s1: f64): i32 {
   switch (op) {
-    case 0: return -x;
-    case 1: return x < 0 ? -x : x;
+    case 0: {
+      if (checkOverflow && x == i32.MIN_VALUE) overflowed = true;
+      return -x;
+    }
+    case 1: {
+      if (checkOverflow && x == i32.MIN_VALUE) overflowed = true;
+      return x < 0 ? -x : x;
+    }
     case 12: return x > 0 ? x : 0;
     case 21: return <i32>(x > 0) - <i32>(x < 0);
     case 23: {
@@ -87,7 +98,10 @@ export function unaryI(op: i32, x: i32, s0: f64, s1: f64): i32 {
     case 25: return <i32>(x == 0);
     case 26: return 0;
     case 27: return 0;
-    case 28: return x * x;
+    case 28: {
+      if (checkOverflow && <i64>x * <i64>x > <i64>i32.MAX_VALUE) overflowed = true;
+      return x * x;
+    }
     default: return x;
   }
 }
@@ -118,6 +132,18 @@ function simdRow(op: i32, pa: usize, po: usize, len: i32): i32 {
 // @ts-ignore: decorator
 @inline function hasSimd(op: i32): bool {
   return op == 0 || op == 1 || op == 6 || op == 12 || op == 22 || op == 28 || op == 29;
+}
+
+/** `unary` with neg/abs/square checked (int64 outputs): returns 1 when a result left the i32 range. */
+export function unaryChecked(
+  op: i32, dt: i32, outDt: i32, a: usize, out: usize, p: usize,
+  s0: f64, s1: f64, s2: f64
+): i32 {
+  checkOverflow = true;
+  overflowed = false;
+  unary(op, dt, outDt, a, out, p, s0, s1, s2);
+  checkOverflow = false;
+  return overflowed ? 1 : 0;
 }
 
 /**

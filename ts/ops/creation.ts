@@ -57,14 +57,14 @@ export function sizeAndOptions<O extends TensorOptions>(op: string, args: readon
 const dt = (o: TensorOptions | undefined, fallback: DType): DType => (o?.dtype === undefined ? fallback : toDType(o.dtype));
 
 /** Flattens nested arrays, checking that they are rectangular. */
-function flatten(data: unknown): { shape: number[]; flat: (number | boolean)[] } {
+function flatten(data: unknown): { shape: number[]; flat: (number | boolean | bigint)[] } {
   const shape: number[] = [];
   for (let d: unknown = data; Array.isArray(d); d = d[0]) shape.push(d.length);
-  const flat: (number | boolean)[] = [];
+  const flat: (number | boolean | bigint)[] = [];
   const walk = (x: unknown, depth: number) => {
     if (depth === shape.length) {
-      if (typeof x !== 'number' && typeof x !== 'boolean') {
-        throw new TypeError(`tensor: expected numbers or booleans, found ${Array.isArray(x) ? 'a nested array' : typeof x} at depth ${depth}`);
+      if (typeof x !== 'number' && typeof x !== 'boolean' && typeof x !== 'bigint') {
+        throw new TypeError(`tensor: expected numbers, BigInts or booleans, found ${Array.isArray(x) ? 'a nested array' : typeof x} at depth ${depth}`);
       }
       flat.push(x);
       return;
@@ -79,7 +79,7 @@ function flatten(data: unknown): { shape: number[]; flat: (number | boolean)[] }
 }
 
 /** Uploads host values as a new contiguous tensor. */
-export function fromHost(values: ArrayLike<number | boolean>, shape: number[], dtype: DType, device: Device): Tensor {
+export function fromHost(values: ArrayLike<number | boolean | bigint>, shape: number[], dtype: DType, device: Device): Tensor {
   const host = encode(values, dtype, 'tensor');
   return upload(alloc(shape, dtype, device), host);
 }
@@ -91,19 +91,19 @@ function upload(t: Tensor, host: ReturnType<typeof encode>): Tensor {
 }
 
 /** A tensor from nested arrays or a typed array (`torch.tensor`). */
-export function tensor(data: NestedArray | ArrayLike<number> | Tensor, options?: TensorOptions & { pinMemory?: boolean }): Tensor {
+export function tensor(data: NestedArray | ArrayLike<number> | BigInt64Array | Tensor, options?: TensorOptions & { pinMemory?: boolean }): Tensor {
   checkOptions('tensor', options, [...CREATION_KEYS, 'pinMemory']);
   if (options?.pinMemory) throw new TypeError('tensor(): pinMemory is not supported yet (see t.pinMemory())');
   if (ArrayBuffer.isView(data)) {
-    const inferred: DType = data instanceof Int32Array ? 'int32' : data instanceof Uint8Array ? 'uint8' : 'float32';
-    return made('tensor', fromHost(data as unknown as ArrayLike<number>, [(data as unknown as ArrayLike<number>).length], dt(options, inferred), dev(options)), options);
+    const inferred: DType = data instanceof Int32Array ? 'int32' : data instanceof Uint8Array ? 'uint8' : data instanceof BigInt64Array ? 'int64' : 'float32';
+    return made('tensor', fromHost(data as unknown as ArrayLike<number | bigint>, [(data as unknown as ArrayLike<number>).length], dt(options, inferred), dev(options)), options);
   }
   if (typeof data === 'object' && data !== null && !Array.isArray(data)) {
     throw new TypeError('tensor: expected nested arrays of numbers or a typed array; to copy a tensor use t.clone() or t.to()');
   }
   const { shape, flat } = flatten(data);
   const inferred: DType = flat.length && flat.every((x) => typeof x === 'boolean') ? 'bool'
-    : flat.every((x) => typeof x === 'boolean' || Number.isInteger(x)) && flat.length ? 'int64' : 'float32';
+    : flat.every((x) => typeof x === 'boolean' || typeof x === 'bigint' || Number.isInteger(x)) && flat.length ? 'int64' : 'float32';
   return made('tensor', fromHost(flat, shape, dt(options, inferred), dev(options)), options);
 }
 

@@ -7,7 +7,7 @@
  * promotion as Python scalars do, and reach the kernel as parameters (their bits in the
  * compute dtype), not as 0-dim tensors.
  */
-import { checkFits, f32ToBF16, f32ToF16, isFloating, resultType, scalarName, storageCode, type DType } from '../dtype.js';
+import { checkFits, int64Overflow, f32ToBF16, f32ToF16, isFloating, resultType, scalarName, storageCode, type DType } from '../dtype.js';
 import { alloc, launch, ref, sameDevice, place } from '../runtime/dispatch.js';
 import { broadcastFor, broadcastStrides, fmt, MAX_KERNEL_RANK } from '../shape.js';
 import { Tensor } from '../tensor.js';
@@ -112,6 +112,7 @@ function unaryForward(op: ElementwiseOp, x: Tensor, s: number[]): Tensor {
     launch(x.device, {
       k: 'unary', op: op.code, a: ref(xc), dt: storageCode(compute), out: place(out), outDt: storageCode(outDt),
       shape: x.shape.slice(), s: [s[0] ?? 0, s[1] ?? 0, s[2] ?? 0],
+      ...(outDt === 'int64' && op.wgsl.i32Checked ? { check: { message: int64Overflow(name), overflow: int64Overflow(name) } } : {}),
     });
   }
   if (temp) xc.dispose();
@@ -198,7 +199,9 @@ function binaryForward(op: ElementwiseOp, a: TensorOrScalar, b: TensorOrScalar, 
   const out = alloc(shape, outDt, device);
   if (out.numel()) {
     const cmd: Command = { k: 'binary', op: op.code, dt: storageCode(compute), outDt: storageCode(outDt), out: place(out), shape, a: ra, b: rb, alpha };
-    if (intDivision) cmd.check = { message: `ZeroDivisionError: integer division by zero (in ${name}, dtype ${compute})` };
+    const overflow = outDt === 'int64' && op.wgsl.i32Checked ? int64Overflow(name) : undefined;
+    if (intDivision) cmd.check = { message: `ZeroDivisionError: integer division by zero (in ${name}, dtype ${compute})`, ...(overflow ? { overflow } : {}) };
+    else if (overflow) cmd.check = { message: overflow, overflow };
     launch(device, cmd);
   }
   for (const t of temps) t.dispose();

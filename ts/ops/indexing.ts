@@ -9,7 +9,7 @@
  * shape, a view of x over it with the indexed dim's stride zeroed, a view of the index over it
  * and the dim's stride, so transposed, sliced or expanded inputs are read without a copy.
  */
-import { checkFits, isFloating, scalarName, type DType } from '../dtype.js';
+import { checkFits, int64Overflow, isFloating, scalarName, type DType } from '../dtype.js';
 import { alloc, code, launch, place, ref, sameDevice } from '../runtime/dispatch.js';
 import { broadcastShapes, broadcastStrides, contiguousStrides, fmt, MAX_KERNEL_RANK, normDim, numel } from '../shape.js';
 import { Tensor } from '../tensor.js';
@@ -246,6 +246,7 @@ function cumulative(op: string, prod: boolean, x: Tensor, dim: number): Tensor {
     launch(x.device, {
       k: 'cumulative', prod, x: ref(x, x._strides.filter((_, i) => i !== d)), dt: code(x), out: place(out), outDt: code(outDt),
       lines: x.shape.filter((_, i) => i !== d), len, dimStride, inner: numel(x.shape.slice(d + 1)),
+      ...(outDt === 'int64' ? { check: { message: int64Overflow(op) } } : {}),
     });
   }
   return out;

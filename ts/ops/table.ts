@@ -53,7 +53,11 @@ export interface ElementwiseOp {
   arity: 1 | 2;
   code: number;
   dtypes: DTypeRule;
-  wgsl: { f32: string; i32?: string };
+  /**
+   * `i32Checked`: the i32 expression through `add_ck`/`sub_ck`/`mul_ck`, which record an error
+   * instead of wrapping; used for int64 outputs, since int64 is stored in 32 bits.
+   */
+  wgsl: { f32: string; i32?: string; i32Checked?: string };
   /** For a 'number' op that takes bool: the dtype of its result (see the dtype rules above). */
   boolResult?: 'bool' | 'int64';
   /** Names of the op's scalar options, in `s0..` order (e.g. clamp's min and max). */
@@ -176,6 +180,8 @@ const b = (name: string, code: number, dtypes: DTypeRule, f32: string, i32?: str
   ({ name, arity: 2, code, dtypes, wgsl: { f32, i32 }, scalars });
 /** Attaches a gradient rule and what it saves. */
 const d = (op: ElementwiseOp, saves: ('x' | 'y' | 'out')[], grad: ElementwiseGrad): ElementwiseOp => ({ ...op, saves, grad });
+/** Adds the int64-checked i32 expression (see `wgsl.i32Checked`). */
+const checked = (i32Checked: string, op: ElementwiseOp): ElementwiseOp => ({ ...op, wgsl: { ...op.wgsl, i32Checked } });
 /** Lets a 'number' op take bool, returning `r`. */
 const boolAs = (r: 'bool' | 'int64', op: ElementwiseOp): ElementwiseOp => ({ ...op, boolResult: r });
 const zero: ElementwiseGrad = (m, { g }) => [m.zerosLike(g), m.zerosLike(g)];
@@ -186,8 +192,8 @@ const logic = (name: string, code: number, o: string): ElementwiseOp =>
 
 /** Every elementwise op. */
 export const ELEMENTWISE: readonly ElementwiseOp[] = [
-  d(u('neg', 0, 'number', '-x0', '-x0'), [], (m, { g }) => [m.neg(g)]),
-  d(u('abs', 1, 'number', 'abs(x0)', 'abs(x0)'), ['x'], (m, { x, g }) => [m.mul(g, m.sign(x))]),
+  d(checked('sub_ck(0i, x0)', u('neg', 0, 'number', '-x0', '-x0')), [], (m, { g }) => [m.neg(g)]),
+  d(checked('select(x0, sub_ck(0i, x0), x0 < 0i)', u('abs', 1, 'number', 'abs(x0)', 'abs(x0)')), ['x'], (m, { x, g }) => [m.mul(g, m.sign(x))]),
   d(u('exp', 2, 'float', 'exp(x0)'), ['out'], (m, { out, g }) => [m.mul(g, out)]),
   d(u('expm1', 3, 'float', 'expm1_f(x0)'), ['out'], (m, { out, g }) => [m.mul(g, m.add(out, 1))]),
   d(u('log', 4, 'float', 'log_f(x0)'), ['x'], (m, { x, g }) => [m.div(g, x)]),
@@ -231,15 +237,15 @@ export const ELEMENTWISE: readonly ElementwiseOp[] = [
   d(u('nan_to_num', 24, 'float', 'select(select(select(x0, s2, x0 == -inf_f()), s1, x0 == inf_f()), s0, isnan_f(x0))', undefined, ['nan', 'posinf', 'neginf']), ['x'], (m, { x, g }) => [m.mul(g, m.lt(m.abs(x), Infinity))]),
   u('logical_not', 25, 'bool', 'select(1i, 0i, nz_f(x0))', 'select(0i, 1i, x0 == 0i)'),
   u('isnan', 26, 'bool', 'select(0i, 1i, isnan_f(x0))', '0i'),
-  d(boolAs('int64', u('square', 28, 'number', 'x0 * x0', 'x0 * x0')), ['x'], (m, { x, g }) => [m.mul(g, m.mul(x, 2))]),
+  d(boolAs('int64', checked('mul_ck(x0, x0)', u('square', 28, 'number', 'x0 * x0', 'x0 * x0'))), ['x'], (m, { x, g }) => [m.mul(g, m.mul(x, 2))]),
   d(u('trunc', 30, 'number', 'trunc(x0)', 'x0'), [], zero),
-  d(b('add', 0, 'any', 'x0 + s0 * x1', 'x0 + i32(s0) * x1', ['alpha']), [], (m, { g, s }) => [m.mul(g, 1), m.mul(g, s[0])]),
-  d(b('sub', 1, 'number', 'x0 - s0 * x1', 'x0 - i32(s0) * x1', ['alpha']), [], (m, { g, s }) => [m.mul(g, 1), m.mul(g, -s[0])]),
-  d(b('mul', 2, 'any', 'x0 * x1', 'x0 * x1'), ['x', 'y'], (m, { x, y, g }) => [m.mul(g, y), m.mul(g, x)]),
+  d(checked('add_ck(x0, mul_ck(i32(s0), x1))', b('add', 0, 'any', 'x0 + s0 * x1', 'x0 + i32(s0) * x1', ['alpha'])), [], (m, { g, s }) => [m.mul(g, 1), m.mul(g, s[0])]),
+  d(checked('sub_ck(x0, mul_ck(i32(s0), x1))', b('sub', 1, 'number', 'x0 - s0 * x1', 'x0 - i32(s0) * x1', ['alpha'])), [], (m, { g, s }) => [m.mul(g, 1), m.mul(g, -s[0])]),
+  d(checked('mul_ck(x0, x1)', b('mul', 2, 'any', 'x0 * x1', 'x0 * x1')), ['x', 'y'], (m, { x, y, g }) => [m.mul(g, y), m.mul(g, x)]),
   d(b('div', 3, 'float', 'x0 / x1'), ['y', 'out'], (m, { y, out, g }) => [m.div(g, y), m.neg(m.div(m.mul(g, out), y))]),
-  d(b('floor_divide', 4, 'number', 'floordiv_f(x0, x1)', 'floordiv_i(x0, divisor_i(x1))'), [], zero),
-  d(b('trunc_divide', 5, 'number', 'trunc(x0 / x1)', 'select(x0 / divisor_i(x1), 0i, x1 == 0i)'), [], zero),
-  d(b('pow', 6, 'number', 'pow_f(x0, x1)', 'pow_i(x0, x1)'), ['x', 'y', 'out'], (m, { x, y, out, g }) => [
+  d(checked('floordiv_ck(x0, divisor_i(x1))', b('floor_divide', 4, 'number', 'floordiv_f(x0, x1)', 'floordiv_i(x0, divisor_i(x1))')), [], zero),
+  d(checked('select(div_ck(x0, divisor_i(x1)), 0i, x1 == 0i)', b('trunc_divide', 5, 'number', 'trunc(x0 / x1)', 'select(x0 / divisor_i(x1), 0i, x1 == 0i)')), [], zero),
+  d(checked('pow_ck(x0, x1)', b('pow', 6, 'number', 'pow_f(x0, x1)', 'pow_i(x0, x1)')), ['x', 'y', 'out'], (m, { x, y, out, g }) => [
     m.mul(g, m.mul(y, m.pow(x, m.sub(y, 1)))),
     m.mul(g, m.where(m.mul(m.eq(x, 0), m.ge(y, 0)), 0, m.mul(out, m.log(x)))),
   ]),

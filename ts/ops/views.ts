@@ -3,6 +3,7 @@
  * except in `reshape`/`flatten` when the layout cannot be viewed and `contiguous` makes a copy,
  * exactly where PyTorch would copy.
  */
+import { castOutOfRange, isFloating } from '../dtype.js';
 import { code, launch, alloc, ref, sameDevice, place } from '../runtime/dispatch.js';
 import { sumTo } from './reduce.js';
 import { contiguousStrides, fmt, inferShape, isContiguous, normDim, numel, viewStrides } from '../shape.js';
@@ -46,7 +47,9 @@ export function cast(t: Tensor, dtype: Tensor['dtype']): Tensor {
 
 function castForward(t: Tensor, dtype: Tensor['dtype']): Tensor {
   const out = alloc(t.shape, dtype, t.device);
-  if (out.numel()) launch(t.device, { k: 'copy', src: ref(t), srcDt: code(t), out: place(out), dt: code(dtype), shape: t.shape.slice() });
+  if (!out.numel()) return out;
+  const check = dtype === 'int64' && isFloating(t.dtype) ? { message: castOutOfRange(t.dtype, dtype), overflow: castOutOfRange(t.dtype, dtype) } : undefined;
+  launch(t.device, { k: 'copy', src: ref(t), srcDt: code(t), out: place(out), dt: code(dtype), shape: t.shape.slice(), ...(check ? { check } : {}) });
   return out;
 }
 

@@ -23,11 +23,13 @@ interface Kernels {
   scratch(): number;
   copy(srcDt: number, dstDt: number, src: number, dst: number, p: number): void;
   copyStrided(srcDt: number, dstDt: number, src: number, dst: number, p: number): void;
+  copyChecked(srcDt: number, dstDt: number, src: number, dst: number, p: number): number;
   unary(op: number, dt: number, outDt: number, a: number, out: number, p: number, s0: number, s1: number, s2: number): void;
+  unaryChecked(op: number, dt: number, outDt: number, a: number, out: number, p: number, s0: number, s1: number, s2: number): number;
   /** Returns 1 when an integer division met a zero divisor. */
-  binary(op: number, dt: number, outDt: number, a: number, b: number, out: number, p: number, alpha: number): number;
+  binary(op: number, dt: number, outDt: number, a: number, b: number, out: number, p: number, alpha: number, overflow: number): number;
   where(dt: number, c: number, a: number, b: number, out: number, p: number): void;
-  reduce(op: number, dt: number, outDt: number, a: number, out: number, outer: number, inner: number): void;
+  reduce(op: number, dt: number, outDt: number, a: number, out: number, outer: number, inner: number): number;
   matmulWorkspaceBytes(m: number, n: number, k: number): number;
   matmul(dt: number, a: number, b: number, out: number, p: number, ws: number): void;
   matmulPart(dt: number, a: number, b: number, out: number, p: number, ws: number, part: number, parts: number): void;
@@ -159,21 +161,32 @@ function run(cmd: Command): void {
     case 'arange':
       return K.arange(cmd.dt, at(cmd.out, cmd.dt), cmd.n, cmd.start, cmd.step);
     case 'copy':
+      if (cmd.check) {
+        if (K.copyChecked(cmd.srcDt, cmd.dt, ptr(cmd.src.id), at(cmd.out, cmd.dt), viewDesc(cmd.shape, [cmd.src]))) throw new Error(cmd.check.message);
+        return;
+      }
       return K.copy(cmd.srcDt, cmd.dt, ptr(cmd.src.id), at(cmd.out, cmd.dt), viewDesc(cmd.shape, [cmd.src]));
     case 'copyInto':
       return K.copyStrided(cmd.srcDt, cmd.dt, ptr(cmd.src.id), ptr(cmd.dst.id), viewDesc(cmd.shape, [cmd.src, cmd.dst]));
     case 'unary':
+      if (cmd.check) {
+        if (K.unaryChecked(cmd.op, cmd.dt, cmd.outDt, ptr(cmd.a.id), at(cmd.out, cmd.outDt), viewDesc(cmd.shape, [cmd.a]), ...cmd.s)) throw new Error(cmd.check.message);
+        return;
+      }
       return K.unary(cmd.op, cmd.dt, cmd.outDt, ptr(cmd.a.id), at(cmd.out, cmd.outDt), viewDesc(cmd.shape, [cmd.a]), ...cmd.s);
     case 'binary': {
       const [a, av] = operand(cmd.a, 0, cmd.shape.length), [b, bv] = operand(cmd.b, 1, cmd.shape.length);
-      const zeroDivisor = K.binary(cmd.op, cmd.dt, cmd.outDt, a, b, at(cmd.out, cmd.outDt), viewDesc(cmd.shape, [av, bv]), cmd.alpha);
-      if (zeroDivisor && cmd.check) throw new Error(cmd.check.message);
+      const failed = K.binary(cmd.op, cmd.dt, cmd.outDt, a, b, at(cmd.out, cmd.outDt), viewDesc(cmd.shape, [av, bv]), cmd.alpha, +!!cmd.check?.overflow);
+      if (failed && cmd.check) throw new Error(failed === 2 ? cmd.check.overflow ?? cmd.check.message : cmd.check.message);
       return;
     }
     case 'where':
       return K.where(cmd.dt, ptr(cmd.c.id), ptr(cmd.a.id), ptr(cmd.b.id), at(cmd.out, cmd.dt), viewDesc(cmd.shape, [cmd.c, cmd.a, cmd.b]));
-    case 'reduce':
-      return K.reduce(cmd.op, cmd.dt, cmd.outDt, at(cmd.a, cmd.dt), at(cmd.out, cmd.outDt), cmd.outer, cmd.inner);
+    case 'reduce': {
+      const overflow = K.reduce(cmd.op, cmd.dt, cmd.outDt, at(cmd.a, cmd.dt), at(cmd.out, cmd.outDt), cmd.outer, cmd.inner);
+      if (overflow && cmd.check) throw new Error(cmd.check.message);
+      return;
+    }
     case 'matmul': {
       const p = [cmd.batch, cmd.m, cmd.n, cmd.kk, ...cmd.aStrides, cmd.a.offset, ...cmd.bStrides, cmd.b.offset];
       // Large products run on the pool's threads in chunks (up to 4 per thread, of at least 2^18
@@ -230,7 +243,7 @@ function write(id: number, byteOffset: number, data: ArrayBuffer): void {
 interface IndexKernels {
   gather(dt: number, x: number, idx: number, out: number, p: number, dimStride: number, size: number, wrap: number): number;
   scatter(dt: number, add: number, out: number, idx: number, src: number, p: number, dimStride: number, size: number, value: number): number;
-  cumulative(prod: number, dt: number, outDt: number, x: number, out: number, p: number, len: number, dimStride: number, inner: number): void;
+  cumulative(prod: number, dt: number, outDt: number, x: number, out: number, p: number, len: number, dimStride: number, inner: number): number;
   sortWorkspaceBytes(len: number): number;
   sortIndices(dt: number, descending: number, x: number, out: number, outer: number, len: number, inner: number, ws: number): void;
   oneHot(idx: number, out: number, n: number, classes: number): number;
@@ -255,8 +268,11 @@ function runIndex(cmd: IndexCommand): void {
       return checked(I.scatter(cmd.dt, +cmd.add, ptr(cmd.out.id), ptr(cmd.idx.id), cmd.src ? ptr(cmd.src.id) : 0, viewDesc(cmd.idxShape, views),
         cmd.dimStride, cmd.check.size, cmd.value), cmd.check);
     }
-    case 'cumulative':
-      return I.cumulative(+cmd.prod, cmd.dt, cmd.outDt, ptr(cmd.x.id), at(cmd.out, cmd.outDt), viewDesc(cmd.lines, [cmd.x]), cmd.len, cmd.dimStride, cmd.inner);
+    case 'cumulative': {
+      const overflow = I.cumulative(+cmd.prod, cmd.dt, cmd.outDt, ptr(cmd.x.id), at(cmd.out, cmd.outDt), viewDesc(cmd.lines, [cmd.x]), cmd.len, cmd.dimStride, cmd.inner);
+      if (overflow && cmd.check) throw new Error(cmd.check.message);
+      return;
+    }
     case 'sort': {
       if (!cmd.outer || !cmd.len || !cmd.inner) return;
       const bytes = I.sortWorkspaceBytes(cmd.len), ws = allocRange(bytes);

@@ -374,6 +374,7 @@ function runMap(
   const sBase = at + 10 + inputs.length * 9;
   for (let j = 0; j < scalars.length; j++) paramFloats[sBase + j] = scalars[j];
   paramWords[sBase + 4] = code;
+  paramWords[sBase + 5] = code && check?.overflow ? checkCode('binary', check.overflow) : 0;
   // exprId (10 bits), rank (4), bound buffers (3), output dtype (3), expression type (1), vec4 (1), inputs (9 each, at most 3)
   if (exprId >= 1024 || inputs.length > 3) throw new Error(`map kernel key overflow (${inputs.length} inputs, expression ${exprId})`);
   const key = ((((exprId * 16 + shape.length) * 8 + bind.length) * 8 + outDt) * 4 + (exprType === 'f32' ? 2 : 0) + (vec4 ? 1 : 0)) * 2 ** 27 + inputKey;
@@ -535,7 +536,9 @@ function run(cmd: Command): void {
       return;
     }
     case 'copy':
-      runMap([{ r: cmd.src, dt: cmd.srcDt }], cmd.shape, buf(cmd.out.id), cmd.out.offset, cmd.dt, 'x0', computeType(cmd.srcDt));
+      // A checked float -> int64 cast goes through f2i_ck (wgsl/elementwise.ts).
+      if (cmd.check) runMap([{ r: cmd.src, dt: cmd.srcDt }], cmd.shape, buf(cmd.out.id), cmd.out.offset, cmd.dt, 'f2i_ck(x0)', 'i32', NO_SCALARS, cmd.check);
+      else runMap([{ r: cmd.src, dt: cmd.srcDt }], cmd.shape, buf(cmd.out.id), cmd.out.offset, cmd.dt, 'x0', computeType(cmd.srcDt));
       return;
     case 'copyInto': {
       const n = cmd.shape.reduce((a, b) => a * b, 1);
@@ -549,11 +552,11 @@ function run(cmd: Command): void {
     case 'binary': {
       const op = (cmd.k === 'unary' ? UNARY : BINARY).get(cmd.op)!;
       const t = computeType(cmd.dt);
-      const expr = t === 'f32' ? op.wgsl.f32 : op.wgsl.i32;
+      const expr = t === 'f32' ? op.wgsl.f32 : cmd.check?.overflow ? op.wgsl.i32Checked : op.wgsl.i32;
       if (!expr) throw new Error(`${op.name} has no ${t} kernel`);
       const ins: MapOperand[] = cmd.k === 'unary' ? [{ r: cmd.a, dt: cmd.dt }] : [{ r: cmd.a, dt: cmd.dt }, { r: cmd.b, dt: cmd.dt }];
       const scalars = cmd.k === 'unary' ? cmd.s : [cmd.alpha];
-      runMap(ins, cmd.shape, buf(cmd.out.id), cmd.out.offset, cmd.outDt, expr, op.dtypes === 'bool' ? 'i32' : t, scalars, cmd.k === 'binary' ? cmd.check : undefined);
+      runMap(ins, cmd.shape, buf(cmd.out.id), cmd.out.offset, cmd.outDt, expr, op.dtypes === 'bool' ? 'i32' : t, scalars, cmd.check);
       return;
     }
     case 'where':
@@ -567,8 +570,11 @@ function run(cmd: Command): void {
       const reduceRows = (outer: number, aOffset: number, target: GPUBuffer, offset: number) => {
         const { bind, slot } = slotsOf(target, [buf(cmd.a.id)]);
         const { form, rows } = rowForm(outer, cmd.inner, rowDev, true);
-        const p = new Uint32Array([outer, cmd.inner, aOffset, offset, rows]).buffer;
-        dispatch(`reduce|${cmd.op}|${cmd.dt}|${slot[0]}|${bind.length}|${form}`, () => reduceShader(cmd.op, cmd.dt, slot[0], bind.length, form), bind, p,
+        // An int64 sum/prod checks that its result fits the 32 bits it is stored in (wgsl/reduce.ts).
+        const code = cmd.check ? checkCode(cmd.k, cmd.check.message) : 0;
+        const p = new Uint32Array([outer, cmd.inner, aOffset, offset, rows, code]).buffer;
+        dispatch(`reduce|${cmd.op}|${cmd.dt}|${slot[0]}|${bind.length}|${form}|${code ? 1 : 0}`, () => reduceShader(cmd.op, cmd.dt, slot[0], bind.length, form, code > 0),
+          code ? [...bind, deviceErrors!] : bind, p,
           form === 'short' ? grid1d(outer, RWG) : grid1d(form === 'subgroup' ? Math.ceil(outer / rows) : outer, 1));
       };
       const a = buf(cmd.a.id);
@@ -885,8 +891,9 @@ function runIndex(cmd: IndexCommand): void {
       if (!lines || !cmd.len) return;
       viaScratch(cmd.out, cmd.outDt, lines * cmd.len, wordDt(cmd.dt), (target, offset) => {
         const { bind, slot } = slotsOf(target, [buf(cmd.x.id)]);
-        dispatchCode(cumulativeShader(cmd.lines.length, cmd.dt, cmd.prod, slot[0], bind.length), bind,
-          indexParams(lines, cmd.lines, offset, [cmd.x], [cmd.len, cmd.dimStride, cmd.inner]), grid1d(lines));
+        const code = cmd.check ? checkCode(cmd.k, cmd.check.message) : 0;
+        dispatchCode(cumulativeShader(cmd.lines.length, cmd.dt, cmd.prod, slot[0], bind.length, code > 0), code ? [...bind, deviceErrors!] : bind,
+          indexParams(lines, cmd.lines, offset, [cmd.x], [cmd.len, cmd.dimStride, cmd.inner, code]), grid1d(lines));
       });
       return;
     }
