@@ -12,7 +12,7 @@
  * each with its own worker, GPUDevice and queue: multi-device code runs on one GPU.
  */
 import { env } from './platform.js';
-import { thenRestore } from './scope.js';
+import { ContextVar } from './context.js';
 import { bindArgs } from './ops/options.js';
 import { DeviceClient } from './runtime/client.js';
 import type { DeviceInfo, WorkerProfile } from './worker/protocol.js';
@@ -51,7 +51,12 @@ export type DeviceLike = Device | string | number;
 /** The CPU device. */
 export const CPU = Device.of('cpu', 0);
 
-let currentIndex = 0;
+/**
+ * The current GPU index: PyTorch's thread-local current device, with the program's top level as
+ * the thread. `withDevice` scopes it to a callback and the async work that callback starts
+ * (ts/context.ts); `setDevice` changes it for the innermost `withDevice` run, or for the program.
+ */
+const current = new ContextVar('withDevice', 0);
 
 /** Parses a device name: 'cpu', 'gpu', 'gpu:1', 'cuda:1', or a GPU index. Validates GPU indices. */
 export function device(spec: DeviceLike): Device {
@@ -67,7 +72,7 @@ export function device(spec: DeviceLike): Device {
       if (m[2] !== undefined && m[2] !== '0') throw new RangeError(`cpu device index must be 0, got ${spec}`);
       return CPU;
     }
-    d = Device.of('gpu', m[2] === undefined ? currentIndex : Number(m[2]));
+    d = Device.of('gpu', m[2] === undefined ? current.get() : Number(m[2]));
   }
   if (d.type === 'gpu') checkGpuIndex(d.index);
   return d;
@@ -148,18 +153,30 @@ export async function deviceCount(): Promise<number> {
 }
 
 /** The current GPU index (used by 'gpu' without an index). */
-export const currentDevice = (): number => currentIndex;
+export const currentDevice = (): number => current.get();
 
-/** Sets the current GPU index. */
+/**
+ * Sets the current GPU index (`torch.cuda.set_device`): for the rest of the innermost
+ * `withDevice` callback when called inside one, else for the program.
+ */
 export function setDevice(i: DeviceLike): void {
-  currentIndex = device(typeof i === 'number' ? Device.of('gpu', i) : i).index;
+  current.set(gpuIndex(i));
 }
 
-/** Runs `fn` with `i` as the current GPU (like `with torch.cuda.device(i):`); works with async `fn`. */
+/** A GPU device argument's index; a cpu device raises, as PyTorch's `_get_device_index` does. */
+function gpuIndex(i: DeviceLike): number {
+  const d = device(typeof i === 'number' ? Device.of('gpu', i) : i);
+  if (d.type !== 'gpu') throw new TypeError(`Expected a gpu device, but got: ${d}`);
+  return d.index;
+}
+
+/**
+ * Runs `fn` with `i` as the current GPU (like `with torch.cuda.device(i):`). An async `fn` keeps
+ * `i` across its awaits, and tasks running beside it do not see it (ts/context.ts); where the
+ * platform has no async context (a browser without `AsyncContext`), an async `fn` raises.
+ */
 export function withDevice<T>(i: DeviceLike, fn: () => T): T {
-  const prev = currentIndex;
-  setDevice(i);
-  return thenRestore(fn, () => (currentIndex = prev));
+  return current.run(gpuIndex(i), fn);
 }
 
 /** What `getDeviceProperties` reports. */
@@ -168,7 +185,7 @@ export interface DeviceProperties extends DeviceInfo {
 }
 
 /** Adapter info, limits and features of a GPU device (starts its worker). */
-export async function getDeviceProperties(i: DeviceLike = currentIndex): Promise<DeviceProperties> {
+export async function getDeviceProperties(i: DeviceLike = current.get()): Promise<DeviceProperties> {
   await init();
   const d = device(typeof i === 'number' ? Device.of('gpu', i) : i);
   const c = clientOf(d);
@@ -177,7 +194,7 @@ export async function getDeviceProperties(i: DeviceLike = currentIndex): Promise
 }
 
 /** The adapter's description for a GPU device. */
-export async function getDeviceName(i: DeviceLike = currentIndex): Promise<string> {
+export async function getDeviceName(i: DeviceLike = current.get()): Promise<string> {
   const p = await getDeviceProperties(i);
   return p.description || `${p.vendor} ${p.architecture}`.trim();
 }

@@ -16,6 +16,38 @@ export function env(name: string): string | undefined {
   return isNode ? process.env[name] : undefined;
 }
 
+/**
+ * A value carried through a call and every asynchronous continuation started inside it: Node's
+ * `AsyncLocalStorage`, or the TC39 `AsyncContext.Variable` where a browser has it. `ts/context.ts`
+ * builds `ContextVar` on it.
+ */
+export interface AsyncScope<T> {
+  /** The value of the innermost `run` this code (or the code that started it) is inside; undefined outside. */
+  get(): T | undefined;
+  /** Calls `fn` with `value` current for it and for the async work it starts. */
+  run<R>(value: T, fn: () => R): R;
+}
+
+/** The constructor of `AsyncContext.Variable` (TC39 proposal) where the platform has it. */
+type AsyncContextVariable = new <T>() => { get(): T | undefined; run<R>(value: T, fn: () => R): R };
+
+/**
+ * A new async scope, or null where the platform has none (a browser without `AsyncContext`,
+ * Node before 20.16, which lacks the synchronous `process.getBuiltinModule`).
+ */
+export function asyncScope<T>(): AsyncScope<T> | null {
+  if (isNode) {
+    const hooks = process.getBuiltinModule?.('node:async_hooks') as typeof import('node:async_hooks') | undefined;
+    if (!hooks) return null;
+    const als = new hooks.AsyncLocalStorage<T>();
+    return { get: () => als.getStore(), run: (value, fn) => als.run(value, fn) };
+  }
+  const Variable = (globalThis as { AsyncContext?: { Variable?: AsyncContextVariable } }).AsyncContext?.Variable;
+  if (!Variable) return null;
+  const v = new Variable<T>();
+  return { get: () => v.get(), run: (value, fn) => v.run(value, fn) };
+}
+
 /** The worker entry files, next to the bundled library in `dist/`. */
 const WORKER_FILES = { cpu: 'webtorch-cpu-worker.js', gpu: 'webtorch-gpu-worker.js' } as const;
 
