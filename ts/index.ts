@@ -17,6 +17,7 @@ import './ops/methods.js';
 import { CPU, Device, device, tryAllGpus, tryGpu, numGpus, shutdown as stopDevices } from './device.js';
 import { resetAllocators } from './runtime/memory.js';
 import * as gpu from './gpu.js';
+import { legacyType } from './legacy.js';
 import { binaryOp, clamp, div, gelu, nanToNum, softplus, unaryOp, where, type TensorOrScalar } from './ops/elementwise.js';
 import { matmul } from './ops/matmul.js';
 import { bindArgs, bindDim, type DimArgs, type PyArgs } from './ops/options.js';
@@ -31,6 +32,8 @@ import { onesLike } from './ops/creation.js';
 export { Tensor };
 export type { NestedArray } from './tensor.js';
 export { Device, CPU, device, tryGpu, tryAllGpus, numGpus, gpu };
+/** `torch.cuda`: the same module as `torch.gpu`, so that PyTorch code translates word for word. */
+export { gpu as cuda };
 export { OutOfMemoryError } from './memory/index.js';
 export type { MemoryStats, SnapshotSegment } from './memory/index.js';
 
@@ -39,7 +42,31 @@ export async function shutdown(): Promise<void> {
   await stopDevices();
   resetAllocators();
 }
-export type { DeviceLike, DeviceProperties } from './device.js';
+export type { DeviceLike } from './device.js';
+export type { DeviceProperties } from './properties.js';
+export type { LegacyTensorType } from './legacy.js';
+
+// PyTorch's legacy typed constructors on the cpu (`torch.FloatTensor(2, 3)`, `torch.FloatTensor([1, 2])`; ts/legacy.ts).
+/** `torch.FloatTensor`: float32 on the cpu. */
+export const FloatTensor = legacyType('FloatTensor', 'cpu');
+/** `torch.DoubleTensor`: raises (WebGPU has no float64). */
+export const DoubleTensor = legacyType('DoubleTensor', 'cpu');
+/** `torch.HalfTensor`: float16 on the cpu. */
+export const HalfTensor = legacyType('HalfTensor', 'cpu');
+/** `torch.BFloat16Tensor`: bfloat16 on the cpu. */
+export const BFloat16Tensor = legacyType('BFloat16Tensor', 'cpu');
+/** `torch.LongTensor`: int64 on the cpu. */
+export const LongTensor = legacyType('LongTensor', 'cpu');
+/** `torch.IntTensor`: int32 on the cpu. */
+export const IntTensor = legacyType('IntTensor', 'cpu');
+/** `torch.ShortTensor`: raises (no int16). */
+export const ShortTensor = legacyType('ShortTensor', 'cpu');
+/** `torch.CharTensor`: raises (no int8). */
+export const CharTensor = legacyType('CharTensor', 'cpu');
+/** `torch.ByteTensor`: uint8 on the cpu. */
+export const ByteTensor = legacyType('ByteTensor', 'cpu');
+/** `torch.BoolTensor`: bool on the cpu. */
+export const BoolTensor = legacyType('BoolTensor', 'cpu');
 export { DTYPES, promoteTypes, resultType } from './dtype.js';
 export type { DType } from './dtype.js';
 export {
