@@ -14,7 +14,8 @@
  * the package) and `Symbol.dispose` (TypeScript's `esnext.disposable` lib, for `using`).
  */
 import './ops/methods.js';
-import { CPU, Device, device, tryAllGpus, tryGpu, numGpus, shutdown as stopDevices } from './device.js';
+import { CPU, Device, device, tryAllGpus, tryGpu, numGpus, shutdown as stopDevices, startedDevices } from './device.js';
+import { onProgramEnd } from './platform.js';
 import { resetAllocators } from './runtime/memory.js';
 import * as gpu from './gpu.js';
 import { legacyType } from './legacy.js';
@@ -37,11 +38,18 @@ export { gpu as cuda };
 export { OutOfMemoryError } from './memory/index.js';
 export type { MemoryStats, SnapshotSegment } from './memory/index.js';
 
-/** Stops every device worker and forgets their memory; tensors created before become unusable. */
+/**
+ * Stops every device worker and forgets their memory; tensors created before become unusable.
+ * A program need not call it: when it has nothing left to do, its queued work is finished and
+ * the workers stopped the same way, so it exits with code 0 (`onProgramEnd` in ts/platform.ts).
+ */
 export async function shutdown(): Promise<void> {
   await stopDevices();
   resetAllocators();
 }
+onProgramEnd(async () => {
+  if (startedDevices().length) await shutdown();
+});
 export type { DeviceLike } from './device.js';
 export type { DeviceProperties } from './properties.js';
 export type { LegacyTensorType } from './legacy.js';

@@ -80,6 +80,30 @@ export async function spawnWorker(kind: 'cpu' | 'gpu', base: string | URL = impo
   return { endpoint: w, terminate: async () => w.terminate(), keepAlive: () => undefined };
 }
 
+/**
+ * Runs `fn` when the program has nothing left to do (Node's `beforeExit`: the event loop is
+ * empty), at most once per time the loop empties; the promise it returns keeps the program alive
+ * until it settles. webtorch stops its device workers there, because Node would otherwise
+ * terminate them at exit wherever they are, and a GPU worker stopped inside a Dawn call aborts
+ * the process (`FATAL ERROR: Error::ThrowAsJavaScriptException napi_throw`, exit 134).
+ * Browsers: nothing (a page's workers end with the page). `process.exit()` skips `beforeExit`.
+ */
+export function onProgramEnd(fn: () => Promise<void>): void {
+  if (!isNode) return;
+  let running = false;
+  process.on('beforeExit', () => {
+    if (running) return;
+    running = true;
+    fn().then(
+      () => (running = false),
+      (e: unknown) => {
+        running = false;
+        console.error('webtorch: stopping the device workers at exit failed:', e);
+      },
+    );
+  });
+}
+
 /** Exposes a worker's API to its parent. */
 export async function exposeWorker(api: object): Promise<void> {
   if (isNode) {
