@@ -137,6 +137,8 @@ describe('keyword forms of the device argument', () => {
     const block = torch.gpu.cachingAllocatorAlloc({ size: 1024, device: 1 });
     expect(String(block.device)).toBe('gpu:1');
     torch.gpu.cachingAllocatorDelete(block);
+    expect(torch.gpu.withDevice({ device: 'cuda:1' }, () => torch.gpu.currentDevice())).toBe(1);
+    expect(() => torch.gpu.withDevice({ devcie: 1 } as never, () => 0)).toThrow("device() got an unexpected keyword argument 'devcie'");
     try {
       torch.gpu.setDevice({ device: 1 });
       expect(torch.gpu.currentDevice()).toBe(1);
