@@ -63,7 +63,8 @@ describe('legacy typed constructors', () => {
     expect(() => torch.CharTensor(2)).toThrow(/unknown dtype "int8"/);
     expect(() => torch.FloatTensor(2, { device: 'gpu:0' })).toThrow('legacy constructor expects device type: cpu but device type: gpu was passed');
     expect(() => torch.cuda.FloatTensor(2, { device: 'cpu' })).toThrow('legacy constructor expects device type: gpu but device type: cpu was passed');
-    expect(() => torch.FloatTensor(2.5)).toThrow("torch.FloatTensor(): expected sizes (non-negative integers) or data (an array), but got (number)");
+    expect(() => torch.FloatTensor(2.5)).toThrow('torch.FloatTensor(): expected sizes (integers) or data (an array), but got (number)');
+    expect(() => torch.IntTensor(2, -1)).toThrow('Trying to create tensor with negative dimension');
     expect(() => torch.FloatTensor(2, { dtype: 'int32' } as never)).toThrow("torch.FloatTensor() got an unexpected keyword argument 'dtype'");
     torch.tidy(() => expect(() => torch.FloatTensor(torch.ones([1]) as never)).toThrow('a tensor argument is not supported'));
   });
