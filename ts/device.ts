@@ -224,7 +224,7 @@ export async function synchronize(...args: [device?: DeviceLike | null] | [{ dev
 /** `d2l.try_gpu(i)`: gpu:i if it exists (a software adapter only when allowed), else cpu. */
 export async function tryGpu(i = 0): Promise<Device> {
   await init();
-  return i < usableCount() ? Device.of('gpu', i) : CPU;
+  return Number.isInteger(i) && i >= 0 && i < usableCount() ? Device.of('gpu', i) : CPU;
 }
 
 /** `d2l.try_all_gpus()`: every GPU device, or [cpu] when there is none (as `tryGpu` counts them). */

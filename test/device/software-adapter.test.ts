@@ -68,6 +68,7 @@ describe('a software adapter needs an opt-in', () => {
       torch.gpu.configure({ allowSoftware: true });
       expect(await torch.gpu.isAvailable()).toBe(true);
       expect(String(await torch.tryGpu(1))).toBe('gpu:1');
+      expect(String(await torch.tryGpu(-1))).toBe('cpu');
     } finally {
       torch.gpu.configure({ allowSoftware: true });
     }

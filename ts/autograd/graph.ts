@@ -17,7 +17,7 @@ import { untrack } from '../scope.js';
 import type { Tensor } from '../tensor.js';
 
 /** Grad mode, scoped to a callback and the async work it starts (ts/context.ts). */
-const gradMode = new ContextVar('noGrad', true);
+const gradMode = new ContextVar('noGrad/enableGrad', true);
 
 /** Whether ops record the tape now. */
 export const isGradEnabled = (): boolean => gradMode.get();
