@@ -955,7 +955,7 @@ export const gpuBackend: Backend = {
     const limits: Record<string, number> = {};
     for (const l of limitNames) limits[l] = device.limits[l];
     return {
-      name, kind: 'gpu', cpuAdapter: rowDev.cpu, vendor: info.vendor, architecture: info.architecture, description: info.description || info.device,
+      name, kind: 'gpu', cpuAdapter: rowDev.cpu, vendor: info.vendor, architecture: info.architecture, device: info.device, description: info.description || info.device,
       features: [...found.features].map(String).sort(), limits, nativeF16: features.includes('shader-f16'), scratch: scratchCounter(),
     };
   },
