@@ -35,6 +35,7 @@ interface Kernels {
   matmulPart(dt: number, a: number, b: number, out: number, p: number, ws: number, part: number, parts: number): void;
   fill(dt: number, out: number, n: number, value: number): void;
   arange(dt: number, out: number, n: number, start: number, step: number): void;
+  random(dist: number, out: number, n: number, first: number, k0: number, k1: number, c0: number, c1: number, c2: number, c3: number, a: number, b: number): void;
 }
 
 const ALIGN = 16;
@@ -160,6 +161,8 @@ function run(cmd: Command): void {
       return K.fill(cmd.dt, at(cmd.out, cmd.dt), cmd.n, cmd.value);
     case 'arange':
       return K.arange(cmd.dt, at(cmd.out, cmd.dt), cmd.n, cmd.start, cmd.step);
+    case 'random': // Philox (assembly/kernels/random.ts)
+      return K.random(cmd.dist, at(cmd.out, StorageCode.F32), cmd.n, 0, ...cmd.key, ...cmd.counter, cmd.a, cmd.b);
     case 'copy':
       if (cmd.check) {
         if (K.copyChecked(cmd.srcDt, cmd.dt, ptr(cmd.src.id), at(cmd.out, cmd.dt), viewDesc(cmd.shape, [cmd.src]))) throw new Error(cmd.check.message);
