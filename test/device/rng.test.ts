@@ -83,6 +83,19 @@ describe('one seed gives the same numbers on every device', () => {
     }
   });
 
+  it('a draw larger than one GPU binding runs in chunks and still equals the cpu\'s', async () => {
+    const limit = (await torch.gpu.getDeviceProperties(0)).limits.maxStorageBufferBindingSize;
+    const n = limit / 4 + 4099; // just over the limit in float32: two chunks, the second starting mid-draw
+    const got: Uint32Array[] = [];
+    for (const d of ['cpu', 'gpu:0']) {
+      const g = new torch.Generator({ device: d }).manualSeed(12);
+      got.push(await take(torch.randn([n], { device: d, generator: g })));
+    }
+    let diff = 0;
+    for (let i = 0; i < n; i++) if (got[0][i] !== got[1][i]) diff++;
+    expect(diff, 'elements that differ').toBe(0);
+  });
+
   it('16-bit dtypes are the float32 draw rounded once', async () => {
     for (const d of devices) {
       torch.manualSeed(5);
