@@ -90,6 +90,7 @@ export type { ForkRngOptions } from './rng.js';
 /** `torch.random`: `manualSeed`, `seed`, `initialSeed`, `getRngState`, `setRngState`, `forkRng`. */
 export * as random from './random-module.js';
 export { bernoulli } from './ops/random.js';
+export { multinomial } from './ops/multinomial.js';
 /** @internal Philox's raw block on a device, and the calling thread's reference (the known-answer tests). */
 export { philoxBlock as _philoxBlock } from './ops/random.js';
 export { philox as _philox } from './random.js';

@@ -304,6 +304,48 @@ describe('the work is on the device', () => {
   });
 });
 
+describe('multinomial', () => {
+  it('samples follow the probabilities, with and without replacement, and repeat under one seed on every device', async () => {
+    const seen: number[][][] = [];
+    for (const d of devices) {
+      torch.manualSeed(8);
+      const probs = torch.tensor([[0, 1, 3, 6], [5, 0, 0, 5]], { device: d, dtype: 'float32' });
+      const many = torch.multinomial(probs, 4000, true);
+      const rows = (await many.tolist()) as number[][];
+      expect(many.dtype).toBe('int64');
+      expect(many.shape).toEqual([2, 4000]);
+      const freq = (r: number[], c: number) => r.filter((v) => v === c).length / r.length;
+      [0.0, 0.1, 0.3, 0.6].forEach((p, c) => expect(Math.abs(freq(rows[0], c) - p), `${d} category ${c}`).toBeLessThan(0.03));
+      expect(freq(rows[1], 1) + freq(rows[1], 2)).toBe(0);
+      const perm = torch.multinomial(probs, 2, { generator: new torch.Generator({ device: d }).manualSeed(1) });
+      const pr = (await perm.tolist()) as number[][];
+      expect(new Set(pr[1])).toEqual(new Set([0, 3]));            // without replacement: both non-zero categories
+      const row0 = probs.index(0), one = row0.multinomial(3);          // 1-D input: [numSamples]
+      const o = (await one.tolist()) as number[];
+      expect(o.length).toBe(3);
+      expect(new Set(o).size).toBe(3);
+      expect(o).not.toContain(0);
+      seen.push([rows[0].slice(0, 50), pr[0], o]);
+      [probs, many, perm, row0, one].forEach((t) => t.dispose());
+    }
+    for (let i = 1; i < seen.length; i++) expect(seen[i], devices[i]).toEqual(seen[0]);
+  });
+
+  it('refuses bad arguments', () => {
+    const p = torch.ones([3]);
+    try {
+      expect(() => torch.multinomial(p, 4)).toThrow('cannot sample n_sample > prob_dist.size(-1) samples without replacement');
+      expect(() => torch.multinomial(p, 0)).toThrow('cannot sample n_sample <= 0 samples');
+      const i = torch.ones([3], { dtype: 'int64' }), s = torch.ones([]);
+      expect(() => torch.multinomial(i, 1)).toThrow('multinomial only supports floating-point dtypes for input, got: Long');
+      expect(() => torch.multinomial(s, 1)).toThrow('prob_dist must be 1 or 2 dim');
+      [i, s].forEach((t) => t.dispose());
+    } finally {
+      p.dispose();
+    }
+  });
+});
+
 describe('errors', () => {
   it('bad arguments raise with PyTorch\'s wording', () => {
     const g = new torch.Generator();
