@@ -46,6 +46,8 @@ let K: Kernels;
 let pool: KernelPool | null = null;
 /** Products with fewer multiply-adds than this run on one thread (waking helpers costs more). */
 const POOL_MIN_MACS = 1 << 19;
+/** Random draws with fewer elements than this run on one thread. */
+const POOL_MIN_RANDOM = 1 << 16;
 /** Initial pages of the shared memory (the kernels' build asks for 16: `--initialMemory 16`). */
 const SHARED_INITIAL_PAGES = 16;
 let heapEnd = 0;
@@ -161,8 +163,11 @@ function run(cmd: Command): void {
       return K.fill(cmd.dt, at(cmd.out, cmd.dt), cmd.n, cmd.value);
     case 'arange':
       return K.arange(cmd.dt, at(cmd.out, cmd.dt), cmd.n, cmd.start, cmd.step);
-    case 'random': // Philox (assembly/kernels/random.ts)
-      return K.random(cmd.dist, at(cmd.out, StorageCode.F32), cmd.n, 0, ...cmd.key, ...cmd.counter, cmd.a, cmd.b);
+    case 'random': { // Philox (assembly/kernels/random.ts); large draws in chunks on the pool's threads
+      const out = at(cmd.out, StorageCode.F32);
+      if (!pool || cmd.n < POOL_MIN_RANDOM) return K.random(cmd.dist, out, cmd.n, 0, ...cmd.key, ...cmd.counter, cmd.a, cmd.b);
+      return pool.run('randomPart', [desc([cmd.dist, out, cmd.n, 0, ...cmd.key, ...cmd.counter, cmd.a, cmd.b])], 4 * pool.threads, 0, 0);
+    }
     case 'copy':
       if (cmd.check) {
         if (K.copyChecked(cmd.srcDt, cmd.dt, ptr(cmd.src.id), at(cmd.out, cmd.dt), viewDesc(cmd.shape, [cmd.src]))) throw new Error(cmd.check.message);
