@@ -19,7 +19,7 @@
  * rounds the same way everywhere. The WGSL kernel keeps the compiler from fusing or
  * reordering them (see `wgsl/random.ts`); WebAssembly never does.
  */
-import { CPU, device as toDevice, type Device, type DeviceLike } from './device.js';
+import { CPU, Device, device as toDevice, type DeviceLike } from './device.js';
 
 const M0 = 0xd2511f53, M1 = 0xcd9e8d57, W0 = 0x9e3779b9, W1 = 0xbb67ae85;
 
@@ -172,7 +172,7 @@ export class Generator {
     if (options !== null && typeof options === 'object' && !('type' in options)) {
       for (const k of Object.keys(options)) if (k !== 'device') throw new TypeError(`Generator() got an unexpected keyword argument '${k}' (expected 'device')`);
     }
-    this.dev = spec == null ? null : toDevice(spec);
+    this.dev = spec == null ? null : spec instanceof Device ? spec : toDevice(spec);
     [this.lo, this.hi] = seedWords(DEFAULT_SEED, 'Generator');
   }
 

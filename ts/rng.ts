@@ -63,14 +63,20 @@ export function setRngState(state: Uint8Array): void {
 
 // ---- torch.gpu.* ----
 
-/** `torch.gpu.manualSeed(seed)`: seeds the current GPU's generator. */
+/**
+ * The current GPU for the seeding functions, which PyTorch lets run before CUDA starts (and
+ * ignores where there is none): before discovery, or without GPUs, its index is not checked.
+ */
+const seedTarget = (op: string): Device => (knownGpuCount() === 0 ? Device.of('gpu', currentDevice()) : gpuDevice(op, null));
+
+/** `torch.gpu.manualSeed(seed)`: seeds the current GPU's generator (also before `torch.gpu.init()`). */
 export function gpuManualSeed(seed: number | bigint): void {
-  defaultGeneratorOf(gpuDevice('manual_seed', null)).manualSeed(seed);
+  defaultGeneratorOf(seedTarget('manual_seed')).manualSeed(seed);
 }
 
 /** `torch.gpu.seed()`: seeds the current GPU's generator non-deterministically; returns the seed. */
 export function gpuSeed(): number {
-  return defaultGeneratorOf(gpuDevice('seed', null)).seed();
+  return defaultGeneratorOf(seedTarget('seed')).seed();
 }
 
 /** `torch.gpu.seedAll()`: one non-deterministic seed for every GPU; returns it. */
