@@ -137,6 +137,8 @@ export interface ForkRngOptions {
  * `torch.random.forkRng({devices, enabled}, fn)` (PyTorch's `with torch.random.fork_rng(...)`):
  * runs `fn` and then restores the cpu generator and the listed GPUs' generators to their states
  * before it, when `fn` returns, throws, or (an async `fn`) settles. Returns what `fn` returns.
+ * The generators are global, as in PyTorch: draws that other tasks make while an async `fn` runs
+ * are rewound too.
  */
 export function forkRng<T>(...args: [fn: () => T] | [options: ForkRngOptions | null | undefined, fn: () => T]): T {
   const fn = args[args.length - 1] as () => T;
