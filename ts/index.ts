@@ -78,7 +78,7 @@ export const BoolTensor = legacyType('BoolTensor', 'cpu');
 export { DTYPES, promoteTypes, resultType } from './dtype.js';
 export type { DType } from './dtype.js';
 export {
-  tensor, zeros, ones, full, empty, arange, linspace, rand, randn, randint, randperm, eye,
+  tensor, zeros, ones, full, empty, arange, linspace, rand, randn, randint, eye,
   zerosLike, onesLike, fullLike, emptyLike, randLike, randnLike,
 } from './ops/creation.js';
 export type { TensorOptions, RandomOptions, SizeArgs } from './ops/creation.js';
@@ -89,8 +89,7 @@ export { manualSeed, seed, initialSeed, getRngState, setRngState } from './rng.j
 export type { ForkRngOptions } from './rng.js';
 /** `torch.random`: `manualSeed`, `seed`, `initialSeed`, `getRngState`, `setRngState`, `forkRng`. */
 export * as random from './random-module.js';
-export { bernoulli } from './ops/random.js';
-export { multinomial } from './ops/multinomial.js';
+export { randperm, bernoulli, multinomial } from './ops/sampling.js';
 /** @internal Philox's raw block on a device, and the calling thread's reference (the known-answer tests). */
 export { philoxBlock as _philoxBlock } from './ops/random.js';
 export { philox as _philox } from './random.js';

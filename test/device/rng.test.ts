@@ -304,6 +304,28 @@ describe('the work is on the device', () => {
   });
 });
 
+describe('randperm', () => {
+  it('is a permutation made on the device, the same on every device for one seed, in any dtype', async () => {
+    const seen: number[][] = [];
+    for (const d of devices) {
+      torch.manualSeed(4);
+      const p = torch.randperm(5000, { device: d });
+      const v = (await p.tolist()) as number[];
+      expect(p.dtype).toBe('int64');
+      expect([...v].sort((a, b) => a - b)).toEqual(Array.from({ length: 5000 }, (_, i) => i));
+      expect(v.slice(0, 10)).not.toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+      seen.push(v);
+      const f = torch.randperm(7, { device: d, dtype: 'float32', generator: new torch.Generator({ device: d }).manualSeed(4) });
+      expect(f.dtype).toBe('float32');
+      expect([...((await f.tolist()) as number[])].sort()).toEqual([0, 1, 2, 3, 4, 5, 6]);
+      const e = torch.randperm(0, { device: d });
+      expect(e.shape).toEqual([0]);
+      [p, f, e].forEach((t) => t.dispose());
+    }
+    for (let i = 1; i < seen.length; i++) expect(seen[i], devices[i]).toEqual(seen[0]);
+  });
+});
+
 describe('multinomial', () => {
   it('samples follow the probabilities, with and without replacement, and repeat under one seed on every device', async () => {
     const seen: number[][][] = [];

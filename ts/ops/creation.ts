@@ -3,7 +3,7 @@
  * `eye`, and the `*_like` and `new_*` families. Every creation takes `{dtype, device}`; the
  * device defaults to `cpu`, as in PyTorch. Host data is encoded on the calling thread and
  * moves to the worker with the command (transferred, not copied). Random numbers are made on
- * the device (ts/ops/random.ts), except `randperm`'s shuffle, which runs on the calling thread.
+ * the device (ts/ops/random.ts; `randperm`, `bernoulli` and `multinomial` are in ts/ops/sampling.ts).
  */
 import { CPU, device as toDevice, type Device, type DeviceLike } from '../device.js';
 import { checkFits, encode, isFloating, scalarName, storageCode, toDType, type DType } from '../dtype.js';
@@ -27,7 +27,7 @@ const CREATION_KEYS = ['dtype', 'device', 'requiresGrad'] as const;
 const dev = (o?: TensorOptions): Device => (o?.device == null ? CPU : toDevice(o.device));
 
 /** Checks a creation's keywords and applies `requiresGrad` to the new tensor. */
-function made(op: string, t: Tensor, o: TensorOptions | undefined): Tensor {
+export function made(op: string, t: Tensor, o: TensorOptions | undefined): Tensor {
   if (o?.requiresGrad) {
     if (!isFloating(t.dtype)) {
       t.dispose();
@@ -178,7 +178,8 @@ export function linspace(start: number, end: number, steps: number, options?: Te
 export interface RandomOptions extends TensorOptions {
   generator?: Generator | null;
 }
-const RANDOM_KEYS = [...CREATION_KEYS, 'generator'] as const;
+/** The random creations' keywords. */
+export const RANDOM_KEYS = [...CREATION_KEYS, 'generator'] as const;
 
 /** Uniform random numbers in [0, 1), made on the tensor's device (`torch.rand(*size, {generator, dtype, device, requiresGrad})`). */
 export function rand(...args: SizeArgs<RandomOptions>): Tensor {
@@ -226,23 +227,6 @@ export function randint(...args: [high: number, size: number[], options?: Random
   }
   const d = dev(o), g = generatorFor('randint', d, o?.generator);
   return made('randint', drawInto(alloc(shape, dtype, d), Dist.Int, g, low | 0, (high - low) >>> 0), o);
-}
-
-/** `torch.randperm(n, {generator, dtype = 'int64', device, requiresGrad})`: a random permutation of 0 … n-1. */
-export function randperm(n: number, options?: RandomOptions): Tensor {
-  checkOptions('randperm', options, RANDOM_KEYS);
-  if (!Number.isInteger(n) || n < 0) throw new RangeError(`randperm(): n must be a non-negative integer, got ${n}`);
-  const dtype = dt(options, 'int64');
-  if (n) checkFits(n - 1, dtype, 'randperm');
-  // a host-side shuffle (Fisher–Yates) from the generator's words, uploaded
-  const g = generatorFor('randperm', dev(options), options?.generator);
-  const perm = Array.from({ length: n }, (_, i) => i);
-  const draws = g.uniform(n);
-  for (let i = n - 1; i > 0; i--) {
-    const j = Math.min(i, Math.floor(draws[i] * (i + 1)));
-    [perm[i], perm[j]] = [perm[j], perm[i]];
-  }
-  return made('randperm', fromHost(perm, [n], dtype, dev(options)), options);
 }
 
 /** The identity matrix (`torch.eye`). */

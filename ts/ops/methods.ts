@@ -13,7 +13,7 @@ import { argReduce, maxMin, reduce, type Dims, type ValuesIndices } from './redu
 import { ELEMENTWISE } from './table.js';
 import * as V from './views.js';
 import * as R from './random.js';
-import { multinomial } from './multinomial.js';
+import { bernoulli, multinomial } from './sampling.js';
 import { ReduceOp } from '../../wgsl/reduce.js';
 import { bindArgs, bindDim, type DimArgs, type PyArgs } from './options.js';
 
@@ -81,7 +81,7 @@ declare module '../tensor.js' {
     /** `t.bernoulli_(p = 0.5, {generator})`, in place, on t's device. */
     bernoulli_(...args: Parameters<typeof R.bernoulli_> extends [Tensor, ...infer A] ? A : never): Tensor;
     /** `t.bernoulli({generator})` or `t.bernoulli(p, {generator})` (`torch.bernoulli`). */
-    bernoulli(...args: Parameters<typeof R.bernoulli> extends [Tensor, ...infer A] ? A : never): Tensor;
+    bernoulli(...args: Parameters<typeof bernoulli> extends [Tensor, ...infer A] ? A : never): Tensor;
     /** `t.multinomial(numSamples, replacement = false, {generator})` (`torch.multinomial`). */
     multinomial(...args: Parameters<typeof multinomial> extends [Tensor, ...infer A] ? A : never): Tensor;
     float(): Tensor; half(): Tensor; bfloat16(): Tensor; int(): Tensor; long(): Tensor; bool(): Tensor; byte(): Tensor;
@@ -147,7 +147,7 @@ Object.assign(Tensor.prototype, newMethods, {
   normal_(this: Tensor, ...a: never[]) { return (R.normal_ as (t: Tensor, ...a: unknown[]) => Tensor)(this, ...a); },
   uniform_(this: Tensor, ...a: never[]) { return (R.uniform_ as (t: Tensor, ...a: unknown[]) => Tensor)(this, ...a); },
   bernoulli_(this: Tensor, ...a: never[]) { return (R.bernoulli_ as (t: Tensor, ...a: unknown[]) => Tensor)(this, ...a); },
-  bernoulli(this: Tensor, ...a: never[]) { return (R.bernoulli as (t: Tensor, ...a: unknown[]) => Tensor)(this, ...a); },
+  bernoulli(this: Tensor, ...a: never[]) { return (bernoulli as (t: Tensor, ...a: unknown[]) => Tensor)(this, ...a); },
   multinomial(this: Tensor, ...a: never[]) { return (multinomial as (t: Tensor, ...a: unknown[]) => Tensor)(this, ...a); },
   float(this: Tensor) { return to(this, 'float32'); },
   half(this: Tensor) { return to(this, 'float16'); },

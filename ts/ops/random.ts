@@ -5,19 +5,17 @@
  * once and the numbers are made on the device. The kernels write 32-bit words; other dtypes
  * are drawn into a 32-bit scratch tensor and cast on the device.
  *
- * Also the in-place fills (`normal_`, `uniform_`, `bernoulli_`) and `bernoulli`.
+ * Also the in-place fills (`normal_`, `uniform_`, `bernoulli_`).
  */
 import type { Device } from '../device.js';
-import { isFloating, scalarName, storageCode, StorageCode, type DType } from '../dtype.js';
+import { isFloating, scalarName, storageCode, StorageCode } from '../dtype.js';
 import { Generator } from '../random.js';
 import { defaultGeneratorOf } from '../rng.js';
 import { alloc, launch, place, ref } from '../runtime/dispatch.js';
 import { isGradEnabled } from '../autograd/graph.js';
 import { Tensor } from '../tensor.js';
 import { Dist } from '../../wgsl/random.js';
-import { binaryOp } from './elementwise.js';
 import { bindArgs, type PyArgs } from './options.js';
-import { cast } from './views.js';
 
 export { Dist };
 
@@ -104,7 +102,8 @@ export function uniform_(t: Tensor, ...args: PyArgs<[from: number, to: number], 
   return fillInPlace(t, Dist.Uniform, generatorFor('uniform_', t.device, generator), f32Bits(from), f32Bits(Math.fround(to - from)));
 }
 
-const checkP = (op: string, p: unknown): number => {
+/** A probability argument: a number in [0, 1], else PyTorch's error. */
+export const checkP = (op: string, p: unknown): number => {
   if (typeof p !== 'number') throw new TypeError(`${op}(): argument 'p' must be a number, not ${typeof p}`);
   if (!(p >= 0 && p <= 1)) throw new RangeError(`${op} expects p to be in [0, 1], but got p=${p}`);
   return p;
@@ -116,27 +115,4 @@ export function bernoulli_(t: Tensor, ...args: PyArgs<[p: number], { p?: number 
   checkInPlace('bernoulli_', t);
   checkP('bernoulli_', p);
   return fillInPlace(t, Dist.Bernoulli, generatorFor('bernoulli_', t.device, generator), f32Bits(p), f32Bits(1));
-}
-
-/**
- * `torch.bernoulli(input, {generator})`: 1 with probability `input[i]`, else 0, in input's
- * dtype; `torch.bernoulli(input, p, {generator})`: 1 with probability p, in input's shape.
- * (Probabilities outside [0, 1] in `input` are not checked.)
- */
-export function bernoulli(input: Tensor, ...args: PyArgs<[p: number | null], { p?: number | null } & Gen>): Tensor {
-  const { p, generator } = bindArgs('bernoulli', ['p', 'generator'], args, { p: null as number | null, generator: null as Generator | null }, 1);
-  if (!(input instanceof Tensor)) throw new TypeError(`bernoulli(): argument 'input' must be Tensor, not ${input === null ? 'null' : typeof input}`);
-  input._check('bernoulli');
-  if (!isFloating(input.dtype)) throw new TypeError(`"bernoulli_tensor_cpu_p_" not implemented for '${scalarName(input.dtype)}'`);
-  const g = generatorFor('bernoulli', input.device, generator);
-  if (p != null) {
-    const bits = f32Bits(checkP('bernoulli', p));
-    return drawInto(alloc(input.shape, input.dtype, input.device), Dist.Bernoulli, g, bits, f32Bits(1));
-  }
-  const u = drawInto(alloc(input.shape, 'float32', input.device), Dist.Uniform, g, f32Bits(0), f32Bits(1));
-  const hit = binaryOp('lt', u, input);
-  u.dispose();
-  const out = cast(hit, input.dtype as DType);
-  if (out !== hit) hit.dispose();
-  return out;
 }

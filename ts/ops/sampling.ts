@@ -1,7 +1,13 @@
 /**
- * `torch.multinomial(input, numSamples, replacement = false, {generator})`, composed on the
- * device from one uniform draw (ts/ops/random.ts) and existing ops.
+ * Sampling composed on the device from one draw (ts/ops/random.ts) and existing ops: `randperm`,
+ * `bernoulli` with a tensor of probabilities, `multinomial`. (A module of its own so that
+ * creation.ts, which the elementwise and index families import, imports neither of them.)
  *
+ * `randperm(n)` is the stable sort order of n random 32-bit words: equal words (rare) keep their
+ * positions' order, and the sort is stable on every device, so every device gives the same
+ * permutation.
+ *
+ * `multinomial(input, numSamples, replacement = false, {generator})`:
  * Without replacement: the exponential-race trick PyTorch's CUDA kernel uses: with q ~ Exp(1)
  * per category, the categories in decreasing order of p / q are a draw without replacement, so
  * the samples are `topk(p / q, numSamples)`. With replacement: inverse CDF sampling; sample j is
@@ -12,18 +18,57 @@
  * Probabilities are not checked (negative, infinite or all-zero rows give meaningless samples
  * where PyTorch raises at its sync point).
  */
-import { isFloating, scalarName } from '../dtype.js';
+import { checkFits, isFloating, scalarName, toDType, type DType } from '../dtype.js';
+import { CPU, device as toDevice } from '../device.js';
 import type { Generator } from '../random.js';
 import { alloc } from '../runtime/dispatch.js';
 import { Tensor } from '../tensor.js';
 import { ReduceOp } from '../../wgsl/reduce.js';
 import { binaryOp, clamp, unaryOp } from './elementwise.js';
-import { topk, cumsum } from './indexing.js';
-import { bindArgs, type PyArgs } from './options.js';
-import { Dist, drawInto, f32Bits, generatorFor } from './random.js';
+import { made, RANDOM_KEYS, type RandomOptions } from './creation.js';
+import { sort, topk, cumsum } from './indexing.js';
+import { bindArgs, checkOptions, type PyArgs } from './options.js';
+import { checkP, Dist, drawInto, f32Bits, generatorFor } from './random.js';
 import { reduce } from './reduce.js';
 import { tidy } from './scoped.js';
 import * as V from './views.js';
+
+/** `torch.randperm(n, {generator, dtype = 'int64', device, requiresGrad})`: a random permutation of 0 … n-1, made on the device. */
+export function randperm(n: number, options?: RandomOptions): Tensor {
+  checkOptions('randperm', options, RANDOM_KEYS);
+  if (!Number.isInteger(n) || n < 0) throw new RangeError(`randperm(): n must be a non-negative integer, got ${n}`);
+  const dtype: DType = options?.dtype == null ? 'int64' : toDType(options.dtype);
+  if (n) checkFits(n - 1, dtype, 'randperm');
+  const d = options?.device == null ? CPU : toDevice(options.device), g = generatorFor('randperm', d, options?.generator);
+  if (!n) return made('randperm', alloc([0], dtype, d), options);
+  const out = tidy(() => {
+    const keys = drawInto(alloc([n], 'int32', d), Dist.Bits, g, 0, 0);
+    const { indices } = sort(keys);
+    return indices.dtype === dtype ? indices : V.cast(indices, dtype);
+  });
+  return made('randperm', out, options);
+}
+
+/**
+ * `torch.bernoulli(input, {generator})`: 1 with probability `input[i]`, else 0, in input's
+ * dtype; `torch.bernoulli(input, p, {generator})`: 1 with probability p, in input's shape.
+ * (Probabilities outside [0, 1] in `input` are not checked.)
+ */
+export function bernoulli(input: Tensor, ...args: PyArgs<[p: number | null], { p?: number | null; generator?: Generator | null }>): Tensor {
+  const { p, generator } = bindArgs('bernoulli', ['p', 'generator'], args, { p: null as number | null, generator: null as Generator | null }, 1);
+  if (!(input instanceof Tensor)) throw new TypeError(`bernoulli(): argument 'input' must be Tensor, not ${input === null ? 'null' : typeof input}`);
+  input._check('bernoulli');
+  if (!isFloating(input.dtype)) throw new TypeError(`"bernoulli_tensor_cpu_p_" not implemented for '${scalarName(input.dtype)}'`);
+  const g = generatorFor('bernoulli', input.device, generator);
+  if (p != null) {
+    const bits = f32Bits(checkP('bernoulli', p));
+    return drawInto(alloc(input.shape, input.dtype, input.device), Dist.Bernoulli, g, bits, f32Bits(1));
+  }
+  return tidy(() => {
+    const u = drawInto(alloc(input.shape, 'float32', input.device), Dist.Uniform, g, f32Bits(0), f32Bits(1));
+    return V.cast(binaryOp('lt', u, input.detach()), input.dtype);
+  });
+}
 
 /** `torch.multinomial`: int64 indices of shape [numSamples] (1-D input) or [rows, numSamples]. */
 export function multinomial(input: Tensor, numSamples: number,
