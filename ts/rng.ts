@@ -158,7 +158,7 @@ export function forkRng<T>(...args: [fn: () => T] | [options: ForkRngOptions | n
     restore();
     throw e;
   }
-  if (out instanceof Promise) return out.finally(restore) as T;
+  if (typeof (out as PromiseLike<unknown> | null)?.then === 'function') return Promise.resolve(out).finally(restore) as T;
   restore();
   return out;
 }
