@@ -206,6 +206,23 @@ def cnn_train(b, lr):
     return train_job(model, x, y, lr)
 
 
+def draw(fn, n, lo, hi, mean, std):
+    """rand/randn: n numbers per iteration, checked by range and moments."""
+    j = Job()
+    j.launch = lambda: setattr(j, "last", fn(n, device=DEV))
+
+    def check():
+        x = j.last.double().cpu()
+        if x.numel() != n or x.min().item() < lo or x.max().item() >= hi:
+            return "values outside [%g, %g)" % (lo, hi)
+        if abs(x.mean().item() - mean) > 0.01 or abs(x.std().item() - std) > 0.01:
+            return "mean %g std %g" % (x.mean().item(), x.std().item())
+        return None
+
+    j.check = check
+    return j
+
+
 def alloc(n, count):
     j = Job()
 
@@ -231,6 +248,8 @@ OPS = {
     "d2h": lambda p: d2h(p["n"]),
     "clone": lambda p: unary_like(lambda x: x.clone(), lambda x: x, n=p["n"], rtol=0, atol=0),
     "alloc": lambda p: alloc(p["n"], p["count"]),
+    "rand": lambda p: draw(torch.rand, p["n"], 0, 1, 0.5, (1 / 12) ** 0.5),
+    "randn": lambda p: draw(torch.randn, p["n"], -math.inf, math.inf, 0, 1),
     "layer_norm": lambda p: unary_like(lambda x: F.layer_norm(x, (p["c"],)), lambda x: F.layer_norm(x, (p["c"],)), shape=(p["r"], p["c"]), rtol=1e-4, atol=1e-5, scale=2),
     "conv2d": lambda p: conv2d(p["n"], p["c"], p["h"], p["w"], p["k"]),
     "mlp_train": lambda p: mlp_train(p["b"], p["din"], p["h"], p["dout"], p["lr"]),

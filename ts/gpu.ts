@@ -20,6 +20,11 @@ export {
   cachingAllocatorAlloc, cachingAllocatorDelete,
 } from './runtime/memory.js';
 export type { RawBlock } from './runtime/memory.js';
+// The GPUs' random number generators (ts/rng.ts).
+export {
+  gpuManualSeed as manualSeed, manualSeedAll, gpuSeed as seed, gpuSeedAll as seedAll, gpuInitialSeed as initialSeed,
+  gpuGetRngState as getRngState, gpuSetRngState as setRngState, gpuGetRngStateAll as getRngStateAll, gpuSetRngStateAll as setRngStateAll,
+} from './rng.js';
 export type { LegacyTensorType } from './legacy.js';
 
 /** What `torch.gpu.configure` takes. */

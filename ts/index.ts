@@ -78,11 +78,21 @@ export const BoolTensor = legacyType('BoolTensor', 'cpu');
 export { DTYPES, promoteTypes, resultType } from './dtype.js';
 export type { DType } from './dtype.js';
 export {
-  tensor, zeros, ones, full, empty, arange, linspace, rand, randn, randint, randperm, eye,
+  tensor, zeros, ones, full, empty, arange, linspace, rand, randn, randint, eye,
   zerosLike, onesLike, fullLike, emptyLike, randLike, randnLike,
 } from './ops/creation.js';
 export type { TensorOptions, RandomOptions, SizeArgs } from './ops/creation.js';
-export { Generator, manualSeed, defaultGenerator } from './random.js';
+export { Generator, defaultGenerator } from './random.js';
+export type { GeneratorOptions } from './random.js';
+// Random number generators (ts/rng.ts) and the random ops made on the devices (ts/ops/random.ts).
+export { manualSeed, seed, initialSeed, getRngState, setRngState } from './rng.js';
+export type { ForkRngOptions } from './rng.js';
+/** `torch.random`: `manualSeed`, `seed`, `initialSeed`, `getRngState`, `setRngState`, `forkRng`. */
+export * as random from './random-module.js';
+export { randperm, bernoulli, multinomial } from './ops/sampling.js';
+/** @internal Philox's raw block on a device, and the calling thread's reference (the known-answer tests). */
+export { philoxBlock as _philoxBlock } from './ops/random.js';
+export { philox as _philox } from './random.js';
 export { broadcastShapes } from './shape.js';
 export { where, nanToNum, div, gelu, softplus, matmul };
 export type { TensorOrScalar };

@@ -1,7 +1,7 @@
 /**
  * Seed 003, the torch.cuda overview: device management, moving tensors, cross-device errors, the
  * caching allocator's statistics and cleanup, synchronisation, bfloat16 tensors. (Streams, events,
- * graphs, AMP, TF32, RNG state, DataParallel/DDP, pinned memory and the profiler are left to their
+ * graphs, AMP, TF32, DataParallel/DDP, pinned memory and the profiler are left to their
  * issues; device properties, `torch.cuda` and the OOM fallback are in cuda-semantics.test.ts and
  * oom-handling.test.ts.)
  */

@@ -12,6 +12,8 @@ import { matmul } from './matmul.js';
 import { argReduce, maxMin, reduce, type Dims, type ValuesIndices } from './reduce.js';
 import { ELEMENTWISE } from './table.js';
 import * as V from './views.js';
+import * as R from './random.js';
+import { bernoulli, multinomial } from './sampling.js';
 import { ReduceOp } from '../../wgsl/reduce.js';
 import { bindArgs, bindDim, type DimArgs, type PyArgs } from './options.js';
 
@@ -72,6 +74,16 @@ declare module '../tensor.js' {
     gpu(index?: number): Tensor;
     cpu(): Tensor;
     copy_(src: Tensor): Tensor;
+    /** `t.normal_(mean = 0, std = 1, {generator})`, in place, on t's device. */
+    normal_(...args: Parameters<typeof R.normal_> extends [Tensor, ...infer A] ? A : never): Tensor;
+    /** `t.uniform_(from = 0, to = 1, {generator})`, in place, on t's device. */
+    uniform_(...args: Parameters<typeof R.uniform_> extends [Tensor, ...infer A] ? A : never): Tensor;
+    /** `t.bernoulli_(p = 0.5, {generator})`, in place, on t's device. */
+    bernoulli_(...args: Parameters<typeof R.bernoulli_> extends [Tensor, ...infer A] ? A : never): Tensor;
+    /** `t.bernoulli({generator})` or `t.bernoulli(p, {generator})` (`torch.bernoulli`). */
+    bernoulli(...args: Parameters<typeof bernoulli> extends [Tensor, ...infer A] ? A : never): Tensor;
+    /** `t.multinomial(numSamples, replacement = false, {generator})` (`torch.multinomial`). */
+    multinomial(...args: Parameters<typeof multinomial> extends [Tensor, ...infer A] ? A : never): Tensor;
     float(): Tensor; half(): Tensor; bfloat16(): Tensor; int(): Tensor; long(): Tensor; bool(): Tensor; byte(): Tensor;
     new_zeros(shape: number[], options?: TensorOptions): Tensor;
     new_ones(shape: number[], options?: TensorOptions): Tensor;
@@ -132,6 +144,11 @@ Object.assign(Tensor.prototype, newMethods, {
   gpu(this: Tensor, i?: number) { return toGpu(this, i); },
   cpu(this: Tensor) { return to(this, 'cpu'); },
   copy_(this: Tensor, src: Tensor) { return copyInto(this, src); },
+  normal_(this: Tensor, ...a: never[]) { return (R.normal_ as (t: Tensor, ...a: unknown[]) => Tensor)(this, ...a); },
+  uniform_(this: Tensor, ...a: never[]) { return (R.uniform_ as (t: Tensor, ...a: unknown[]) => Tensor)(this, ...a); },
+  bernoulli_(this: Tensor, ...a: never[]) { return (R.bernoulli_ as (t: Tensor, ...a: unknown[]) => Tensor)(this, ...a); },
+  bernoulli(this: Tensor, ...a: never[]) { return (bernoulli as (t: Tensor, ...a: unknown[]) => Tensor)(this, ...a); },
+  multinomial(this: Tensor, ...a: never[]) { return (multinomial as (t: Tensor, ...a: unknown[]) => Tensor)(this, ...a); },
   float(this: Tensor) { return to(this, 'float32'); },
   half(this: Tensor) { return to(this, 'float16'); },
   bfloat16(this: Tensor) { return to(this, 'bfloat16'); },

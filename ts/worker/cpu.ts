@@ -35,6 +35,7 @@ interface Kernels {
   matmulPart(dt: number, a: number, b: number, out: number, p: number, ws: number, part: number, parts: number): void;
   fill(dt: number, out: number, n: number, value: number): void;
   arange(dt: number, out: number, n: number, start: number, step: number): void;
+  random(dist: number, out: number, n: number, first: number, k0: number, k1: number, c0: number, c1: number, c2: number, c3: number, a: number, b: number): void;
 }
 
 const ALIGN = 16;
@@ -45,6 +46,8 @@ let K: Kernels;
 let pool: KernelPool | null = null;
 /** Products with fewer multiply-adds than this run on one thread (waking helpers costs more). */
 const POOL_MIN_MACS = 1 << 19;
+/** Random draws with fewer elements than this run on one thread. */
+const POOL_MIN_RANDOM = 1 << 16;
 /** Initial pages of the shared memory (the kernels' build asks for 16: `--initialMemory 16`). */
 const SHARED_INITIAL_PAGES = 16;
 let heapEnd = 0;
@@ -160,6 +163,11 @@ function run(cmd: Command): void {
       return K.fill(cmd.dt, at(cmd.out, cmd.dt), cmd.n, cmd.value);
     case 'arange':
       return K.arange(cmd.dt, at(cmd.out, cmd.dt), cmd.n, cmd.start, cmd.step);
+    case 'random': { // Philox (assembly/kernels/random.ts); large draws in chunks on the pool's threads
+      const out = at(cmd.out, StorageCode.F32);
+      if (!pool || cmd.n < POOL_MIN_RANDOM) return K.random(cmd.dist, out, cmd.n, 0, ...cmd.key, ...cmd.counter, cmd.a, cmd.b);
+      return pool.run('randomPart', [desc([cmd.dist, out, cmd.n, 0, ...cmd.key, ...cmd.counter, cmd.a, cmd.b])], 4 * pool.threads, 0, 0);
+    }
     case 'copy':
       if (cmd.check) {
         if (K.copyChecked(cmd.srcDt, cmd.dt, ptr(cmd.src.id), at(cmd.out, cmd.dt), viewDesc(cmd.shape, [cmd.src]))) throw new Error(cmd.check.message);

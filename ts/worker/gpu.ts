@@ -27,6 +27,9 @@ import { contextBuffer, countBuffers, createScratch, scratchCounter, setPressure
 import { IWG, SORT_BLOCK, cumulativeShader, gatherShader, indexParams, oneHotShader, scalarWord, scatterIndexShader, sortGlobalShader,
   sortInitShader, sortLocalShader, sortOutShader, sortParams, wordDt } from '../../wgsl/index.js';
 import type { IndexCommand } from './protocol.js';
+// Random numbers.
+import { RANDOM_PARAM_WORDS, RANDOM_WG, randomBlocks, randomShader } from '../../wgsl/random.js';
+import type { RandomCommand } from './protocol.js';
 
 const UNARY = new Map(ELEMENTWISE.filter((o) => o.arity === 1).map((o) => [o.code, o]));
 const BINARY = new Map(ELEMENTWISE.filter((o) => o.arity === 2).map((o) => [o.code, o]));
@@ -535,6 +538,9 @@ function run(cmd: Command): void {
       runMap([], [cmd.n], buf(cmd.out.id), cmd.out.offset, cmd.dt, e, computeType(cmd.dt), [cmd.start, cmd.step]);
       return;
     }
+    case 'random':
+      runRandom(cmd);
+      return;
     case 'copy':
       // A checked float -> int64 cast goes through f2i_ck (wgsl/elementwise.ts).
       if (cmd.check) runMap([{ r: cmd.src, dt: cmd.srcDt }], cmd.shape, buf(cmd.out.id), cmd.out.offset, cmd.dt, 'f2i_ck(x0)', 'i32', NO_SCALARS, cmd.check);
@@ -624,6 +630,26 @@ function run(cmd: Command): void {
       return;
     default:
       throw new Error(`unknown command ${cmd.k}`);
+  }
+}
+
+/** Philox numbers (wgsl/random.ts) into a contiguous 32-bit output; in chunks over a buffer larger than one binding. */
+function runRandom(cmd: RandomCommand): void {
+  if (!cmd.n) return;
+  const out = buf(cmd.out.id);
+  const one = (first: number, n: number, offset: number) => {
+    const at = reserveParams(RANDOM_PARAM_WORDS);
+    paramWords.set([n, offset, first, cmd.dist, ...cmd.key, ...cmd.counter, cmd.a, cmd.b, 0], at);
+    dispatchAt('random', randomShader, [out], at, RANDOM_PARAM_WORDS, grid1d(randomBlocks(first, n), RANDOM_WG));
+  };
+  if (out.size <= maxBinding) return one(0, cmd.n, cmd.out.offset);
+  for (const c of chunks(cmd.n, [{ b: out, start: cmd.out.offset }], maxBinding, paramAlign)) {
+    windowOf = c.window;
+    try {
+      one(c.first, c.count, cmd.out.offset + c.first - c.window.get(out)! / 4);
+    } finally {
+      windowOf = null;
+    }
   }
 }
 

@@ -37,6 +37,7 @@ export type Command =
   | { k: 'write'; id: number; byteOffset: number; data: ArrayBuffer }
   | { k: 'fill'; out: Place; dt: StorageCode; n: number; value: number }
   | { k: 'arange'; out: Place; dt: StorageCode; n: number; start: number; step: number }
+  | RandomCommand
   /** `check`: a float -> int64 cast raises on NaN, infinities and values outside int64's 32-bit storage. */
   | { k: 'copy'; src: ViewRef; srcDt: StorageCode; out: Place; dt: StorageCode; shape: number[]; check?: DeviceCheck }
   | { k: 'copyInto'; src: ViewRef; srcDt: StorageCode; dst: ViewRef; dt: StorageCode; shape: number[] }
@@ -64,6 +65,23 @@ export type Command =
   | { k: 'send'; peer: string; tag: number; id: number; byteOffset: number; bytes: number }
   | { k: 'recv'; peer: string; tag: number; id: number; byteOffset: number }
   | IndexCommand;
+
+/**
+ * Philox4x32-10 numbers into `n` contiguous 32-bit words at `out` (wgsl/random.ts,
+ * assembly/kernels/random.ts; ts/random.ts is the reference): element e takes word e % 4 of
+ * the block at `counter` + ⌊e / 4⌋ under `key`. `dist` is a `Dist` code; `a` and `b` are its
+ * parameters as 32-bit words (f32 bits, or integers).
+ */
+export interface RandomCommand {
+  k: 'random';
+  out: Place;
+  n: number;
+  dist: number;
+  key: [number, number];
+  counter: [number, number, number, number];
+  a: number;
+  b: number;
+}
 
 /** What a device reports about itself. */
 export interface DeviceInfo {
