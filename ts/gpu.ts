@@ -16,6 +16,8 @@ export {
   cachingAllocatorAlloc, cachingAllocatorDelete,
 } from './runtime/memory.js';
 export type { RawBlock } from './runtime/memory.js';
+export { Stream, currentStream, defaultStream, setStream, stream, withStream } from './runtime/streams.js';
+export { Event } from './runtime/events.js';
 
 /**
  * Configures the GPU runtime before first use: `devices` logical GPU devices (default one per

@@ -17,6 +17,7 @@ import './ops/methods.js';
 import { CPU, Device, device, tryAllGpus, tryGpu, numGpus, shutdown as stopDevices } from './device.js';
 import { resetAllocators } from './runtime/memory.js';
 import * as gpu from './gpu.js';
+import * as cpu from './cpu.js';
 import { binaryOp, clamp, div, gelu, nanToNum, softplus, unaryOp, where, type TensorOrScalar } from './ops/elementwise.js';
 import { matmul } from './ops/matmul.js';
 import { bindArgs, bindDim, type DimArgs, type PyArgs } from './ops/options.js';
@@ -30,7 +31,7 @@ import { onesLike } from './ops/creation.js';
 
 export { Tensor };
 export type { NestedArray } from './tensor.js';
-export { Device, CPU, device, tryGpu, tryAllGpus, numGpus, gpu };
+export { Device, CPU, device, tryGpu, tryAllGpus, numGpus, gpu, cpu };
 export { OutOfMemoryError } from './memory/index.js';
 export type { MemoryStats, SnapshotSegment } from './memory/index.js';
 

@@ -18,8 +18,11 @@ import { cast, contiguous } from './views.js';
 
 let nextTag = 1;
 
-/** Opens a MessageChannel between two devices' workers, once per pair of worker lifetimes. */
-function connect(a: Device, b: Device): void {
+/** @internal A new tag for a message between two workers (a copy, an event's signal). */
+export const newTag = (): number => nextTag++;
+
+/** @internal Opens a MessageChannel between two devices' workers, once per pair of worker lifetimes. */
+export function connect(a: Device, b: Device): void {
   const ca = clientOf(a), cb = clientOf(b);
   if (ca.peers.has(cb.name)) return;
   const { port1, port2 } = new MessageChannel();

@@ -8,11 +8,18 @@
  * Float64Array, not structured-cloned objects), and a read or sync carries the queued commands
  * with it, so `await x.add(1).item()` is one message. Messages go out through `post`, which
  * keeps commands, reads and syncs in the order the program issued them.
+ *
+ * Each command is queued on a stream (the device's current stream, ts/runtime/streams.ts); the
+ * client numbers each stream's marks (the points `s.query()`, events and deferred frees ask the
+ * worker about) and holds the device's stream board (ts/worker/board.ts), where the worker
+ * writes which marks and events have finished.
  */
 import * as Comlink from 'comlink';
 import { OutOfMemoryError } from '../memory/errors.js';
 import { spawnWorker, type WorkerHandle } from '../platform.js';
-import { BatchWriter, type Batch, type Command, type DeviceInfo, type WorkerApi, type WorkerProfile } from '../worker/protocol.js';
+import { onPortMessage } from '../platform.js';
+import { Board, STREAM_SLOTS, type BoardUpdate } from '../worker/board.js';
+import { BatchWriter, DEVICE_COMMANDS, type Batch, type Command, type DeviceInfo, type SyncTarget, type WorkerApi, type WorkerProfile } from '../worker/protocol.js';
 
 /**
  * Words of queued commands at which a burst is sent without waiting for its microtask to end
@@ -46,6 +53,13 @@ export class DeviceClient {
   private closed = false;
   /** Results being awaited; while there are any, the worker keeps the process alive. */
   private awaited = 0;
+  /** What the worker reports as finished (shared memory once the worker is up, where it exists). */
+  board = new Board(null);
+  /** Per stream: the last mark queued. */
+  private readonly marks = new Int32Array(STREAM_SLOTS);
+  /** Per stream: commands queued so far, and how many its last mark stands for. */
+  private readonly queued = new Float64Array(STREAM_SLOTS);
+  private readonly marked = new Float64Array(STREAM_SLOTS);
 
   constructor(readonly name: string, readonly kind: 'cpu' | 'gpu', readonly index: number) {}
 
@@ -54,10 +68,18 @@ export class DeviceClient {
     this.ready ??= (async () => {
       this.handle = await spawnWorker(this.kind);
       const remote = Comlink.wrap<WorkerApi>(this.handle.endpoint);
+      // Without shared memory the worker posts the board's updates on a port of its own.
+      const channel = typeof SharedArrayBuffer === 'undefined' ? new MessageChannel() : null;
       try {
-        const { scratch, ...info } = await this.awaiting(() => remote.init({ name: this.name, index: this.index }));
+        const options = { name: this.name, index: this.index, board: channel?.port2 };
+        const { scratch, board, ...info } = await this.awaiting(() => remote.init(channel ? Comlink.transfer(options, [channel.port2]) : options));
         this.info = info;
         this.scratch = scratch ?? null;
+        if (board) this.board = new Board(board);
+        else if (channel) {
+          onPortMessage(channel.port1, (u) => this.board.apply(u as BoardUpdate));
+          (channel.port1 as { unref?: () => void }).unref?.();
+        }
       } catch (e) {
         this.startError = new Error(`webtorch: device ${this.name} failed to start: ${(e as Error).message}`);
         await this.handle.terminate();
@@ -84,10 +106,14 @@ export class DeviceClient {
     }
   }
 
-  /** Queues a command; `transfer` lists buffers or ports that move with it. */
-  enqueue(cmd: Command, transfer?: Transferable[]): void {
+  /** The device's current stream (ts/runtime/streams.ts sets it): where commands and reads go. */
+  stream = 0;
+
+  /** Queues a command on `stream` (device commands belong to no stream); `transfer` lists buffers or ports that move with it. */
+  enqueue(cmd: Command, transfer?: Transferable[], stream = this.stream): void {
     if (this.closed) return;
-    this.queue.push(cmd);
+    this.queue.push(cmd, stream);
+    if (!DEVICE_COMMANDS.has(cmd.k)) this.queued[stream]++;
     if (transfer) this.transfers.push(...transfer);
     // A long burst goes out in pieces, so that the worker starts on it while the caller goes on.
     if (this.queue.size >= SEND_AT) this.flush();
@@ -129,18 +155,51 @@ export class DeviceClient {
     return Comlink.transfer(batch, transfers);
   }
 
-  /** Reads bytes of a storage once all earlier work has run. */
-  async read(id: number, byteOffset: number, bytes: number): Promise<ArrayBuffer> {
+  /**
+   * The mark that stands for every command queued on `stream` so far: the last one when nothing
+   * was queued since, else a new `mark` command.
+   */
+  markStream(stream: number): number {
+    if (this.queued[stream] !== this.marked[stream]) this.enqueue({ k: 'mark', mark: this.nextMark(stream) }, undefined, stream);
+    return this.marks[stream];
+  }
+
+  /** A new mark of `stream`, for the next command, which stands for everything queued on it so far (`record`, `mark`). */
+  nextMark(stream: number): number {
+    this.marked[stream] = this.queued[stream] + 1;
+    return ++this.marks[stream];
+  }
+
+  /** Whether every command queued on `stream` has finished, as far as the board tells (queues a mark when it cannot tell). */
+  streamFinished(stream: number): boolean {
+    return this.board.streamMark(stream) >= this.markStream(stream);
+  }
+
+  /** Reads bytes of a storage once the earlier work of `stream` has run. */
+  async read(id: number, byteOffset: number, bytes: number, stream = this.stream): Promise<ArrayBuffer> {
     if (this.closed) throw new Error(`webtorch: device ${this.name} was shut down; its tensors are gone`);
     // The queued commands travel with the read; `post` keeps it ahead of later ops.
     const batch = this.takeQueued();
-    return this.awaiting(() => this.post((r) => r.read(id, byteOffset, bytes, batch))).catch((e) => this.rethrow(e));
+    return this.awaiting(() => this.post((r) => r.read(id, byteOffset, bytes, batch, stream))).catch((e) => this.rethrow(e));
   }
 
-  /** Waits for all queued work; rethrows the first asynchronous error since the last sync. */
-  async sync(): Promise<void> {
+  /**
+   * Waits for the queued work (all of it, one stream's, or one event's record); rethrows the
+   * first asynchronous error since the last sync. What it proves finished goes on the board.
+   */
+  async sync(target: SyncTarget = { all: true }): Promise<void> {
+    const queued = this.queued.slice();
     const batch = this.takeQueued();
-    await this.awaiting(() => this.post((r) => r.sync(batch))).catch((e) => this.rethrow(e));
+    await this.awaiting(() => this.post((r) => r.sync(batch, target))).catch((e) => this.rethrow(e));
+    // Every stream the sync covered has finished what was queued before it: a mark made here says so.
+    for (let s = 0; s < STREAM_SLOTS; s++) {
+      if (!('all' in target) && !('stream' in target && target.stream === s)) continue;
+      if (this.queued[s] === queued[s] && this.marked[s] !== queued[s]) {
+        this.marked[s] = queued[s];
+        this.marks[s]++;
+      }
+      if (this.queued[s] === queued[s]) this.board.finishStream(s, this.marks[s]);
+    }
   }
 
   /** Turns the worker's profile on (clearing it) or off; off resolves with it once the queued work is done (see `WorkerProfile`). */

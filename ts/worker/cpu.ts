@@ -304,6 +304,7 @@ export const cpuBackend: Backend = {
     return {
       name, kind: 'cpu', cpuAdapter: false, vendor: 'webassembly', architecture: 'wasm32+simd128', description: 'AssemblyScript kernels on WebAssembly',
       features: pool ? ['simd128', 'threads'] : ['simd128'], limits: { threads: pool?.threads ?? 1 }, nativeF16: false, scratch: scratchCounter(),
+      eventTiming: 'host',
     };
   },
   run,
@@ -312,6 +313,8 @@ export const cpuBackend: Backend = {
   read: (id, byteOffset, bytes) => new Uint8Array(K.memory.buffer, ptr(id) + byteOffset, bytes).slice().buffer,
   write,
   async idle() {},
+  // Commands run synchronously here: work recorded so far has finished.
+  mark: async () => performance.now(),
   async close() {
     await pool?.close();
     pool = null;

@@ -1,0 +1,178 @@
+/**
+ * The stream scheduler of a device worker: one FIFO per stream, one for the device's own
+ * commands, and the order between them.
+ *
+ * Why it holds work back: a device has one queue (one GPUQueue), and everything the worker
+ * records there runs in the order recorded. So two streams need no help to be ordered; what the
+ * scheduler decides is what the worker may *record* now. A stream stops (its later commands wait
+ * in its FIFO) while one of its commands waits for something outside the queue: data from a
+ * peer (`recv`), a signal from another device's event (`waitSignal`), or an event of this device
+ * whose record has not been run yet because its own stream is stopped (`wait`). Other streams go
+ * on meanwhile: a stopped stream never stops the device.
+ *
+ * The rules, each a position check (nothing is counted per command beyond one increment):
+ * - a stream's commands run in its order;
+ * - a device command (a segment made or released, a peer connected) runs after every command
+ *   that any stream received before it, and a stream's command after every device command
+ *   received before it, so a released segment id made again is never confused;
+ * - a barrier (`whenDone`: a full sync, a profile switch, close) resolves once every stream and
+ *   the device FIFO have run what they had received when it was asked for.
+ * Among streams with ready work, the higher priority goes first, then the earlier command.
+ * While nothing waits (the usual case) a command runs the moment it arrives.
+ */
+import { priorityOf } from './board.js';
+import { DEVICE_COMMANDS, type Command } from './protocol.js';
+
+/** A command held in a FIFO, with the positions it waits for. */
+interface Entry {
+  cmd: Command;
+  /** Arrival order over the whole device (ties between streams). */
+  seq: number;
+  /** Device commands received before it (stream entries). */
+  dev: number;
+  /** Commands each lagging stream had received before it (device entries). */
+  after: Map<number, number> | null;
+}
+
+interface StreamState {
+  readonly id: number;
+  readonly priority: number;
+  readonly fifo: Entry[];
+  head: number;
+  received: number;
+  done: number;
+  /** A command of this stream is in flight (its promise has not settled). */
+  stopped: boolean;
+}
+
+/** How the scheduler runs a command: a returned promise stops its stream until it settles. */
+export type RunCommand = (cmd: Command, stream: number) => Promise<unknown> | void;
+
+/** One device's streams. */
+export class Scheduler {
+  private readonly streams = new Map<number, StreamState>();
+  private readonly device: Entry[] = [];
+  private deviceHead = 0;
+  private deviceReceived = 0;
+  private deviceDone = 0;
+  /** Commands received by streams and not yet done, over all streams. */
+  private lag = 0;
+  private seq = 0;
+  private barriers: { streams: Map<number, number>; dev: number; resolve: () => void }[] = [];
+  private pumping = false;
+
+  /**
+   * @param run runs a command (see `RunCommand`)
+   * @param ready whether a stream command may run now (an event `wait` whose record has run)
+   * @param failed reports a command that threw or whose promise rejected; the stream goes on
+   */
+  constructor(private readonly run: RunCommand, private readonly ready: (cmd: Command) => boolean,
+    private readonly failed: (cmd: Command, e: unknown) => void) {}
+
+  private stream(id: number): StreamState {
+    let s = this.streams.get(id);
+    if (!s) this.streams.set(id, (s = { id, priority: priorityOf(id), fifo: [], head: 0, received: 0, done: 0, stopped: false }));
+    return s;
+  }
+
+  /** Receives a command of `stream` (device commands ignore it): runs it now if nothing holds it. */
+  push(cmd: Command, stream: number): void {
+    if (DEVICE_COMMANDS.has(cmd.k)) {
+      const e: Entry = { cmd, seq: this.seq++, dev: 0, after: this.lag ? this.lagging() : null };
+      this.deviceReceived++;
+      if (this.deviceHead === this.device.length && !e.after) this.runDevice(e);
+      else this.device.push(e);
+      return;
+    }
+    const s = this.stream(stream);
+    s.received++;
+    this.lag++;
+    const e: Entry = { cmd, seq: this.seq++, dev: this.deviceReceived, after: null };
+    if (s.head === s.fifo.length && !s.stopped && this.deviceDone >= e.dev && this.ready(cmd)) this.runStream(s, e);
+    else s.fifo.push(e);
+  }
+
+  /** Resolves once every command received so far has run (an awaited command: once it settled). */
+  whenDone(): Promise<void> {
+    if (!this.lag && this.deviceDone === this.deviceReceived) return Promise.resolve();
+    return new Promise((resolve) => this.barriers.push({ streams: this.lagging(), dev: this.deviceReceived, resolve }));
+  }
+
+  /** The streams with commands not yet done, with how many commands each has received. */
+  private lagging(): Map<number, number> {
+    const m = new Map<number, number>();
+    for (const s of this.streams.values()) if (s.done < s.received) m.set(s.id, s.received);
+    return m;
+  }
+
+  private caughtUp(after: Map<number, number> | null): boolean {
+    if (!after) return true;
+    for (const [id, n] of after) if (this.streams.get(id)!.done < n) return false;
+    return true;
+  }
+
+  private runDevice(e: Entry): void {
+    try {
+      // Device commands are synchronous (a signal only registers its watcher).
+      void this.run(e.cmd, -1);
+    } catch (err) {
+      this.failed(e.cmd, err);
+    }
+    this.deviceDone++;
+  }
+
+  private runStream(s: StreamState, e: Entry): void {
+    let r: Promise<unknown> | void = undefined;
+    try {
+      r = this.run(e.cmd, s.id);
+    } catch (err) {
+      this.failed(e.cmd, err);
+    }
+    if (!r) {
+      s.done++;
+      this.lag--;
+      return;
+    }
+    s.stopped = true;
+    r.catch((err: unknown) => this.failed(e.cmd, err)).finally(() => {
+      s.stopped = false;
+      s.done++;
+      this.lag--;
+      this.pump();
+    });
+  }
+
+  /** Runs whatever has become ready, until nothing more is; then settles the barriers it passed. */
+  pump(): void {
+    if (this.pumping) return;
+    this.pumping = true;
+    try {
+      for (;;) {
+        while (this.deviceHead < this.device.length && this.caughtUp(this.device[this.deviceHead].after)) {
+          this.runDevice(this.device[this.deviceHead++]);
+        }
+        if (this.deviceHead === this.device.length) this.device.length = this.deviceHead = 0;
+        let best: StreamState | null = null;
+        for (const s of this.streams.values()) {
+          if (s.stopped || s.head === s.fifo.length) continue;
+          const e = s.fifo[s.head];
+          if (this.deviceDone < e.dev || !this.ready(e.cmd)) continue;
+          if (!best || s.priority < best.priority || (s.priority === best.priority && e.seq < best.fifo[best.head].seq)) best = s;
+        }
+        if (!best) break;
+        const e = best.fifo[best.head++];
+        if (best.head === best.fifo.length) best.fifo.length = best.head = 0;
+        this.runStream(best, e);
+      }
+    } finally {
+      this.pumping = false;
+    }
+    if (this.barriers.length) {
+      this.barriers = this.barriers.filter((b) => {
+        if (this.deviceDone < b.dev || !this.caughtUp(b.streams)) return true;
+        b.resolve();
+        return false;
+      });
+    }
+  }
+}
