@@ -28,5 +28,5 @@ export const currentDevice = (): string => 'cpu';
 /** Waits for the work queued on the cpu device. */
 export async function synchronize(): Promise<void> {
   const c = clientOf(CPU);
-  if (c.started) await c.sync();
+  if (c.inUse) await c.sync();
 }

@@ -34,7 +34,8 @@ export function connect(a: Device, b: Device): void {
 
 /** A contiguous copy of `src` on another device, in `src`'s dtype. */
 function transfer(src: Tensor, dst: Device): Tensor {
-  const c = contiguous(src);
+  // A contiguous source is sent as it is (inside `torch.gpu.stream(s)` of the destination too).
+  const c = src.isContiguous() ? src._check('to') : contiguous(src);
   const out = alloc(src.shape, src.dtype, dst);
   const bytes = src.numel() * elementSize(src.dtype);
   if (bytes) {

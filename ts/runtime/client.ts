@@ -96,6 +96,11 @@ export class DeviceClient {
     return this.ready !== null;
   }
 
+  /** Whether the worker was started or has commands queued (which will start it): what a sync must wait for. */
+  get inUse(): boolean {
+    return this.ready !== null || !this.queue.empty;
+  }
+
   /** Keeps the process alive while `fn`'s result is awaited (Node workers are unref'd when idle). */
   private async awaiting<T>(fn: () => Promise<T>): Promise<T> {
     if (this.awaited++ === 0) this.handle?.keepAlive(true);

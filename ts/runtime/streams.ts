@@ -21,7 +21,7 @@
 import { clientOf, currentDevice, device as toDevice, Device, setDevice, type DeviceLike } from '../device.js';
 import { bindArgs, type PyArgs } from '../ops/options.js';
 import { thenRestore } from '../scope.js';
-import { PRIORITIES, STREAMS_PER_PRIORITY } from '../worker/board.js';
+import { PRIORITIES, priorityOf, STREAMS_PER_PRIORITY } from '../worker/board.js';
 import { setStreamScope, streamScope } from './dispatch.js';
 import { Event } from './events.js';
 
@@ -80,7 +80,7 @@ export class Stream {
     let s = interned.get(key);
     if (!s) {
       s = Object.create(Stream.prototype) as Stream;
-      const priority = id === 0 || d.type === 'cpu' ? 0 : -Math.floor((id - 1) / STREAMS_PER_PRIORITY);
+      const priority = d.type === 'cpu' ? 0 : priorityOf(id);
       Object.assign(s, { device: d, streamId: id, priority });
       interned.set(key, s);
     }

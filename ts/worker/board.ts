@@ -25,7 +25,7 @@ export const STREAM_SLOTS = 1 + STREAMS_PER_PRIORITY * PRIORITIES.length;
 export const EVENT_SLOTS = 4096;
 
 /** The priority of a stream id (0 for the default stream and the first pool, -1 for the second). */
-export const priorityOf = (stream: number): number => (stream === 0 ? 0 : -Math.floor((stream - 1) / STREAMS_PER_PRIORITY));
+export const priorityOf = (stream: number): number => (stream === 0 ? 0 : 0 - Math.floor((stream - 1) / STREAMS_PER_PRIORITY));
 
 const INTS = STREAM_SLOTS + EVENT_SLOTS;
 const TIME_AT = Math.ceil((INTS * 4) / 8) * 8;

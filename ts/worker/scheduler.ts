@@ -12,11 +12,13 @@
  *
  * The rules, each a position check (nothing is counted per command beyond one increment):
  * - a stream's commands run in its order;
- * - a device command (a segment made or released, a peer connected) runs after every command
- *   that any stream received before it, and a stream's command after every device command
- *   received before it, so a released segment id made again is never confused;
+ * - a segment's `release` runs after every command that any stream received before it (they
+ *   may use it); a `segment` runs after an earlier release of the same id (the allocator reuses
+ *   ids), and a stream's command after the segments received before it; the other device
+ *   commands (connecting a peer, registering a signal, dropping cached scratch) run at once.
+ *   So a stream held back never holds back another's allocations;
  * - a barrier (`whenDone`: a full sync, a profile switch, close) resolves once every stream and
- *   the device FIFO have run what they had received when it was asked for.
+ *   the device commands have run what they had received when it was asked for.
  * Among streams with ready work, the higher priority goes first, then the earlier command.
  * While nothing waits (the usual case) a command runs the moment it arrives.
  */
@@ -26,11 +28,9 @@ import { DEVICE_COMMANDS, type Command } from './protocol.js';
 /** A command held in a FIFO, with the positions it waits for. */
 interface Entry {
   cmd: Command;
-  /** Arrival order over the whole device (ties between streams). */
+  /** Arrival order over the whole device (ties between streams, and segments before a stream's command). */
   seq: number;
-  /** Device commands received before it (stream entries). */
-  dev: number;
-  /** Commands each lagging stream had received before it (device entries). */
+  /** Commands each lagging stream had received before it (a release). */
   after: Map<number, number> | null;
 }
 
@@ -51,14 +51,14 @@ export type RunCommand = (cmd: Command, stream: number) => Promise<unknown> | vo
 /** One device's streams. */
 export class Scheduler {
   private readonly streams = new Map<number, StreamState>();
-  private readonly device: Entry[] = [];
-  private deviceHead = 0;
-  private deviceReceived = 0;
-  private deviceDone = 0;
+  /** Device commands waiting (a release for streams, a segment for a release), in arrival order. */
+  private device: Entry[] = [];
+  /** How many of them are segments (a stream's command may need one). */
+  private segmentsHeld = 0;
   /** Commands received by streams and not yet done, over all streams. */
   private lag = 0;
   private seq = 0;
-  private barriers: { streams: Map<number, number>; dev: number; resolve: () => void }[] = [];
+  private barriers: { streams: Map<number, number>; seq: number; resolve: () => void }[] = [];
   private pumping = false;
 
   /**
@@ -78,24 +78,40 @@ export class Scheduler {
   /** Receives a command of `stream` (device commands ignore it): runs it now if nothing holds it. */
   push(cmd: Command, stream: number): void {
     if (DEVICE_COMMANDS.has(cmd.k)) {
-      const e: Entry = { cmd, seq: this.seq++, dev: 0, after: this.lag ? this.lagging() : null };
-      this.deviceReceived++;
-      if (this.deviceHead === this.device.length && !e.after) this.runDevice(e);
-      else this.device.push(e);
+      const e: Entry = { cmd, seq: this.seq++, after: cmd.k === 'release' && this.lag ? this.lagging() : null };
+      if (this.deviceReady(e)) this.runDevice(e);
+      else {
+        this.device.push(e);
+        if (cmd.k === 'segment') this.segmentsHeld++;
+      }
       return;
     }
     const s = this.stream(stream);
     s.received++;
     this.lag++;
-    const e: Entry = { cmd, seq: this.seq++, dev: this.deviceReceived, after: null };
-    if (s.head === s.fifo.length && !s.stopped && this.deviceDone >= e.dev && this.ready(cmd)) this.runStream(s, e);
+    const e: Entry = { cmd, seq: this.seq++, after: null };
+    if (s.head === s.fifo.length && !s.stopped && this.streamReady(e)) this.runStream(s, e);
     else s.fifo.push(e);
   }
 
   /** Resolves once every command received so far has run (an awaited command: once it settled). */
   whenDone(): Promise<void> {
-    if (!this.lag && this.deviceDone === this.deviceReceived) return Promise.resolve();
-    return new Promise((resolve) => this.barriers.push({ streams: this.lagging(), dev: this.deviceReceived, resolve }));
+    if (!this.lag && !this.device.length) return Promise.resolve();
+    return new Promise((resolve) => this.barriers.push({ streams: this.lagging(), seq: this.seq, resolve }));
+  }
+
+  /** Whether a device command may run (see the rules at the top). */
+  private deviceReady(e: Entry): boolean {
+    if (e.cmd.k === 'release') return this.caughtUp(e.after);
+    if (e.cmd.k !== 'segment') return true;
+    const id = e.cmd.id;
+    return !this.device.some((d) => d.seq < e.seq && d.cmd.k === 'release' && d.cmd.id === id);
+  }
+
+  /** Whether a stream's command may run as far as the device commands and events go. */
+  private streamReady(e: Entry): boolean {
+    if (this.segmentsHeld && this.device.some((d) => d.seq < e.seq && d.cmd.k === 'segment')) return false;
+    return this.ready(e.cmd);
   }
 
   /** The streams with commands not yet done, with how many commands each has received. */
@@ -118,7 +134,6 @@ export class Scheduler {
     } catch (err) {
       this.failed(e.cmd, err);
     }
-    this.deviceDone++;
   }
 
   private runStream(s: StreamState, e: Entry): void {
@@ -148,15 +163,23 @@ export class Scheduler {
     this.pumping = true;
     try {
       for (;;) {
-        while (this.deviceHead < this.device.length && this.caughtUp(this.device[this.deviceHead].after)) {
-          this.runDevice(this.device[this.deviceHead++]);
+        if (this.device.length) {
+          const held = this.device;
+          this.device = [];
+          for (const e of held) {
+            if (e.cmd.k === 'segment') this.segmentsHeld--;
+            if (this.deviceReady(e)) this.runDevice(e);
+            else {
+              this.device.push(e);
+              if (e.cmd.k === 'segment') this.segmentsHeld++;
+            }
+          }
         }
-        if (this.deviceHead === this.device.length) this.device.length = this.deviceHead = 0;
         let best: StreamState | null = null;
         for (const s of this.streams.values()) {
           if (s.stopped || s.head === s.fifo.length) continue;
           const e = s.fifo[s.head];
-          if (this.deviceDone < e.dev || !this.ready(e.cmd)) continue;
+          if (!this.streamReady(e)) continue;
           if (!best || s.priority < best.priority || (s.priority === best.priority && e.seq < best.fifo[best.head].seq)) best = s;
         }
         if (!best) break;
@@ -169,7 +192,7 @@ export class Scheduler {
     }
     if (this.barriers.length) {
       this.barriers = this.barriers.filter((b) => {
-        if (this.deviceDone < b.dev || !this.caughtUp(b.streams)) return true;
+        if (this.device.some((d) => d.seq < b.seq) || !this.caughtUp(b.streams)) return true;
         b.resolve();
         return false;
       });
