@@ -17,6 +17,10 @@
  *   ids), and a stream's command after the segments received before it; the other device
  *   commands (connecting a peer, registering a signal, dropping cached scratch) run at once.
  *   So a stream held back never holds back another's allocations;
+ * - a copy from host memory (a `write`, a `recv` from the cpu device) is a fence: commands of
+ *   every stream received after it wait until it has run. PyTorch's copy from pageable memory
+ *   blocks the host until it is done, so work issued after it on any stream sees its data;
+ *   here the host does not block, and the fence gives the same guarantee;
  * - a barrier (`whenDone`: a full sync, a profile switch, close) resolves once every stream and
  *   the device commands have run what they had received when it was asked for.
  * Among streams with ready work, the higher priority goes first, then the earlier command.
@@ -55,6 +59,8 @@ export class Scheduler {
   private device: Entry[] = [];
   /** How many of them are segments (a stream's command may need one). */
   private segmentsHeld = 0;
+  /** Arrival numbers of the host copies (fences) received and not yet done, in order. */
+  private fences: number[] = [];
   /** Commands received by streams and not yet done, over all streams. */
   private lag = 0;
   private seq = 0;
@@ -90,6 +96,7 @@ export class Scheduler {
     s.received++;
     this.lag++;
     const e: Entry = { cmd, seq: this.seq++, after: null };
+    if (cmd.k === 'write' || (cmd.k === 'recv' && cmd.peer === 'cpu')) this.fences.push(e.seq);
     if (s.head === s.fifo.length && !s.stopped && this.streamReady(e)) this.runStream(s, e);
     else s.fifo.push(e);
   }
@@ -110,6 +117,7 @@ export class Scheduler {
 
   /** Whether a stream's command may run as far as the device commands and events go. */
   private streamReady(e: Entry): boolean {
+    if (this.fences.length && this.fences[0] < e.seq) return false;
     if (this.segmentsHeld && this.device.some((d) => d.seq < e.seq && d.cmd.k === 'segment')) return false;
     return this.ready(e.cmd);
   }
@@ -146,6 +154,7 @@ export class Scheduler {
     if (!r) {
       s.done++;
       this.lag--;
+      if (this.fences.length) this.unfence(e.seq);
       return;
     }
     s.stopped = true;
@@ -153,8 +162,14 @@ export class Scheduler {
       s.stopped = false;
       s.done++;
       this.lag--;
+      if (this.fences.length) this.unfence(e.seq);
       this.pump();
     });
+  }
+
+  private unfence(seq: number): void {
+    const f = this.fences.indexOf(seq);
+    if (f >= 0) this.fences.splice(f, 1);
   }
 
   /** Runs whatever has become ready, until nothing more is; then settles the barriers it passed. */
