@@ -76,6 +76,21 @@ describe.each(['gpu:0', 'gpu:1'])('streams on %s', (d) => {
       expect(torch.gpu.currentStream(d)).toBe(high);
     });
     expect(torch.gpu.currentStream(d)).toBe(def);
+    // Scoped per async context: a task running beside the scoped one sees the default stream.
+    let tick!: () => void;
+    const gate = new Promise<void>((r) => (tick = r));
+    const seen: unknown[] = [];
+    await Promise.all([
+      torch.gpu.stream(low, async () => {
+        await gate;
+        seen.push(torch.gpu.currentStream(d));
+      }),
+      (async () => {
+        seen.push(torch.gpu.currentStream(d));
+        tick();
+      })(),
+    ]);
+    expect(seen).toEqual([def, low]);
     torch.gpu.setStream(low);
     expect(torch.gpu.currentStream(d)).toBe(low);
     torch.gpu.setStream(def);

@@ -19,6 +19,7 @@ import { OutOfMemoryError } from '../memory/errors.js';
 import { spawnWorker, type WorkerHandle } from '../platform.js';
 import { onPortMessage } from '../platform.js';
 import { Board, STREAM_SLOTS, type BoardUpdate } from '../worker/board.js';
+import { streamId } from './current-stream.js';
 import { BatchWriter, DEVICE_COMMANDS, type Batch, type Command, type DeviceInfo, type SyncTarget, type WorkerApi, type WorkerProfile } from '../worker/protocol.js';
 
 /**
@@ -111,8 +112,10 @@ export class DeviceClient {
     }
   }
 
-  /** The device's current stream (ts/runtime/streams.ts sets it): where commands and reads go. */
-  stream = 0;
+  /** The device's current stream (ts/runtime/current-stream.ts): where commands and reads go. */
+  get stream(): number {
+    return streamId(this.name);
+  }
 
   /** Queues a command on `stream` (device commands belong to no stream); `transfer` lists buffers or ports that move with it. */
   enqueue(cmd: Command, transfer?: Transferable[], stream = this.stream): void {

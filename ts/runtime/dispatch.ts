@@ -7,6 +7,7 @@ import { clientOf, type Device } from '../device.js';
 import { contiguousStrides, numel } from '../shape.js';
 import { Tensor } from '../tensor.js';
 import type { Command, Place, ViewRef } from '../worker/protocol.js';
+import { streamScope } from './current-stream.js';
 import { Storage } from './storage.js';
 
 /** A new contiguous tensor with uninitialised contents. */
@@ -28,16 +29,6 @@ export function place(t: Tensor): Place {
 /** The storage code of a tensor's dtype. */
 export const code = (t: Tensor | DType) => storageCode(typeof t === 'string' ? t : t.dtype);
 
-/** The stream of the innermost `torch.gpu.stream(s, fn)` scope, if any (ts/runtime/streams.ts). */
-let scope: { device: Device; toString(): string } | null = null;
-
-/** @internal The stream scope `sameDevice` checks against. */
-export const streamScope = () => scope;
-/** @internal Sets the stream scope (ts/runtime/streams.ts). */
-export function setStreamScope(s: { device: Device; toString(): string } | null): void {
-  scope = s;
-}
-
 /**
  * The one device of an op's tensors, or PyTorch's error naming two of them.
  * Also rejects disposed tensors, and, inside `torch.gpu.stream(s, fn)`, tensors of another GPU
@@ -51,6 +42,7 @@ export function sameDevice(op: string, tensors: Tensor[]): Device {
       throw new Error(`Expected all tensors to be on the same device, but found at least two devices, ${first} and ${t.device}! (when checking arguments for ${op})`);
     }
   }
+  const scope = streamScope();
   if (scope && first.type === 'gpu' && first !== scope.device) {
     throw new Error(`Expected all tensors to be on the device of the current stream ${scope} inside torch.gpu.stream(), but found ${first} (when checking arguments for ${op}); move the tensors with .to('${scope.device}') or leave the stream's scope`);
   }

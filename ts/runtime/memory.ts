@@ -124,6 +124,11 @@ export function settleFrees(d: Device): void {
   if (!w.size) waitingFrees.delete(d);
 }
 
+/** @internal The memory budget a device's allocator enforces, in bytes (`getDeviceProperties().totalMemory`). */
+export function memoryBudget(d: Device): number {
+  return allocatorOf(d).capacity;
+}
+
 /** @internal Forgets every allocator (their segments died with the workers). */
 export function resetAllocators(): void {
   allocators.clear();
@@ -169,10 +174,14 @@ export function emptyCache(...args: [device?: DeviceArg]): void {
 export const resetPeakMemoryStats = (...args: [device?: DeviceArg]): void => on('reset_peak_memory_stats', args).resetPeakMemoryStats();
 /** Zeroes the accumulated counters (allocated/freed totals, retries, OOMs). */
 export const resetAccumulatedMemoryStats = (...args: [device?: DeviceArg]): void => on('reset_accumulated_memory_stats', args).resetAccumulatedMemoryStats();
-/** Caps the device's allocator at `fraction` of its capacity (0 < fraction ≤ 1): `(fraction, device)` or `(fraction, {device})`. */
-export function setPerProcessMemoryFraction(fraction: number, ...args: [device?: DeviceArg]): void {
-  const a = allocatorOf(bound('set_per_process_memory_fraction', [], args, {}).device);
-  a.setMemoryFraction(fraction);
+/**
+ * Caps the device's allocator at `fraction` of its capacity (0 < fraction ≤ 1):
+ * `(fraction, device)`, `(fraction, {device})` or `({fraction, device})`.
+ */
+export function setPerProcessMemoryFraction(...args: PyArgs<[fraction: number, device: DeviceLike | null], { fraction?: number; device?: DeviceLike | null }>): void {
+  const o = bindArgs('set_per_process_memory_fraction', ['fraction', 'device'], args, { fraction: REQUIRED as number, device: null as DeviceLike | null });
+  const a = allocatorOf(o.device == null ? toDevice(currentDevice()) : toDevice(o.device));
+  a.setMemoryFraction(o.fraction);
   publishers.get(a)?.();
 }
 

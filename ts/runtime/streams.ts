@@ -8,31 +8,21 @@
  * them, as PyTorch's streams compare equal), and `Stream.priorityRange()` is [0, -1]: a ready
  * high-priority stream's work is recorded first.
  *
- * The current stream of each device lives in its client (`DeviceClient.stream`), read and written
- * only through `getCurrent`/`setCurrent` below, so that scoping it per async context is one edit.
- * `withStream(s, fn)` is `with torch.cuda.stream(s):` (it makes s's device current too, as
- * PyTorch's StreamContext does); inside it, an op on tensors of another GPU device raises
+ * The current stream of each device is a context variable (ts/runtime/current-stream.ts), so
+ * `withStream(s, fn)` scopes it to `fn` and the async work `fn` starts, as `withDevice` scopes the
+ * current GPU. `withStream(s, fn)` is `with torch.cuda.stream(s):` (it makes s's device current
+ * too, as PyTorch's StreamContext does); inside it, an op on tensors of another GPU device raises
  * (dispatch's `sameDevice`), since its work would silently not be on `s`.
  *
  * `cpu` has one stream, as PyTorch's `torch.cpu.Stream` is a stand-in: every cpu stream is the
  * cpu device's stream 0, so waits between cpu streams are no-ops, while query and synchronize
  * are real (the cpu worker runs asynchronously too).
  */
-import { clientOf, currentDevice, device as toDevice, Device, setDevice, type DeviceLike } from '../device.js';
+import { clientOf, currentDevice, device as toDevice, Device, withDevice, type DeviceLike } from '../device.js';
 import { bindArgs, type PyArgs } from '../ops/options.js';
-import { thenRestore } from '../scope.js';
 import { PRIORITIES, priorityOf, STREAMS_PER_PRIORITY } from '../worker/board.js';
-import { setStreamScope, streamScope } from './dispatch.js';
+import { runWithStream, setStreamId, streamId } from './current-stream.js';
 import { Event } from './events.js';
-
-// ---- The current stream: the one accessor pair (see the note above) ----
-
-/** The id of a device's current stream. */
-const getCurrent = (d: Device): number => clientOf(d).stream;
-/** Makes stream `id` current on its device. */
-const setCurrent = (d: Device, id: number): void => {
-  clientOf(d).stream = id;
-};
 
 const interned = new Map<string, Stream>();
 /** The next stream of each device's pool, per priority. */
@@ -138,7 +128,7 @@ export class Stream {
 /** The current stream of a device (the current GPU by default), `torch.cuda.current_stream`. */
 export function currentStream(...args: PyArgs<[device: DeviceLike | null], { device?: DeviceLike | null }>): Stream {
   const d = streamDevice(bindArgs('current_stream', ['device'], args, { device: null as DeviceLike | null }).device, 'gpu');
-  return Stream.of(d, getCurrent(d));
+  return Stream.of(d, streamId(String(d)));
 }
 
 /** The default stream of a device (the current GPU by default), `torch.cuda.default_stream`. */
@@ -149,7 +139,7 @@ export function defaultStream(...args: PyArgs<[device: DeviceLike | null], { dev
 /** Makes `s` the current stream of its device (`torch.cuda.set_stream`); prefer `withStream`. */
 export function setStream(s: Stream): void {
   if (!(s instanceof Stream)) throw new TypeError(`setStream: expected a torch.gpu.Stream, got ${String(s)}`);
-  setCurrent(s.device, s.streamId);
+  setStreamId(String(s.device), s.streamId);
 }
 
 /**
@@ -161,17 +151,7 @@ export function withStream<T>(s: Stream | null | undefined, fn: () => T): T {
   if (s == null) return fn();
   if (!(s instanceof Stream)) throw new TypeError(`torch.gpu.stream: expected a torch.gpu.Stream, got ${String(s)}`);
   if (s.device.type === 'cpu') return fn();
-  const prevDevice = currentDevice(), prevHere = getCurrent(s.device), prevScope = streamScope();
-  const prevThere = getCurrent(Device.of('gpu', prevDevice));
-  setDevice(s.device.index);
-  setCurrent(s.device, s.streamId);
-  setStreamScope(s);
-  return thenRestore(fn, () => {
-    setCurrent(s.device, prevHere);
-    setCurrent(Device.of('gpu', prevDevice), prevThere);
-    setDevice(prevDevice);
-    setStreamScope(prevScope);
-  });
+  return runWithStream(String(s.device), s.streamId, s, () => withDevice(s.device.index, fn));
 }
 
 /** `torch.cuda.stream(s)`: the same as `withStream(s, fn)`. */
