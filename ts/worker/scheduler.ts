@@ -55,6 +55,8 @@ export type RunCommand = (cmd: Command, stream: number) => Promise<unknown> | vo
 /** One device's streams. */
 export class Scheduler {
   private readonly streams = new Map<number, StreamState>();
+  /** The stream of the last command received (most commands follow one of the same stream). */
+  private last: StreamState | null = null;
   /** Device commands waiting (a release for streams, a segment for a release), in arrival order. */
   private device: Entry[] = [];
   /** How many of them are segments (a stream's command may need one). */
@@ -83,8 +85,9 @@ export class Scheduler {
 
   /** Receives a command of `stream` (device commands ignore it): runs it now if nothing holds it. */
   push(cmd: Command, stream: number): void {
+    const seq = this.seq++;
     if (DEVICE_COMMANDS.has(cmd.k)) {
-      const e: Entry = { cmd, seq: this.seq++, after: cmd.k === 'release' && this.lag ? this.lagging() : null };
+      const e: Entry = { cmd, seq, after: cmd.k === 'release' && this.lag ? this.lagging() : null };
       if (this.deviceReady(e)) this.runDevice(e);
       else {
         this.device.push(e);
@@ -92,13 +95,14 @@ export class Scheduler {
       }
       return;
     }
-    const s = this.stream(stream);
+    const s = this.last?.id === stream ? this.last : (this.last = this.stream(stream));
     s.received++;
     this.lag++;
-    const e: Entry = { cmd, seq: this.seq++, after: null };
-    if (cmd.k === 'write' || (cmd.k === 'recv' && cmd.peer === 'cpu')) this.fences.push(e.seq);
-    if (s.head === s.fifo.length && !s.stopped && this.streamReady(e)) this.runStream(s, e);
-    else s.fifo.push(e);
+    const fence = cmd.k === 'write' || (cmd.k === 'recv' && cmd.peer === 'cpu');
+    if (fence) this.fences.push(seq);
+    // The usual case: nothing of this stream waits, so it runs now (no entry is made).
+    if (s.head === s.fifo.length && !s.stopped && this.streamReady(cmd, seq)) this.runStream(s, cmd, seq);
+    else s.fifo.push({ cmd, seq, after: null });
   }
 
   /** Resolves once every command received so far has run (an awaited command: once it settled). */
@@ -116,10 +120,10 @@ export class Scheduler {
   }
 
   /** Whether a stream's command may run as far as the device commands and events go. */
-  private streamReady(e: Entry): boolean {
-    if (this.fences.length && this.fences[0] < e.seq) return false;
-    if (this.segmentsHeld && this.device.some((d) => d.seq < e.seq && d.cmd.k === 'segment')) return false;
-    return this.ready(e.cmd);
+  private streamReady(cmd: Command, seq: number): boolean {
+    if (this.fences.length && this.fences[0] < seq) return false;
+    if (this.segmentsHeld && this.device.some((d) => d.seq < seq && d.cmd.k === 'segment')) return false;
+    return this.ready(cmd);
   }
 
   /** The streams with commands not yet done, with how many commands each has received. */
@@ -144,25 +148,25 @@ export class Scheduler {
     }
   }
 
-  private runStream(s: StreamState, e: Entry): void {
+  private runStream(s: StreamState, cmd: Command, seq: number): void {
     let r: Promise<unknown> | void = undefined;
     try {
-      r = this.run(e.cmd, s.id);
+      r = this.run(cmd, s.id);
     } catch (err) {
-      this.failed(e.cmd, err);
+      this.failed(cmd, err);
     }
     if (!r) {
       s.done++;
       this.lag--;
-      if (this.fences.length) this.unfence(e.seq);
+      if (this.fences.length) this.unfence(seq);
       return;
     }
     s.stopped = true;
-    r.catch((err: unknown) => this.failed(e.cmd, err)).finally(() => {
+    r.catch((err: unknown) => this.failed(cmd, err)).finally(() => {
       s.stopped = false;
       s.done++;
       this.lag--;
-      if (this.fences.length) this.unfence(e.seq);
+      if (this.fences.length) this.unfence(seq);
       this.pump();
     });
   }
@@ -194,13 +198,13 @@ export class Scheduler {
         for (const s of this.streams.values()) {
           if (s.stopped || s.head === s.fifo.length) continue;
           const e = s.fifo[s.head];
-          if (!this.streamReady(e)) continue;
+          if (!this.streamReady(e.cmd, e.seq)) continue;
           if (!best || s.priority < best.priority || (s.priority === best.priority && e.seq < best.fifo[best.head].seq)) best = s;
         }
         if (!best) break;
         const e = best.fifo[best.head++];
         if (best.head === best.fifo.length) best.fifo.length = best.head = 0;
-        this.runStream(best, e);
+        this.runStream(best, e.cmd, e.seq);
       }
     } finally {
       this.pumping = false;
