@@ -1,6 +1,6 @@
 /**
  * Seed 003, the torch.cuda overview: its "Streams and Synchronization", "Events" and "Device
- * Synchronization" examples, line by line (camelCase, `await` at the sync points, `with` blocks as
+ * Synchronization" examples, line by line (camelCase, `torch.cuda` as it is (it is `torch.gpu`), `await` at the sync points, `with` blocks as
  * callbacks, `@` as `matmul`, `+` as `add`). `model` and `input_tensor` are the seed's placeholders:
  * here a small Linear layer and its input.
  */
@@ -24,11 +24,11 @@ describe('torch.cuda overview: streams and events', () => {
   it('CUDA Streams: a new stream as a context manager, then synchronize', async () => {
     const { model, inputTensor } = placeholders();
     // Create a new stream
-    const stream = new torch.gpu.Stream();
+    const stream = new torch.cuda.Stream();
 
     // Use stream as context manager
     let output!: torch.Tensor;
-    torch.gpu.stream(stream, () => {
+    torch.cuda.stream(stream, () => {
       // Operations in this block use the specified stream
       output = model(inputTensor);
     });
@@ -45,16 +45,16 @@ describe('torch.cuda overview: streams and events', () => {
 
   it('Stream Synchronization: stream2 waits for stream1 before using y', async () => {
     // Create two streams
-    const stream1 = new torch.gpu.Stream();
-    const stream2 = new torch.gpu.Stream();
+    const stream1 = new torch.cuda.Stream();
+    const stream2 = new torch.cuda.Stream();
 
     let x!: torch.Tensor, y!: torch.Tensor, z!: torch.Tensor, result!: torch.Tensor;
-    torch.gpu.stream(stream1, () => {
+    torch.cuda.stream(stream1, () => {
       x = torch.randn([100, 100], { device: 'cuda' });
       y = torch.tidy(() => x.matmul(x.T)); // x @ x.T (tidy disposes the view x.T)
     });
 
-    torch.gpu.stream(stream2, () => {
+    torch.cuda.stream(stream2, () => {
       z = torch.randn([100, 100], { device: 'cuda' });
 
       // Wait for stream1 to complete
@@ -64,7 +64,7 @@ describe('torch.cuda overview: streams and events', () => {
       result = y.add(z);
     });
 
-    await torch.gpu.synchronize();
+    await torch.cuda.synchronize();
     const check = torch.tidy(() => x.matmul(x.T).add(z).sub(result).abs().max());
     expect(await check.item()).toBeLessThan(1e-3);
     for (const t of [x, y, z, result, check]) t.dispose();
@@ -75,8 +75,8 @@ describe('torch.cuda overview: streams and events', () => {
     const printed: string[] = [];
     const print = (s: string) => printed.push(s);
     // Create and record events for timing
-    const startEvent = new torch.gpu.Event({ enableTiming: true });
-    const endEvent = new torch.gpu.Event({ enableTiming: true });
+    const startEvent = new torch.cuda.Event({ enableTiming: true });
+    const endEvent = new torch.cuda.Event({ enableTiming: true });
 
     startEvent.record();
 
@@ -84,7 +84,7 @@ describe('torch.cuda overview: streams and events', () => {
     const output = model(inputTensor);
 
     endEvent.record();
-    await torch.gpu.synchronize();
+    await torch.cuda.synchronize();
 
     const elapsedTime = startEvent.elapsedTime(endEvent);
     print(`Operation took ${elapsedTime.toFixed(2)} ms`);
@@ -101,15 +101,15 @@ describe('torch.cuda overview: streams and events', () => {
     const printed: string[] = [];
     const print = (s: string) => printed.push(s);
     // Wait for all operations on current device
-    await torch.gpu.synchronize();
+    await torch.cuda.synchronize();
 
     // Wait for specific device
-    await torch.gpu.synchronize({ device: 0 });
+    await torch.cuda.synchronize({ device: 0 });
 
     // Check if stream has completed
-    const stream = new torch.gpu.Stream();
+    const stream = new torch.cuda.Stream();
     let output!: torch.Tensor;
-    torch.gpu.stream(stream, () => {
+    torch.cuda.stream(stream, () => {
       output = model(input);
     });
 
