@@ -25,6 +25,9 @@ import { Scheduler } from './scheduler.js';
 /** Runs `fn` after the tasks (messages) already queued: `setImmediate` in Node, a timeout elsewhere. */
 const nextTask: (fn: () => void) => void = (globalThis as { setImmediate?: (fn: () => void) => void }).setImmediate ?? ((fn) => setTimeout(fn, 0));
 
+/** How long `close` waits for streams still held back by another device before closing anyway. */
+const CLOSE_WAIT_MS = 2000;
+
 /** What a device implements; everything else (ordering, peers, errors) is the executor's. */
 export interface Backend {
   init(options: { name: string; index: number }): Promise<DeviceInfo>;
@@ -280,7 +283,9 @@ export function serve(backend: Backend): void {
           waitMs: done.waitMs, gpu,
         };
       }),
-    close: () => scheduler.whenDone().then(() => backend.close()),
+    // A stream still waiting for another device (a signal or bytes that device will never send
+    // once it is closed too) does not keep this one open: close waits for it a little, not forever.
+    close: () => Promise.race([scheduler.whenDone(), new Promise((r) => setTimeout(r, CLOSE_WAIT_MS))]).then(() => backend.close()),
   };
   void exposeWorker(api);
 }
