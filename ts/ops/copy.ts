@@ -7,7 +7,8 @@
  * every later op on the destination sees the copy. Nothing passes through the calling thread.
  * `x.to(x.device)` (same dtype) returns `x` itself, as in PyTorch.
  */
-import { Device, clientOf, device as toDevice, type DeviceLike } from '../device.js';
+import { CPU, Device, clientOf, device as toDevice, type DeviceLike } from '../device.js';
+import { canPin, downloadPinned, downloadToPinned, pinnedDownload, pinnedUpload, uploadPinned } from '../runtime/pinned.js';
 import { elementSize, storageCode, toDType, type DType } from '../dtype.js';
 import { alloc, launch, ref, sameDevice } from '../runtime/dispatch.js';
 import { broadcastStrides, fmt } from '../shape.js';
@@ -32,8 +33,10 @@ export function connect(a: Device, b: Device): void {
   cb.peers.add(ca.name);
 }
 
-/** A contiguous copy of `src` on another device, in `src`'s dtype. */
-function transfer(src: Tensor, dst: Device): Tensor {
+/** A contiguous copy of `src` on another device, in `src`'s dtype; `nonBlocking` takes the pinned path where it applies (ts/runtime/pinned.ts). */
+function transfer(src: Tensor, dst: Device, nonBlocking = false): Tensor {
+  if (nonBlocking && pinnedUpload(src, dst)) return uploadPinned(src, dst);
+  if (nonBlocking && dst === CPU && src.isContiguous() && canPin()) return downloadToPinned(src._check('to'));
   // A contiguous source is sent as it is (inside `torch.gpu.stream(s)` of the destination too).
   const c = src.isContiguous() ? src._check('to') : contiguous(src);
   const out = alloc(src.shape, src.dtype, dst);
@@ -52,7 +55,11 @@ function transfer(src: Tensor, dst: Device): Tensor {
 export interface ToOptions {
   device?: DeviceLike;
   dtype?: DType | string;
-  /** Accepted for PyTorch compatibility; every copy is already asynchronous. */
+  /**
+   * From pinned memory to a device, or from a device to the cpu (into a new pinned tensor): the
+   * copy runs in stream order without holding back other streams (ts/runtime/pinned.ts). From
+   * pageable memory it behaves as without it, as in PyTorch.
+   */
   nonBlocking?: boolean;
   /** Always copy, even when nothing changes. */
   copy?: boolean;
@@ -73,15 +80,18 @@ export function to(t: Tensor, target: DeviceLike | DType | ToOptions, options: T
     return cast(t, dtype);
   }
   // Differentiable across devices: the gradient travels back to the source device.
-  const moved = recorded('to', [t], () => transfer(t, dev), () => ([g]) => [transfer(g!, t.device)]);
+  const moved = recorded('to', [t], () => transfer(t, dev, !!o.nonBlocking), () => ([g]) => [transfer(g!, t.device)]);
   if (dtype === t.dtype) return moved;
   const out = cast(moved, dtype);
   moved.dispose();
   return out;
 }
 
-/** `dst.copy_(src)`: copies (broadcasting, converting dtype) from any device into `dst`, in place. */
-export function copyInto(dst: Tensor, src: Tensor): Tensor {
+/**
+ * `dst.copy_(src, nonBlocking)`: copies (broadcasting, converting dtype) from any device into
+ * `dst`, in place; `nonBlocking` as for `to()`.
+ */
+export function copyInto(dst: Tensor, src: Tensor, nonBlocking = false): Tensor {
   dst._check('copy_');
   src._check('copy_');
   broadcastStrides(src.shape, src._strides, dst.shape);
@@ -91,7 +101,11 @@ export function copyInto(dst: Tensor, src: Tensor): Tensor {
   if (dst.requiresGrad && dst.isLeaf && isGradEnabled()) {
     throw new Error('a leaf Variable that requires grad is being used in an in-place operation (copy_).');
   }
-  const local = src.device === dst.device ? src : transfer(src, dst.device);
+  if (nonBlocking && pinnedDownload(dst, src) && !needsGrad(src)) {
+    downloadPinned(dst, src);
+    return dst;
+  }
+  const local = src.device === dst.device ? src : transfer(src, dst.device, nonBlocking);
   sameDevice('copy_', [dst, local]);
   if (dst.numel()) {
     launch(dst.device, {

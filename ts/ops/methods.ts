@@ -6,6 +6,7 @@ import type { DeviceLike } from '../device.js';
 import type { DType } from '../dtype.js';
 import { Tensor } from '../tensor.js';
 import { clone, copyInto, to, toGpu, type ToOptions } from './copy.js';
+import { isPinned, pinMemory } from '../runtime/pinned.js';
 import { newMethods, type TensorOptions } from './creation.js';
 import { binaryOp, clamp, div, gelu, nanToNum, softplus, unaryOp, where, type TensorOrScalar } from './elementwise.js';
 import { matmul } from './matmul.js';
@@ -71,7 +72,12 @@ declare module '../tensor.js' {
     cuda(index?: number): Tensor;
     gpu(index?: number): Tensor;
     cpu(): Tensor;
-    copy_(src: Tensor): Tensor;
+    /** `copy_(src, nonBlocking)`: see `ToOptions.nonBlocking`. */
+    copy_(src: Tensor, ...args: PyArgs<[nonBlocking: boolean], { nonBlocking?: boolean }>): Tensor;
+    /** A copy in pinned memory (`pin_memory()`; ts/runtime/pinned.ts). */
+    pinMemory(): Tensor;
+    /** Whether the tensor is in pinned memory (`is_pinned()`). */
+    isPinned(): boolean;
     float(): Tensor; half(): Tensor; bfloat16(): Tensor; int(): Tensor; long(): Tensor; bool(): Tensor; byte(): Tensor;
     new_zeros(shape: number[], options?: TensorOptions): Tensor;
     new_ones(shape: number[], options?: TensorOptions): Tensor;
@@ -131,7 +137,11 @@ Object.assign(Tensor.prototype, newMethods, {
   cuda(this: Tensor, i?: number) { return toGpu(this, i); },
   gpu(this: Tensor, i?: number) { return toGpu(this, i); },
   cpu(this: Tensor) { return to(this, 'cpu'); },
-  copy_(this: Tensor, src: Tensor) { return copyInto(this, src); },
+  copy_(this: Tensor, src: Tensor, ...args: PyArgs<[nonBlocking: boolean], { nonBlocking?: boolean }>) {
+    return copyInto(this, src, !!bindArgs('copy_', ['nonBlocking'], args, { nonBlocking: false }).nonBlocking);
+  },
+  pinMemory(this: Tensor) { return pinMemory(this); },
+  isPinned(this: Tensor) { return isPinned(this); },
   float(this: Tensor) { return to(this, 'float32'); },
   half(this: Tensor) { return to(this, 'float16'); },
   bfloat16(this: Tensor) { return to(this, 'bfloat16'); },

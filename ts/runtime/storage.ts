@@ -31,6 +31,8 @@ export class Storage {
   readonly byteOffset: number;
   /** The stream the block was allocated for. */
   readonly stream: number;
+  /** Whether the storage is pinned host memory (ts/runtime/pinned.ts). */
+  pinned = false;
   /** Other streams that used the block (`recordStream`). */
   private recorded: Set<number> | null = null;
 

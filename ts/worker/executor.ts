@@ -19,7 +19,7 @@
 import * as Comlink from 'comlink';
 import { exposeWorker, onPortMessage } from '../platform.js';
 import { Board } from './board.js';
-import { readBatch, type Batch, type Command, type DeviceInfo, type SyncTarget, type WorkerApi, type WorkerProfile } from './protocol.js';
+import { readBatch, type Batch, type Command, type DeviceInfo, type HostMemory, type SyncTarget, type WorkerApi, type WorkerProfile } from './protocol.js';
 import { Scheduler } from './scheduler.js';
 
 /** Runs `fn` after the tasks (messages) already queued: `setImmediate` in Node, a timeout elsewhere. */
@@ -48,6 +48,8 @@ export interface Backend {
    */
   mark(timing: boolean): Promise<number>;
   close(): Promise<void> | void;
+  /** The cpu device's shared memory, for the other devices' pinned copies (ts/runtime/pinned.ts); null elsewhere. */
+  hostMemory?(): HostMemory | null;
   /** Starts (clearing) or stops timing the device's own work, where it can (GPU passes with timestamp queries). */
   timePasses?(on: boolean): void;
   /** The device's milliseconds inside the passes timed since `timePasses(true)`, by command, once they have finished. */
@@ -84,6 +86,14 @@ export function serve(backend: Backend): void {
   const peers = new Map<string, MessagePort>();
   const mailbox = new Map<string, ArrayBuffer | Error>();
   const waiting = new Map<string, (data: ArrayBuffer | Error) => void>();
+  /** The cpu device's shared memory, from its port (for pinned copies). */
+  const hosts = new Map<string, HostMemory>();
+  /** A view of `bytes` bytes of a host segment (its address read now: the memory may have grown). */
+  const hostView = (peer: string, segment: number, offset: number, bytes: number): Uint8Array => {
+    const h = hosts.get(peer);
+    if (!h) throw new Error(`${peer} has no shared memory to copy pinned tensors through`);
+    return new Uint8Array(h.memory.buffer, h.addresses[segment] + offset, bytes);
+  };
   let failure: Error | null = null;
   let profile: Profile | null = null;
   let board = Board.create(null);
@@ -126,7 +136,8 @@ export function serve(backend: Backend): void {
       case 'connect':
         peers.set(cmd.peer, cmd.port);
         onPortMessage(cmd.port, (msg) => {
-          const { tag, data: bytes, error } = msg as { tag: number; data: ArrayBuffer; error?: string };
+          const { tag, data: bytes, error, host } = msg as { tag: number; data: ArrayBuffer; error?: string; host?: HostMemory };
+          if (host) return void hosts.set(cmd.peer, host);
           const data = error === undefined ? bytes : new Error(`the copy from ${cmd.peer} failed: ${error}`);
           const key = `${cmd.peer}#${tag}`;
           const w = waiting.get(key);
@@ -135,7 +146,26 @@ export function serve(backend: Backend): void {
             w(data);
           } else mailbox.set(key, data);
         });
+        {
+          // The cpu tells each peer where its memory is, first thing on the port.
+          const host = backend.hostMemory?.();
+          if (host) cmd.port.postMessage({ host });
+        }
         return;
+      case 'readHost': {
+        // Dawn cannot take a view of shared memory in writeBuffer: the bytes go through one copy here.
+        const bytes = new Uint8Array(cmd.bytes);
+        bytes.set(hostView(cmd.peer, cmd.src, cmd.srcOffset, cmd.bytes));
+        backend.write(cmd.id, cmd.byteOffset, bytes.buffer);
+        return;
+      }
+      case 'writeHost': {
+        backend.flush();
+        const { peer, dst, dstOffset, bytes } = cmd;
+        return Promise.resolve(backend.read(cmd.id, cmd.byteOffset, bytes)).then((data) => {
+          hostView(peer, dst, dstOffset, bytes).set(new Uint8Array(data));
+        });
+      }
       case 'send': {
         // The copy out is recorded now, in stream order; only posting the bytes waits for the device.
         backend.flush();

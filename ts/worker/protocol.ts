@@ -75,6 +75,13 @@ export type Command =
   | { k: 'wait'; slot: number; version: number }
   | { k: 'signal'; peer: string; tag: number; slot: number; version: number }
   | { k: 'waitSignal'; peer: string; tag: number }
+  /**
+   * Pinned memory (ts/runtime/pinned.ts): copies between this device and the cpu device's shared
+   * memory, read and written here directly. `readHost`: bytes of cpu segment `src` from
+   * `srcOffset` into this device's segment `id`; `writeHost`: the reverse. `peer` is the cpu.
+   */
+  | { k: 'readHost'; peer: string; src: number; srcOffset: number; id: number; byteOffset: number; bytes: number }
+  | { k: 'writeHost'; peer: string; dst: number; dstOffset: number; id: number; byteOffset: number; bytes: number }
   /** Worker-internal, never on the wire: a read or sync run in its stream's order (ts/worker/executor.ts). */
   | { k: 'call'; fn: () => void }
   | { k: 'send'; peer: string; tag: number; id: number; byteOffset: number; bytes: number }
@@ -113,6 +120,17 @@ export interface DeviceInfo {
   eventTiming: 'gpu-timestamp' | 'host';
   /** The stream board (ts/worker/board.ts), kept out of `info`; null where there is no SharedArrayBuffer. */
   board?: SharedArrayBuffer | null;
+  /** The cpu device: whether its memory is shared, so that other workers can read and write pinned tensors in it. */
+  pinnable?: boolean;
+}
+
+/**
+ * The cpu device's memory as other device workers see it (sent over their port at `connect`):
+ * the shared WebAssembly memory, and each segment's byte address in it (`addresses[id]`).
+ */
+export interface HostMemory {
+  memory: WebAssembly.Memory;
+  addresses: Uint32Array;
 }
 
 /** The API every device worker exposes through comlink. */
