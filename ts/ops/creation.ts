@@ -7,7 +7,7 @@
 import { CPU, device as toDevice, type Device, type DeviceLike } from '../device.js';
 import { checkFits, encode, isFloating, storageCode, toDType, type DType } from '../dtype.js';
 import { defaultGenerator, type Generator } from '../random.js';
-import { markPinned } from '../runtime/pinned.js';
+import { checkPinTarget, markPinned } from '../runtime/pinned.js';
 import { alloc, launch, ref, place } from '../runtime/dispatch.js';
 import { bindArgs, checkOptions, isKeywords, REQUIRED } from './options.js';
 import { checkShape, numel } from '../shape.js';
@@ -96,7 +96,8 @@ export function tensor(data: NestedArray | ArrayLike<number> | BigInt64Array | T
   checkOptions('tensor', options, [...CREATION_KEYS, 'pinMemory']);
   if (options?.pinMemory) {
     const { pinMemory: _, ...rest } = options;
-    return markPinned(tensor(data, rest), 'tensor()');
+    checkPinTarget('tensor()', dev(rest));
+    return markPinned(tensor(data, rest));
   }
   if (ArrayBuffer.isView(data)) {
     const inferred: DType = data instanceof Int32Array ? 'int32' : data instanceof Uint8Array ? 'uint8' : data instanceof BigInt64Array ? 'int64' : 'float32';
@@ -140,8 +141,9 @@ export function ones(...args: SizeArgs): Tensor {
 /** Uninitialised memory (`torch.empty(*size, {dtype, device, requiresGrad, pinMemory})`). */
 export function empty(...args: SizeArgs): Tensor {
   const [shape, o] = sizeAndOptions<TensorOptions & { pinMemory?: boolean }>('empty', args, [...CREATION_KEYS, 'pinMemory']);
+  if (o?.pinMemory) checkPinTarget('empty()', dev(o));
   const t = made('empty', alloc(shape, dt(o, 'float32'), dev(o)), o);
-  return o?.pinMemory ? markPinned(t, 'empty()') : t;
+  return o?.pinMemory ? markPinned(t) : t;
 }
 
 /** `torch.arange(end)`, `(start, end)` or `(start, end, step)`, each with trailing `{dtype, device, requiresGrad}`. */

@@ -63,11 +63,14 @@ export function isPinned(t: Tensor): boolean {
   return t._check('is_pinned').storage.pinned;
 }
 
-/** Marks a fresh cpu tensor's storage as pinned; raises where that cannot be. */
-export function markPinned(t: Tensor, op: string): Tensor {
-  if (t.device !== CPU) throw new Error(`${op}: Only dense CPU tensors can be pinned, got a tensor on ${t.device}`);
-  const why = unpinnable();
-  if (why) throw new Error(why);
+/** Raises, before anything is allocated, when a new tensor on `device` cannot be pinned (`op` names the call). */
+export function checkPinTarget(op: string, device: Device): void {
+  if (device !== CPU) throw new Error(`${op}: Only dense CPU tensors can be pinned, got a tensor on ${device}`);
+  checkPinnable();
+}
+
+/** Marks a fresh cpu tensor's storage as pinned (checked by `checkPinTarget` first). */
+export function markPinned(t: Tensor): Tensor {
   t.storage.pinned = true;
   return t;
 }
@@ -77,9 +80,8 @@ export function pinMemory(t: Tensor): Tensor {
   t._check('pin_memory');
   if (t.device !== CPU) throw new Error(`cannot pin '${t.device}' tensor: only dense CPU tensors can be pinned`);
   if (t.storage.pinned) return t;
-  const why = unpinnable();
-  if (why) throw new Error(why);
-  return markPinned(t.clone(), 'pin_memory');
+  checkPinnable();
+  return markPinned(t.clone());
 }
 
 /** The internal events of copies between the cpu and one device (recorded again for each copy). */
@@ -138,7 +140,7 @@ export function downloadPinned(dst: Tensor, src: Tensor): void {
 
 /** `t.to('cpu', {nonBlocking: true})` from a device: a new pinned tensor, filled without blocking. */
 export function downloadToPinned(src: Tensor): Tensor {
-  const out = markPinned(alloc(src.shape, src.dtype, CPU), 'to');
+  const out = markPinned(alloc(src.shape, src.dtype, CPU));
   downloadPinned(out, src);
   return out;
 }
