@@ -1,6 +1,6 @@
 /**
- * Seed 003, the torch.cuda overview: its "Streams and Synchronization", "Events" and "Device
- * Synchronization" examples, line by line (camelCase, `torch.cuda` as it is (it is `torch.gpu`), `await` at the sync points, `with` blocks as
+ * Seed 003, the torch.cuda overview: its "Streams and Synchronization", "Events", "Device
+ * Synchronization" and "Pinned Memory" examples, and seed 000's pinned-memory advice, line by line (camelCase, `torch.cuda` as it is (it is `torch.gpu`), `await` at the sync points, `with` blocks as
  * callbacks, `@` as `matmul`, `+` as `add`). `model` and `input_tensor` are the seed's placeholders:
  * here a small Linear layer and its input.
  */
@@ -125,5 +125,36 @@ describe('torch.cuda overview: streams and events', () => {
     output.dispose();
     input.dispose();
     disposeModel(model);
+  });
+
+  it('Pinned Memory: a pinned tensor copied without blocking, and a DataLoader of pinned batches', async () => {
+    // Create pinned memory tensor for faster CPU-GPU transfer
+    const tensorPinned = torch.tidy(() => torch.randn(1000, 1000).pinMemory()); // tidy: the randn before pinning
+    const tensorGpu = tensorPinned.cuda({ nonBlocking: true });
+
+    // Use pinned memory in DataLoader
+    const dataset = new torch.data.TensorDataset(torch.randn([64, 10]), torch.randint(0, 3, [64]));
+    const trainLoader = new torch.data.DataLoader(
+      dataset,
+      { batchSize: 32,
+        pinMemory: true,
+        numWorkers: 4 },
+    );
+
+    expect(tensorPinned.isPinned()).toBe(true);
+    expect(String(tensorGpu.device)).toBe('gpu:0');
+    const diff = torch.tidy(() => tensorGpu.sub(tensorPinned.cuda()).abs().max());
+    expect(await diff.item()).toBe(0);
+    let batches = 0;
+    for (const [x, y] of trainLoader) {
+      expect([x.isPinned(), y.isPinned()]).toEqual([true, true]);
+      // seed 000: "once you pin a tensor …, you can use asynchronous GPU copies"
+      const xGpu = x.cuda({ nonBlocking: true });
+      expect(xGpu.shape).toEqual([32, 10]);
+      batches++;
+      for (const t of [x, y, xGpu]) t.dispose();
+    }
+    expect(batches).toBe(2);
+    for (const t of [tensorPinned, tensorGpu, diff, ...dataset.tensors]) t.dispose();
   });
 });

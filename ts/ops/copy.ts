@@ -15,6 +15,7 @@ import { broadcastStrides, fmt } from '../shape.js';
 import { Tensor } from '../tensor.js';
 import { isGradEnabled, needsGrad, op as recorded, record } from '../autograd/graph.js';
 import { sumTo } from './reduce.js';
+import { bindArgs, type PyArgs } from './options.js';
 import { cast, contiguous } from './views.js';
 
 let nextTag = 1;
@@ -128,6 +129,9 @@ export function copyInto(dst: Tensor, src: Tensor, nonBlocking = false): Tensor 
 /** A contiguous copy with the same dtype and device. */
 export const clone = (t: Tensor): Tensor => cast(t._check('clone'), t.dtype);
 
-/** `t.cuda(i)` / `t.gpu(i)`: to gpu:i (the current GPU when omitted). */
-export const toGpu = (t: Tensor, i?: number): Tensor => to(t, i === undefined ? toDevice('gpu') : toDevice(i));
+/** `t.cuda(device?, nonBlocking?)` / `t.gpu(…)`: to gpu:i (the current GPU when omitted); PyTorch's keywords as `{device, nonBlocking}`. */
+export function toGpu(t: Tensor, ...args: PyArgs<[device: DeviceLike | null, nonBlocking: boolean], { device?: DeviceLike | null; nonBlocking?: boolean }>): Tensor {
+  const o = bindArgs('cuda', ['device', 'nonBlocking'], args, { device: null as DeviceLike | null, nonBlocking: false });
+  return to(t, o.device == null ? toDevice('gpu') : toDevice(o.device), { nonBlocking: !!o.nonBlocking });
+}
 

@@ -69,8 +69,8 @@ declare module '../tensor.js' {
     contiguous(): Tensor;
     clone(): Tensor;
     to(target: DeviceLike | DType | ToOptions, options?: ToOptions): Tensor;
-    cuda(index?: number): Tensor;
-    gpu(index?: number): Tensor;
+    cuda(...args: PyArgs<[device: DeviceLike | null, nonBlocking: boolean], { device?: DeviceLike | null; nonBlocking?: boolean }>): Tensor;
+    gpu(...args: PyArgs<[device: DeviceLike | null, nonBlocking: boolean], { device?: DeviceLike | null; nonBlocking?: boolean }>): Tensor;
     cpu(): Tensor;
     /** `copy_(src, nonBlocking)`: see `ToOptions.nonBlocking`. */
     copy_(src: Tensor, ...args: PyArgs<[nonBlocking: boolean], { nonBlocking?: boolean }>): Tensor;
@@ -134,8 +134,8 @@ Object.assign(Tensor.prototype, newMethods, {
   contiguous(this: Tensor) { return V.contiguous(this); },
   clone(this: Tensor) { return clone(this); },
   to(this: Tensor, target: DeviceLike | DType | ToOptions, opt?: ToOptions) { return to(this, target, opt); },
-  cuda(this: Tensor, i?: number) { return toGpu(this, i); },
-  gpu(this: Tensor, i?: number) { return toGpu(this, i); },
+  cuda(this: Tensor, ...args: PyArgs<[device: DeviceLike | null, nonBlocking: boolean], { device?: DeviceLike | null; nonBlocking?: boolean }>) { return toGpu(this, ...args); },
+  gpu(this: Tensor, ...args: PyArgs<[device: DeviceLike | null, nonBlocking: boolean], { device?: DeviceLike | null; nonBlocking?: boolean }>) { return toGpu(this, ...args); },
   cpu(this: Tensor) { return to(this, 'cpu'); },
   copy_(this: Tensor, src: Tensor, ...args: PyArgs<[nonBlocking: boolean], { nonBlocking?: boolean }>) {
     return copyInto(this, src, !!bindArgs('copy_', ['nonBlocking'], args, { nonBlocking: false }).nonBlocking);
