@@ -126,6 +126,29 @@ def h2d(n):
     return j
 
 
+def h2d_pinned(n):
+    if not CUDA:
+        return None
+    j = Job()
+    host = (torch.rand(n, generator=torch.Generator().manual_seed(41)) * 2 - 1).pin_memory()
+    j.inner = 1
+    j.launch = lambda: setattr(j, "last", host.to(DEV, non_blocking=True))
+    j.check = lambda: None if (j.last.cpu() == host).all() else "h2d_pinned mismatch"
+    return j
+
+
+def d2h_pinned(n):
+    if not CUDA:
+        return None
+    j = Job()
+    x = rand(n, seed=41)
+    out = torch.empty(n, pin_memory=True)
+    j.inner = 1
+    j.launch = lambda: out.copy_(x, non_blocking=True)
+    j.check = lambda: None if (out == x.cpu()).all() else "d2h_pinned mismatch"
+    return j
+
+
 def d2h(n):
     if not CUDA:
         return None
@@ -229,6 +252,8 @@ OPS = {
     "roundtrip": lambda p: roundtrip(p["n"]),
     "h2d": lambda p: h2d(p["n"]),
     "d2h": lambda p: d2h(p["n"]),
+    "h2d_pinned": lambda p: h2d_pinned(p["n"]),
+    "d2h_pinned": lambda p: d2h_pinned(p["n"]),
     "clone": lambda p: unary_like(lambda x: x.clone(), lambda x: x, n=p["n"], rtol=0, atol=0),
     "alloc": lambda p: alloc(p["n"], p["count"]),
     "layer_norm": lambda p: unary_like(lambda x: F.layer_norm(x, (p["c"],)), lambda x: F.layer_norm(x, (p["c"],)), shape=(p["r"], p["c"]), rtol=1e-4, atol=1e-5, scale=2),
