@@ -198,7 +198,8 @@ export class DeviceClient {
   async sync(target: SyncTarget = { all: true }): Promise<void> {
     const queued = this.queued.slice();
     const batch = this.takeQueued();
-    await this.awaiting(() => this.post((r) => r.sync(batch, target))).catch((e) => this.rethrow(e));
+    const time = await this.awaiting(() => this.post((r) => r.sync(batch, target) as Promise<number | void>)).catch((e) => this.rethrow(e));
+    if ('slot' in target && typeof time === 'number') this.board.finishEvent(target.slot, target.version, time);
     // Every stream the sync covered has finished what was queued before it: a mark made here says so.
     for (let s = 0; s < STREAM_SLOTS; s++) {
       if (!('all' in target) && !('stream' in target && target.stream === s)) continue;

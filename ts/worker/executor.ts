@@ -294,7 +294,11 @@ export function serve(backend: Backend): void {
       submit(batch);
       if ('all' in target) return scheduler.whenDone().then(synced);
       if ('stream' in target) return onStream(target.stream, synced);
-      return new Promise<void>((resolve) => whenFinished(target.slot, target.version, resolve)).then(takeFailure);
+      // Resolves with the event's time, for a calling thread whose board is updated by messages.
+      return new Promise<void>((resolve) => whenFinished(target.slot, target.version, resolve)).then(() => {
+        takeFailure();
+        return board.eventTime(target.slot);
+      });
     },
     profile: (on, batch) =>
       submit(batch) ?? scheduler.whenDone().then(async () => {

@@ -150,9 +150,10 @@ export interface WorkerApi {
   read(id: number, byteOffset: number, bytes: number, batch: Batch | null, stream?: number): Promise<ArrayBuffer>;
   /**
    * Resolves when the work `target` names (and `batch`, as for `read`) has finished on the
-   * device; rejects with the first error since the last sync. Default: everything.
+   * device (for an event, with its time); rejects with the first error since the last sync.
+   * Default: everything.
    */
-  sync(batch: Batch | null, target?: SyncTarget): Promise<void>;
+  sync(batch: Batch | null, target?: SyncTarget): Promise<number | void>;
   /**
    * Turns the worker's own profile on (`on`, which also clears it) or off. Turning it off
    * resolves, after `batch` and everything before it have finished on the device, with the
