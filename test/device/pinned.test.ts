@@ -65,8 +65,11 @@ describe('pinned memory', () => {
 
 describe.each(['gpu:0', 'gpu:1'])('non-blocking copies with %s', (d) => {
   it('host→device from pinned memory returns before the data has arrived, and is right after synchronize', async () => {
+    const warm = torch.full([4], 1, { device: d }); // the device's worker is up before the timing-sensitive part
+    await torch.gpu.synchronize(d);
+    warm.dispose();
     const x = data();
-    const late = longCpuWork(x, 24); // the cpu is busy making the source
+    const late = longCpuWork(x, 40); // the cpu is busy making the source
     const p = late.pinMemory();
     const t0 = performance.now();
     const y = p.to(d, { nonBlocking: true });
