@@ -68,6 +68,7 @@ let devices = opts.device === 'all' ? ['gpu', 'cpu'] : [opts.device];
 const deviceInfo = {};
 let dawn = null;
 if (devices.includes('gpu')) {
+  torch.gpu.configure({ allowSoftware: true }); // the benchmark times whatever adapter there is, lavapipe too
   const dev = await torch.tryGpu(0);
   dawn = await setupDawn().catch((e) => (log(`raw Dawn: ${e.message}`), null));
   if (dev.type !== 'gpu') {
@@ -119,7 +120,7 @@ for (const device of devices) {
         }
       }
       const rowBudget = c.warmupMs && !opts.quick ? { ...budget, warmupMs: Math.max(budget.warmupMs, c.warmupMs) } : budget;
-      const measured = await measureRow(impls, check, rowBudget);
+      const measured = await measureRow(impls, check, rowBudget, device === 'gpu' ? c.block ?? 1 : 1);
       for (const [who, r] of Object.entries(measured)) {
         const fig = figureOf(r, toUnit);
         if (who === 'webtorch') row.webtorch = fig;

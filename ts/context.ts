@@ -21,6 +21,11 @@
  * Where the platform has no async scope, a synchronous `fn` still works (the value is set for
  * its duration, then restored); an async one raises a TypeError before or as it starts, since
  * its continuations could not be told apart from other tasks'.
+ *
+ * `runSync` is `run` for callbacks known to be synchronous (webtorch's own: an optimizer step, a
+ * gradient rule): a plain stack, no async scope. This matters on Node before 24, where the first
+ * `AsyncLocalStorage.run` turns on promise hooks that make every `await` in the process slower:
+ * a program that never calls `withDevice`/`noGrad` itself never pays that.
  */
 import { asyncScope, type AsyncScope } from './platform.js';
 
@@ -38,8 +43,8 @@ const isAsyncFunction = (fn: unknown): boolean =>
 /** A value that is current for a run of code and its async continuations (see the file's note). */
 export class ContextVar<T> {
   private readonly top: Cell<T>;
-  /** Without an async scope: the cell of the synchronous run in progress. */
-  private syncCell: Cell<T>;
+  /** The cell of the `runSync` (or scope-less `run`) in progress; null outside one. */
+  private override: Cell<T> | null = null;
   private readonly scope: AsyncScope<Cell<T>> | null;
 
   /**
@@ -49,7 +54,7 @@ export class ContextVar<T> {
    *   to exercise a platform without one).
    */
   constructor(readonly name: string, initial: T, scope: AsyncScope<Cell<T>> | null = asyncScope<Cell<T>>()) {
-    this.top = this.syncCell = { value: initial };
+    this.top = { value: initial };
     this.scope = scope;
   }
 
@@ -58,8 +63,10 @@ export class ContextVar<T> {
     return this.scope !== null;
   }
 
+  // A synchronous run's cell wins while it runs: no other task's code can run meanwhile, and an
+  // async run started inside it clears it for its own synchronous part (see `run`).
   private cell(): Cell<T> {
-    return this.scope ? (this.scope.get() ?? this.top) : this.syncCell;
+    return this.override ?? this.scope?.get() ?? this.top;
   }
 
   /** The current value. */
@@ -74,20 +81,33 @@ export class ContextVar<T> {
 
   /** Calls `fn` with `value` current for it and for the async work it starts; returns its result. */
   run<R>(value: T, fn: () => R): R {
-    if (this.scope) return this.scope.run({ value }, fn);
-    if (isAsyncFunction(fn)) throw this.noAsync();
-    const prev = this.syncCell;
-    this.syncCell = { value };
+    if (!this.scope) {
+      if (isAsyncFunction(fn)) throw this.noAsync();
+      return this.runSync(value, fn, () => this.noAsync());
+    }
+    const outer = this.override;
+    this.override = null;
+    try {
+      return this.scope.run({ value }, fn);
+    } finally {
+      this.override = outer;
+    }
+  }
+
+  /** `run` for a synchronous `fn`, without the async scope; raises if `fn` returns a promise. */
+  runSync<R>(value: T, fn: () => R, onAsync: () => Error = () => new TypeError(`${this.name}: expected a synchronous callback, got one that returned a Promise`)): R {
+    const outer = this.override;
+    this.override = { value };
     let result: R;
     try {
       result = fn();
     } finally {
-      this.syncCell = prev;
+      this.override = outer;
     }
     if (isThenable(result)) {
       // Its first part already ran scoped; the rest would not be. Its own failure is reported by ours.
       result.then(undefined, () => undefined);
-      throw this.noAsync();
+      throw onAsync();
     }
     return result;
   }

@@ -19,7 +19,7 @@
  */
 import { env } from './platform.js';
 import { ContextVar } from './context.js';
-import { bindArgs, REQUIRED } from './ops/options.js';
+import { bindArgs, isKeywords, REQUIRED } from './ops/options.js';
 import { DeviceClient } from './runtime/client.js';
 import type { WorkerProfile } from './worker/protocol.js';
 
@@ -206,9 +206,12 @@ function gpuIndex(i: DeviceLike): number {
  * Runs `fn` with `i` as the current GPU (like `with torch.cuda.device(i):`). An async `fn` keeps
  * `i` across its awaits, and tasks running beside it do not see it (ts/context.ts); where the
  * platform has no async context (a browser without `AsyncContext`), an async `fn` raises.
+ * `withDevice({device: 1}, fn)` is PyTorch's `torch.cuda.device(device=1)`.
  */
-export function withDevice<T>(i: DeviceLike, fn: () => T): T {
-  return current.run(gpuIndex(i), fn);
+export function withDevice<T>(i: DeviceLike | { device: DeviceLike }, fn: () => T): T {
+  const d = isKeywords(i) ? bindArgs('device', ['device'], [i], { device: REQUIRED as DeviceLike }).device : i;
+  if (typeof fn !== 'function') throw new TypeError(`withDevice(device, fn): fn must be a function, got ${typeof fn}`);
+  return current.run(gpuIndex(d), fn);
 }
 
 /** Waits for all queued work on a device (all devices when none is given). */
@@ -221,7 +224,7 @@ export async function synchronize(...args: [device?: DeviceLike | null] | [{ dev
 /** `d2l.try_gpu(i)`: gpu:i if it exists (a software adapter only when allowed), else cpu. */
 export async function tryGpu(i = 0): Promise<Device> {
   await init();
-  return i < usableCount() ? Device.of('gpu', i) : CPU;
+  return Number.isInteger(i) && i >= 0 && i < usableCount() ? Device.of('gpu', i) : CPU;
 }
 
 /** `d2l.try_all_gpus()`: every GPU device, or [cpu] when there is none (as `tryGpu` counts them). */

@@ -28,7 +28,7 @@ import { ReduceOp } from '../wgsl/reduce.js';
 import { Tensor } from './tensor.js';
 import { tidy } from './ops/scoped.js';
 import { setEngineOps } from './autograd/engine.js';
-import { withGradMode } from './autograd/graph.js';
+import { scopedGradMode } from './autograd/graph.js';
 import { onesLike } from './ops/creation.js';
 
 export { Tensor };
@@ -171,9 +171,9 @@ export { tidy };
 setEngineOps({ add: (a, b) => binaryOp('add', a, b), onesLike: (t) => onesLike(t), tidy });
 
 /** `torch.noGrad(fn)`: runs `fn` without recording the tape (sync or async). */
-export const noGrad = <T>(fn: () => T): T => withGradMode(false, fn);
-/** `torch.enableGrad(fn)`: runs `fn` with recording on. */
-export const enableGrad = <T>(fn: () => T): T => withGradMode(true, fn);
+export const noGrad = <T>(fn: () => T): T => scopedGradMode(false, fn);
+/** `torch.enableGrad(fn)`: runs `fn` with recording on (sync or async). */
+export const enableGrad = <T>(fn: () => T): T => scopedGradMode(true, fn);
 export { isGradEnabled } from './autograd/graph.js';
 export * as autograd from './autograd/api.js';
 export * as nn from './nn/index.js';

@@ -45,8 +45,8 @@ export function legacyType(name: keyof typeof TYPES, kind: 'cpu' | 'gpu'): Legac
     if (first instanceof Tensor) {
       throw new TypeError(`${qualified}(): a tensor argument is not supported; use t.to({dtype: '${dtype}', device: '${device}'})`);
     }
-    if (!args.every((s) => typeof s === 'number' && Number.isInteger(s) && s >= 0)) {
-      throw new TypeError(`${qualified}(): expected sizes (non-negative integers) or data (an array), but got (${args.map((a) => (Array.isArray(a) ? 'array' : typeof a)).join(', ')})`);
+    if (!args.every((s) => typeof s === 'number' && Number.isInteger(s))) {
+      throw new TypeError(`${qualified}(): expected sizes (integers) or data (an array), but got (${args.map((a) => (Array.isArray(a) ? 'array' : typeof a)).join(', ')})`);
     }
     return empty(args.length ? (args as number[]) : [0], { dtype, device });
   };

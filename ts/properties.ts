@@ -3,14 +3,17 @@
  *
  * WebGPU tells an adapter's vendor, architecture, description and limits, but not the figures
  * PyTorch reads from the CUDA driver. What each field here comes from:
- * - `name`: the adapter's description (`GPUAdapterInfo.description`, else `.device`), else
- *   vendor and architecture; never the device's `gpu:N` label.
+ * - `name`: `GPUAdapterInfo.device`, the adapter's identifier of the GPU (Dawn writes the
+ *   driver's device name in lower case with dashes, e.g. `llvmpipe-llvm-15-0-6-256-bits-` for
+ *   lavapipe), else its description, else vendor and architecture; never the `gpu:N` label.
+ *   (On NVIDIA, Dawn's description is the driver's version, `NVIDIA: 580.159.04 …`, not the GPU.)
  * - `totalMemory`: the memory budget the device's caching allocator enforces (8 GiB by default,
  *   `torch.gpu.configure({memory})`, `WEBTORCH_GPU_MEMORY`): WebGPU cannot report the GPU's size.
  * - `major`/`minor`: for an NVIDIA adapter, the first compute capability of the architecture
- *   Dawn names (`CAPABILITY` below: pascal 6.0, ampere 8.0, hopper 9.0, …; a generation's later
- *   chips, e.g. 8.6, report their generation's first); 0.0 for every other adapter, and for an
- *   NVIDIA adapter whose architecture Dawn does not name.
+ *   Dawn names (`CAPABILITY` below: pascal 6.0, ampere 8.0, lovelace 8.9, …; a generation's
+ *   later chips, e.g. 8.6, report their generation's first). Dawn names no Hopper architecture,
+ *   so an NVIDIA adapter whose device is an H100, H200, H800, H20 or GH200 reports 9.0. Every
+ *   other adapter (AMD, Intel, Apple, software) reports 0.0, as does an NVIDIA GPU neither rule knows.
  * - `multiProcessorCount`: 0, meaning unknown: WebGPU has no way to count SMs or compute units.
  * - `maxStorageBufferBindingSize`, `maxBufferSize`: the adapter's limits (also in `limits`): the
  *   largest tensor a kernel can bind whole, and the largest segment.
@@ -22,12 +25,10 @@ import type { DeviceInfo } from './worker/protocol.js';
 
 /** What `getDeviceProperties` reports (PyTorch's `_CudaDeviceProperties`, camelCase, plus WebGPU's own). */
 export interface DeviceProperties extends Omit<DeviceInfo, 'name' | 'scratch'> {
-  /** The adapter's name, e.g. `'NVIDIA H100 80GB HBM3'` or `'llvmpipe: Mesa 25.0.7 (LLVM 15.0.6)'`. */
+  /** The GPU's name as the adapter gives it (see ts/properties.ts), e.g. `'llvmpipe-llvm-15-0-6-256-bits-'`. */
   name: string;
-  /** The GPU index. */
+  /** The GPU index (`gpu:index`). */
   index: number;
-  /** The device's label, `'gpu:N'`. */
-  device: string;
   /** A software adapter (lavapipe, SwiftShader): see `torch.gpu.configure({allowSoftware})`. */
   isSoftware: boolean;
   /** Bytes: the budget the caching allocator enforces on this device (WebGPU cannot report the GPU's size). */
@@ -50,13 +51,15 @@ const CAPABILITY: Record<string, [number, number]> = {
 };
 
 /** @internal `[major, minor]` for an adapter (see the file's note). */
-export function capability(info: Pick<DeviceInfo, 'vendor' | 'architecture'>): [number, number] {
+export function capability(info: Pick<DeviceInfo, 'vendor' | 'architecture' | 'device'>): [number, number] {
   if (!/nvidia/i.test(info.vendor)) return [0, 0];
-  return CAPABILITY[info.architecture.toLowerCase()] ?? [0, 0];
+  const known = CAPABILITY[info.architecture.toLowerCase()];
+  if (known) return known;
+  return /(^|[^a-z0-9])g?h(100|200|800|20)([^a-z0-9]|$)/i.test(info.device ?? '') ? [9, 0] : [0, 0];
 }
 
-/** The adapter's name. */
-const adapterName = (info: DeviceInfo): string => info.description || `${info.vendor} ${info.architecture}`.trim() || 'unknown WebGPU adapter';
+/** The GPU's name (see the file's note). */
+const adapterName = (info: DeviceInfo): string => info.device || info.description || `${info.vendor} ${info.architecture}`.trim() || 'unknown WebGPU adapter';
 
 /** Binds `(device?)` / `({device})` to a GPU device (the current one by default); a cpu device raises as PyTorch does. */
 function gpuArg(op: string, args: readonly unknown[]): Device {
@@ -81,7 +84,6 @@ export async function getDeviceProperties(...args: GpuArgs): Promise<DevicePrope
     ...info,
     name: adapterName(c.info!),
     index: d.index,
-    device: String(d),
     isSoftware: info.cpuAdapter || info.architecture === 'software',
     totalMemory: memoryBudget(d),
     major,

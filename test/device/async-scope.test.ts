@@ -131,6 +131,29 @@ describe('ContextVar without an async context (a browser without AsyncContext)',
     expect(v.get()).toBe(5);
   });
 
+  it('runSync (webtorch\'s own synchronous steps) never enters the async scope, and nests with run', async () => {
+    const calls: string[] = [];
+    const real = new ContextVar('probe', 0);
+    const counting = { get: () => (real as unknown as { scope: { get(): unknown } }).scope.get(), run: <R>(value: unknown, fn: () => R): R => (calls.push('run'), (real as unknown as { scope: { run(v: unknown, f: () => R): R } }).scope.run(value, fn)) };
+    const v = new ContextVar('noGrad/enableGrad', 0, counting as never);
+    expect(v.runSync(1, () => v.get())).toBe(1);
+    expect(calls).toEqual([]);
+    expect(() => v.runSync(1, async () => 0)).toThrow('noGrad/enableGrad: expected a synchronous callback');
+    expect(v.runSync(1, () => v.run(2, () => v.get()))).toBe(2);
+    let inner: Promise<number[]> | undefined;
+    v.runSync(3, () => {
+      inner = v.run(4, async () => {
+        const before = v.runSync(5, () => v.get());
+        await sleep(1);
+        return [before, v.get()];
+      });
+      expect(v.get()).toBe(3);
+    });
+    expect(v.get()).toBe(0);
+    expect(await inner).toEqual([5, 4]);
+    expect(calls).toEqual(['run', 'run']);
+  });
+
   it('with the platform scope, set() inside a run stays in the run', async () => {
     const v = new ContextVar('test', 'top');
     expect(v.scopesAsync).toBe(true);

@@ -63,7 +63,8 @@ describe('legacy typed constructors', () => {
     expect(() => torch.CharTensor(2)).toThrow(/unknown dtype "int8"/);
     expect(() => torch.FloatTensor(2, { device: 'gpu:0' })).toThrow('legacy constructor expects device type: cpu but device type: gpu was passed');
     expect(() => torch.cuda.FloatTensor(2, { device: 'cpu' })).toThrow('legacy constructor expects device type: gpu but device type: cpu was passed');
-    expect(() => torch.FloatTensor(2.5)).toThrow("torch.FloatTensor(): expected sizes (non-negative integers) or data (an array), but got (number)");
+    expect(() => torch.FloatTensor(2.5)).toThrow('torch.FloatTensor(): expected sizes (integers) or data (an array), but got (number)');
+    expect(() => torch.IntTensor(2, -1)).toThrow('Trying to create tensor with negative dimension');
     expect(() => torch.FloatTensor(2, { dtype: 'int32' } as never)).toThrow("torch.FloatTensor() got an unexpected keyword argument 'dtype'");
     torch.tidy(() => expect(() => torch.FloatTensor(torch.ones([1]) as never)).toThrow('a tensor argument is not supported'));
   });
@@ -73,10 +74,10 @@ describe('device properties', () => {
   it('name, totalMemory, capability, multiprocessors and the two limits', async () => {
     const p = await torch.cuda.getDeviceProperties(0);
     expect(p.name).not.toBe('gpu:0');
-    expect(p.name).toBe(p.description || `${p.vendor} ${p.architecture}`.trim());
+    expect(p.name).toBe(p.device || p.description);
     expect(p.name.length).toBeGreaterThan(0);
     expect(await torch.cuda.getDeviceName(0)).toBe(p.name);
-    expect([p.index, p.device]).toEqual([0, 'gpu:0']);
+    expect(p.index).toBe(0);
     expect(p.totalMemory).toBe(process.env.WEBTORCH_GPU_MEMORY ? p.totalMemory : 8 * GiB);
     expect(p.maxStorageBufferBindingSize).toBe(p.limits.maxStorageBufferBindingSize);
     expect(p.maxBufferSize).toBe(p.limits.maxBufferSize);
@@ -105,6 +106,9 @@ describe('device properties', () => {
     expect(capability({ vendor: 'nvidia', architecture: 'ampere' })).toEqual([8, 0]);
     expect(capability({ vendor: 'nvidia', architecture: 'lovelace' })).toEqual([8, 9]);
     expect(capability({ vendor: 'nvidia', architecture: 'turing' })).toEqual([7, 5]);
+    expect(capability({ vendor: 'nvidia', architecture: '', device: 'nvidia-h100-80gb-hbm3' })).toEqual([9, 0]);
+    expect(capability({ vendor: 'nvidia', architecture: '', device: 'nvidia-gh200-480gb' })).toEqual([9, 0]);
+    expect(capability({ vendor: 'nvidia', architecture: '', device: 'nvidia-h1000' })).toEqual([0, 0]);
     expect(capability({ vendor: 'nvidia', architecture: '' })).toEqual([0, 0]);
     expect(capability({ vendor: 'amd', architecture: 'rdna-3' })).toEqual([0, 0]);
     expect(capability({ vendor: 'mesa', architecture: 'software' })).toEqual([0, 0]);
@@ -134,6 +138,8 @@ describe('keyword forms of the device argument', () => {
     const block = torch.gpu.cachingAllocatorAlloc({ size: 1024, device: 1 });
     expect(String(block.device)).toBe('gpu:1');
     torch.gpu.cachingAllocatorDelete(block);
+    expect(torch.gpu.withDevice({ device: 'cuda:1' }, () => torch.gpu.currentDevice())).toBe(1);
+    expect(() => torch.gpu.withDevice({ devcie: 1 } as never, () => 0)).toThrow("device() got an unexpected keyword argument 'devcie'");
     try {
       torch.gpu.setDevice({ device: 1 });
       expect(torch.gpu.currentDevice()).toBe(1);

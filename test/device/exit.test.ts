@@ -32,6 +32,12 @@ const h = c.to('gpu:1').add(g);`,
   exits: `await torch.gpu.init();
 const t = torch.ones([4], { device: 'gpu:0' }).mul(2).exp();
 setTimeout(() => process.exit(0), 0);`,
+  // process.exit() with a chain of products running and a read in flight.
+  exitsMidRead: `await torch.gpu.init();
+let t = torch.ones([64, 64], { device: 'gpu:0' });
+for (let i = 0; i < 50; i++) t = t.matmul(t).mul(0.01).exp();
+t.data();
+setTimeout(() => process.exit(0), 3);`,
   // An uncaught exception while GPU work is queued: exit code 1, Node's report, no abort.
   throws: `await torch.gpu.init();
 const t = torch.ones([4], { device: 'gpu:0' }).mul(2).exp();
@@ -57,14 +63,15 @@ function runScript(variant: string): Promise<Run> {
 }
 
 describe('a program exits with code 0 however it ends', () => {
-  it('60 runs: queued GPU work, after an await, with cpu and two GPU devices, process.exit, an uncaught error', async () => {
-    const plan = [...Array(30).fill('queued'), ...Array(10).fill('awaited'), ...Array(10).fill('cpuToo'), ...Array(5).fill('exits'), ...Array(5).fill('throws')] as string[];
+  it('65 runs: queued GPU work, after an await, with cpu and two GPU devices, process.exit, an uncaught error', async () => {
+    const plan = [...Array(30).fill('queued'), ...Array(10).fill('awaited'), ...Array(10).fill('cpuToo'), ...Array(5).fill('exits'),
+      ...Array(5).fill('exitsMidRead'), ...Array(5).fill('throws')] as string[];
     const runs: Run[] = [];
     const BATCH = 5;
     for (let i = 0; i < plan.length; i += BATCH) runs.push(...(await Promise.all(plan.slice(i, i + BATCH).map(runScript))));
     const bad = runs.filter((r) => r.code !== (EXPECTED_CODE[r.variant] ?? 0) || /FATAL/.test(r.stderr)
       || (r.variant === 'throws' ? !r.stderr.includes('Error: the user program failed') : /Error/.test(r.stderr)));
     expect(bad.map((r) => `${r.variant}: code ${r.code} signal ${r.signal}\n${r.stderr.slice(0, 2000)}`)).toEqual([]);
-    expect(runs.length).toBe(60);
+    expect(runs.length).toBe(65);
   }, 120_000);
 });

@@ -59,8 +59,9 @@ describe('a software adapter needs an opt-in', () => {
   });
 
   it('configure({allowSoftware}) applies at once, and is checked', async () => {
-    const software = (await torch.gpu.getDeviceProperties(0)).isSoftware;
-    expect(software).toBe((await torch.gpu.getDeviceProperties(0)).cpuAdapter || (await torch.gpu.getDeviceProperties(0)).architecture === 'software');
+    const p = await torch.gpu.getDeviceProperties(0);
+    const software = p.isSoftware;
+    expect(software).toBe(p.cpuAdapter || p.architecture === 'software');
     try {
       torch.gpu.configure({ allowSoftware: false });
       expect(await torch.gpu.isAvailable()).toBe(!software);
@@ -68,6 +69,7 @@ describe('a software adapter needs an opt-in', () => {
       torch.gpu.configure({ allowSoftware: true });
       expect(await torch.gpu.isAvailable()).toBe(true);
       expect(String(await torch.tryGpu(1))).toBe('gpu:1');
+      expect(String(await torch.tryGpu(-1))).toBe('cpu');
     } finally {
       torch.gpu.configure({ allowSoftware: true });
     }

@@ -17,13 +17,18 @@ import { untrack } from '../scope.js';
 import type { Tensor } from '../tensor.js';
 
 /** Grad mode, scoped to a callback and the async work it starts (ts/context.ts). */
-const gradMode = new ContextVar('noGrad', true);
+const gradMode = new ContextVar('noGrad/enableGrad', true);
 
 /** Whether ops record the tape now. */
 export const isGradEnabled = (): boolean => gradMode.get();
 
-/** Runs `fn` with grad mode set to `on` (sync or async `fn`; concurrent tasks keep their own mode). */
+/** Runs a synchronous `fn` with grad mode set to `on` (webtorch's own steps: no async scope needed). */
 export function withGradMode<T>(on: boolean, fn: () => T): T {
+  return gradMode.runSync(on, fn);
+}
+
+/** `noGrad`/`enableGrad`: runs `fn`, sync or async, with grad mode `on`; concurrent tasks keep their own mode. */
+export function scopedGradMode<T>(on: boolean, fn: () => T): T {
   return gradMode.run(on, fn);
 }
 

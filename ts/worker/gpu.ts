@@ -864,6 +864,8 @@ async function mark(timing: boolean): Promise<number> {
 
 /** The device's error words, and the messages of checking dispatches since the last check, with their codes. */
 let deviceErrors: GPUBuffer | null = null;
+/** The mappable copy of `deviceErrors` that sync points read, kept between them. */
+let errorStaging: GPUBuffer | null = null;
 const checkCodes = new Map<string, number>();
 
 /**
@@ -884,7 +886,10 @@ async function checkDeviceErrors(): Promise<void> {
   flush();
   const messages = [...checkCodes.keys()];
   checkCodes.clear();
-  const staging = device.createBuffer({ size: 16, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+  // A kept staging buffer: creating a mappable buffer per check cost about 0.7 ms on the H100's
+  // Vulkan driver, a tenth of that to reuse one (BENCHMARKS.md, "The sync point").
+  errorStaging ??= contextBuffer(device.createBuffer({ size: 16, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST }));
+  const staging = errorStaging.mapState === 'unmapped' ? errorStaging : device.createBuffer({ size: 16, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
   const enc = device.createCommandEncoder();
   enc.copyBufferToBuffer(deviceErrors!, 0, staging, 0, 16);
   enc.clearBuffer(deviceErrors!);
@@ -892,7 +897,7 @@ async function checkDeviceErrors(): Promise<void> {
   await staging.mapAsync(GPUMapMode.READ);
   const [code, bad] = new Int32Array(staging.getMappedRange().slice(0));
   staging.unmap();
-  staging.destroy();
+  if (staging !== errorStaging) staging.destroy();
   if (code) throw new Error(messages[code - 1].replace('%d', String(bad)));
 }
 
@@ -988,7 +993,7 @@ export const gpuBackend: Backend = {
     const limits: Record<string, number> = {};
     for (const l of limitNames) limits[l] = device.limits[l];
     return {
-      name, kind: 'gpu', cpuAdapter: rowDev.cpu, vendor: info.vendor, architecture: info.architecture, description: info.description || info.device,
+      name, kind: 'gpu', cpuAdapter: rowDev.cpu, vendor: info.vendor, architecture: info.architecture, device: info.device, description: info.description || info.device,
       features: [...found.features].map(String).sort(), limits, nativeF16: features.includes('shader-f16'), scratch: scratchCounter(),
       eventTiming: features.includes('timestamp-query') ? 'gpu-timestamp' : 'host',
     };

@@ -106,6 +106,8 @@ export interface DeviceInfo {
   cpuAdapter: boolean;
   vendor: string;
   architecture: string;
+  /** `GPUAdapterInfo.device`: the adapter's identifier of the GPU (e.g. `nvidia-h100-80gb-hbm3`); '' where unknown or on `cpu`. */
+  device?: string;
   description: string;
   features: string[];
   limits: Record<string, number>;
