@@ -158,8 +158,13 @@ describe.each(['gpu:0', 'gpu:1'])('streams on %s', (d) => {
     await eventually(() => e.query());
     await eventually(() => s.query());
     await eventually(() => torch.gpu.currentStream(d).query());
+    // A read is a sync point of its stream: right after it, the stream is idle (as after PyTorch's .item()).
+    const z = torch.full([2], 1, { device: d });
+    expect(await z.tolist()).toEqual([1, 1]);
+    expect(torch.gpu.currentStream(d).query()).toBe(true);
     t.dispose();
     x.dispose();
+    z.dispose();
   }, 120_000);
 
   it('elapsedTime is positive and grows with the work', async () => {

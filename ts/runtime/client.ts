@@ -187,8 +187,21 @@ export class DeviceClient {
   async read(id: number, byteOffset: number, bytes: number, stream = this.stream): Promise<ArrayBuffer> {
     if (this.closed) throw new Error(`webtorch: device ${this.name} was shut down; its tensors are gone`);
     // The queued commands travel with the read; `post` keeps it ahead of later ops.
-    const batch = this.takeQueued();
-    return this.awaiting(() => this.post((r) => r.read(id, byteOffset, bytes, batch, stream))).catch((e) => this.rethrow(e));
+    const batch = this.takeQueued(), queued = this.queued[stream];
+    const data = await this.awaiting(() => this.post((r) => r.read(id, byteOffset, bytes, batch, stream))).catch((e) => this.rethrow(e));
+    // The read ran after the stream's earlier work had finished: as for a sync, the board says so.
+    this.finishedUpTo(stream, queued);
+    return data;
+  }
+
+  /** Notes that `stream` has finished its first `queued` commands (a sync point proved it): with nothing queued since, it is idle. */
+  private finishedUpTo(stream: number, queued: number): void {
+    if (this.queued[stream] !== queued) return;
+    if (this.marked[stream] !== queued) {
+      this.marked[stream] = queued;
+      this.marks[stream]++;
+    }
+    this.board.finishStream(stream, this.marks[stream]);
   }
 
   /**
@@ -201,14 +214,8 @@ export class DeviceClient {
     const time = await this.awaiting(() => this.post((r) => r.sync(batch, target) as Promise<number | void>)).catch((e) => this.rethrow(e));
     if ('slot' in target && typeof time === 'number') this.board.finishEvent(target.slot, target.version, time);
     // Every stream the sync covered has finished what was queued before it: a mark made here says so.
-    for (let s = 0; s < STREAM_SLOTS; s++) {
-      if (!('all' in target) && !('stream' in target && target.stream === s)) continue;
-      if (this.queued[s] === queued[s] && this.marked[s] !== queued[s]) {
-        this.marked[s] = queued[s];
-        this.marks[s]++;
-      }
-      if (this.queued[s] === queued[s]) this.board.finishStream(s, this.marks[s]);
-    }
+    if ('all' in target) for (let s = 0; s < STREAM_SLOTS; s++) this.finishedUpTo(s, queued[s]);
+    else if ('stream' in target) this.finishedUpTo(target.stream, queued[target.stream]);
   }
 
   /** Turns the worker's profile on (clearing it) or off; off resolves with it once the queued work is done (see `WorkerProfile`). */
