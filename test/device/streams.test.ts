@@ -240,6 +240,13 @@ describe.each(['gpu:0', 'gpu:1'])('streams on %s', (d) => {
       `Expected all tensors to be on the device of the current stream <torch.gpu.Stream device=${other} stream=${there.streamId} priority=0> inside torch.gpu.stream(), but found ${d} (when checking arguments for add)`);
     expect(torch.gpu.currentStream(other)).toBe(torch.gpu.defaultStream(other)); // restored after the error
     expect(() => x.recordStream(there)).toThrow(`record_stream: the stream is on ${other}, but the tensor is on ${d}`);
+    expect(() => torch.gpu.cachingAllocatorAlloc({ size: 1024, device: d, stream: there })).toThrow(
+      `caching_allocator_alloc: the stream is on ${other}, but the device is ${d}`);
+    // A raw block for a stream comes from that stream's pool (a segment of its own).
+    const raw = torch.gpu.cachingAllocatorAlloc({ size: 1024, stream: there });
+    expect(String(raw.device)).toBe(other);
+    expect(torch.gpu.memorySnapshot(other).find((g) => g.segment === raw.segment)?.stream).toBe(there.streamId);
+    torch.gpu.cachingAllocatorDelete(raw);
     const plain = new torch.gpu.Event(), timed = new torch.gpu.Event({ enableTiming: true });
     expect(() => timed.elapsedTime(plain)).toThrow("Both events must be created with argument 'enableTiming=true'.");
     const t2 = new torch.gpu.Event({ enableTiming: true });

@@ -190,11 +190,23 @@ export interface RawBlock extends Allocation {
   device: Device;
 }
 
-/** Allocates a raw block (`torch.cuda.caching_allocator_alloc`). */
-export function cachingAllocatorAlloc(...args: PyArgs<[size: number, device: DeviceLike | null, stream: number], { size?: number; device?: DeviceLike | null; stream?: number }>): RawBlock {
-  const o = bindArgs('caching_allocator_alloc', ['size', 'device', 'stream'], args, { size: REQUIRED as number, device: null as DeviceLike | null, stream: 0 });
-  const device = o.device == null ? toDevice(currentDevice()) : toDevice(o.device);
-  return { ...allocatorOf(device).malloc(o.size, o.stream), device };
+/** A stream as `cachingAllocatorAlloc` takes it: a `torch.gpu.Stream`, or a stream id. */
+export type StreamArg = number | { device: Device; streamId: number };
+
+/**
+ * Allocates a raw block (`torch.cuda.caching_allocator_alloc(size, device, stream)`) for
+ * `stream` (a Stream, or an id; the device's current stream by default); a Stream's device is
+ * the default device.
+ */
+export function cachingAllocatorAlloc(...args: PyArgs<[size: number, device: DeviceLike | null, stream: StreamArg | null], { size?: number; device?: DeviceLike | null; stream?: StreamArg | null }>): RawBlock {
+  const o = bindArgs('caching_allocator_alloc', ['size', 'device', 'stream'], args, { size: REQUIRED as number, device: null as DeviceLike | null, stream: null as StreamArg | null });
+  const s = o.stream;
+  const device = o.device != null ? toDevice(o.device) : typeof s === 'object' && s ? s.device : toDevice(currentDevice());
+  if (typeof s === 'object' && s && s.device !== device) {
+    throw new Error(`caching_allocator_alloc: the stream is on ${s.device}, but the device is ${device}`);
+  }
+  const id = s == null ? clientOf(device).stream : typeof s === 'number' ? s : s.streamId;
+  return { ...allocatorOf(device).malloc(o.size, id), device };
 }
 
 /** Frees a raw block from `cachingAllocatorAlloc`. */
