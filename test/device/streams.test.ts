@@ -125,6 +125,29 @@ describe.each(['gpu:0', 'gpu:1'])('streams on %s', (d) => {
     for (const t of [src, long, y, r, quick, got]) t.dispose();
   }, 120_000);
 
+  it('a segment released while a stream is held back, and made again under its id, keeps its new contents', async () => {
+    await torch.gpu.synchronize();
+    torch.gpu.emptyCache(d); // so that the segments made below take the lowest ids
+    const s1 = new torch.gpu.Stream(d), s3 = new torch.gpu.Stream(d);
+    const src = data(other);
+    const long = longWork(src, 24);
+    let y!: torch.Tensor, b!: torch.Tensor;
+    torch.gpu.stream(s1, () => (y = long.to(d))); // s1 waits for the other device
+    const n = 3 << 20; // 12 MiB: a segment of its own
+    const big = torch.full([n], 3, { device: d });
+    const segment = place(big).split('@')[0];
+    big.dispose();
+    torch.gpu.emptyCache(d); // releases big's segment: after s1's earlier work, which may use it
+    torch.gpu.stream(s3, () => (b = torch.full([n], 5, { device: d })));
+    expect(place(b).split('@')[0]).toBe(segment); // the allocator reuses the lowest free id
+    await torch.gpu.synchronize();
+    const stats = torch.tidy(() => torch.stack([b.min(), b.max()]));
+    expect(await stats.tolist()).toEqual([5, 5]);
+    const diff = torch.tidy(() => y.sub(src.to(d)).abs().max());
+    expect(await diff.item()).toBe(0);
+    for (const t of [src, long, y, b, stats, diff]) t.dispose();
+  }, 120_000);
+
   it('events order work across streams and across devices', async () => {
     const src = data(other);
     const long = longWork(src, 24);
