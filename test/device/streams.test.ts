@@ -148,6 +148,31 @@ describe.each(['gpu:0', 'gpu:1'])('streams on %s', (d) => {
     for (const t of [src, long, y, b, stats, diff]) t.dispose();
   }, 120_000);
 
+  it('a high-priority stream held back with a low-priority one has its work recorded first', async () => {
+    const x = data(d);
+    const src = data(other);
+    const long = longWork(src, 24);
+    const a = new torch.gpu.Stream(d), lo = new torch.gpu.Stream(d), hi = new torch.gpu.Stream(d, { priority: -1 });
+    let y!: torch.Tensor, loOut!: torch.Tensor, hiOut!: torch.Tensor;
+    torch.gpu.stream(a, () => (y = long.to(d)));
+    const ready = a.recordEvent(); // runs once a's copy has arrived
+    const ends = [lo, hi].map((s) => {
+      s.waitEvent(ready);
+      const end = new torch.gpu.Event({ enableTiming: true });
+      torch.gpu.stream(s, () => {
+        const out = longWork(x, 4);
+        if (s === lo) loOut = out;
+        else hiOut = out;
+        end.record();
+      });
+      return end;
+    });
+    await torch.gpu.synchronize();
+    // lo's work was issued first, but both were released together and hi's went to the queue first.
+    expect(ends[1].elapsedTime(ends[0])).toBeGreaterThan(0);
+    for (const t of [x, src, long, y, loOut, hiOut]) t.dispose();
+  }, 120_000);
+
   it('events order work across streams and across devices', async () => {
     const src = data(other);
     const long = longWork(src, 24);
