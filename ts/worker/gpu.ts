@@ -821,31 +821,46 @@ async function read(id: number, byteOffset: number, bytes: number): Promise<Arra
   const start = byteOffset & ~3, size = Math.ceil((byteOffset + bytes) / 4) * 4 - start;
   const reuse = readStaging !== null && readStaging.size >= size;
   const staging = reuse ? readStaging! : createScratch(device, size, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST, true, 'a read');
-  // The copy rides in the same submit as the work still recorded: one submit per read, not two.
+  // The copy, and the device checks' copy, ride in the same submit as the work still recorded:
+  // one submit per read, then the mapping and the error scopes are awaited together.
   encodePending();
   encoder ??= device.createCommandEncoder();
   encoder.copyBufferToBuffer(buf(id), start, staging, 0, size);
+  const deviceCheck = recordDeviceCheck(encoder);
   flush();
   closeScope();
   if (reuse) readStaging = null;
-  try {
-    await staging.mapAsync(GPUMapMode.READ, 0, size);
-    const out = staging.getMappedRange(0, size).slice(byteOffset - start, byteOffset - start + bytes);
-    staging.unmap();
-    if (staging.size <= KEEP_STAGING && staging.size >= (readStaging?.size ?? 0)) {
-      dropReadStaging();
-      readStaging = staging;
-    } else {
+  const mapped = staging.mapAsync(GPUMapMode.READ, 0, size).then(
+    () => {
+      const out = staging.getMappedRange(0, size).slice(byteOffset - start, byteOffset - start + bytes);
+      staging.unmap();
+      if (staging.size <= KEEP_STAGING && staging.size >= (readStaging?.size ?? 0)) {
+        dropReadStaging();
+        readStaging = staging;
+      } else {
+        staging.destroy();
+      }
+      return out;
+    },
+    (e: unknown) => {
       staging.destroy();
-    }
-    return out;
-  } catch (e) {
-    staging.destroy();
-    throw e;
-  } finally {
-    await checkErrors();
-    await checkDeviceErrors();
-  }
+      throw e;
+    },
+  );
+  return settleSyncPoint(mapped, deviceCheck);
+}
+
+/**
+ * Waits for a sync point's parts together: `done` (the read's mapping, or the queue's end), the
+ * error scopes and the device checks. Throws the first error in that order of blame: a GPU
+ * error (validation, out of memory), then a failed device check, then `done`'s own failure.
+ */
+async function settleSyncPoint<T>(done: Promise<T>, deviceCheck: Promise<void> | null): Promise<T> {
+  const [value, scopes, checks] = await Promise.allSettled([done, checkErrors(), deviceCheck]);
+  if (scopes.status === 'rejected') throw scopes.reason;
+  if (checks.status === 'rejected') throw checks.reason;
+  if (value.status === 'rejected') throw value.reason;
+  return value.value;
 }
 
 // ---- Event marks (Backend.mark): the point of the queue an event's record stands for ----
@@ -892,6 +907,8 @@ async function mark(timing: boolean): Promise<number> {
 let deviceErrors: GPUBuffer | null = null;
 /** The mappable copy of `deviceErrors` that sync points read, kept between them. */
 let errorStaging: GPUBuffer | null = null;
+/** Whether a sync point has recorded a copy into `errorStaging` and not yet read it. */
+let errorStagingTaken = false;
 const checkCodes = new Map<string, number>();
 
 /**
@@ -906,25 +923,35 @@ function checkCode(k: string, message: string): number {
   return code;
 }
 
-/** Throws the first failed check recorded since the last one (the sync points call it), and clears it. */
-async function checkDeviceErrors(): Promise<void> {
-  if (!checkCodes.size) return;
-  flush();
+/**
+ * For a sync point: records in `enc` the copy of the error words to a mappable buffer (and
+ * their clear), to go in the sync point's own submit. Returns null when no checking dispatch
+ * ran since the last check, else the check, which maps the copy once `enc` has been submitted
+ * (`flush`) and throws the first failed check with its message.
+ */
+function recordDeviceCheck(enc: GPUCommandEncoder): Promise<void> | null {
+  if (!checkCodes.size) return null;
   const messages = [...checkCodes.keys()];
   checkCodes.clear();
   // A kept staging buffer: creating a mappable buffer per check cost about 0.7 ms on the H100's
   // Vulkan driver, a tenth of that to reuse one (BENCHMARKS.md, "The sync point").
   errorStaging ??= contextBuffer(device.createBuffer({ size: 16, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST }));
-  const staging = errorStaging.mapState === 'unmapped' ? errorStaging : device.createBuffer({ size: 16, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
-  const enc = device.createCommandEncoder();
+  const staging = errorStaging.mapState === 'unmapped' && !errorStagingTaken ? errorStaging : device.createBuffer({ size: 16, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+  if (staging === errorStaging) errorStagingTaken = true;
   enc.copyBufferToBuffer(deviceErrors!, 0, staging, 0, 16);
   enc.clearBuffer(deviceErrors!);
-  device.queue.submit([enc.finish()]);
-  await staging.mapAsync(GPUMapMode.READ);
-  const [code, bad] = new Int32Array(staging.getMappedRange().slice(0));
-  staging.unmap();
-  if (staging !== errorStaging) staging.destroy();
-  if (code) throw new Error(messages[code - 1].replace('%d', String(bad)));
+  // Mapped after the submit (a buffer pending a map cannot be used in one); the caller flushes first.
+  return Promise.resolve().then(async () => {
+    try {
+      await staging.mapAsync(GPUMapMode.READ);
+      const [code, bad] = new Int32Array(staging.getMappedRange().slice(0));
+      staging.unmap();
+      if (code) throw new Error(messages[code - 1].replace('%d', String(bad)));
+    } finally {
+      if (staging === errorStaging) errorStagingTaken = false;
+      else staging.destroy();
+    }
+  });
 }
 
 // ---- The index family (wgsl/index.ts): gather, scatter, cumulative, sort, one_hot ----
@@ -1045,11 +1072,11 @@ export const gpuBackend: Backend = {
     return t ? t.total() : null;
   },
   async idle() {
+    encodePending();
+    const deviceCheck = checkCodes.size ? recordDeviceCheck((encoder ??= device.createCommandEncoder())) : null;
     flush();
     closeScope();
-    await device.queue.onSubmittedWorkDone();
-    await checkErrors();
-    await checkDeviceErrors();
+    await settleSyncPoint(device.queue.onSubmittedWorkDone(), deviceCheck);
   },
   async close() {
     flush();
