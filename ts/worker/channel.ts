@@ -142,12 +142,17 @@ export class CallPort {
   /** Copies the answer to call `id` out of the slot and frees it. */
   private take(id: number): void {
     const w = this.words!, kind = w[1], n = w[2];
-    let value: unknown;
-    if (kind === Slot.Bytes) value = new Uint8Array(this.slot!, HEADER * 4, n).slice().buffer;
-    else if (kind === Slot.Number) value = new Float64Array(this.slot!, HEADER * 4, 1)[0];
+    // A slot that cannot be read fails its call, never the watch (later answers still come).
+    let value: unknown, ok = 1;
+    try {
+      if (kind === Slot.Bytes) value = new Uint8Array(this.slot!, HEADER * 4, n).slice().buffer;
+      else if (kind === Slot.Number) value = new Float64Array(this.slot!, HEADER * 4, 1)[0];
+    } catch (e) {
+      (ok = 0), (value = toWire(e));
+    }
     Atomics.store(w, 0, 0);
     this.answered.slot++;
-    this.settle(id, 1, value);
+    this.settle(id, ok, value);
   }
 }
 
