@@ -2,15 +2,16 @@
  * The hot path between a device's caller and its worker: command batches, reads and syncs.
  *
  * Why not comlink: comlink made every call a UUID, a wrapped message, a listener per pending
- * call and a reply even for `submit`, which nobody awaits; on the H100 the two thread crossings
- * of a read cost about half of its time. Here, after `init` (still through comlink), every call
+ * call and a reply even for `submit`, which nobody awaits, and the two thread crossings of a
+ * small read cost as much as its GPU work on the H100. Here, after `init` (still comlink), every call
  * goes over one MessagePort of its own as `[id, method, args]`, with a numeric id, and only calls
  * with an id > 0 are answered (`submit` has none). One port carries everything after `init`, so
  * batches, reads and syncs arrive in the order the caller posted them.
  *
  * Small results come back through a shared reply slot where the platform has SharedArrayBuffer
- * and `Atomics.waitAsync` (see `ReplySlot`); everything else as `[id, ok, value]` messages, a
- * read's bytes transferred, an error as its name and message (so `OutOfMemoryError` keeps its name).
+ * and `Atomics.waitAsync` (see below); everything else as `[id, ok, value, answer]` messages, a
+ * read's bytes transferred, an error as its name and message (so `OutOfMemoryError` keeps its
+ * name). Answers are numbered, so that they settle in the order the worker gave them.
  */
 import { env, onPortMessage } from '../platform.js';
 
@@ -39,8 +40,8 @@ const fromWire = (w: WireError): Error => {
 // ---- The shared reply slot ----
 //
 // Layout (Int32 words): [0] the id of the call whose answer is in the slot, 0 when the slot is
-// free; [1] its kind (see `Slot`); [2] its byte length; [3] unused (the bytes start 8-aligned,
-// for a number); then up to `SLOT_BYTES` bytes. The worker
+// free; [1] its kind (see `Slot`); [2] its byte length; [3] its answer number (see `nextAnswer`);
+// then up to `SLOT_BYTES` bytes (8-aligned, for a number). The worker
 // takes the slot with a compare-exchange of word 0 from 0 to the call's id (if a reply sits
 // there unread, it answers by message instead) and notifies word 0; the caller, waiting on it
 // with `Atomics.waitAsync`, copies the bytes out and frees the slot (stores 0).
@@ -49,6 +50,13 @@ const fromWire = (w: WireError): Error => {
 export const SLOT_BYTES = 4096;
 const HEADER = 4;
 const enum Slot { Bytes = 1, Number = 2, Void = 3 }
+
+/**
+ * Answers are numbered in the order the worker gives them, whichever way they travel, and the
+ * caller settles them in that order: an answer through the slot can overtake a message sent
+ * before it, and is then held until that message arrives.
+ */
+const nextAnswer = (n: number): number => (n === 0x7fffffff ? 1 : n + 1);
 
 type WaitAsync = (a: Int32Array, index: number, value: number, timeout?: number) => { async: boolean; value: Promise<string> | string };
 
@@ -68,16 +76,17 @@ export class CallPort {
   private readonly words: Int32Array | null;
   /** How many answers came through the slot and by message (the tests check the path taken). */
   readonly answered = { slot: 0, message: 0 };
+  /** The number of the next answer to settle, and answers that arrived ahead of it. */
+  private expected = 1;
+  private readonly early = new Map<number, () => void>();
 
   constructor(private readonly port: MessagePort, useSlot = canUseReplySlot()) {
     this.slot = useSlot ? new SharedArrayBuffer(HEADER * 4 + SLOT_BYTES) : null;
     this.words = this.slot && new Int32Array(this.slot);
     onPortMessage(port, (m) => {
-      const [id, ok, value] = m as [number, number, unknown];
-      // An answer waiting in the slot was given before this one: it settles first.
-      if (this.words && Atomics.load(this.words, 0) !== 0) this.take(Atomics.load(this.words, 0));
+      const [id, ok, value, n] = m as [number, number, unknown, number];
       this.answered.message++;
-      this.settle(id, ok, value);
+      this.inOrder(n, () => this.settle(id, ok, value));
     });
     // The port never keeps the process alive by itself: the client refs the worker while a call is awaited.
     (port as { unref?: () => void }).unref?.();
@@ -104,6 +113,18 @@ export class CallPort {
     this.port.close();
     for (const p of this.pending.values()) p.reject(new Error('webtorch: the device worker was closed'));
     this.pending.clear();
+  }
+
+  /** Runs `settle` for answer `n` in answer order (at once, or after the answers before it). */
+  private inOrder(n: number, settle: () => void): void {
+    if (n !== this.expected) return void this.early.set(n, settle);
+    settle();
+    this.expected = nextAnswer(n);
+    for (let next = this.early.get(this.expected); next; next = this.early.get(this.expected)) {
+      this.early.delete(this.expected);
+      next();
+      this.expected = nextAnswer(this.expected);
+    }
   }
 
   private settle(id: number, ok: number, value: unknown): void {
@@ -141,7 +162,7 @@ export class CallPort {
 
   /** Copies the answer to call `id` out of the slot and frees it. */
   private take(id: number): void {
-    const w = this.words!, kind = w[1], n = w[2];
+    const w = this.words!, kind = w[1], n = w[2], answer = w[3];
     // A slot that cannot be read fails its call, never the watch (later answers still come).
     let value: unknown, ok = 1;
     try {
@@ -152,7 +173,7 @@ export class CallPort {
     }
     Atomics.store(w, 0, 0);
     this.answered.slot++;
-    this.settle(id, ok, value);
+    this.inOrder(answer, () => this.settle(id, ok, value));
   }
 }
 
@@ -160,8 +181,9 @@ export class CallPort {
 export function serveCalls(port: MessagePort, api: object, slot: SharedArrayBuffer | null): void {
   const words = slot && new Int32Array(slot);
   const methods = api as Record<string, (...args: unknown[]) => unknown>;
+  let answers = 0;
   /** Answers through the slot when the result fits and the slot is free; false otherwise. */
-  const inSlot = (id: number, value: unknown): boolean => {
+  const inSlot = (id: number, value: unknown, answer: number): boolean => {
     if (!words) return false;
     let kind: Slot, n = 0;
     if (value instanceof ArrayBuffer && value.byteLength <= SLOT_BYTES) (kind = Slot.Bytes), (n = value.byteLength);
@@ -172,6 +194,7 @@ export function serveCalls(port: MessagePort, api: object, slot: SharedArrayBuff
     if (Atomics.load(words, 0) !== 0) return false;
     words[1] = kind;
     words[2] = n;
+    words[3] = answer;
     if (kind === Slot.Bytes) new Uint8Array(slot!, HEADER * 4, n).set(new Uint8Array(value as ArrayBuffer));
     else if (kind === Slot.Number) new Float64Array(slot!, HEADER * 4, 1)[0] = value as number;
     if (Atomics.compareExchange(words, 0, 0, id) !== 0) return false;
@@ -190,12 +213,18 @@ export function serveCalls(port: MessagePort, api: object, slot: SharedArrayBuff
       if (result instanceof Promise) result.catch(() => undefined);
       return;
     }
+    const fail = (e: unknown, answer: number) => port.postMessage([id, 0, toWire(e), answer]);
     void Promise.resolve(result).then(
       (value) => {
-        if (inSlot(id, value)) return;
-        port.postMessage([id, 1, value], value instanceof ArrayBuffer ? [value] : []);
+        const answer = (answers = nextAnswer(answers));
+        try {
+          if (inSlot(id, value, answer)) return;
+          port.postMessage([id, 1, value, answer], value instanceof ArrayBuffer ? [value] : []);
+        } catch (e) {
+          fail(e, answer); // a result that cannot be sent fails its call, never the worker
+        }
       },
-      (e: unknown) => port.postMessage([id, 0, toWire(e)]),
+      (e: unknown) => fail(e, (answers = nextAnswer(answers))),
     );
   });
 }
