@@ -722,6 +722,7 @@ class PassTimer {
       const enc = device.createCommandEncoder();
       this.resolve(enc);
       device.queue.submit([enc.finish()]);
+      queueWork++;
     }
     flush();
     const by: Record<string, { count: number; ms: number }> = {};
@@ -782,12 +783,19 @@ function record(p: GPUComputePassEncoder, d: PendingDispatch, current: GPUComput
  */
 let submitEvery = 32;
 
+/**
+ * Work handed to the queue (submits and writes) so far, and how much of it a sync point has seen
+ * finished: a `synchronize` with nothing handed over since asks the queue nothing.
+ */
+let queueWork = 0, queueDone = 0;
+
 /** Submits everything recorded so far. */
 function flush(): void {
   encodePending();
   if (encoder) {
     device.queue.submit([encoder.finish()]);
     encoder = null;
+    queueWork++;
   }
   for (const b of retired.splice(0)) destroyBuffer(b);
 }
@@ -797,6 +805,7 @@ function write(id: number, byteOffset: number, data: ArrayBuffer): void {
   const padded = data.byteLength % 4 ? new Uint8Array(Math.ceil(data.byteLength / 4) * 4) : new Uint8Array(data);
   if (padded.buffer !== data) padded.set(new Uint8Array(data));
   device.queue.writeBuffer(buf(id), byteOffset, padded);
+  queueWork++;
 }
 
 /**
@@ -829,6 +838,7 @@ async function read(id: number, byteOffset: number, bytes: number): Promise<Arra
   const deviceCheck = recordDeviceCheck(encoder);
   flush();
   closeScope();
+  const handedOver = queueWork;
   if (reuse) readStaging = null;
   const mapped = staging.mapAsync(GPUMapMode.READ, 0, size).then(
     () => {
@@ -840,6 +850,8 @@ async function read(id: number, byteOffset: number, bytes: number): Promise<Arra
       } else {
         staging.destroy();
       }
+      // The copy was the queue's last work when it was submitted: everything before it has finished.
+      queueDone = Math.max(queueDone, handedOver);
       return out;
     },
     (e: unknown) => {
@@ -1073,10 +1085,14 @@ export const gpuBackend: Backend = {
   },
   async idle() {
     encodePending();
+    // Nothing recorded, handed over or left to check since a sync point saw the queue finish.
+    if (!encoder && !scoped && !checkCodes.size && !errorChecks.length && queueWork === queueDone) return;
     const deviceCheck = checkCodes.size ? recordDeviceCheck((encoder ??= device.createCommandEncoder())) : null;
     flush();
     closeScope();
+    const handedOver = queueWork;
     await settleSyncPoint(device.queue.onSubmittedWorkDone(), deviceCheck);
+    queueDone = Math.max(queueDone, handedOver);
   },
   async close() {
     flush();
