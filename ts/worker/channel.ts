@@ -41,10 +41,10 @@ const fromWire = (w: WireError): Error => {
 //
 // Layout (Int32 words): [0] the id of the call whose answer is in the slot, 0 when the slot is
 // free; [1] its kind (see `Slot`); [2] its byte length; [3] its answer number (see `nextAnswer`);
-// then up to `SLOT_BYTES` bytes (8-aligned, for a number). The worker
-// takes the slot with a compare-exchange of word 0 from 0 to the call's id (if a reply sits
-// there unread, it answers by message instead) and notifies word 0; the caller, waiting on it
-// with `Atomics.waitAsync`, copies the bytes out and frees the slot (stores 0).
+// then up to `SLOT_BYTES` bytes (8-aligned, for a number). The worker takes the slot with a
+// compare-exchange of word 0 from 0 to the call's id (if an answer sits there unread, it answers
+// by message instead) and notifies word 0; the caller, waiting on it with `Atomics.waitAsync`
+// while any call is pending, copies the answer out and frees the slot (stores 0).
 
 /** The largest result that goes through the shared slot; larger ones are transferred in a message. */
 export const SLOT_BYTES = 4096;
