@@ -6,7 +6,9 @@
  * a bad index is never used as an address (the element reads as 0 or the write is skipped),
  * and the first one is recorded in a 4-word error buffer `E` that every checking kernel binds
  * after its storages: E[0] is the failing dispatch's code (claimed with a compare-exchange, so
- * only the first failure is kept) and E[1] the bad index. The worker registers each checking
+ * only the first failure is kept) and E[1], E[2] the bad value's low and high words. Indices
+ * are int64 (two words; the facade widens int32 ones): an index whose high word is not the sign
+ * of its low word is out of range whatever the size. The worker registers each checking
  * dispatch's message under its code and reads `E` back at the next `read`/`sync`, where it
  * throws the message naming the op; the cpu worker raises the same message from its kernels.
  * This is CUDA's device-side assert, without killing the device.
@@ -23,7 +25,8 @@
  * of 512 pairs sort in workgroup memory; longer lines add global merge steps.
  */
 import { StorageCode } from '../ts/dtype.js';
-import { computeType, elementsPerWord, load, slotBindings } from './dtype.js';
+import { computeType, elementsPerWord, load, loadWide, slotBindings } from './dtype.js';
+import { I64_PRELUDE, i64Checks } from './int64.js';
 
 /** Workgroup size of the index kernels. */
 export const IWG = 256;
@@ -73,24 +76,27 @@ function offsetFn(name: string, k: number, rank: number): string {
 /** The error buffer binding and `fail(code, v)`, which keeps the first failure. */
 export function errorBinding(slots: number): string {
   return `@group(0) @binding(${slots + 1}) var<storage, read_write> E: array<atomic<u32>>;
-fn fail(code: u32, v: i32) {
+fn fail64(code: u32, lo: u32, hi: u32) {
   loop {
     let r = atomicCompareExchangeWeak(&E[0], 0u, code);
-    if (r.exchanged) { atomicStore(&E[1], bitcast<u32>(v)); break; }
+    if (r.exchanged) { atomicStore(&E[1], lo); atomicStore(&E[2], hi); break; }
     if (r.old_value != 0u) { break; }
   }
 }
+fn fail(code: u32, v: i32) { fail64(code, bitcast<u32>(v), select(0u, 0xffffffffu, v < 0i)); }
 `;
 }
 
 /** `fn index(i)`: the index at `offI(i)` in slot `slot`, checked; -1 after recording a failure. Params from word `at`: size, wrap, code. */
 function indexFn(slot: number, at: number): string {
   return `fn index(i: u32) -> i32 {
-  let raw = bitcast<i32>(rd${slot}(offI(i)));
+  let lo = rd${slot}(2u * offI(i));
+  let hi = rd${slot}(2u * offI(i) + 1u);
+  let raw = bitcast<i32>(lo);
   let size = bitcast<i32>(P[${at}u]);
   var v = raw;
   if (v < 0 && P[${at + 1}u] != 0u) { v += size; }
-  if (v < 0 || v >= size) { fail(P[${at + 2}u], raw); return -1; }
+  if (hi != select(0u, 0xffffffffu, raw < 0i) || v < 0 || v >= size) { fail64(P[${at + 2}u], lo, hi); return -1; }
   return v;
 }
 `;
@@ -117,6 +123,23 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 export function gatherShader(rank: number, dt: StorageCode, xSlot: number, iSlot: number, slots: number): string {
   const epw = elementsPerWord(dt);
   const ex = extra(2, 0);
+  if (dt === StorageCode.I64) {
+    return `${slotBindings(slots)}${errorBinding(slots)}${offsetFn('offX', 0, rank)}${offsetFn('offI', 1, rank)}
+${indexFn(iSlot, ex + 1)}${MAIN}
+  if (w >= n) { return; }
+  let v = index(w);
+  var lo = 0u;
+  var hi = 0u;
+  if (v >= 0) {
+    let e = offX(w) + u32(v) * P[${ex}u];
+    lo = rd${xSlot}(2u * e);
+    hi = rd${xSlot}(2u * e + 1u);
+  }
+  S0[2u * (P[9] + w)] = lo;
+  S0[2u * (P[9] + w) + 1u] = hi;
+}
+`;
+  }
   const store = epw === 1
     ? `  if (w >= n) { return; }\n  S0[P[9] + w] = elem(w);`
     : `  if (w * ${epw}u >= n) { return; }
@@ -149,6 +172,7 @@ export function scatterIndexShader(rank: number, dt: StorageCode, add: boolean, 
   const t = computeType(dt);
   const views = 3;
   const ex = extra(views, 0);
+  if (dt === StorageCode.I64) return scatter64(rank, add, iSlot, srcSlot, slots);
   const value = srcSlot >= 0 ? load(`rd${srcSlot}`, dt, 'offS(i)') : `bitcast<${t}>(P[${ex + 4}u])`;
   const write = !add
     ? `  S0[d] = bitcast<u32>(v);`
@@ -174,27 +198,64 @@ ${write}
 }
 
 /**
- * Cumulative sum or product along lines: one invocation per line (the params shape is x's
- * shape without the dim), writing the running value in the 32-bit compute type into a
- * contiguous target. View 0 is x; extras: len, dimStride, inner.
+ * Scatter of int64 straight into the int64 target: two words per element; scatter_add adds the
+ * low words with `atomicAdd` and carries into the high word (the total is exact whatever the
+ * order, since every carry is added once). Extras as `scatterIndexShader`, the scalar's low and
+ * high words last. Writes (not adds) of one element from two sources may mix their words, as
+ * such writes are unordered in PyTorch too.
  */
-export function cumulativeShader(rank: number, dt: StorageCode, prod: boolean, xSlot: number, slots: number, checked = false): string {
+function scatter64(rank: number, add: boolean, iSlot: number, srcSlot: number, slots: number): string {
+  const ex = extra(3, 0);
+  const value = srcSlot >= 0 ? `vec2<u32>(rd${srcSlot}(2u * offS(i)), rd${srcSlot}(2u * offS(i) + 1u))` : `vec2<u32>(P[${ex + 4}u], P[${ex + 5}u])`;
+  const write = add
+    ? `  let old = atomicAdd(&S0[2u * d], v.x);
+  atomicAdd(&S0[2u * d + 1u], v.y + select(0u, 1u, old + v.x < old));`
+    : `  atomicStore(&S0[2u * d], v.x);
+  atomicStore(&S0[2u * d + 1u], v.y);`;
+  return `${slotBindings(slots, true)}${errorBinding(slots)}${offsetFn('offD', 0, rank)}${offsetFn('offI', 1, rank)}${srcSlot >= 0 ? offsetFn('offS', 2, rank) : ''}
+${indexFn(iSlot, ex + 1)}${MAIN}
+  let i = w;
+  if (i >= n) { return; }
+  let k = index(i);
+  if (k < 0) { return; }
+  let d = offD(i) + u32(k) * P[${ex}u];
+  let v = ${value};
+${write}
+}
+`;
+}
+
+/**
+ * Cumulative sum or product along lines: one invocation per line (the params shape is x's
+ * shape without the dim), writing the running value into a contiguous target: f32 for floats,
+ * int64 (two words) for integers. View 0 is x; extras: len, dimStride, inner.
+ */
+export function cumulativeShader(rank: number, dt: StorageCode, prod: boolean, xSlot: number, slots: number): string {
   const t = computeType(dt);
   const ex = extra(1, 0);
-  const init = prod ? (t === 'f32' ? '1.0' : '1i') : t === 'f32' ? '0.0' : '0i';
-  // checked (int64 out, stored in 32 bits): a running value that wraps records the code in extra word 3
-  checked &&= t === 'i32';
-  const x = load(`rd${xSlot}`, dt, 'xb + p * step');
-  const step = !checked ? `acc = acc ${prod ? '*' : '+'} ${x};`
-    : prod ? `let v = ${x};
-    let r = acc * v;
-    if (acc != 0i && (r / acc != v || (acc == -1i && v == bitcast<i32>(0x80000000u)))) { fail(P[${ex + 3}u], 0i); }
-    acc = r;`
-      : `let v = ${x};
-    let r = acc + v;
-    if (((acc ^ r) & (v ^ r)) < 0i) { fail(P[${ex + 3}u], 0i); }
-    acc = r;`;
-  return `${slotBindings(slots)}${checked ? errorBinding(slots) : ''}${offsetFn('offX', 0, rank)}
+  if (t === 'i32') {
+    // integers: int64 running values (two words per output element; wgsl/int64.ts)
+    const x = dt === StorageCode.I64 ? loadWide(`rd${xSlot}`, dt, 'xb + p * step') : `i64_from_i32(${load(`rd${xSlot}`, dt, 'xb + p * step')})`;
+    return `${slotBindings(slots)}${I64_PRELUDE}${offsetFn('offX', 0, rank)}
+${MAIN}
+  if (w >= n) { return; }
+  let len = P[${ex}u];
+  let step = P[${ex + 1}u];
+  let inner = P[${ex + 2}u];
+  let xb = offX(w);
+  let ob = P[9] + (w / inner) * len * inner + w % inner;
+  var acc = vec2<u32>(${prod ? '1u' : '0u'}, 0u);
+  for (var p = 0u; p < len; p++) {
+    acc = ${prod ? 'i64_mul' : 'i64_add'}(acc, ${x});
+    S0[2u * (ob + p * inner)] = acc.x;
+    S0[2u * (ob + p * inner) + 1u] = acc.y;
+  }
+}
+`;
+  }
+  const init = prod ? '1.0' : '0.0';
+  const step = `acc = acc ${prod ? '*' : '+'} ${load(`rd${xSlot}`, dt, 'xb + p * step')};`;
+  return `${slotBindings(slots)}${offsetFn('offX', 0, rank)}
 ${MAIN}
   if (w >= n) { return; }
   let len = P[${ex}u];
@@ -211,9 +272,9 @@ ${MAIN}
 `;
 }
 
-/** Sort params: [0] total pairs, [1] padded line length, [2] len, [3] inner, [4] x offset, [5] k, [6] j, [7] out offset, [8] n out. */
-export function sortParams(total: number, padded: number, len: number, inner: number, xOffset: number, k = 0, j = 0, outOffset = 0, n = 0): ArrayBuffer {
-  return new Uint32Array([total, padded, len, inner, xOffset, k, j, outOffset, n]).buffer;
+/** Sort params: [0] total pairs, [1] padded line length, [2] len, [3] inner, [4] x offset, [5] k, [6] j, [7] out offset, [8] n out, [9] check code. */
+export function sortParams(total: number, padded: number, len: number, inner: number, xOffset: number, k = 0, j = 0, outOffset = 0, n = 0, code = 0): ArrayBuffer {
+  return new Uint32Array([total, padded, len, inner, xOffset, k, j, outOffset, n, code]).buffer;
 }
 
 const SORT_HEAD = `fn less(ka: u32, ia: u32, kb: u32, ib: u32) -> bool { return ka < kb || (ka == kb && ia < ib); }
@@ -229,6 +290,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
  * [0, total), indices at [total, 2 total)); padding sorts after everything.
  */
 export function sortInitShader(dt: StorageCode, descending: boolean, xSlot: number, slots: number): string {
+  // int64 keys are narrowed to 32 bits (`narrow_ck`, code P[9]): a value that does not fit raises
+  const narrow = dt === StorageCode.I64 ? `${errorBinding(slots)}${I64_PRELUDE}${i64Checks('P[9]', 'P[9]')}` : '';
   const key = computeType(dt) === 'f32'
     ? `var b = bitcast<u32>(v);
     if ((b & 0x7fffffffu) > 0x7f800000u) { b = 0xffffffffu; }
@@ -237,7 +300,7 @@ export function sortInitShader(dt: StorageCode, descending: boolean, xSlot: numb
       b = select(b | 0x80000000u, ~b, (b & 0x80000000u) != 0u);
     }`
     : `let b = bitcast<u32>(v) ^ 0x80000000u;`;
-  return `${slotBindings(slots)}${SORT_HEAD}
+  return `${slotBindings(slots)}${narrow}${SORT_HEAD}
   if (w >= total) { return; }
   let p = w % padded;
   var key = 0xffffffffu;
@@ -325,21 +388,24 @@ export function sortOutShader(): string {
 `;
 }
 
-/** one_hot: out[e] = idx[e / classes] == e % classes; params [n, classes, idx offset, out offset, code]. */
+/** one_hot: out[e] = idx[e / classes] == e % classes, int64 idx and out; params [n, classes, idx offset, out offset, code]. */
 export function oneHotShader(iSlot: number, slots: number): string {
   return `${slotBindings(slots)}${errorBinding(slots)}${MAIN}
   if (w >= n) { return; }
   let c = P[1];
-  let v = bitcast<i32>(rd${iSlot}(P[2] + w / c));
-  if (v < 0 || v >= i32(c)) {
-    if (w % c == 0u) { fail(P[4], v); }
-    S0[P[3] + w] = 0u;
+  let lo = rd${iSlot}(2u * (P[2] + w / c));
+  let hi = rd${iSlot}(2u * (P[2] + w / c) + 1u);
+  let v = bitcast<i32>(lo);
+  S0[2u * (P[3] + w) + 1u] = 0u;
+  if (hi != select(0u, 0xffffffffu, v < 0i) || v < 0 || v >= i32(c)) {
+    if (w % c == 0u) { fail64(P[4], lo, hi); }
+    S0[2u * (P[3] + w)] = 0u;
     return;
   }
-  S0[P[3] + w] = select(0u, 1u, u32(v) == w % c);
+  S0[2u * (P[3] + w)] = select(0u, 1u, u32(v) == w % c);
 }
 `;
 }
 
 /** The 32-bit dtype a kernel computing in `dt`'s class writes into a scratch target. */
-export const wordDt = (dt: StorageCode): StorageCode => (computeType(dt) === 'f32' ? StorageCode.F32 : StorageCode.I32);
+export const wordDt = (dt: StorageCode): StorageCode => (dt === StorageCode.I64 ? StorageCode.I64 : computeType(dt) === 'f32' ? StorageCode.F32 : StorageCode.I32);
