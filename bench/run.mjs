@@ -119,7 +119,7 @@ for (const device of devices) {
         }
       }
       const rowBudget = c.warmupMs && !opts.quick ? { ...budget, warmupMs: Math.max(budget.warmupMs, c.warmupMs) } : budget;
-      const measured = await measureRow(impls, check, rowBudget);
+      const measured = await measureRow(impls, check, rowBudget, device === 'gpu' ? c.block ?? 1 : 1);
       for (const [who, r] of Object.entries(measured)) {
         const fig = figureOf(r, toUnit);
         if (who === 'webtorch') row.webtorch = fig;

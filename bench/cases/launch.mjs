@@ -103,6 +103,10 @@ export default [{
   name: 'roundtrip',
   group: 'launch',
   unit: 'µs',
+  // On a GPU, samples in blocks of 10 per implementation (see measureRow's `block`): the row
+  // measures a round trip of a program using one device, not the GPU's switch between the
+  // peers' devices.
+  block: 10,
   higherIsBetter: false,
   rows: () => [{ label: 'round trip: one op + read', size: `[${N}]`, params: {} }],
   check: () => expect(2),

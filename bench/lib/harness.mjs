@@ -130,9 +130,13 @@ async function sample(impl, inner) {
  * @param {[string, Impl][]} impls
  * @param {((out: ArrayLike<number>) => (string | null)) | null} check  null when there is nothing to check
  * @param {Budget} budget
+ * @param {number} [block]  samples an implementation takes back to back in a round (default 1). A
+ *   latency row on a GPU sets it: each implementation has its own GPUDevice, and the first round
+ *   trip after another device's work pays the GPU's switch between them, which a program with one
+ *   device never does; the first sample of each block is taken and dropped.
  * @returns {Promise<{[name: string]: {seconds: number, samples: number, inner: number, min: number} | {error: string}}>}
  */
-export async function measureRow(impls, check, budget) {
+export async function measureRow(impls, check, budget, block = 1) {
   const results = {}, live = [];
   for (const [name, impl] of impls) {
     try {
@@ -170,7 +174,10 @@ export async function measureRow(impls, check, budget) {
   while (live.some((e) => !results[e.name] && more(e))) {
     for (const e of live) {
       if (results[e.name] || !more(e)) continue;
-      try { e.samples.push(await sample(e.impl, e.inner)); } catch (err) { results[e.name] = errorOf(err); }
+      try {
+        if (block > 1) await sample(e.impl, e.inner); // pays the switch from the previous device
+        for (let b = 0; b < block && more(e); b++) e.samples.push(await sample(e.impl, e.inner));
+      } catch (err) { results[e.name] = errorOf(err); }
     }
   }
   for (const e of live) {

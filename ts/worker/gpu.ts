@@ -843,6 +843,8 @@ async function read(id: number, byteOffset: number, bytes: number): Promise<Arra
 
 /** The device's error words, and the messages of checking dispatches since the last check, with their codes. */
 let deviceErrors: GPUBuffer | null = null;
+/** The mappable copy of `deviceErrors` that sync points read, kept between them. */
+let errorStaging: GPUBuffer | null = null;
 const checkCodes = new Map<string, number>();
 
 /**
@@ -863,7 +865,10 @@ async function checkDeviceErrors(): Promise<void> {
   flush();
   const messages = [...checkCodes.keys()];
   checkCodes.clear();
-  const staging = device.createBuffer({ size: 16, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+  // A kept staging buffer: creating a mappable buffer per check cost about 0.7 ms on the H100's
+  // Vulkan driver, a tenth of that to reuse one (BENCHMARKS.md, "The sync point").
+  errorStaging ??= contextBuffer(device.createBuffer({ size: 16, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST }));
+  const staging = errorStaging.mapState === 'unmapped' ? errorStaging : device.createBuffer({ size: 16, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
   const enc = device.createCommandEncoder();
   enc.copyBufferToBuffer(deviceErrors!, 0, staging, 0, 16);
   enc.clearBuffer(deviceErrors!);
@@ -871,7 +876,7 @@ async function checkDeviceErrors(): Promise<void> {
   await staging.mapAsync(GPUMapMode.READ);
   const [code, lo, hi] = new Uint32Array(staging.getMappedRange().slice(0));
   staging.unmap();
-  staging.destroy();
+  if (staging !== errorStaging) staging.destroy();
   // the bad value's two words (wgsl/index.ts `fail64`): an int64
   if (code) throw new Error(messages[code - 1].replace('%d', String(BigInt.asIntN(64, (BigInt(hi) << 32n) | BigInt(lo)))));
 }
