@@ -15,7 +15,7 @@
  *
  * Scatter writes land on arbitrary elements, so they go to 32-bit words only: packed outputs
  * (uint8, bool, float16, bfloat16) are scattered into a 32-bit scratch copy that is cast back
- * afterwards. scatter_add accumulates with atomics: `atomicAdd` for integers and a
+ * afterwards; int64 is scattered in place, two words per element (`scatter64`). scatter_add accumulates with atomics: `atomicAdd` for integers and a
  * compare-exchange loop on the f32 bits for floats, so float sums are not deterministic in
  * their rounding order (as with CUDA's atomicAdd); float16/bfloat16 sums are rounded once.
  *
