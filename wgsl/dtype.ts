@@ -11,7 +11,7 @@
  * (the kernel must bind the error buffer), never a silent truncation.
  */
 import { StorageCode } from '../ts/dtype.js';
-import { loadI64 } from './int64.js';
+import { loadI64, loadI64Fn } from './int64.js';
 
 /** Elements per 32-bit word (0.5 for int64, two words per element). */
 export const elementsPerWord = (dt: StorageCode): number =>
@@ -61,14 +61,15 @@ export function load(read: string, dt: StorageCode, e: string): string {
  * several tensors in one segment, and WebGPU forbids binding a buffer twice in one dispatch when
  * one binding is writable, so operands in the same segment share a binding. Slot 0 is the
  * output's segment (`read_write`, or `atomic<u32>` words for scattered packed writes); other
- * slots are read-only. Each slot gets a reader `rdK(i)` that returns word `i`.
+ * slots are read-only. Each slot gets a reader `rdK(i)` that returns word `i`, and `ld64_rdK(e)`
+ * that returns int64 element `e` as a `vec2<u32>`.
  */
 export function slotBindings(slots: number, atomicOut = false): string {
   let out = `@group(0) @binding(0) var<storage, read> P: array<u32>;\n`;
   out += `@group(0) @binding(1) var<storage, read_write> S0: array<${atomicOut ? 'atomic<u32>' : 'u32'}>;\n`;
-  out += `fn rd0(i: u32) -> u32 { return ${atomicOut ? 'atomicLoad(&S0[i])' : 'S0[i]'}; }\n`;
+  out += `fn rd0(i: u32) -> u32 { return ${atomicOut ? 'atomicLoad(&S0[i])' : 'S0[i]'}; }\n${loadI64Fn('rd0')}`;
   for (let k = 1; k < slots; k++) {
-    out += `@group(0) @binding(${k + 1}) var<storage, read> S${k}: array<u32>;\nfn rd${k}(i: u32) -> u32 { return S${k}[i]; }\n`;
+    out += `@group(0) @binding(${k + 1}) var<storage, read> S${k}: array<u32>;\nfn rd${k}(i: u32) -> u32 { return S${k}[i]; }\n${loadI64Fn(`rd${k}`)}`;
   }
   return out;
 }

@@ -90,8 +90,9 @@ fn fail(code: u32, v: i32) { fail64(code, bitcast<u32>(v), select(0u, 0xffffffff
 /** `fn index(i)`: the index at `offI(i)` in slot `slot`, checked; -1 after recording a failure. Params from word `at`: size, wrap, code. */
 function indexFn(slot: number, at: number): string {
   return `fn index(i: u32) -> i32 {
-  let lo = rd${slot}(2u * offI(i));
-  let hi = rd${slot}(2u * offI(i) + 1u);
+  let at = 2u * offI(i);
+  let lo = rd${slot}(at);
+  let hi = rd${slot}(at + 1u);
   let raw = bitcast<i32>(lo);
   let size = bitcast<i32>(P[${at}u]);
   var v = raw;
@@ -393,8 +394,9 @@ export function oneHotShader(iSlot: number, slots: number): string {
   return `${slotBindings(slots)}${errorBinding(slots)}${MAIN}
   if (w >= n) { return; }
   let c = P[1];
-  let lo = rd${iSlot}(2u * (P[2] + w / c));
-  let hi = rd${iSlot}(2u * (P[2] + w / c) + 1u);
+  let at = 2u * (P[2] + w / c);
+  let lo = rd${iSlot}(at);
+  let hi = rd${iSlot}(at + 1u);
   let v = bitcast<i32>(lo);
   S0[2u * (P[3] + w) + 1u] = 0u;
   if (hi != select(0u, 0xffffffffu, v < 0i) || v < 0 || v >= i32(c)) {

@@ -154,7 +154,10 @@ fn narrow_ck(v: vec2<u32>) -> i32 {
 }
 
 /** An expression loading int64 element `e` through reader `read` as a `vec2<u32>`. */
-export const loadI64 = (read: string, e: string): string => `vec2<u32>(${read}(2u * (${e})), ${read}(2u * (${e}) + 1u))`;
+export const loadI64 = (read: string, e: string): string => `ld64_${read}(${e})`;
+
+/** `fn ld64_<read>(e)`: int64 element `e` through reader `read` (one offset computation for both words). */
+export const loadI64Fn = (read: string): string => `fn ld64_${read}(e: u32) -> vec2<u32> { return vec2<u32>(${read}(2u * e), ${read}(2u * e + 1u)); }\n`;
 
 /**
  * The 64-bit reduction (one workgroup of `wg` invocations per row, a tree in workgroup memory)

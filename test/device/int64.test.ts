@@ -62,7 +62,11 @@ describe('int64 storage and transfer', () => {
       expect(() => torch.full([2], Infinity, { dtype: 'int64', device })).toThrow('not finite');
       const f = torch.full([3], 2 ** 40, { dtype: 'int64', device });
       expect(await big(f), device).toEqual([P40, P40, P40]);
-      done(a, b, c, d, f);
+      const g = torch.full([2], MAX, { device }), h = torch.full([2], -(2n ** 53n) - 1n, { device });
+      expect(g.dtype).toBe('int64');
+      expect([...(await big(g)), ...(await big(h))], device).toEqual([MAX, MAX, -(2n ** 53n) - 1n, -(2n ** 53n) - 1n]);
+      expect(() => torch.full([1], 2n ** 63n, { device })).toThrow('does not fit in int64');
+      done(a, b, c, d, f, g, h);
     }
   });
 
@@ -133,7 +137,13 @@ describe('int64 arithmetic is exact beyond 32 bits and wraps past 64 bits as PyT
       expect(await big(mn), device).toEqual([1n, -1n, P40, MIN, 5n]);
       const c = torch.clamp(a, -(2 ** 40), 2 ** 33);
       expect(await big(c), device).toEqual([P32 + 1n, -1n, 2n ** 33n, -P40, 5n]);
-      done(a, b, lt, eq, ge, mx, mn, c);
+      // bounds that float32 would round (2^40 + 1 is 2^40 in f32) are exact
+      const e = torch.clamp(a, 2 ** 40 + 1), f = torch.clamp(b, null, 2 ** 32 + 3);
+      expect(await big(e), device).toEqual([P40 + 1n, P40 + 1n, P40 + 1n, P40 + 1n, P40 + 1n]);
+      expect(await big(f), device).toEqual([1n, P32 - 1n, P32 + 3n, P32 + 3n, P32 + 3n]);
+      const i = torch.tensor([0, 2147483647], { dtype: 'int32', device }), j = torch.clamp(i, 16777217, 2147483646);
+      expect(Array.from((await j.data()) as Int32Array), device).toEqual([16777217, 2147483646]);
+      done(a, b, lt, eq, ge, mx, mn, c, e, f, i, j);
     }
   });
 });

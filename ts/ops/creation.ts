@@ -5,7 +5,7 @@
  * moves to the worker with the command (transferred, not copied).
  */
 import { CPU, device as toDevice, type Device, type DeviceLike } from '../device.js';
-import { checkFits, encode, isFloating, storageCode, toDType, type DType } from '../dtype.js';
+import { checkBigFits, checkFits, encode, isFloating, storageCode, toDType, type DType } from '../dtype.js';
 import { defaultGenerator, type Generator } from '../random.js';
 import { alloc, launch, ref, place } from '../runtime/dispatch.js';
 import { bindArgs, checkOptions, isKeywords, REQUIRED } from './options.js';
@@ -108,10 +108,15 @@ export function tensor(data: NestedArray | ArrayLike<number> | BigInt64Array | T
 }
 
 /** A tensor filled with `value` (`torch.full(size, fillValue, {dtype, device, requiresGrad})`). */
-export function full(shape: number[], value: number | boolean, options?: TensorOptions): Tensor {
+export function full(shape: number[], value: number | boolean | bigint, options?: TensorOptions): Tensor {
   checkOptions('full', options, CREATION_KEYS);
-  const inferred: DType = typeof value === 'boolean' ? 'bool' : Number.isInteger(value) ? 'int64' : 'float32';
+  const inferred: DType = typeof value === 'boolean' ? 'bool' : typeof value === 'bigint' || Number.isInteger(value) ? 'int64' : 'float32';
   const dtype = dt(options, inferred);
+  if (typeof value === 'bigint' && dtype === 'int64' && BigInt(Number(value)) !== value) {
+    // beyond ±2^53 a number (the fill command's value) would round it: the exact values go up as data
+    const n = numel(checkShape(shape, 'full'));
+    return made('full', fromHost(new BigInt64Array(n).fill(checkBigFits(value, dtype, 'full')), shape.slice(), dtype, dev(options)), options);
+  }
   const v = Number(value);
   checkFits(v, dtype, 'full');
   const t = alloc(checkShape(shape, 'full'), dtype, dev(options));

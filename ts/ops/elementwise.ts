@@ -255,6 +255,18 @@ export function clamp(x: Tensor, min?: number | null, max?: number | null): Tens
   const src = dtype === x.dtype ? x : cast(x, dtype);
   // PyTorch casts the bounds to the tensor's dtype first: for uint8, -2 is 254.
   const bound = (v: number | null | undefined) => (v == null ? NaN : dtype === 'uint8' ? ((Math.trunc(v) % 256) + 256) % 256 : v);
+  if ((dtype === 'int64' || dtype === 'int32') && [min, max].some((v) => v != null && Math.abs(v) > 2 ** 24)) {
+    // A GPU kernel's scalar options are f32, which would round such a bound: compare with exact 0-dim tensors instead.
+    let out = src;
+    for (const [v, op] of [[min, 'maximum'], [max, 'minimum']] as const) {
+      if (v == null) continue;
+      const b = full([], v, { dtype, device: x.device }), next = binaryOp(op, out, b);
+      b.dispose();
+      if (out !== x) out.dispose();
+      out = next;
+    }
+    return out;
+  }
   const out = unaryOp('clamp', src, [bound(min), bound(max)]);
   if (src !== x) src.dispose();
   return out;

@@ -534,6 +534,11 @@ function run(cmd: Command): void {
           'vec2<u32>(bitcast<u32>(x0), bitcast<u32>(x1))', 'i64');
         return;
       }
+      if (cmd.dt === StorageCode.I32) {
+        // exact: an f32 scalar option would round values beyond 2^24
+        runMap([{ r: cmd.value | 0, dt: StorageCode.I32 }], [cmd.n], buf(cmd.out.id), cmd.out.offset, cmd.dt, 'x0', 'i32');
+        return;
+      }
       const e = computeType(cmd.dt) === 'f32' ? 's0' : 'i32(s0)';
       runMap([], [cmd.n], buf(cmd.out.id), cmd.out.offset, cmd.dt, e, computeType(cmd.dt), [cmd.value]);
       return;
@@ -546,6 +551,10 @@ function run(cmd: Command): void {
         const [lo, hi] = words64(cmd.start);
         runMap([{ r: lo, dt: StorageCode.I32 }, { r: hi, dt: StorageCode.I32 }, { r: cmd.step, dt: StorageCode.I32 }], [cmd.n], buf(cmd.out.id), cmd.out.offset, cmd.dt,
           'i64_add(vec2<u32>(bitcast<u32>(x0), bitcast<u32>(x1)), i64_mul(vec2<u32>(i, 0u), i64_from_i32(x2)))', 'i64');
+        return;
+      }
+      if (cmd.dt === StorageCode.I32 && Number.isInteger(cmd.start) && Number.isInteger(cmd.step)) {
+        runMap([{ r: cmd.start | 0, dt: StorageCode.I32 }, { r: cmd.step | 0, dt: StorageCode.I32 }], [cmd.n], buf(cmd.out.id), cmd.out.offset, cmd.dt, 'x0 + i32(i) * x1', 'i32');
         return;
       }
       const e = computeType(cmd.dt) === 'f32' ? 's0 + f32(i) * s1' : 'i32(s0) + i32(i) * i32(s1)';
