@@ -162,6 +162,10 @@ export function arange(...args: [end: number, options?: TensorOptions] | [start:
   const dtype = dt(options, [start, end, step].every(Number.isInteger) ? 'int64' : 'float32');
   const n = Math.ceil((end - start) / step);
   checkFits(start + (n - 1) * step, dtype, 'arange');
+  if (dtype === 'int64' && !(Number.isInteger(start) && Number.isInteger(step) && step === (step | 0))) {
+    // the GPU's int64 arange takes an integer start and a 32-bit step; other ranges are computed here, as PyTorch does (in double, then cast)
+    return made('arange', fromHost(Array.from({ length: n }, (_, i) => Math.trunc(start + i * step)), [n], dtype, dev(options)), options);
+  }
   const t = alloc([n], dtype, dev(options));
   if (n) launch(t.device, { k: 'arange', out: place(t), dt: storageCode(dtype), n, start, step });
   return made('arange', t, options);
