@@ -396,7 +396,7 @@ function runMapChunks(
   const views = inputs.filter((i): i is MapOperand & { r: ViewRef } => typeof i.r !== 'number');
   const biggest = Math.max(out.size, ...views.map((i) => (i.b ?? buf(i.r.id)).size));
   const label = currentCmd ? labelOf(currentCmd) : 'a map kernel';
-  if (elementsPerWord(outDt) !== 1 || views.some((i) => elementsPerWord(i.dt) !== 1 || !contiguousIn(i.r, shape))) throw tooLarge(label, biggest, maxBinding, 'it has strided or 16/8-bit operands');
+  if (elementsPerWord(outDt) !== 1 || views.some((i) => elementsPerWord(i.dt) !== 1 || !contiguousIn(i.r, shape))) throw tooLarge(label, biggest, maxBinding, 'it has strided, 16/8-bit or int64 operands');
   const spans = [{ b: out, start: outOffset }, ...views.map((i) => ({ b: i.b ?? buf(i.r.id), start: i.r.offset }))];
   for (const c of chunks(n, spans, maxBinding, paramAlign)) {
     windowOf = c.window;
@@ -605,7 +605,7 @@ function run(cmd: Command): void {
       const a = buf(cmd.a.id);
       if (a.size > maxBinding || buf(cmd.out.id).size > maxBinding) {
         // rows in chunks, each binding a window of the input (ts/worker/split.ts)
-        if (elementsPerWord(cmd.dt) !== 1 || elementsPerWord(cmd.outDt) !== 1) throw tooLarge(labelOf(cmd), a.size, maxBinding, 'it has 16/8-bit operands');
+        if (elementsPerWord(cmd.dt) !== 1 || elementsPerWord(cmd.outDt) !== 1) throw tooLarge(labelOf(cmd), a.size, maxBinding, 'it has 16/8-bit or int64 operands');
         const out = buf(cmd.out.id);
         for (const c of chunks(cmd.outer, [{ b: out, start: cmd.out.offset }, { b: a, start: cmd.a.offset }], maxBinding, paramAlign, cmd.inner, [1, cmd.inner])) {
           windowOf = c.window;
