@@ -605,16 +605,21 @@ function run(cmd: Command): void {
       const a = buf(cmd.a.id);
       if (a.size > maxBinding || buf(cmd.out.id).size > maxBinding) {
         // rows in chunks, each binding a window of the input (ts/worker/split.ts)
-        if (elementsPerWord(cmd.dt) !== 1 || elementsPerWord(cmd.outDt) !== 1) throw tooLarge(labelOf(cmd), a.size, maxBinding, 'it has 16/8-bit or int64 operands');
-        const out = buf(cmd.out.id);
-        for (const c of chunks(cmd.outer, [{ b: out, start: cmd.out.offset }, { b: a, start: cmd.a.offset }], maxBinding, paramAlign, cmd.inner, [1, cmd.inner])) {
-          windowOf = c.window;
-          try {
-            reduceRows(c.count, cmd.a.offset + c.first * cmd.inner - c.window.get(a)! / 4, out, cmd.out.offset + c.first - c.window.get(out)! / 4);
-          } finally {
-            windowOf = null;
+        // an int64 output: arg-reductions write i32 positions into a scratch widened afterwards, integer sums two words a row
+        const wideOut = cmd.outDt === StorageCode.I64;
+        if (elementsPerWord(cmd.dt) !== 1 || (elementsPerWord(cmd.outDt) !== 1 && !wideOut)) throw tooLarge(labelOf(cmd), a.size, maxBinding, 'it has 16/8-bit or int64 inputs');
+        const rowsInto = (out: GPUBuffer, outOffset: number, outWords: number) => {
+          for (const c of chunks(cmd.outer, [{ b: out, start: outOffset * outWords }, { b: a, start: cmd.a.offset }], maxBinding, paramAlign, cmd.inner, [outWords, cmd.inner])) {
+            windowOf = c.window;
+            try {
+              reduceRows(c.count, cmd.a.offset + c.first * cmd.inner - c.window.get(a)! / 4, out, outOffset + c.first - c.window.get(out)! / (4 * outWords));
+            } finally {
+              windowOf = null;
+            }
           }
-        }
+        };
+        if (wideOut && indexOut) viaScratch(cmd.out, StorageCode.I64, cmd.outer, StorageCode.I32, (target, offset) => rowsInto(target, offset, 1));
+        else rowsInto(buf(cmd.out.id), cmd.out.offset, wideOut ? 2 : 1);
         return;
       }
       viaScratch(cmd.out, cmd.outDt, cmd.outer, kernelOut, (target, offset) => reduceRows(cmd.outer, cmd.a.offset, target, offset));
