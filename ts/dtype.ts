@@ -134,13 +134,6 @@ export function checkBigFits(value: bigint, dtype: DType, where: string): bigint
   return value;
 }
 
-/**
- * The error a GPU kernel without a 64-bit path raises when an int64 value it reads does not fit
- * its 32-bit arithmetic (the value's high word is not the sign of its low word).
- */
-export const int64Narrow = (op: string): string =>
-  `RuntimeError: "${op}": an int64 value does not fit the 32-bit arithmetic of ${op} on this device (webtorch computes ${op} in 32 bits on a GPU); it would be truncated, so webtorch raises`;
-
 /** The error a float -> int64 cast raises on a value int64 cannot hold. */
 export const castOutOfRange = (from: DType, to: DType): string =>
   `RuntimeError: cast from ${from} to ${to}: a value is NaN, infinite or outside [-2^63, 2^63), the range of ${to}; it would be undefined, so webtorch raises`;

@@ -6,9 +6,10 @@
  * runs one invocation per output word and assembles the word from its elements, so no two
  * invocations ever write the same word. int64 takes two words per element (wgsl/int64.ts).
  * Values are computed in three classes: f32 (f32, f16, bf16), i32 (i32, u8, bool) and i64
- * (int64, a `vec2<u32>`). A kernel without a 64-bit path reads int64 through `load`, which
- * narrows it to i32 with `narrow_ck`: a value that does not fit records a device-side error
- * (the kernel must bind the error buffer), never a silent truncation.
+ * (int64, a `vec2<u32>`). Every kernel that reads int64 has a 64-bit path (`loadWide`); `load`
+ * of int64 narrows it to i32 through `narrow_ck`, which records a device-side error for a value
+ * that does not fit (the kernel must bind the error buffer): a kernel without a 64-bit path
+ * would raise, never truncate. None uses it today.
  */
 import { StorageCode } from '../ts/dtype.js';
 import { loadI64, loadI64Fn } from './int64.js';

@@ -20,13 +20,14 @@
  * their rounding order (as with CUDA's atomicAdd); float16/bfloat16 sums are rounded once.
  *
  * Sort is a bitonic network over (key, index) pairs padded to a power of two per line, where
- * the key is the value's bits mapped to an order-preserving u32 (NaN largest, -0 equal to 0)
- * and the original index breaks ties, which makes the unstable network a stable sort. Blocks
+ * the key is the value's bits mapped to an order-preserving u32 (NaN largest, -0 equal to 0;
+ * int64 keys take two words) and the original index breaks ties, which makes the unstable
+ * network a stable sort. Blocks
  * of 512 pairs sort in workgroup memory; longer lines add global merge steps.
  */
 import { StorageCode } from '../ts/dtype.js';
 import { computeType, elementsPerWord, load, loadWide, slotBindings } from './dtype.js';
-import { I64_PRELUDE, i64Checks } from './int64.js';
+import { I64_PRELUDE } from './int64.js';
 
 /** Workgroup size of the index kernels. */
 export const IWG = 256;
@@ -273,9 +274,9 @@ ${MAIN}
 `;
 }
 
-/** Sort params: [0] total pairs, [1] padded line length, [2] len, [3] inner, [4] x offset, [5] k, [6] j, [7] out offset, [8] n out, [9] check code. */
-export function sortParams(total: number, padded: number, len: number, inner: number, xOffset: number, k = 0, j = 0, outOffset = 0, n = 0, code = 0): ArrayBuffer {
-  return new Uint32Array([total, padded, len, inner, xOffset, k, j, outOffset, n, code]).buffer;
+/** Sort params: [0] total pairs, [1] padded line length, [2] len, [3] inner, [4] x offset, [5] k, [6] j, [7] out offset, [8] n out. */
+export function sortParams(total: number, padded: number, len: number, inner: number, xOffset: number, k = 0, j = 0, outOffset = 0, n = 0): ArrayBuffer {
+  return new Uint32Array([total, padded, len, inner, xOffset, k, j, outOffset, n]).buffer;
 }
 
 const SORT_HEAD = `fn less(ka: u32, ia: u32, kb: u32, ib: u32) -> bool { return ka < kb || (ka == kb && ia < ib); }
@@ -286,13 +287,40 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let blk = wid.y * nwg.x + wid.x;
   let w = blk * ${IWG}u + li;`;
 
+/** Comparison of 64-bit keys (high word, low word), the original index breaking ties. */
+const LESS2 = `fn less2(ka: u32, la: u32, ia: u32, kb: u32, lb: u32, ib: u32) -> bool {
+  return ka < kb || (ka == kb && (la < lb || (la == lb && ia < ib)));
+}
+`;
+
 /**
  * Sort step 1: the keys and indices of every padded line into a scratch target (keys at
- * [0, total), indices at [total, 2 total)); padding sorts after everything.
+ * [0, total), indices at [total, 2 total); int64 keys take two words, the high one (sign
+ * flipped) at [0, total) and the low one at [2 total, 3 total)); padding sorts after everything.
  */
 export function sortInitShader(dt: StorageCode, descending: boolean, xSlot: number, slots: number): string {
-  // int64 keys are narrowed to 32 bits (`narrow_ck`, code P[9]): a value that does not fit raises
-  const narrow = dt === StorageCode.I64 ? `${errorBinding(slots)}${I64_PRELUDE}${i64Checks('P[9]', 'P[9]')}` : '';
+  const at = 'P[4] + (line / inner) * P[2] * inner + p * inner + line % inner';
+  if (dt === StorageCode.I64) {
+    return `${slotBindings(slots)}${SORT_HEAD}
+  if (w >= total) { return; }
+  let p = w % padded;
+  var key = 0xffffffffu;
+  var low = 0xffffffffu;
+  var id = 0xffffffffu;
+  if (p < P[2]) {
+    let line = w / padded;
+    let inner = P[3];
+    let v = ${loadWide(`rd${xSlot}`, dt, at)};
+    key = ${descending ? '~(v.y ^ 0x80000000u)' : 'v.y ^ 0x80000000u'};
+    low = ${descending ? '~v.x' : 'v.x'};
+    id = p;
+  }
+  S0[w] = key;
+  S0[total + w] = id;
+  S0[2u * total + w] = low;
+}
+`;
+  }
   const key = computeType(dt) === 'f32'
     ? `var b = bitcast<u32>(v);
     if ((b & 0x7fffffffu) > 0x7f800000u) { b = 0xffffffffu; }
@@ -301,7 +329,7 @@ export function sortInitShader(dt: StorageCode, descending: boolean, xSlot: numb
       b = select(b | 0x80000000u, ~b, (b & 0x80000000u) != 0u);
     }`
     : `let b = bitcast<u32>(v) ^ 0x80000000u;`;
-  return `${slotBindings(slots)}${narrow}${SORT_HEAD}
+  return `${slotBindings(slots)}${SORT_HEAD}
   if (w >= total) { return; }
   let p = w % padded;
   var key = 0xffffffffu;
@@ -309,7 +337,7 @@ export function sortInitShader(dt: StorageCode, descending: boolean, xSlot: numb
   if (p < P[2]) {
     let line = w / padded;
     let inner = P[3];
-    let v = ${load(`rd${xSlot}`, dt, 'P[4] + (line / inner) * P[2] * inner + p * inner + line % inner')};
+    let v = ${load(`rd${xSlot}`, dt, at)};
     ${key}
     key = ${descending ? '~b' : 'b'};
     id = p;
@@ -323,8 +351,9 @@ export function sortInitShader(dt: StorageCode, descending: boolean, xSlot: numb
 /**
  * Sort in workgroup memory over blocks of SORT_BLOCK pairs: `merge` false runs every step
  * with k up to min(padded, block); `merge` true runs the steps j < block of stage k = P[5].
+ * `wide`: 64-bit keys (see `sortInitShader`).
  */
-export function sortLocalShader(merge: boolean): string {
+export function sortLocalShader(merge: boolean, wide = false): string {
   const steps = merge
     ? `  let k = P[5];
   for (var j = ${SORT_BLOCK / 2}u; j > 0u; j = j >> 1u) { step(base, padded, total, k, j, li); workgroupBarrier(); }`
@@ -334,41 +363,44 @@ export function sortLocalShader(merge: boolean): string {
   }`;
   return `${slotBindings(1)}var<workgroup> SK: array<u32, ${SORT_BLOCK}>;
 var<workgroup> SI: array<u32, ${SORT_BLOCK}>;
-fn step(base: u32, padded: u32, total: u32, k: u32, j: u32, t: u32) {
+${wide ? `var<workgroup> SL: array<u32, ${SORT_BLOCK}>;
+${LESS2}` : ''}fn step(base: u32, padded: u32, total: u32, k: u32, j: u32, t: u32) {
   let i = ((t & ~(j - 1u)) << 1u) | (t & (j - 1u));
   let l = i + j;
   if (base + l >= total) { return; }
   let up = ((base + i) & (padded - 1u) & k) == 0u;
-  if (less(SK[l], SI[l], SK[i], SI[i]) == up) {
+  if (${wide ? 'less2(SK[l], SL[l], SI[l], SK[i], SL[i], SI[i])' : 'less(SK[l], SI[l], SK[i], SI[i])'} == up) {
     let k0 = SK[i]; SK[i] = SK[l]; SK[l] = k0;
-    let i0 = SI[i]; SI[i] = SI[l]; SI[l] = i0;
+    let i0 = SI[i]; SI[i] = SI[l]; SI[l] = i0;${wide ? '\n    let l0 = SL[i]; SL[i] = SL[l]; SL[l] = l0;' : ''}
   }
 }
 ${SORT_HEAD}
   let base = blk * ${SORT_BLOCK}u;
   for (var t = li; t < ${SORT_BLOCK}u; t += ${IWG}u) {
-    if (base + t < total) { SK[t] = S0[base + t]; SI[t] = S0[total + base + t]; }
+    if (base + t < total) { SK[t] = S0[base + t]; SI[t] = S0[total + base + t];${wide ? ' SL[t] = S0[2u * total + base + t];' : ''} }
   }
   workgroupBarrier();
 ${steps}
   for (var t = li; t < ${SORT_BLOCK}u; t += ${IWG}u) {
-    if (base + t < total) { S0[base + t] = SK[t]; S0[total + base + t] = SI[t]; }
+    if (base + t < total) { S0[base + t] = SK[t]; S0[total + base + t] = SI[t];${wide ? ' S0[2u * total + base + t] = SL[t];' : ''} }
   }
 }
 `;
 }
 
-/** One global compare-exchange step (k = P[5], j = P[6]) over all pairs. */
-export function sortGlobalShader(): string {
-  return `${slotBindings(1)}${SORT_HEAD}
+/** One global compare-exchange step (k = P[5], j = P[6]) over all pairs; `wide`: 64-bit keys. */
+export function sortGlobalShader(wide = false): string {
+  const L = (x: string) => `S0[2u * total + ${x}]`;
+  return `${slotBindings(1)}${wide ? LESS2 : ''}${SORT_HEAD}
   if (w >= total / 2u) { return; }
   let j = P[6];
   let i = ((w & ~(j - 1u)) << 1u) | (w & (j - 1u));
   let l = i + j;
   let up = (i & (padded - 1u) & P[5]) == 0u;
-  if (less(S0[l], S0[total + l], S0[i], S0[total + i]) == up) {
+  if (${wide ? `less2(S0[l], ${L('l')}, S0[total + l], S0[i], ${L('i')}, S0[total + i])` : 'less(S0[l], S0[total + l], S0[i], S0[total + i])'} == up) {
     let k0 = S0[i]; S0[i] = S0[l]; S0[l] = k0;
-    let i0 = S0[total + i]; S0[total + i] = S0[total + l]; S0[total + l] = i0;
+    let i0 = S0[total + i]; S0[total + i] = S0[total + l]; S0[total + l] = i0;${wide ? `
+    let l0 = ${L('i')}; ${L('i')} = ${L('l')}; ${L('l')} = l0;` : ''}
   }
 }
 `;

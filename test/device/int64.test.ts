@@ -254,12 +254,21 @@ describe('indexing with int64 indices', () => {
     }
   });
 
-  it('sort of int64 keys beyond 32 bits: exact on cpu; on a GPU (32-bit keys) it raises, never truncates', async () => {
+  it('sort orders int64 keys beyond 32 bits, ascending and descending (equal low words, both signs, int64 ends, lines past one workgroup block)', async () => {
     for (const device of devices) {
-      const v = long([P40, 1n, -P40, P40 + 1n], device), s = torch.sort(v);
-      if (device === 'cpu') expect(await big(s.indices), device).toEqual([2n, 1n, 0n, 3n]);
-      else await expect(s.indices.data(), device).rejects.toThrow('does not fit the 32-bit arithmetic of sort');
-      done(v, s.values, s.indices);
+      const vals = [P40, 1n, -P40, P40 + 1n, MIN, MAX, P32 + 1n, 1n, -1n];
+      const v = long(vals, device), s = torch.sort(v), d = torch.sort(v, 0, true);
+      const order = vals.map((_, i) => i).sort((p, q) => (vals[p] < vals[q] ? -1 : vals[p] > vals[q] ? 1 : p - q));
+      expect(await big(s.indices), device).toEqual(order.map(BigInt));
+      expect(await big(s.values), device).toEqual(order.map((i) => vals[i]));
+      const desc = vals.map((_, i) => i).sort((p, q) => (vals[p] > vals[q] ? -1 : vals[p] < vals[q] ? 1 : p - q));
+      expect(await big(d.indices), device).toEqual(desc.map(BigInt));
+      // 1,500 keys: the GPU's global merge steps too; many share their low word or their high word
+      const many = Array.from({ length: 1500 }, (_, i) => (BigInt((i * 7919) % 31) - 15n) * P32 + BigInt((i * 104729) % 5));
+      const w = long(many, device), ws = torch.sort(w);
+      const want = many.map((_, i) => i).sort((p, q) => (many[p] < many[q] ? -1 : many[p] > many[q] ? 1 : p - q));
+      expect(await big(ws.indices), device).toEqual(want.map(BigInt));
+      done(s.values, s.indices, d.values, d.indices, ws.values, ws.indices);
     }
   });
 });

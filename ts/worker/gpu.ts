@@ -10,7 +10,7 @@
  * Outputs that the 32-bit-only kernels (reduce, matmul) cannot pack are written to a scratch
  * buffer and cast by the copy kernel.
  */
-import { StorageCode, int64Narrow } from '../dtype.js';
+import { StorageCode } from '../dtype.js';
 import { env, getGpu } from '../platform.js';
 import { MAX_X, WG, checksDivisor, mapInvocations, mapParamWords, mapParams, mapShader, mapVec4Shader, scatterShader, type MapKernel } from '../../wgsl/elementwise.js';
 import { computeType, elementsPerWord, invocationsFor, valueClass, type ValueClass } from '../../wgsl/dtype.js';
@@ -944,17 +944,17 @@ function runIndex(cmd: IndexCommand): void {
       const { len, inner } = cmd, n = cmd.outer * len * inner;
       if (!n) return;
       const padded = 2 ** Math.ceil(Math.log2(len)), total = (n / len) * padded, blocks = Math.ceil(total / SORT_BLOCK);
-      const tmp = createScratch(device, total * 8, GPUBufferUsage.STORAGE, false, 'sort');
+      // int64 keys take two words (a third array of the scratch: wgsl/index.ts)
+      const wide = cmd.dt === StorageCode.I64;
+      const tmp = createScratch(device, total * (wide ? 12 : 8), GPUBufferUsage.STORAGE, false, 'sort');
       retired.push(tmp);
-      // int64 keys are narrowed to 32 bits on the GPU: one that does not fit raises at the next sync point
-      const code = cmd.dt === StorageCode.I64 ? checkCode(cmd.k, int64Narrow('sort')) : 0;
-      const params = (k = 0, j = 0, outOffset = 0) => sortParams(total, padded, len, inner, cmd.x.offset, k, j, outOffset, n, code);
+      const params = (k = 0, j = 0, outOffset = 0) => sortParams(total, padded, len, inner, cmd.x.offset, k, j, outOffset, n);
       const init = slotsOf(tmp, [buf(cmd.x.id)]);
-      dispatchCode(sortInitShader(cmd.dt, cmd.descending, init.slot[0], init.bind.length), code ? [...init.bind, deviceErrors!] : init.bind, params(), grid1d(total));
-      dispatchCode(sortLocalShader(false), [tmp], params(), grid1d(blocks * IWG));
+      dispatchCode(sortInitShader(cmd.dt, cmd.descending, init.slot[0], init.bind.length), init.bind, params(), grid1d(total));
+      dispatchCode(sortLocalShader(false, wide), [tmp], params(), grid1d(blocks * IWG));
       for (let k = 2 * SORT_BLOCK; k <= padded; k *= 2) {
-        for (let j = k / 2; j >= SORT_BLOCK; j /= 2) dispatchCode(sortGlobalShader(), [tmp], params(k, j), grid1d(total / 2));
-        dispatchCode(sortLocalShader(true), [tmp], params(k), grid1d(blocks * IWG));
+        for (let j = k / 2; j >= SORT_BLOCK; j /= 2) dispatchCode(sortGlobalShader(wide), [tmp], params(k, j), grid1d(total / 2));
+        dispatchCode(sortLocalShader(true, wide), [tmp], params(k), grid1d(blocks * IWG));
       }
       // positions as i32 words, widened into the int64 output
       viaScratch(cmd.out, StorageCode.I64, n, StorageCode.I32, (target, offset) => dispatchCode(sortOutShader(), [target, tmp], params(0, 0, offset), grid1d(n)));
