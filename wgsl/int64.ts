@@ -8,8 +8,9 @@
  * which must round to nearest even (int64 → f32) and truncate (f32 → int64) exactly as
  * PyTorch's CPU does: a two-step `f32(hi) * 2^32 + f32(lo)` would round twice.
  *
- * `I64_PRELUDE` is added to every kernel that touches int64 (map kernels, the 64-bit reduction
- * and cumulative kernels, scatter). Its `*_ck` helpers record a device-side error through the
+ * `I64_PRELUDE` is added to every kernel that computes in int64 (map kernels, the 64-bit
+ * reduction, the cumulative kernel); gather, scatter and sort move or compare the two words
+ * themselves (wgsl/index.ts). The checks of `i64Checks` record a device-side error through the
  * kernel's `fail` (wgsl/index.ts): they exist only where the kernel binds the error buffer.
  */
 import type { ReduceOp as ReduceOpT } from './reduce.js';
