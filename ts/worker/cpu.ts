@@ -251,8 +251,9 @@ function run(cmd: Command): void {
   }
 }
 
-function write(id: number, byteOffset: number, data: ArrayBuffer): void {
-  new Uint8Array(K.memory.buffer, ptr(id) + byteOffset, data.byteLength).set(new Uint8Array(data));
+function write(id: number, byteOffset: number, data: ArrayBuffer | Uint8Array): void {
+  const src = data instanceof Uint8Array ? data : new Uint8Array(data);
+  new Uint8Array(K.memory.buffer, ptr(id) + byteOffset, src.byteLength).set(src);
 }
 
 // ---- The index family (assembly/kernels/index.ts) ----

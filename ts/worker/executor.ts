@@ -37,8 +37,12 @@ export interface Backend {
   flush(): void;
   /** Reads bytes of a storage after all recorded work. */
   read(id: number, byteOffset: number, bytes: number): Promise<ArrayBuffer> | ArrayBuffer;
-  /** Writes bytes into a storage, ordered after all recorded work. */
-  write(id: number, byteOffset: number, data: ArrayBuffer): void;
+  /**
+   * Writes bytes into a storage, ordered after all recorded work; `data` may be a view of shared
+   * memory. A returned promise holds the stream (and, as a write is a fence, every stream) until
+   * the bytes are in the device's queue.
+   */
+  write(id: number, byteOffset: number, data: ArrayBuffer | Uint8Array): Promise<void> | void;
   /** Waits until all submitted work is complete. */
   idle(): Promise<void>;
   /**
@@ -153,11 +157,8 @@ export function serve(backend: Backend): void {
         }
         return;
       case 'readHost': {
-        // Dawn cannot take a view of shared memory in writeBuffer: the bytes go through one copy here.
-        const bytes = new Uint8Array(cmd.bytes);
-        bytes.set(hostView(cmd.peer, cmd.src, cmd.srcOffset, cmd.bytes));
-        backend.write(cmd.id, cmd.byteOffset, bytes.buffer);
-        return;
+        // The backend copies from the shared view itself (the GPU through a mapped staging buffer).
+        return backend.write(cmd.id, cmd.byteOffset, hostView(cmd.peer, cmd.src, cmd.srcOffset, cmd.bytes));
       }
       case 'writeHost': {
         backend.flush();
@@ -213,6 +214,8 @@ export function serve(backend: Backend): void {
         return;
       case 'wait':
         return; // `ready` held it until its record had run; the queue orders the rest
+      case 'write':
+        return backend.write(cmd.id, cmd.byteOffset, cmd.data);
       default:
         if (profile) {
           const t = performance.now();

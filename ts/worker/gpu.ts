@@ -522,12 +522,12 @@ function run(cmd: Command): void {
       // emptyCache: the calling thread took `accounted` bytes of cached scratch off already (scratch.ts)
       dropReadStaging();
       for (const [i, b] of operandScratch.entries()) if (b) retired.push(b), (operandScratch[i] = null);
+      dropUploads();
       settleDrop(cmd.accounted);
       return;
     }
     case 'write':
-      write(cmd.id, cmd.byteOffset, cmd.data);
-      return;
+      throw new Error('webtorch: a write reaches the GPU backend through Backend.write, not run');
     case 'fill': {
       const e = computeType(cmd.dt) === 'f32' ? 's0' : 'i32(s0)';
       runMap([], [cmd.n], buf(cmd.out.id), cmd.out.offset, cmd.dt, e, computeType(cmd.dt), [cmd.value]);
@@ -792,11 +792,78 @@ function flush(): void {
   for (const b of retired.splice(0)) destroyBuffer(b);
 }
 
-function write(id: number, byteOffset: number, data: ArrayBuffer): void {
+/**
+ * Writes host bytes into a storage, after the work recorded so far. Small writes go through
+ * `queue.writeBuffer`; from `STAGED_WRITE` bytes up they go through the upload ring, since
+ * Dawn's `writeBuffer` moved about 1.1 GB/s on the H100 where a mapped staging buffer and a
+ * copy moved five times that (`bench/probe-upload.mjs`, BENCHMARKS.md). `data` may be a view of
+ * shared memory (a pinned tensor), which `writeBuffer` cannot take but a mapped range can.
+ */
+function write(id: number, byteOffset: number, data: ArrayBuffer | Uint8Array): Promise<void> | void {
+  const bytes = data instanceof Uint8Array ? data : new Uint8Array(data);
+  if (bytes.byteLength >= STAGED_WRITE) return writeStaged(id, byteOffset, bytes);
   flush();
-  const padded = data.byteLength % 4 ? new Uint8Array(Math.ceil(data.byteLength / 4) * 4) : new Uint8Array(data);
-  if (padded.buffer !== data) padded.set(new Uint8Array(data));
-  device.queue.writeBuffer(buf(id), byteOffset, padded);
+  const aligned = bytes.byteLength % 4 === 0 && !(bytes.buffer instanceof SharedArrayBuffer);
+  const padded = aligned ? bytes : new Uint8Array(Math.ceil(bytes.byteLength / 4) * 4);
+  if (padded !== bytes) padded.set(bytes);
+  device.queue.writeBuffer(buf(id), byteOffset, padded as Uint8Array<ArrayBuffer>); // never a shared view (copied above)
+}
+
+// ---- The upload ring: mapped staging buffers for large writes ----
+
+const STAGED_WRITE = 1 << 20;
+const UPLOAD_CHUNK = 8 << 20;
+const UPLOAD_BUFFERS = 2;
+/** Staging buffers mapped for writing, ready to fill. */
+let uploadReady: GPUBuffer[] = [];
+/** Staging buffers being mapped again after their copy (null if the mapping failed: dropped). */
+let uploadMapping: Promise<GPUBuffer | null>[] = [];
+let uploadCount = 0;
+
+/** A staging buffer mapped for writing: a ready one, a new one while the ring is short, else the next to be mapped again. */
+async function takeUpload(): Promise<GPUBuffer> {
+  for (;;) {
+    const ready = uploadReady.pop();
+    if (ready) return ready;
+    if (uploadCount < UPLOAD_BUFFERS || !uploadMapping.length) {
+      uploadCount++;
+      return createScratch(device, UPLOAD_CHUNK, GPUBufferUsage.MAP_WRITE | GPUBufferUsage.COPY_SRC, true, 'an upload', true);
+    }
+    const again = await uploadMapping.shift()!;
+    if (again) return again;
+  }
+}
+
+/** Copies `data` into storage `id` chunk by chunk through the ring: fill a mapped buffer, unmap, copy, submit. */
+async function writeStaged(id: number, byteOffset: number, data: Uint8Array): Promise<void> {
+  const target = buf(id);
+  for (let off = 0; off < data.byteLength; off += UPLOAD_CHUNK) {
+    const n = Math.min(UPLOAD_CHUNK, data.byteLength - off), n4 = Math.ceil(n / 4) * 4;
+    const staging = await takeUpload();
+    const range = new Uint8Array(staging.getMappedRange(0, n4));
+    range.set(data.subarray(off, off + n));
+    if (n4 > n) range.fill(0, n);
+    staging.unmap();
+    encodePending();
+    encoder ??= device.createCommandEncoder();
+    encoder.copyBufferToBuffer(staging, 0, target, byteOffset + off, n4);
+    flush();
+    const ring = uploadMapping;
+    ring.push(staging.mapAsync(GPUMapMode.WRITE).then(() => {
+      if (ring !== uploadMapping) return null; // dropped meanwhile
+      return staging;
+    }, () => null));
+  }
+}
+
+/** Destroys the upload ring (emptyCache, memory pressure, close). */
+function dropUploads(): void {
+  for (const b of uploadReady) destroyBuffer(b);
+  const mapping = uploadMapping;
+  uploadReady = [];
+  uploadMapping = [];
+  uploadCount = 0;
+  for (const p of mapping) void p.then((b) => b && destroyBuffer(b));
 }
 
 /**
@@ -1011,7 +1078,10 @@ export const gpuBackend: Backend = {
     for (const l of limitNames) requiredLimits[l] = found.limits[l];
     device = await found.requestDevice({ requiredFeatures: features, requiredLimits });
     countBuffers(device);
-    setPressureHandler(dropReadStaging);
+    setPressureHandler(() => {
+      dropReadStaging();
+      dropUploads();
+    });
     paramAlign = device.limits.minStorageBufferOffsetAlignment;
     maxBinding = device.limits.maxStorageBufferBindingSize;
     rowDev = rowDevice(device.features, found.info, env('WEBTORCH_ROWS'));
@@ -1060,6 +1130,7 @@ export const gpuBackend: Backend = {
     for (const b of buffers.values()) b.destroy();
     buffers.clear();
     dropReadStaging();
+    dropUploads();
     device?.destroy();
     adapter = null;
     gpu = null;
