@@ -11,6 +11,9 @@ export { reduce } from "./kernels/reduce";
 export { matmul, matmulPart, matmulWorkspaceBytes } from "./kernels/matmul";
 export { fill, arange } from "./kernels/fill";
 
+// Philox4x32-10 random numbers (ts/random.ts is the reference).
+export { random, randomPart } from "./kernels/random";
+
 // The index family (gather, scatter, cumulative, sort, one_hot).
 export { gather, scatter, cumulative, sortIndices, sortWorkspaceBytes, oneHot, badIndex } from "./kernels/index";
 

@@ -8,6 +8,7 @@ import * as torch from '../dist/webtorch.js';
 
 const { values: args } = parseArgs({ options: { steps: { type: 'string', default: '20' }, json: { type: 'string' } } });
 const steps = Number(args.steps);
+torch.gpu.configure({ allowSoftware: true }); // any adapter, lavapipe too
 await torch.gpu.init();
 const devices = ['cpu', ...(await torch.gpu.isAvailable() ? ['gpu:0'] : [])];
 const MiB = 1024 * 1024, results = [];

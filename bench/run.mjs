@@ -68,6 +68,7 @@ let devices = opts.device === 'all' ? ['gpu', 'cpu'] : [opts.device];
 const deviceInfo = {};
 let dawn = null;
 if (devices.includes('gpu')) {
+  torch.gpu.configure({ allowSoftware: true }); // the benchmark times whatever adapter there is, lavapipe too
   const dev = await torch.tryGpu(0);
   dawn = await setupDawn().catch((e) => (log(`raw Dawn: ${e.message}`), null));
   if (dev.type !== 'gpu') {

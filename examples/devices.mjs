@@ -3,7 +3,8 @@
 // Run: npm run demo   (falls back to cpu when there is no WebGPU adapter)
 import * as torch from '../dist/webtorch.js';
 
-torch.gpu.configure({ devices: 2 });  // two logical devices, even on one GPU
+// Two logical devices, even on one GPU; a software adapter (lavapipe) is fine for showing the semantics.
+torch.gpu.configure({ devices: 2, allowSoftware: true });
 const dev = await torch.tryGpu(0);
 console.log(`webtorch on ${dev}${dev.type === 'gpu' ? ` (${await torch.gpu.getDeviceName(0)})` : ' (no WebGPU adapter found)'}`);
 

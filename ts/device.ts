@@ -10,12 +10,18 @@
  * By default there is one GPU device per adapter. `torch.gpu.configure({devices: N})` or the
  * environment variable `WEBTORCH_GPU_DEVICES=N` makes N logical devices share the adapter,
  * each with its own worker, GPUDevice and queue: multi-device code runs on one GPU.
+ *
+ * A software adapter (Mesa's lavapipe, SwiftShader: `isFallbackAdapter`, or architecture
+ * `'software'`) runs kernels on the CPU, usually slower than the `cpu` device. It is not a GPU to
+ * the questions code asks before choosing a device (`isAvailable`, `deviceCount`, `numGpus`,
+ * `tryGpu`, `tryAllGpus`) unless the user opts in with `torch.gpu.configure({allowSoftware: true})`
+ * or `WEBTORCH_ALLOW_SOFTWARE_GPU=1`; naming `'gpu:0'` still uses it.
  */
 import { env } from './platform.js';
-import { thenRestore } from './scope.js';
-import { bindArgs } from './ops/options.js';
+import { ContextVar } from './context.js';
+import { bindArgs, isKeywords, REQUIRED } from './ops/options.js';
 import { DeviceClient } from './runtime/client.js';
-import type { DeviceInfo, WorkerProfile } from './worker/protocol.js';
+import type { WorkerProfile } from './worker/protocol.js';
 
 /** A device a tensor lives on. Instances are interned: compare with `===`. */
 export class Device {
@@ -51,7 +57,12 @@ export type DeviceLike = Device | string | number;
 /** The CPU device. */
 export const CPU = Device.of('cpu', 0);
 
-let currentIndex = 0;
+/**
+ * The current GPU index: PyTorch's thread-local current device, with the program's top level as
+ * the thread. `withDevice` scopes it to a callback and the async work that callback starts
+ * (ts/context.ts); `setDevice` changes it for the innermost `withDevice` run, or for the program.
+ */
+const current = new ContextVar('withDevice', 0);
 
 /** Parses a device name: 'cpu', 'gpu', 'gpu:1', 'cuda:1', or a GPU index. Validates GPU indices. */
 export function device(spec: DeviceLike): Device {
@@ -67,7 +78,7 @@ export function device(spec: DeviceLike): Device {
       if (m[2] !== undefined && m[2] !== '0') throw new RangeError(`cpu device index must be 0, got ${spec}`);
       return CPU;
     }
-    d = Device.of('gpu', m[2] === undefined ? currentIndex : Number(m[2]));
+    d = Device.of('gpu', m[2] === undefined ? current.get() : Number(m[2]));
   }
   if (d.type === 'gpu') checkGpuIndex(d.index);
   return d;
@@ -76,6 +87,9 @@ export function device(spec: DeviceLike): Device {
 // ---- GPU discovery and clients ----
 
 let configured: number | undefined;
+let allowSoftware: boolean | undefined;
+/** Whether the adapter found is a software one (set at discovery). */
+let softwareAdapter = false;
 let discovery: Promise<void> | null = null;
 let gpuCount: number | null = null;
 let discoveryError: string | null = null;
@@ -104,8 +118,16 @@ export function gpuLimits(): Record<string, number> {
   return limits;
 }
 
-/** Sets how many logical GPU devices to create; call before `init()`. */
-export function configure(options: { devices?: number }): void {
+/** What `configure` takes besides the memory budget (`ts/gpu.ts`). */
+export interface DeviceOptions {
+  /** Logical GPU devices on the adapter; before the first GPU call. */
+  devices?: number;
+  /** Count a software adapter (lavapipe, SwiftShader) as a GPU in `isAvailable`, `tryGpu`, …; any time. */
+  allowSoftware?: boolean;
+}
+
+/** Sets how many logical GPU devices to create (before `init()`), and whether a software adapter counts as a GPU. */
+export function configure(options: DeviceOptions): void {
   if (options.devices !== undefined) {
     if (!Number.isInteger(options.devices) || options.devices < 1) {
       throw new RangeError(`torch.gpu.configure: devices must be a positive integer, got ${options.devices}`);
@@ -115,6 +137,20 @@ export function configure(options: { devices?: number }): void {
     }
     configured = options.devices;
   }
+  if (options.allowSoftware !== undefined) {
+    if (typeof options.allowSoftware !== 'boolean') throw new TypeError(`torch.gpu.configure: allowSoftware must be a boolean, got ${String(options.allowSoftware)}`);
+    allowSoftware = options.allowSoftware;
+  }
+}
+
+/** Whether a software adapter counts as a GPU: `configure({allowSoftware})`, else `WEBTORCH_ALLOW_SOFTWARE_GPU`. */
+function softwareAllowed(): boolean {
+  return allowSoftware ?? /^(1|true|yes|on)$/i.test(env('WEBTORCH_ALLOW_SOFTWARE_GPU')?.trim() ?? '');
+}
+
+/** The GPU devices code should choose by itself: none on a software adapter unless allowed. */
+function usableCount(): number {
+  return softwareAdapter && !softwareAllowed() ? 0 : gpuCount!;
 }
 
 /** Discovers the GPU adapter (once). Resolves whether or not one is found. */
@@ -124,6 +160,7 @@ export function init(): Promise<void> {
     try {
       await c.start();
       limits = c.info!.limits;
+      softwareAdapter = c.info!.cpuAdapter || c.info!.architecture === 'software';
       const fromEnv = Number(env('WEBTORCH_GPU_DEVICES'));
       gpuCount = configured ?? (Number.isInteger(fromEnv) && fromEnv > 0 ? fromEnv : 1);
     } catch (e) {
@@ -135,71 +172,70 @@ export function init(): Promise<void> {
   return discovery;
 }
 
-/** Whether a WebGPU adapter is available. */
+/** Whether a GPU is available: a hardware WebGPU adapter, or a software one when allowed (`configure({allowSoftware})`). */
 export async function isAvailable(): Promise<boolean> {
   await init();
-  return gpuCount! > 0;
+  return usableCount() > 0;
 }
 
-/** Number of GPU devices. */
+/** Number of GPU devices (0 on a software adapter unless allowed; `'gpu:N'` by name still works there). */
 export async function deviceCount(): Promise<number> {
   await init();
-  return gpuCount!;
+  return usableCount();
 }
 
 /** The current GPU index (used by 'gpu' without an index). */
-export const currentDevice = (): number => currentIndex;
+export const currentDevice = (): number => current.get();
 
-/** Sets the current GPU index. */
-export function setDevice(i: DeviceLike): void {
-  currentIndex = device(typeof i === 'number' ? Device.of('gpu', i) : i).index;
+/**
+ * Sets the current GPU index (`torch.cuda.set_device`): for the rest of the innermost
+ * `withDevice` callback when called inside one, else for the program.
+ */
+export function setDevice(...args: [device: DeviceLike] | [{ device: DeviceLike }]): void {
+  current.set(gpuIndex(bindArgs('set_device', ['device'], args, { device: REQUIRED as DeviceLike }).device));
 }
 
-/** Runs `fn` with `i` as the current GPU (like `with torch.cuda.device(i):`); works with async `fn`. */
-export function withDevice<T>(i: DeviceLike, fn: () => T): T {
-  const prev = currentIndex;
-  setDevice(i);
-  return thenRestore(fn, () => (currentIndex = prev));
-}
-
-/** What `getDeviceProperties` reports. */
-export interface DeviceProperties extends DeviceInfo {
-  index: number;
-}
-
-/** Adapter info, limits and features of a GPU device (starts its worker). */
-export async function getDeviceProperties(i: DeviceLike = currentIndex): Promise<DeviceProperties> {
-  await init();
+/** A GPU device argument's index; a cpu device raises, as PyTorch's `_get_device_index` does. */
+function gpuIndex(i: DeviceLike): number {
   const d = device(typeof i === 'number' ? Device.of('gpu', i) : i);
-  const c = clientOf(d);
-  await c.start();
-  return { ...c.info!, index: d.index };
+  if (d.type !== 'gpu') throw new TypeError(`Expected a gpu device, but got: ${d}`);
+  return d.index;
 }
 
-/** The adapter's description for a GPU device. */
-export async function getDeviceName(i: DeviceLike = currentIndex): Promise<string> {
-  const p = await getDeviceProperties(i);
-  return p.description || `${p.vendor} ${p.architecture}`.trim();
+/**
+ * Runs `fn` with `i` as the current GPU (like `with torch.cuda.device(i):`). An async `fn` keeps
+ * `i` across its awaits, and tasks running beside it do not see it (ts/context.ts); where the
+ * platform has no async context (a browser without `AsyncContext`), an async `fn` raises.
+ * `withDevice({device: 1}, fn)` is PyTorch's `torch.cuda.device(device=1)`.
+ */
+export function withDevice<T>(i: DeviceLike | { device: DeviceLike }, fn: () => T): T {
+  const d = isKeywords(i) ? bindArgs('device', ['device'], [i], { device: REQUIRED as DeviceLike }).device : i;
+  if (typeof fn !== 'function') throw new TypeError(`withDevice(device, fn): fn must be a function, got ${typeof fn}`);
+  return current.run(gpuIndex(d), fn);
 }
 
 /** Waits for all queued work on a device (all devices when none is given). */
 export async function synchronize(...args: [device?: DeviceLike | null] | [{ device?: DeviceLike | null }]): Promise<void> {
   const d = bindArgs('synchronize', ['device'], args, { device: null as DeviceLike | null }).device ?? undefined;
-  const targets = d === undefined ? [...clients.values()].filter((c) => c.started) : [clientOf(device(d))];
+  const targets = d === undefined ? [...clients.values()].filter((c) => c.inUse) : [clientOf(device(d))];
   await Promise.all(targets.map((c) => c.sync()));
 }
 
-/** `d2l.try_gpu(i)`: gpu:i if it exists, else cpu. */
+/** `d2l.try_gpu(i)`: gpu:i if it exists (a software adapter only when allowed), else cpu. */
 export async function tryGpu(i = 0): Promise<Device> {
   await init();
-  return i < gpuCount! ? Device.of('gpu', i) : CPU;
+  return Number.isInteger(i) && i >= 0 && i < usableCount() ? Device.of('gpu', i) : CPU;
 }
 
-/** `d2l.try_all_gpus()`: every GPU device, or [cpu] when there is none. */
+/** `d2l.try_all_gpus()`: every GPU device, or [cpu] when there is none (as `tryGpu` counts them). */
 export async function tryAllGpus(): Promise<Device[]> {
   await init();
-  return gpuCount! > 0 ? Array.from({ length: gpuCount! }, (_, i) => Device.of('gpu', i)) : [CPU];
+  const n = usableCount();
+  return n > 0 ? Array.from({ length: n }, (_, i) => Device.of('gpu', i)) : [CPU];
 }
+
+/** @internal The GPU devices discovered so far, synchronously (0 before discovery; software adapters counted). */
+export const knownGpuCount = (): number => gpuCount ?? 0;
 
 /** `d2l.num_gpus()`. */
 export const numGpus = deviceCount;
@@ -223,4 +259,5 @@ export async function shutdown(): Promise<void> {
   clients.clear();
   discovery = null;
   gpuCount = null;
+  softwareAdapter = false;
 }

@@ -1,27 +1,73 @@
 /**
- * `torch.gpu`: PyTorch's `torch.cuda` device and memory API, for WebGPU devices.
- * Discovery is asynchronous (`await torch.gpu.init()`); see `ts/device.ts`. The memory
- * functions take any device (`'cpu'` too) and default to the current GPU, as in PyTorch.
+ * `torch.gpu` (also `torch.cuda`): PyTorch's `torch.cuda` device and memory API, for WebGPU
+ * devices. Discovery is asynchronous (`await torch.gpu.init()`); see `ts/device.ts`. The memory
+ * functions take any device (`'cpu'` too) and default to the current GPU, as in PyTorch. Every
+ * function that takes a device takes it positionally or as a keyword (`memorySummary({device: 0})`).
  */
 import { configure as configureDevices } from './device.js';
+import { legacyType } from './legacy.js';
+import { checkOptions } from './ops/options.js';
 import { setGpuMemory } from './runtime/memory.js';
 
 export {
-  init, isAvailable, deviceCount, currentDevice, setDevice, withDevice,
-  getDeviceName, getDeviceProperties, synchronize,
+  init, isAvailable, deviceCount, currentDevice, setDevice, withDevice, synchronize,
 } from './device.js';
+export { getDeviceName, getDeviceProperties, getDeviceCapability, getArchList } from './properties.js';
+export type { DeviceProperties, GpuArgs } from './properties.js';
 export {
   memoryAllocated, maxMemoryAllocated, memoryReserved, maxMemoryReserved, memoryStats, memorySummary,
   memorySnapshot, emptyCache, resetPeakMemoryStats, resetAccumulatedMemoryStats, setPerProcessMemoryFraction,
   cachingAllocatorAlloc, cachingAllocatorDelete,
 } from './runtime/memory.js';
 export type { RawBlock } from './runtime/memory.js';
+// The GPUs' random number generators (ts/rng.ts).
+export {
+  gpuManualSeed as manualSeed, manualSeedAll, gpuSeed as seed, gpuSeedAll as seedAll, gpuInitialSeed as initialSeed,
+  gpuGetRngState as getRngState, gpuSetRngState as setRngState, gpuGetRngStateAll as getRngStateAll, gpuSetRngStateAll as setRngStateAll,
+} from './rng.js';
+export { Stream, currentStream, defaultStream, setStream, stream, withStream } from './runtime/streams.js';
+export { Event } from './runtime/events.js';
+export type { LegacyTensorType } from './legacy.js';
 
-/**
- * Configures the GPU runtime before first use: `devices` logical GPU devices (default one per
- * adapter), and each device's memory budget in bytes (default 8 GiB; WebGPU cannot report it).
- */
-export function configure(options: { devices?: number; memory?: number }): void {
+/** What `torch.gpu.configure` takes. */
+export interface GpuOptions {
+  /** Logical GPU devices sharing the adapter (default 1); before the first GPU call. */
+  devices?: number;
+  /** Each GPU device's memory budget in bytes (default 8 GiB; WebGPU cannot report it). */
+  memory?: number;
+  /**
+   * Count a software adapter (Mesa's lavapipe, SwiftShader) as a GPU in `isAvailable`,
+   * `deviceCount`, `tryGpu`, `tryAllGpus`, `numGpus` (default false, or `WEBTORCH_ALLOW_SOFTWARE_GPU=1`).
+   * `'gpu:0'` by name works on one either way.
+   */
+  allowSoftware?: boolean;
+}
+
+/** Configures the GPU runtime (see `GpuOptions`). */
+export function configure(options: GpuOptions): void {
+  checkOptions('torch.gpu.configure', options, ['devices', 'memory', 'allowSoftware']);
   configureDevices(options);
   if (options.memory !== undefined) setGpuMemory(options.memory);
 }
+
+// PyTorch's legacy typed constructors (`torch.cuda.FloatTensor(1)`): on the current GPU (ts/legacy.ts).
+/** `torch.cuda.FloatTensor`: float32 on the current GPU. */
+export const FloatTensor = legacyType('FloatTensor', 'gpu');
+/** `torch.cuda.DoubleTensor`: raises (WebGPU has no float64). */
+export const DoubleTensor = legacyType('DoubleTensor', 'gpu');
+/** `torch.cuda.HalfTensor`: float16 on the current GPU. */
+export const HalfTensor = legacyType('HalfTensor', 'gpu');
+/** `torch.cuda.BFloat16Tensor`: bfloat16 on the current GPU. */
+export const BFloat16Tensor = legacyType('BFloat16Tensor', 'gpu');
+/** `torch.cuda.LongTensor`: int64 on the current GPU. */
+export const LongTensor = legacyType('LongTensor', 'gpu');
+/** `torch.cuda.IntTensor`: int32 on the current GPU. */
+export const IntTensor = legacyType('IntTensor', 'gpu');
+/** `torch.cuda.ShortTensor`: raises (no int16). */
+export const ShortTensor = legacyType('ShortTensor', 'gpu');
+/** `torch.cuda.CharTensor`: raises (no int8). */
+export const CharTensor = legacyType('CharTensor', 'gpu');
+/** `torch.cuda.ByteTensor`: uint8 on the current GPU. */
+export const ByteTensor = legacyType('ByteTensor', 'gpu');
+/** `torch.cuda.BoolTensor`: bool on the current GPU. */
+export const BoolTensor = legacyType('BoolTensor', 'gpu');

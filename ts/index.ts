@@ -14,9 +14,12 @@
  * the package) and `Symbol.dispose` (TypeScript's `esnext.disposable` lib, for `using`).
  */
 import './ops/methods.js';
-import { CPU, Device, device, tryAllGpus, tryGpu, numGpus, shutdown as stopDevices } from './device.js';
+import { CPU, Device, device, tryAllGpus, tryGpu, numGpus, shutdown as stopDevices, startedDevices } from './device.js';
+import { onProgramEnd } from './platform.js';
 import { resetAllocators } from './runtime/memory.js';
 import * as gpu from './gpu.js';
+import * as cpu from './cpu.js';
+import { legacyType } from './legacy.js';
 import { binaryOp, clamp, div, gelu, nanToNum, softplus, unaryOp, where, type TensorOrScalar } from './ops/elementwise.js';
 import { matmul } from './ops/matmul.js';
 import { bindArgs, bindDim, type DimArgs, type PyArgs } from './ops/options.js';
@@ -25,29 +28,72 @@ import { ReduceOp } from '../wgsl/reduce.js';
 import { Tensor } from './tensor.js';
 import { tidy } from './ops/scoped.js';
 import { setEngineOps } from './autograd/engine.js';
-import { withGradMode } from './autograd/graph.js';
+import { scopedGradMode } from './autograd/graph.js';
 import { onesLike } from './ops/creation.js';
 
 export { Tensor };
 export type { NestedArray } from './tensor.js';
-export { Device, CPU, device, tryGpu, tryAllGpus, numGpus, gpu };
+export { Device, CPU, device, tryGpu, tryAllGpus, numGpus, gpu, cpu };
+/** `torch.cuda`: the same module as `torch.gpu`, so that PyTorch code translates word for word. */
+export { gpu as cuda };
 export { OutOfMemoryError } from './memory/index.js';
 export type { MemoryStats, SnapshotSegment } from './memory/index.js';
 
-/** Stops every device worker and forgets their memory; tensors created before become unusable. */
+/**
+ * Stops every device worker and forgets their memory; tensors created before become unusable.
+ * A program need not call it: when it has nothing left to do, its queued work is finished and
+ * the workers stopped the same way, so it exits with code 0 (`onProgramEnd` in ts/platform.ts).
+ */
 export async function shutdown(): Promise<void> {
   await stopDevices();
   resetAllocators();
 }
-export type { DeviceLike, DeviceProperties } from './device.js';
+onProgramEnd(async () => {
+  if (startedDevices().length) await shutdown();
+});
+export type { DeviceLike } from './device.js';
+export type { DeviceProperties } from './properties.js';
+export type { LegacyTensorType } from './legacy.js';
+
+// PyTorch's legacy typed constructors on the cpu (`torch.FloatTensor(2, 3)`, `torch.FloatTensor([1, 2])`; ts/legacy.ts).
+/** `torch.FloatTensor`: float32 on the cpu. */
+export const FloatTensor = legacyType('FloatTensor', 'cpu');
+/** `torch.DoubleTensor`: raises (WebGPU has no float64). */
+export const DoubleTensor = legacyType('DoubleTensor', 'cpu');
+/** `torch.HalfTensor`: float16 on the cpu. */
+export const HalfTensor = legacyType('HalfTensor', 'cpu');
+/** `torch.BFloat16Tensor`: bfloat16 on the cpu. */
+export const BFloat16Tensor = legacyType('BFloat16Tensor', 'cpu');
+/** `torch.LongTensor`: int64 on the cpu. */
+export const LongTensor = legacyType('LongTensor', 'cpu');
+/** `torch.IntTensor`: int32 on the cpu. */
+export const IntTensor = legacyType('IntTensor', 'cpu');
+/** `torch.ShortTensor`: raises (no int16). */
+export const ShortTensor = legacyType('ShortTensor', 'cpu');
+/** `torch.CharTensor`: raises (no int8). */
+export const CharTensor = legacyType('CharTensor', 'cpu');
+/** `torch.ByteTensor`: uint8 on the cpu. */
+export const ByteTensor = legacyType('ByteTensor', 'cpu');
+/** `torch.BoolTensor`: bool on the cpu. */
+export const BoolTensor = legacyType('BoolTensor', 'cpu');
 export { DTYPES, promoteTypes, resultType } from './dtype.js';
 export type { DType } from './dtype.js';
 export {
-  tensor, zeros, ones, full, empty, arange, linspace, rand, randn, randint, randperm, eye,
+  tensor, zeros, ones, full, empty, arange, linspace, rand, randn, randint, eye,
   zerosLike, onesLike, fullLike, emptyLike, randLike, randnLike,
 } from './ops/creation.js';
 export type { TensorOptions, RandomOptions, SizeArgs } from './ops/creation.js';
-export { Generator, manualSeed, defaultGenerator } from './random.js';
+export { Generator, defaultGenerator } from './random.js';
+export type { GeneratorOptions } from './random.js';
+// Random number generators (ts/rng.ts) and the random ops made on the devices (ts/ops/random.ts).
+export { manualSeed, seed, initialSeed, getRngState, setRngState } from './rng.js';
+export type { ForkRngOptions } from './rng.js';
+/** `torch.random`: `manualSeed`, `seed`, `initialSeed`, `getRngState`, `setRngState`, `forkRng`. */
+export * as random from './random-module.js';
+export { randperm, bernoulli, multinomial } from './ops/sampling.js';
+/** @internal Philox's raw block on a device, and the calling thread's reference (the known-answer tests). */
+export { philoxBlock as _philoxBlock } from './ops/random.js';
+export { philox as _philox } from './random.js';
 export { broadcastShapes } from './shape.js';
 export { where, nanToNum, div, gelu, softplus, matmul };
 export type { TensorOrScalar };
@@ -135,9 +181,9 @@ export { tidy };
 setEngineOps({ add: (a, b) => binaryOp('add', a, b), onesLike: (t) => onesLike(t), tidy });
 
 /** `torch.noGrad(fn)`: runs `fn` without recording the tape (sync or async). */
-export const noGrad = <T>(fn: () => T): T => withGradMode(false, fn);
-/** `torch.enableGrad(fn)`: runs `fn` with recording on. */
-export const enableGrad = <T>(fn: () => T): T => withGradMode(true, fn);
+export const noGrad = <T>(fn: () => T): T => scopedGradMode(false, fn);
+/** `torch.enableGrad(fn)`: runs `fn` with recording on (sync or async). */
+export const enableGrad = <T>(fn: () => T): T => scopedGradMode(true, fn);
 export { isGradEnabled } from './autograd/graph.js';
 export * as autograd from './autograd/api.js';
 export * as nn from './nn/index.js';

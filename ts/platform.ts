@@ -16,6 +16,38 @@ export function env(name: string): string | undefined {
   return isNode ? process.env[name] : undefined;
 }
 
+/**
+ * A value carried through a call and every asynchronous continuation started inside it: Node's
+ * `AsyncLocalStorage`, or the TC39 `AsyncContext.Variable` where a browser has it. `ts/context.ts`
+ * builds `ContextVar` on it.
+ */
+export interface AsyncScope<T> {
+  /** The value of the innermost `run` this code (or the code that started it) is inside; undefined outside. */
+  get(): T | undefined;
+  /** Calls `fn` with `value` current for it and for the async work it starts. */
+  run<R>(value: T, fn: () => R): R;
+}
+
+/** The constructor of `AsyncContext.Variable` (TC39 proposal) where the platform has it. */
+type AsyncContextVariable = new <T>() => { get(): T | undefined; run<R>(value: T, fn: () => R): R };
+
+/**
+ * A new async scope, or null where the platform has none (a browser without `AsyncContext`,
+ * Node before 20.16, which lacks the synchronous `process.getBuiltinModule`).
+ */
+export function asyncScope<T>(): AsyncScope<T> | null {
+  if (isNode) {
+    const hooks = process.getBuiltinModule?.('node:async_hooks') as typeof import('node:async_hooks') | undefined;
+    if (!hooks) return null;
+    const als = new hooks.AsyncLocalStorage<T>();
+    return { get: () => als.getStore(), run: (value, fn) => als.run(value, fn) };
+  }
+  const Variable = (globalThis as { AsyncContext?: { Variable?: AsyncContextVariable } }).AsyncContext?.Variable;
+  if (!Variable) return null;
+  const v = new Variable<T>();
+  return { get: () => v.get(), run: (value, fn) => v.run(value, fn) };
+}
+
 /** The worker entry files, next to the bundled library in `dist/`. */
 const WORKER_FILES = { cpu: 'webtorch-cpu-worker.js', gpu: 'webtorch-gpu-worker.js' } as const;
 
@@ -36,16 +68,108 @@ export async function spawnWorker(kind: 'cpu' | 'gpu', base: string | URL = impo
     // Device workers start with default flags: they would inherit the parent's execArgv, where
     // process-wide flags (`--expose-gc`, `--input-type`) make the Worker constructor throw.
     // `--cpu-prof*` passes through, so that `node --cpu-prof` profiles the device workers too.
-    const w = new Worker(url, { execArgv: process.execArgv.filter((f) => f.startsWith('--cpu-prof')) });
+    // A GPU worker gets an exit gate (see `holdAtExit`); the cpu worker runs WebAssembly, which can stop anywhere.
+    const gate = kind === 'gpu' ? new Int32Array(new SharedArrayBuffer(8)) : null;
+    const w = new Worker(url, { execArgv: process.execArgv.filter((f) => f.startsWith('--cpu-prof')), workerData: { exitGate: gate } });
     w.unref();
+    if (gate) {
+      gates.add(gate);
+      if (gates.size === 1 && !exitHooked) (exitHooked = true), process.on('exit', holdAtExit);
+    }
     return {
       endpoint: nodeEndpoint(w),
-      terminate: async () => void (await w.terminate()),
+      terminate: async () => {
+        await w.terminate();
+        if (gate) gates.delete(gate);
+      },
       keepAlive: (on) => (on ? w.ref() : w.unref()),
     };
   }
   const w = new Worker(url, { type: 'module' });
   return { endpoint: w, terminate: async () => w.terminate(), keepAlive: () => undefined };
+}
+
+/**
+ * Runs `fn` when the program has nothing left to do (Node's `beforeExit`: the event loop is
+ * empty), at most once per time the loop empties; the promise it returns keeps the program alive
+ * until it settles. webtorch stops its device workers there, because Node would otherwise
+ * terminate them at exit wherever they are, and a GPU worker stopped inside a Dawn call aborts
+ * the process (`FATAL ERROR: Error::ThrowAsJavaScriptException napi_throw`, exit 134).
+ * Browsers: nothing (a page's workers end with the page). `process.exit()` skips `beforeExit`.
+ */
+export function onProgramEnd(fn: () => Promise<void>): void {
+  if (!isNode) return;
+  let running = false;
+  process.on('beforeExit', () => {
+    if (running) return;
+    running = true;
+    fn().then(
+      () => (running = false),
+      (e: unknown) => {
+        running = false;
+        console.error('webtorch: stopping the device workers at exit failed:', e);
+      },
+    );
+  });
+}
+
+// ---- The exit gate of a GPU worker (Node) ----
+//
+// When a program leaves through `process.exit()` or an uncaught exception, `beforeExit` (see
+// `onProgramEnd`) does not run, and Node terminates the device workers wherever they are. A GPU
+// worker terminated inside a Dawn call aborts the whole process (`napi_throw` fails while the
+// thread is being terminated). So each GPU worker shares two words with the calling thread:
+// BUSY, set while it is inside a backend call, and STOP, set by the calling thread's `exit`
+// handler, which then waits (at most `EXIT_WAIT_MS`) until no worker is BUSY. A worker that sees
+// STOP before a call parks instead (Atomics.wait until it is terminated). The worker sets BUSY
+// before it reads STOP and the handler sets STOP before it reads BUSY, so one of them always sees
+// the other (Atomics are sequentially consistent).
+const BUSY = 0, STOP = 1;
+const EXIT_WAIT_MS = 5000;
+const gates = new Set<Int32Array>();
+let exitHooked = false;
+
+/** The calling thread's `exit` handler: stops every GPU worker between two backend calls. */
+function holdAtExit(): void {
+  for (const g of gates) Atomics.store(g, STOP, 1);
+  const deadline = Date.now() + EXIT_WAIT_MS;
+  for (const g of gates) {
+    while (Atomics.load(g, BUSY) !== 0) {
+      const left = deadline - Date.now();
+      if (left <= 0) return;
+      Atomics.wait(g, BUSY, 1, left);
+    }
+  }
+}
+
+/**
+ * In a GPU worker: a wrapper that runs each backend call inside the exit gate (see above), or
+ * one that just runs it where there is no gate (browsers, Node before 20.16).
+ */
+export function exitGuard(): <T>(fn: () => T) => T {
+  const threads = isNode ? (process.getBuiltinModule?.('node:worker_threads') as typeof import('node:worker_threads') | undefined) : undefined;
+  const gate = (threads?.workerData as { exitGate?: Int32Array | null } | undefined)?.exitGate;
+  if (!gate) return (fn) => fn();
+  let depth = 0;
+  return (fn) => {
+    if (depth++ === 0) {
+      Atomics.store(gate, BUSY, 1);
+      if (Atomics.load(gate, STOP)) {
+        Atomics.store(gate, BUSY, 0);
+        Atomics.notify(gate, BUSY);
+        Atomics.wait(gate, STOP, 1); // the program is exiting: wait here to be terminated
+      }
+    }
+    try {
+      return fn();
+    } finally {
+      if (--depth === 0) {
+        Atomics.store(gate, BUSY, 0);
+        // Only the exit handler waits on BUSY, and it sets STOP first.
+        if (Atomics.load(gate, STOP)) Atomics.notify(gate, BUSY);
+      }
+    }
+  };
 }
 
 /** Exposes a worker's API to its parent. */
@@ -64,7 +188,10 @@ export async function getGpu(): Promise<GPU | null> {
   if (isNode) {
     const { create, globals } = await import('webgpu');
     Object.assign(globalThis, globals);
-    const flags = (env('WEBTORCH_DAWN_FLAGS') ?? '').split(/\s+/).filter(Boolean);
+    // Dawn rounds timestamp queries coarsely unless told not to (a browser's guard against timing
+    // attacks); events and the worker's profile want the GPU's own resolution, as CUDA events have.
+    // WEBTORCH_DAWN_FLAGS replaces these defaults.
+    const flags = (env('WEBTORCH_DAWN_FLAGS') ?? 'disable-dawn-features=timestamp_quantization').split(/\s+/).filter(Boolean);
     return create(flags) as GPU;
   }
   return (globalThis.navigator as Navigator | undefined)?.gpu ?? null;

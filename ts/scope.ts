@@ -68,20 +68,3 @@ export function tidy<T>(fn: () => T, isTensor: (v: unknown) => v is Tensor): T {
   }
   return result;
 }
-
-/**
- * Runs `fn` and then `restore()`: at once for a synchronous `fn`, when its promise settles for
- * an async one (how `withDevice` and `noGrad` scope a setting, like Python's `with`).
- */
-export function thenRestore<T>(fn: () => T, restore: () => void): T {
-  let result: T;
-  try {
-    result = fn();
-  } catch (e) {
-    restore();
-    throw e;
-  }
-  if (result instanceof Promise) return result.finally(restore) as T;
-  restore();
-  return result;
-}

@@ -301,6 +301,7 @@ const creationRecipes: Record<string, Recipe> = {
   full: (bad) => torch.full([2], 1, bad), empty: (bad) => torch.empty([2], bad), arange: (bad) => torch.arange(3, bad),
   linspace: (bad) => torch.linspace(0, 1, 3, bad), rand: (bad) => torch.rand([2], bad), randn: (bad) => torch.randn([2], bad),
   randint: (bad) => torch.randint(3, [2], bad), randperm: (bad) => torch.randperm(3, bad), eye: (bad) => torch.eye(2, bad),
+  bernoulli: (bad) => torch.bernoulli(t(), bad as never), multinomial: (bad) => torch.multinomial(t(), 1, bad as never), Generator: (bad) => new torch.Generator(bad as never),
   zerosLike: (bad) => torch.zerosLike(t(), bad), onesLike: (bad) => torch.onesLike(t(), bad), fullLike: (bad) => torch.fullLike(t(), 1, bad),
   emptyLike: (bad) => torch.emptyLike(t(), bad), randLike: (bad) => torch.randLike(t(), bad), randnLike: (bad) => torch.randnLike(t(), bad),
   DataLoader: (bad) => new torch.DataLoader(new torch.TensorDataset(t()), bad),

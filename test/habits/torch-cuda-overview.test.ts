@@ -1,9 +1,9 @@
 /**
  * Seed 003, the torch.cuda overview: device management, moving tensors, cross-device errors, the
  * caching allocator's statistics and cleanup, synchronisation, bfloat16 tensors. (Streams, events,
- * graphs, AMP, TF32, RNG state, DataParallel/DDP, pinned memory and the profiler are left to their
- * issues; device properties, `torch.cuda`, keyword forms and the OOM fallback wait for parts of
- * issue 19: pending-*.test.ts.txt.)
+ * graphs, AMP, TF32, DataParallel/DDP, pinned memory and the profiler are left to their
+ * issues; device properties, `torch.cuda` and the OOM fallback are in cuda-semantics.test.ts and
+ * oom-handling.test.ts.)
  */
 import { describe, expect, it } from 'vitest';
 import * as torch from '../../dist/webtorch.js';

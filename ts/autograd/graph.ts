@@ -12,19 +12,24 @@
  * the copy (its rule is `g.to(source device)`). Backward runs with grad mode off unless
  * `createGraph` is set. Intermediate gradients are disposed as soon as they are consumed.
  */
-import { thenRestore, untrack } from '../scope.js';
+import { ContextVar } from '../context.js';
+import { untrack } from '../scope.js';
 import type { Tensor } from '../tensor.js';
 
-let gradEnabled = true;
+/** Grad mode, scoped to a callback and the async work it starts (ts/context.ts). */
+const gradMode = new ContextVar('noGrad/enableGrad', true);
 
 /** Whether ops record the tape now. */
-export const isGradEnabled = (): boolean => gradEnabled;
+export const isGradEnabled = (): boolean => gradMode.get();
 
-/** Runs `fn` with grad mode set to `on`; restores it afterwards (sync or async `fn`). */
+/** Runs a synchronous `fn` with grad mode set to `on` (webtorch's own steps: no async scope needed). */
 export function withGradMode<T>(on: boolean, fn: () => T): T {
-  const prev = gradEnabled;
-  gradEnabled = on;
-  return thenRestore(fn, () => (gradEnabled = prev));
+  return gradMode.runSync(on, fn);
+}
+
+/** `noGrad`/`enableGrad`: runs `fn`, sync or async, with grad mode `on`; concurrent tasks keep their own mode. */
+export function scopedGradMode<T>(on: boolean, fn: () => T): T {
+  return gradMode.run(on, fn);
 }
 
 /** What a gradient rule receives besides the output gradients. */
@@ -110,7 +115,7 @@ export class Node {
 
 /** Whether any of the inputs needs a gradient (and grad mode is on). */
 export function needsGrad(...inputs: unknown[]): boolean {
-  if (!gradEnabled) return false;
+  if (!gradMode.get()) return false;
   return inputs.some((t) => typeof t === 'object' && t !== null && (t as Tensor).requiresGrad);
 }
 

@@ -2,11 +2,14 @@
  * Creation: `tensor`, `zeros`, `ones`, `full`, `empty`, `arange`, `linspace`, `rand`, `randn`,
  * `eye`, and the `*_like` and `new_*` families. Every creation takes `{dtype, device}`; the
  * device defaults to `cpu`, as in PyTorch. Host data is encoded on the calling thread and
- * moves to the worker with the command (transferred, not copied).
+ * moves to the worker with the command (transferred, not copied). Random numbers are made on
+ * the device (ts/ops/random.ts; `randperm`, `bernoulli` and `multinomial` are in ts/ops/sampling.ts).
  */
 import { CPU, device as toDevice, type Device, type DeviceLike } from '../device.js';
-import { checkBigFits, checkFits, encode, isFloating, storageCode, toDType, type DType } from '../dtype.js';
-import { defaultGenerator, type Generator } from '../random.js';
+import { checkBigFits, checkFits, encode, isFloating, scalarName, storageCode, toDType, type DType } from '../dtype.js';
+import type { Generator } from '../random.js';
+import { Dist, drawInto, f32Bits, generatorFor } from './random.js';
+import { checkPinTarget, markPinned } from '../runtime/pinned.js';
 import { alloc, launch, ref, place } from '../runtime/dispatch.js';
 import { bindArgs, checkOptions, isKeywords, REQUIRED } from './options.js';
 import { checkShape, numel } from '../shape.js';
@@ -25,7 +28,7 @@ const CREATION_KEYS = ['dtype', 'device', 'requiresGrad'] as const;
 const dev = (o?: TensorOptions): Device => (o?.device == null ? CPU : toDevice(o.device));
 
 /** Checks a creation's keywords and applies `requiresGrad` to the new tensor. */
-function made(op: string, t: Tensor, o: TensorOptions | undefined): Tensor {
+export function made(op: string, t: Tensor, o: TensorOptions | undefined): Tensor {
   if (o?.requiresGrad) {
     if (!isFloating(t.dtype)) {
       t.dispose();
@@ -93,7 +96,11 @@ function upload(t: Tensor, host: ReturnType<typeof encode>): Tensor {
 /** A tensor from nested arrays or a typed array (`torch.tensor`). */
 export function tensor(data: NestedArray | ArrayLike<number> | BigInt64Array | Tensor, options?: TensorOptions & { pinMemory?: boolean }): Tensor {
   checkOptions('tensor', options, [...CREATION_KEYS, 'pinMemory']);
-  if (options?.pinMemory) throw new TypeError('tensor(): pinMemory is not supported yet (see t.pinMemory())');
+  if (options?.pinMemory) {
+    const { pinMemory: _, ...rest } = options;
+    checkPinTarget('tensor()', dev(rest));
+    return markPinned(tensor(data, rest));
+  }
   if (ArrayBuffer.isView(data)) {
     const inferred: DType = data instanceof Int32Array ? 'int32' : data instanceof Uint8Array ? 'uint8' : data instanceof BigInt64Array ? 'int64' : 'float32';
     return made('tensor', fromHost(data as unknown as ArrayLike<number | bigint>, [(data as unknown as ArrayLike<number>).length], dt(options, inferred), dev(options)), options);
@@ -138,10 +145,12 @@ export function ones(...args: SizeArgs): Tensor {
   return full(shape, 1, { ...o, dtype: o?.dtype ?? 'float32' });
 }
 
-/** Uninitialised memory (`torch.empty(*size, {dtype, device, requiresGrad})`). */
+/** Uninitialised memory (`torch.empty(*size, {dtype, device, requiresGrad, pinMemory})`). */
 export function empty(...args: SizeArgs): Tensor {
-  const [shape, o] = sizeAndOptions<TensorOptions>('empty', args);
-  return made('empty', alloc(shape, dt(o, 'float32'), dev(o)), o);
+  const [shape, o] = sizeAndOptions<TensorOptions & { pinMemory?: boolean }>('empty', args, [...CREATION_KEYS, 'pinMemory']);
+  if (o?.pinMemory) checkPinTarget('empty()', dev(o));
+  const t = made('empty', alloc(shape, dt(o, 'float32'), dev(o)), o);
+  return o?.pinMemory ? markPinned(t) : t;
 }
 
 /** `torch.arange(end)`, `(start, end)` or `(start, end, step)`, each with trailing `{dtype, device, requiresGrad}`. */
@@ -185,38 +194,31 @@ export function linspace(start: number, end: number, steps: number, options?: Te
 export interface RandomOptions extends TensorOptions {
   generator?: Generator | null;
 }
-const RANDOM_KEYS = [...CREATION_KEYS, 'generator'] as const;
+/** The random creations' keywords. */
+export const RANDOM_KEYS = [...CREATION_KEYS, 'generator'] as const;
 
-/** Uniform random numbers in [0, 1) (`torch.rand(*size, {generator, dtype, device, requiresGrad})`). */
+/** Uniform random numbers in [0, 1), made on the tensor's device (`torch.rand(*size, {generator, dtype, device, requiresGrad})`). */
 export function rand(...args: SizeArgs<RandomOptions>): Tensor {
   const [shape, options] = sizeAndOptions<RandomOptions>('rand', args, RANDOM_KEYS);
   const dtype = dt(options, 'float32');
-  if (!isFloating(dtype)) throw new TypeError(`"check_uniform_bounds" not implemented for '${dtype}'`);
-  const t = alloc(shape, dtype, dev(options));
-  return made('rand', upload(t, encode((options?.generator ?? defaultGenerator).uniform(t.numel()), dtype, 'rand')), options);
+  if (!isFloating(dtype)) throw new TypeError(`"check_uniform_bounds" not implemented for '${scalarName(dtype)}'`);
+  const d = dev(options), g = generatorFor('rand', d, options?.generator);
+  return made('rand', drawInto(alloc(shape, dtype, d), Dist.Uniform, g, f32Bits(0), f32Bits(1)), options);
 }
 
-/** Standard normal random numbers (`torch.randn(*size, {generator, dtype, device, requiresGrad})`). */
+/** Standard normal random numbers, made on the tensor's device (`torch.randn(*size, {generator, dtype, device, requiresGrad})`). */
 export function randn(...args: SizeArgs<RandomOptions>): Tensor {
   const [shape, options] = sizeAndOptions<RandomOptions>('randn', args, RANDOM_KEYS);
   const dtype = dt(options, 'float32');
-  if (!isFloating(dtype)) throw new TypeError(`"normal_kernel" not implemented for '${dtype}'`);
-  const t = alloc(shape, dtype, dev(options));
-  return made('randn', upload(t, encode((options?.generator ?? defaultGenerator).normal(t.numel()), dtype, 'randn')), options);
-}
-
-/** `n` integers uniform in [0, range) from `g`: one draw each below 2^24, two (48 bits) above. */
-function uniformInts(g: Generator, n: number, range: number): number[] {
-  const wide = range > 2 ** 24;
-  const u = g.uniform(wide ? 2 * n : n);
-  return Array.from({ length: n }, (_, i) => (wide
-    ? (Math.floor(u[2 * i] * 2 ** 24) * 2 ** 24 + Math.floor(u[2 * i + 1] * 2 ** 24)) % range
-    : Math.floor(u[i] * range)));
+  if (!isFloating(dtype)) throw new TypeError(`"normal_kernel" not implemented for '${scalarName(dtype)}'`);
+  const d = dev(options), g = generatorFor('randn', d, options?.generator);
+  return made('randn', drawInto(alloc(shape, dtype, d), Dist.Normal, g, f32Bits(0), f32Bits(1)), options);
 }
 
 /**
  * `torch.randint(low = 0, high, size, {generator, dtype = 'int64', device, requiresGrad})`:
- * integers uniform in [low, high). `randint(high, size)` and `randint(low, high, size)`.
+ * integers uniform in [low, high), made on the tensor's device: low + ⌊w · (high - low) / 2^32⌋
+ * for a random word w, so the range may be at most 2^32.
  */
 export function randint(...args: [high: number, size: number[], options?: RandomOptions] | [low: number, high: number, size: number[], options?: RandomOptions]): Tensor {
   let rest: unknown[] = args;
@@ -236,24 +238,11 @@ export function randint(...args: [high: number, size: number[], options?: Random
   const shape = checkShape(size.slice(), 'randint');
   checkFits(low, dtype, 'randint');
   checkFits(high - 1, dtype, 'randint');
-  const draws = uniformInts(o?.generator ?? defaultGenerator, numel(shape), high - low);
-  return made('randint', fromHost(draws.map((v) => v + low), shape, dtype, dev(o)), o);
-}
-
-/** `torch.randperm(n, {generator, dtype = 'int64', device, requiresGrad})`: a random permutation of 0 … n-1. */
-export function randperm(n: number, options?: RandomOptions): Tensor {
-  checkOptions('randperm', options, RANDOM_KEYS);
-  if (!Number.isInteger(n) || n < 0) throw new RangeError(`randperm(): n must be a non-negative integer, got ${n}`);
-  const dtype = dt(options, 'int64');
-  if (n) checkFits(n - 1, dtype, 'randperm');
-  const g = options?.generator ?? defaultGenerator;
-  const perm = Array.from({ length: n }, (_, i) => i);
-  const draws = g.uniform(n);
-  for (let i = n - 1; i > 0; i--) {
-    const j = Math.min(i, Math.floor(draws[i] * (i + 1)));
-    [perm[i], perm[j]] = [perm[j], perm[i]];
+  if (low < -(2 ** 31) || high - 1 >= 2 ** 31 || high - low > 2 ** 32) {
+    throw new RangeError(`randint(): the range [${low}, ${high}) must lie within int32 (webtorch draws 32-bit integers on the device)`);
   }
-  return made('randperm', fromHost(perm, [n], dtype, dev(options)), options);
+  const d = dev(o), g = generatorFor('randint', d, o?.generator);
+  return made('randint', drawInto(alloc(shape, dtype, d), Dist.Int, g, low | 0, (high - low) >>> 0), o);
 }
 
 /** The identity matrix (`torch.eye`). */

@@ -16,7 +16,9 @@ import { Tensor } from '../tensor.js';
 import { ReduceOp } from '../../wgsl/reduce.js';
 import { copyInto } from './copy.js';
 import { checkIndexRange } from './indexing.js';
-import { arange, rand } from './creation.js';
+import { arange } from './creation.js';
+import { Dist, drawInto, f32Bits, generatorFor } from './random.js';
+import type { Generator } from '../random.js';
 import { binaryOp, softplus, unaryOp, where, type TensorOrScalar } from './elementwise.js';
 import { matmul } from './matmul.js';
 import { bindArgs, checkOptions, type PyArgs } from './options.js';
@@ -326,22 +328,26 @@ export function binaryCrossEntropyWithLogits(input: Tensor, target: Tensor, ...a
 }
 
 /**
- * `F.dropout(x, p, training)`: zeroes each element with probability `p` and scales the rest by
- * `1/(1-p)`. The mask comes from `torch.rand` on x's device (seed it with `torch.manualSeed`).
+ * `F.dropout(x, p, training, {generator})`: zeroes each element with probability `p` and scales
+ * the rest by `1/(1-p)`. The scaled mask is one Bernoulli draw on x's device, from x's device's
+ * generator (`torch.manualSeed`) or `generator` (a webtorch keyword; PyTorch's dropout has none).
  * When not training (or p = 0) it returns a view of `x`.
  */
-export function dropout(x: Tensor, ...args: PyArgs<[p: number, training: boolean, inplace: boolean], { p?: number; training?: boolean; inplace?: boolean }>): Tensor {
-  const { p, training, inplace } = bindArgs('dropout', ['p', 'training', 'inplace'], args, { p: 0.5, training: true, inplace: false }, 1);
+export function dropout(x: Tensor, ...args: PyArgs<[p: number, training: boolean, inplace: boolean], { p?: number; training?: boolean; inplace?: boolean; generator?: Generator | null }>): Tensor {
+  const { p, training, inplace, generator } = bindArgs('dropout', ['p', 'training', 'inplace', 'generator'], args,
+    { p: 0.5, training: true, inplace: false, generator: null as Generator | null }, 1);
   if (inplace) throw new TypeError('dropout(): inplace=true is not supported; use the returned tensor');
   if (!(x instanceof Tensor)) throw new TypeError(`dropout(): expected input to be a Tensor, but got ${x === null ? 'null' : typeof x}`);
   if (!(p >= 0 && p <= 1)) throw new RangeError(`dropout probability has to be between 0 and 1, but got ${p}`);
+  const g = generatorFor('dropout', x.device, generator);
   if (!training) return V.index(x); // the identity, for every dtype, as in PyTorch
   checkFloat('dropout', x);
   if (p === 0) return V.index(x);
-  return tidy(() => {
-    const keep = binaryOp('ge', rand(x.shape.slice(), { device: x.device }), p);
-    return mul(x, mul(V.cast(keep, x.dtype), p === 1 ? 0 : 1 / (1 - p)));
-  });
+  // keep with probability 1 - p, as the value 1 / (1 - p) (0 everywhere when p = 1)
+  const mask = drawInto(alloc(x.shape, x.dtype, x.device), Dist.Bernoulli, g, f32Bits(1 - p), f32Bits(p === 1 ? 0 : 1 / (1 - p)));
+  const out = mul(x, mask);
+  mask.dispose();
+  return out;
 }
 
 /** `F.layer_norm(x, normalizedShape, weight, bias, eps)`: normalizes over the last dims. */

@@ -105,7 +105,7 @@ export const OPS: readonly OpInfo[] = [
   row('log_softmax', 'nn', [...both('log_softmax'), 'F.logSoftmax'], FLOAT, true, ['softmax', 'reduce', 'binary', 'unary'], { options: ['dtype'] }),
   row('layer_norm', 'nn', fn('layer_norm'), FLOAT, true, ['softmax', 'reduce', 'binary', 'unary']),
   row('batch_norm', 'nn', fn('batch_norm'), FLOAT, true, ['reduce', 'binary', 'unary']),
-  row('dropout', 'nn', ['torch.dropout', 'F.dropout'], ALL, true, ['write', 'binary']),
+  row('dropout', 'nn', ['torch.dropout', 'F.dropout'], ALL, true, ['random', 'binary']),
   row('conv1d', 'nn', fn('conv1d'), NUMBER, true, ['windows', 'gather', 'matmul'], { options: ['stride', 'padding', 'dilation', 'groups'] }),
   row('conv2d', 'nn', fn('conv2d'), NUMBER, true, ['windows', 'gather', 'matmul'], { options: ['stride', 'padding', 'dilation', 'groups'] }),
   row('max_pool2d', 'nn', fn('max_pool2d'), FLOAT, true, ['windows', 'gather', 'reduce'],

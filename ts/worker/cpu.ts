@@ -8,7 +8,7 @@
  * as the kernels expect.
  */
 import { StorageCode } from '../dtype.js';
-import { loadKernelWasm, loadSharedKernelWasm } from '../platform.js';
+import { canShareMemory, loadKernelWasm, loadSharedKernelWasm } from '../platform.js';
 import { poolThreads, sharedMemory, startPool, type KernelPool } from './cpu-pool.js';
 import { releaseScratch, reserveScratch, scratchCounter } from './scratch.js';
 import type { Backend } from './executor.js';
@@ -34,6 +34,7 @@ interface Kernels {
   matmulPart(dt: number, a: number, b: number, out: number, p: number, ws: number, part: number, parts: number): void;
   fill(dt: number, out: number, n: number, value: number): void;
   arange(dt: number, out: number, n: number, start: number, step: number): void;
+  random(dist: number, out: number, n: number, first: number, k0: number, k1: number, c0: number, c1: number, c2: number, c3: number, a: number, b: number): void;
 }
 
 const ALIGN = 16;
@@ -44,6 +45,8 @@ let K: Kernels;
 let pool: KernelPool | null = null;
 /** Products with fewer multiply-adds than this run on one thread (waking helpers costs more). */
 const POOL_MIN_MACS = 1 << 19;
+/** Random draws with fewer elements than this run on one thread. */
+const POOL_MIN_RANDOM = 1 << 16;
 /** Initial pages of the shared memory (the kernels' build asks for 16: `--initialMemory 16`). */
 const SHARED_INITIAL_PAGES = 16;
 let heapEnd = 0;
@@ -82,6 +85,12 @@ function freeRange(start: number, bytes: number): void {
     freeList.pop();
   }
 }
+
+/** The shared memory (null for the plain build), and each segment's address in it, for the GPU workers' pinned copies. */
+let shared: WebAssembly.Memory | null = null;
+let addresses: Uint32Array | null = null;
+/** Segment ids the address table covers (the allocator reuses the lowest free id, so live ids stay small). */
+const HOST_SEGMENTS = 1 << 14;
 
 function ptr(id: number): number {
   const r = ranges.get(id);
@@ -145,12 +154,16 @@ function operand(o: Operand, j: number, rank: number, dt: number): [number, View
 
 function run(cmd: Command): void {
   switch (cmd.k) {
-    case 'segment':
-      ranges.set(cmd.id, [allocRange(cmd.bytes), cmd.bytes]);
+    case 'segment': {
+      const start = allocRange(cmd.bytes);
+      ranges.set(cmd.id, [start, cmd.bytes]);
+      if (addresses && cmd.id < addresses.length) addresses[cmd.id] = start;
       return;
+    }
     case 'release': {
       const [start, bytes] = ranges.get(cmd.id)!;
       ranges.delete(cmd.id);
+      if (addresses && cmd.id < addresses.length) addresses[cmd.id] = 0;
       freeRange(start, bytes);
       return;
     }
@@ -161,6 +174,11 @@ function run(cmd: Command): void {
       return K.fill(cmd.dt, at(cmd.out, cmd.dt), cmd.n, cmd.value);
     case 'arange':
       return K.arange(cmd.dt, at(cmd.out, cmd.dt), cmd.n, cmd.start, cmd.step);
+    case 'random': { // Philox (assembly/kernels/random.ts); large draws in chunks on the pool's threads
+      const out = at(cmd.out, StorageCode.F32);
+      if (!pool || cmd.n < POOL_MIN_RANDOM) return K.random(cmd.dist, out, cmd.n, 0, ...cmd.key, ...cmd.counter, cmd.a, cmd.b);
+      return pool.run('randomPart', [desc([cmd.dist, out, cmd.n, 0, ...cmd.key, ...cmd.counter, cmd.a, cmd.b])], 4 * pool.threads, 0, 0);
+    }
     case 'copy':
       if (cmd.check) {
         if (K.copyChecked(cmd.srcDt, cmd.dt, ptr(cmd.src.id), at(cmd.out, cmd.dt), viewDesc(cmd.shape, [cmd.src]))) throw new Error(cmd.check.message);
@@ -228,8 +246,9 @@ function run(cmd: Command): void {
   }
 }
 
-function write(id: number, byteOffset: number, data: ArrayBuffer): void {
-  new Uint8Array(K.memory.buffer, ptr(id) + byteOffset, data.byteLength).set(new Uint8Array(data));
+function write(id: number, byteOffset: number, data: ArrayBuffer | Uint8Array): void {
+  const src = data instanceof Uint8Array ? data : new Uint8Array(data);
+  new Uint8Array(K.memory.buffer, ptr(id) + byteOffset, src.byteLength).set(src);
 }
 
 // ---- The index family (assembly/kernels/index.ts) ----
@@ -282,7 +301,10 @@ export const cpuBackend: Backend = {
     // Memory: shared (the kernels' shared build, helper threads on it) where the platform allows
     // it and there is more than one core; otherwise the plain build, which owns its memory.
     const threads = await poolThreads();
-    const memory = threads > 1 ? sharedMemory(SHARED_INITIAL_PAGES) : null;
+    // Shared wherever the platform allows it (pinned tensors live here, read by the GPU workers), even single-threaded.
+    const memory = canShareMemory() ? sharedMemory(SHARED_INITIAL_PAGES) : null;
+    shared = memory;
+    addresses = memory ? new Uint32Array(new SharedArrayBuffer(4 * HOST_SEGMENTS)) : null;
     const module = await (memory ? loadSharedKernelWasm() : loadKernelWasm());
     const abort = (_msg: number, _file: number, line: number, col: number) => {
       throw new Error(`wasm kernel aborted at ${line}:${col}`);
@@ -291,11 +313,12 @@ export const cpuBackend: Backend = {
     K = instance.exports as unknown as Kernels;
     // The shared build exports the memory it imports, so K.memory is that one; a pool that
     // cannot start leaves the device single-threaded.
-    if (memory) pool = await startPool(module, memory, instance.exports, threads).catch(() => null);
+    if (memory && threads > 1) pool = await startPool(module, memory, instance.exports, threads).catch(() => null);
     heapEnd = K.heapBase();
     return {
       name, kind: 'cpu', cpuAdapter: false, vendor: 'webassembly', architecture: 'wasm32+simd128', description: 'AssemblyScript kernels on WebAssembly',
       features: pool ? ['simd128', 'threads'] : ['simd128'], limits: { threads: pool?.threads ?? 1 }, nativeF16: false, scratch: scratchCounter(),
+      eventTiming: 'host', pinnable: memory !== null,
     };
   },
   run,
@@ -304,6 +327,9 @@ export const cpuBackend: Backend = {
   read: (id, byteOffset, bytes) => new Uint8Array(K.memory.buffer, ptr(id) + byteOffset, bytes).slice().buffer,
   write,
   async idle() {},
+  hostMemory: () => (shared && addresses ? { memory: shared, addresses } : null),
+  // Commands run synchronously here: work recorded so far has finished.
+  mark: async () => performance.now(),
   async close() {
     await pool?.close();
     pool = null;

@@ -1,5 +1,15 @@
-/** The `gpu` worker's entry point. */
-import { serve } from './executor.js';
+/**
+ * The `gpu` worker's entry point. Every backend call runs inside the exit gate (`exitGuard` in
+ * ts/platform.ts), so that a program leaving through `process.exit()` or an uncaught exception
+ * never has Node terminate this thread inside a Dawn call, which would abort the process.
+ */
+import { serve, type Backend } from './executor.js';
 import { gpuBackend } from './gpu.js';
+import { exitGuard } from '../platform.js';
 
-serve(gpuBackend);
+const guard = exitGuard();
+const guarded = Object.fromEntries(
+  Object.entries(gpuBackend).map(([k, v]) => [k, typeof v === 'function' ? (...args: unknown[]) => guard(() => v.apply(gpuBackend, args)) : v]),
+) as unknown as Backend;
+
+serve(guarded);

@@ -27,6 +27,9 @@ import { contextBuffer, countBuffers, createScratch, scratchCounter, setPressure
 import { IWG, SORT_BLOCK, cumulativeShader, gatherShader, indexParams, oneHotShader, scalarWord, scatterIndexShader, sortGlobalShader,
   sortInitShader, sortLocalShader, sortOutShader, sortParams, wordDt } from '../../wgsl/index.js';
 import type { IndexCommand } from './protocol.js';
+// Random numbers.
+import { RANDOM_PARAM_WORDS, RANDOM_WG, randomBlocks, randomShader } from '../../wgsl/random.js';
+import type { RandomCommand } from './protocol.js';
 
 const UNARY = new Map(ELEMENTWISE.filter((o) => o.arity === 1).map((o) => [o.code, o]));
 const BINARY = new Map(ELEMENTWISE.filter((o) => o.arity === 2).map((o) => [o.code, o]));
@@ -520,12 +523,12 @@ function run(cmd: Command): void {
       // emptyCache: the calling thread took `accounted` bytes of cached scratch off already (scratch.ts)
       dropReadStaging();
       for (const [i, b] of operandScratch.entries()) if (b) retired.push(b), (operandScratch[i] = null);
+      dropUploads();
       settleDrop(cmd.accounted);
       return;
     }
     case 'write':
-      write(cmd.id, cmd.byteOffset, cmd.data);
-      return;
+      throw new Error('webtorch: a write reaches the GPU backend through Backend.write, not run');
     case 'fill': {
       if (cmd.dt === StorageCode.I64) {
         // the exact 64-bit value, as two 32-bit scalar operands (a number holds any int64 fill value exactly)
@@ -560,6 +563,9 @@ function run(cmd: Command): void {
       runMap([], [cmd.n], buf(cmd.out.id), cmd.out.offset, cmd.dt, e, computeType(cmd.dt), [cmd.start, cmd.step]);
       return;
     }
+    case 'random':
+      runRandom(cmd);
+      return;
     case 'copy':
       // A checked float -> int64 cast goes through f2i64_ck (wgsl/int64.ts).
       if (cmd.check) runMap([{ r: cmd.src, dt: cmd.srcDt }], cmd.shape, buf(cmd.out.id), cmd.out.offset, cmd.dt, 'f2i64_ck(x0)', 'i64', NO_SCALARS, cmd.check);
@@ -654,6 +660,26 @@ function run(cmd: Command): void {
       return;
     default:
       throw new Error(`unknown command ${cmd.k}`);
+  }
+}
+
+/** Philox numbers (wgsl/random.ts) into a contiguous 32-bit output; in chunks over a buffer larger than one binding. */
+function runRandom(cmd: RandomCommand): void {
+  if (!cmd.n) return;
+  const out = buf(cmd.out.id);
+  const one = (first: number, n: number, offset: number) => {
+    const at = reserveParams(RANDOM_PARAM_WORDS);
+    paramWords.set([n, offset, first, cmd.dist, ...cmd.key, ...cmd.counter, cmd.a, cmd.b, 0], at);
+    dispatchAt('random', randomShader, [out], at, RANDOM_PARAM_WORDS, grid1d(randomBlocks(first, n), RANDOM_WG));
+  };
+  if (out.size <= maxBinding) return one(0, cmd.n, cmd.out.offset);
+  for (const c of chunks(cmd.n, [{ b: out, start: cmd.out.offset }], maxBinding, paramAlign)) {
+    windowOf = c.window;
+    try {
+      one(c.first, c.count, cmd.out.offset + c.first - c.window.get(out)! / 4);
+    } finally {
+      windowOf = null;
+    }
   }
 }
 
@@ -796,11 +822,78 @@ function flush(): void {
   for (const b of retired.splice(0)) destroyBuffer(b);
 }
 
-function write(id: number, byteOffset: number, data: ArrayBuffer): void {
+/**
+ * Writes host bytes into a storage, after the work recorded so far. Small writes go through
+ * `queue.writeBuffer`; from `STAGED_WRITE` bytes up they go through the upload ring, since
+ * Dawn's `writeBuffer` moved about 1.1 GB/s on the H100 where a mapped staging buffer and a
+ * copy moved five times that (`bench/probe-upload.mjs`, BENCHMARKS.md). `data` may be a view of
+ * shared memory (a pinned tensor), which `writeBuffer` cannot take but a mapped range can.
+ */
+function write(id: number, byteOffset: number, data: ArrayBuffer | Uint8Array): Promise<void> | void {
+  const bytes = data instanceof Uint8Array ? data : new Uint8Array(data);
+  if (bytes.byteLength >= STAGED_WRITE) return writeStaged(id, byteOffset, bytes);
   flush();
-  const padded = data.byteLength % 4 ? new Uint8Array(Math.ceil(data.byteLength / 4) * 4) : new Uint8Array(data);
-  if (padded.buffer !== data) padded.set(new Uint8Array(data));
-  device.queue.writeBuffer(buf(id), byteOffset, padded);
+  const aligned = bytes.byteLength % 4 === 0 && !(bytes.buffer instanceof SharedArrayBuffer);
+  const padded = aligned ? bytes : new Uint8Array(Math.ceil(bytes.byteLength / 4) * 4);
+  if (padded !== bytes) padded.set(bytes);
+  device.queue.writeBuffer(buf(id), byteOffset, padded as Uint8Array<ArrayBuffer>); // never a shared view (copied above)
+}
+
+// ---- The upload ring: mapped staging buffers for large writes ----
+
+const STAGED_WRITE = 1 << 20;
+const UPLOAD_CHUNK = 8 << 20;
+const UPLOAD_BUFFERS = 2;
+/** Staging buffers mapped for writing, ready to fill. */
+let uploadReady: GPUBuffer[] = [];
+/** Staging buffers being mapped again after their copy (null if the mapping failed: dropped). */
+let uploadMapping: Promise<GPUBuffer | null>[] = [];
+let uploadCount = 0;
+
+/** A staging buffer mapped for writing: a ready one, a new one while the ring is short, else the next to be mapped again. */
+async function takeUpload(): Promise<GPUBuffer> {
+  for (;;) {
+    const ready = uploadReady.pop();
+    if (ready) return ready;
+    if (uploadCount < UPLOAD_BUFFERS || !uploadMapping.length) {
+      uploadCount++;
+      return createScratch(device, UPLOAD_CHUNK, GPUBufferUsage.MAP_WRITE | GPUBufferUsage.COPY_SRC, true, 'an upload', true);
+    }
+    const again = await uploadMapping.shift()!;
+    if (again) return again;
+  }
+}
+
+/** Copies `data` into storage `id` chunk by chunk through the ring: fill a mapped buffer, unmap, copy, submit. */
+async function writeStaged(id: number, byteOffset: number, data: Uint8Array): Promise<void> {
+  const target = buf(id);
+  for (let off = 0; off < data.byteLength; off += UPLOAD_CHUNK) {
+    const n = Math.min(UPLOAD_CHUNK, data.byteLength - off), n4 = Math.ceil(n / 4) * 4;
+    const staging = await takeUpload();
+    const range = new Uint8Array(staging.getMappedRange(0, n4));
+    range.set(data.subarray(off, off + n));
+    if (n4 > n) range.fill(0, n);
+    staging.unmap();
+    encodePending();
+    encoder ??= device.createCommandEncoder();
+    encoder.copyBufferToBuffer(staging, 0, target, byteOffset + off, n4);
+    flush();
+    const ring = uploadMapping;
+    ring.push(staging.mapAsync(GPUMapMode.WRITE).then(() => {
+      if (ring !== uploadMapping) return null; // dropped meanwhile
+      return staging;
+    }, () => null));
+  }
+}
+
+/** Destroys the upload ring (emptyCache, memory pressure, close). */
+function dropUploads(): void {
+  for (const b of uploadReady) destroyBuffer(b);
+  const mapping = uploadMapping;
+  uploadReady = [];
+  uploadMapping = [];
+  uploadCount = 0;
+  for (const p of mapping) void p.then((b) => b && destroyBuffer(b));
 }
 
 /**
@@ -849,6 +942,44 @@ async function read(id: number, byteOffset: number, bytes: number): Promise<Arra
   } finally {
     await checkErrors();
     await checkDeviceErrors();
+  }
+}
+
+// ---- Event marks (Backend.mark): the point of the queue an event's record stands for ----
+
+/** The first GPU timestamp seen: event times are milliseconds after it (a double holds them exactly). */
+let timeBase: bigint | null = null;
+
+/**
+ * Resolves once the work submitted so far has finished, with its time: with `timing` on an
+ * adapter with `timestamp-query`, the GPU's own timestamp, written by an empty pass at this
+ * point of the queue (its mapping also tells that the work before it has finished); otherwise
+ * the worker's clock when `onSubmittedWorkDone` resolves.
+ */
+async function mark(timing: boolean): Promise<number> {
+  if (!timing || !device.features.has('timestamp-query')) {
+    flush();
+    await device.queue.onSubmittedWorkDone();
+    return performance.now();
+  }
+  encodePending();
+  encoder ??= device.createCommandEncoder();
+  const set = device.createQuerySet({ type: 'timestamp', count: 2 });
+  encoder.beginComputePass({ timestampWrites: { querySet: set, beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1 } }).end();
+  const resolved = contextBuffer(device.createBuffer({ size: 16, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC }));
+  const staging = contextBuffer(device.createBuffer({ size: 16, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST }));
+  encoder.resolveQuerySet(set, 0, 2, resolved, 0);
+  encoder.copyBufferToBuffer(resolved, 0, staging, 0, 16);
+  retired.push(resolved);
+  flush();
+  try {
+    await staging.mapAsync(GPUMapMode.READ);
+    const t = new BigUint64Array(staging.getMappedRange())[1];
+    timeBase ??= t;
+    return Number(t - timeBase) / 1e6;
+  } finally {
+    staging.destroy();
+    set.destroy();
   }
 }
 
@@ -988,7 +1119,10 @@ export const gpuBackend: Backend = {
     for (const l of limitNames) requiredLimits[l] = found.limits[l];
     device = await found.requestDevice({ requiredFeatures: features, requiredLimits });
     countBuffers(device);
-    setPressureHandler(dropReadStaging);
+    setPressureHandler(() => {
+      dropReadStaging();
+      dropUploads();
+    });
     paramAlign = device.limits.minStorageBufferOffsetAlignment;
     maxBinding = device.limits.maxStorageBufferBindingSize;
     rowDev = rowDevice(device.features, found.info, env('WEBTORCH_ROWS'));
@@ -996,8 +1130,9 @@ export const gpuBackend: Backend = {
     const limits: Record<string, number> = {};
     for (const l of limitNames) limits[l] = device.limits[l];
     return {
-      name, kind: 'gpu', cpuAdapter: rowDev.cpu, vendor: info.vendor, architecture: info.architecture, description: info.description || info.device,
+      name, kind: 'gpu', cpuAdapter: rowDev.cpu, vendor: info.vendor, architecture: info.architecture, device: info.device, description: info.description || info.device,
       features: [...found.features].map(String).sort(), limits, nativeF16: features.includes('shader-f16'), scratch: scratchCounter(),
+      eventTiming: features.includes('timestamp-query') ? 'gpu-timestamp' : 'host',
     };
   },
   run(cmd) {
@@ -1008,6 +1143,7 @@ export const gpuBackend: Backend = {
   flush,
   read,
   write,
+  mark,
   timePasses(on) {
     flush();
     if (on && device.features.has('timestamp-query')) timer = new PassTimer();
@@ -1035,6 +1171,7 @@ export const gpuBackend: Backend = {
     for (const b of buffers.values()) b.destroy();
     buffers.clear();
     dropReadStaging();
+    dropUploads();
     device?.destroy();
     adapter = null;
     gpu = null;

@@ -1,7 +1,8 @@
 /**
- * PENDING (rename to .test.ts once issue 19's `runtime` part is merged): the seeds' examples that
- * need torch.cuda as an alias of torch.gpu, torch.FloatTensor / torch.cuda.FloatTensor, the
- * device properties and capability queries, and AsyncLocalStorage-scoped withDevice.
+ * The seeds' examples that need torch.cuda as an alias of torch.gpu, torch.FloatTensor /
+ * torch.cuda.FloatTensor, the device properties and capability queries, and withDevice scoped to
+ * async callbacks (issue 19's runtime part). `torch.tidy` frees what the example leaves to
+ * Python's garbage collector.
  */
 import { describe, expect, it } from 'vitest';
 import * as torch from '../../dist/webtorch.js';
@@ -10,7 +11,7 @@ import { habitsSetup } from './setup.js';
 habitsSetup();
 
 describe('seed 000: CUDA semantics, word for word', () => {
-  it('the selected device, the device scope, copies and cuda(2)', async () => {
+  it('the selected device, the device scope, copies and cuda(2)', async () => torch.tidy(() => {
     const x = torch.cuda.FloatTensor(1);
     expect(x.getDevice()).toBe(0);
     const y = torch.FloatTensor(1).cuda();
@@ -32,7 +33,7 @@ describe('seed 000: CUDA semantics, word for word', () => {
       expect(d.getDevice()).toBe(2);
     });
     expect(z!.getDevice()).toBe(0);
-  });
+  }));
 });
 
 describe('seed 003: device properties', () => {

@@ -1,0 +1,115 @@
+/**
+ * `torch.gpu.getDeviceProperties`, `getDeviceName`, `getDeviceCapability`, `getArchList`.
+ *
+ * WebGPU tells an adapter's vendor, architecture, description and limits, but not the figures
+ * PyTorch reads from the CUDA driver. What each field here comes from:
+ * - `name`: `GPUAdapterInfo.device`, the adapter's identifier of the GPU (Dawn writes the
+ *   driver's device name in lower case with dashes, e.g. `llvmpipe-llvm-15-0-6-256-bits-` for
+ *   lavapipe), else its description, else vendor and architecture; never the `gpu:N` label.
+ *   (On NVIDIA, Dawn's description is the driver's version, `NVIDIA: 580.159.04 …`, not the GPU.)
+ * - `totalMemory`: the memory budget the device's caching allocator enforces (8 GiB by default,
+ *   `torch.gpu.configure({memory})`, `WEBTORCH_GPU_MEMORY`): WebGPU cannot report the GPU's size.
+ * - `major`/`minor`: for an NVIDIA adapter, the first compute capability of the architecture
+ *   Dawn names (`CAPABILITY` below: pascal 6.0, ampere 8.0, lovelace 8.9, …; a generation's
+ *   later chips, e.g. 8.6, report their generation's first). Dawn names no Hopper architecture,
+ *   so an NVIDIA adapter whose device is an H100, H200, H800, H20 or GH200 reports 9.0. Every
+ *   other adapter (AMD, Intel, Apple, software) reports 0.0, as does an NVIDIA GPU neither rule knows.
+ * - `multiProcessorCount`: 0, meaning unknown: WebGPU has no way to count SMs or compute units.
+ * - `maxStorageBufferBindingSize`, `maxBufferSize`: the adapter's limits (also in `limits`): the
+ *   largest tensor a kernel can bind whole, and the largest segment.
+ */
+import { bindArgs, type PyArgs } from './ops/options.js';
+import { clientOf, currentDevice, device, Device, init, type DeviceLike } from './device.js';
+import { memoryBudget } from './runtime/memory.js';
+import type { DeviceInfo } from './worker/protocol.js';
+
+/** What `getDeviceProperties` reports (PyTorch's `_CudaDeviceProperties`, camelCase, plus WebGPU's own). */
+export interface DeviceProperties extends Omit<DeviceInfo, 'name' | 'scratch'> {
+  /** The GPU's name as the adapter gives it (see ts/properties.ts), e.g. `'llvmpipe-llvm-15-0-6-256-bits-'`. */
+  name: string;
+  /** The GPU index (`gpu:index`). */
+  index: number;
+  /** A software adapter (lavapipe, SwiftShader): see `torch.gpu.configure({allowSoftware})`. */
+  isSoftware: boolean;
+  /** Bytes: the budget the caching allocator enforces on this device (WebGPU cannot report the GPU's size). */
+  totalMemory: number;
+  /** Compute capability: from the NVIDIA architecture Dawn names, else 0 (see ts/properties.ts). */
+  major: number;
+  minor: number;
+  /** 0: unknown, WebGPU cannot count multiprocessors. */
+  multiProcessorCount: number;
+  /** The largest binding a kernel sees (`limits.maxStorageBufferBindingSize`). */
+  maxStorageBufferBindingSize: number;
+  /** The largest buffer, so the largest segment (`limits.maxBufferSize`). */
+  maxBufferSize: number;
+}
+
+/** The first compute capability of each NVIDIA architecture, by the name Dawn's adapter info gives it. */
+const CAPABILITY: Record<string, [number, number]> = {
+  fermi: [2, 0], kepler: [3, 0], maxwell: [5, 0], pascal: [6, 0], volta: [7, 0], turing: [7, 5],
+  ampere: [8, 0], lovelace: [8, 9], 'ada-lovelace': [8, 9], hopper: [9, 0], blackwell: [10, 0],
+};
+
+/** @internal `[major, minor]` for an adapter (see the file's note). */
+export function capability(info: Pick<DeviceInfo, 'vendor' | 'architecture' | 'device'>): [number, number] {
+  if (!/nvidia/i.test(info.vendor)) return [0, 0];
+  const known = CAPABILITY[info.architecture.toLowerCase()];
+  if (known) return known;
+  return /(^|[^a-z0-9])g?h(100|200|800|20)([^a-z0-9]|$)/i.test(info.device ?? '') ? [9, 0] : [0, 0];
+}
+
+/** The GPU's name (see the file's note). */
+const adapterName = (info: DeviceInfo): string => info.device || info.description || `${info.vendor} ${info.architecture}`.trim() || 'unknown WebGPU adapter';
+
+/** Binds `(device?)` / `({device})` to a GPU device (the current one by default); a cpu device raises as PyTorch does. */
+function gpuArg(op: string, args: readonly unknown[]): Device {
+  const o = bindArgs(op, ['device'], args, { device: null as DeviceLike | null });
+  const d = device(o.device ?? currentDevice());
+  if (d.type !== 'gpu') throw new TypeError(`${op}: Expected a gpu device, but got: ${d}`);
+  return d;
+}
+
+/** A device argument: `(0)`, `('gpu:1')`, `({device: 0})`, or nothing (the current GPU). */
+export type GpuArgs = PyArgs<[device: DeviceLike | null], { device?: DeviceLike | null }>;
+
+/** Adapter info, limits, features and the memory budget of a GPU device (starts its worker). */
+export async function getDeviceProperties(...args: GpuArgs): Promise<DeviceProperties> {
+  await init();
+  const d = gpuArg('get_device_properties', args);
+  const c = clientOf(d);
+  await c.start();
+  const { name: _label, ...info } = c.info!;
+  const [major, minor] = capability(c.info!);
+  return {
+    ...info,
+    name: adapterName(c.info!),
+    index: d.index,
+    isSoftware: info.cpuAdapter || info.architecture === 'software',
+    totalMemory: memoryBudget(d),
+    major,
+    minor,
+    multiProcessorCount: 0,
+    maxStorageBufferBindingSize: info.limits.maxStorageBufferBindingSize,
+    maxBufferSize: info.limits.maxBufferSize,
+  };
+}
+
+/** The adapter's name for a GPU device (`torch.cuda.get_device_name`). */
+export async function getDeviceName(...args: GpuArgs): Promise<string> {
+  return (await getDeviceProperties(...args)).name;
+}
+
+/** `[major, minor]` (`torch.cuda.get_device_capability`): see `DeviceProperties.major`. */
+export async function getDeviceCapability(...args: GpuArgs): Promise<[number, number]> {
+  const p = await getDeviceProperties(...args);
+  return [p.major, p.minor];
+}
+
+/**
+ * The architectures the GPU kernels are built for (`torch.cuda.get_arch_list`): `['wgsl']`.
+ * webtorch's GPU kernels are WGSL, compiled by the adapter's driver when first used, so there is
+ * no list of `sm_XX` targets; every WebGPU adapter runs them.
+ */
+export function getArchList(): string[] {
+  return ['wgsl'];
+}
