@@ -7,7 +7,7 @@
  * promotion as Python scalars do, and reach the kernel as parameters (their bits in the
  * compute dtype), not as 0-dim tensors.
  */
-import { checkFits, int64Overflow, f32ToBF16, f32ToF16, isFloating, resultType, scalarName, storageCode, type DType } from '../dtype.js';
+import { checkFits, f32ToBF16, f32ToF16, isFloating, resultType, scalarName, storageCode, type DType } from '../dtype.js';
 import { alloc, launch, ref, sameDevice, place } from '../runtime/dispatch.js';
 import { broadcastFor, broadcastStrides, fmt, MAX_KERNEL_RANK } from '../shape.js';
 import { Tensor } from '../tensor.js';
@@ -112,7 +112,6 @@ function unaryForward(op: ElementwiseOp, x: Tensor, s: number[]): Tensor {
     launch(x.device, {
       k: 'unary', op: op.code, a: ref(xc), dt: storageCode(compute), out: place(out), outDt: storageCode(outDt),
       shape: x.shape.slice(), s: [s[0] ?? 0, s[1] ?? 0, s[2] ?? 0],
-      ...(outDt === 'int64' && op.wgsl.i32Checked ? { check: { message: int64Overflow(name), overflow: int64Overflow(name) } } : {}),
     });
   }
   if (temp) xc.dispose();
@@ -150,7 +149,11 @@ function sameShape(a: readonly number[], b: readonly number[]): boolean {
 }
 
 /** The kernel operand for `x` over the output `shape`: a scalar's bits, or the (cast) tensor's broadcast view; `temps` collects casts. */
-function operand(x: TensorOrScalar, compute: DType, shape: readonly number[], temps: Tensor[]): Operand {
+function operand(x: TensorOrScalar, compute: DType, shape: readonly number[], temps: Tensor[], device: Tensor['device']): Operand {
+  // An int64 scalar rides in one params word when it fits 32 bits (the kernels sign-extend it); others become a 0-dim tensor.
+  if (!(x instanceof Tensor) && compute === 'int64' && (Number(x) < -2147483648 || Number(x) > 2147483647)) {
+    temps.push((x = full([], x, { dtype: compute, device })));
+  }
   if (!(x instanceof Tensor)) return scalarBits(x, compute);
   let c = x;
   if (x.dtype !== compute) temps.push((c = cast(x, compute)));
@@ -195,13 +198,11 @@ function binaryForward(op: ElementwiseOp, a: TensorOrScalar, b: TensorOrScalar, 
       : broadcastFor(name, [ta.shape, tb.shape], `, dtypes ${ta.dtype} and ${tb.dtype}`);
   checkRank(name, shape);
   const temps: Tensor[] = [];
-  const ra = operand(a, compute, shape, temps), rb = operand(b, compute, shape, temps);
+  const ra = operand(a, compute, shape, temps, device), rb = operand(b, compute, shape, temps, device);
   const out = alloc(shape, outDt, device);
   if (out.numel()) {
     const cmd: Command = { k: 'binary', op: op.code, dt: storageCode(compute), outDt: storageCode(outDt), out: place(out), shape, a: ra, b: rb, alpha };
-    const overflow = outDt === 'int64' && op.wgsl.i32Checked ? int64Overflow(name) : undefined;
-    if (intDivision) cmd.check = { message: `ZeroDivisionError: integer division by zero (in ${name}, dtype ${compute})`, ...(overflow ? { overflow } : {}) };
-    else if (overflow) cmd.check = { message: overflow, overflow };
+    if (intDivision) cmd.check = { message: `ZeroDivisionError: integer division by zero (in ${name}, dtype ${compute})` };
     launch(device, cmd);
   }
   for (const t of temps) t.dispose();
@@ -254,6 +255,18 @@ export function clamp(x: Tensor, min?: number | null, max?: number | null): Tens
   const src = dtype === x.dtype ? x : cast(x, dtype);
   // PyTorch casts the bounds to the tensor's dtype first: for uint8, -2 is 254.
   const bound = (v: number | null | undefined) => (v == null ? NaN : dtype === 'uint8' ? ((Math.trunc(v) % 256) + 256) % 256 : v);
+  if ((dtype === 'int64' || dtype === 'int32') && [min, max].some((v) => v != null && Math.abs(v) > 2 ** 24)) {
+    // A GPU kernel's scalar options are f32, which would round such a bound: compare with exact 0-dim tensors instead.
+    let out = src;
+    for (const [v, op] of [[min, 'maximum'], [max, 'minimum']] as const) {
+      if (v == null) continue;
+      const b = full([], v, { dtype, device: x.device }), next = binaryOp(op, out, b);
+      b.dispose();
+      if (out !== x) out.dispose();
+      out = next;
+    }
+    return out;
+  }
   const out = unaryOp('clamp', src, [bound(min), bound(max)]);
   if (src !== x) src.dispose();
   return out;
