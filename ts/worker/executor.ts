@@ -19,7 +19,7 @@
 import * as Comlink from 'comlink';
 import { exposeWorker, onPortMessage } from '../platform.js';
 import { Board } from './board.js';
-import { readBatch, type Batch, type Command, type DeviceInfo, type HostMemory, type SyncTarget, type WorkerApi, type WorkerProfile } from './protocol.js';
+import { readBatch, type Batch, type Command, type DeviceInfo, type HostMemory, type SyncTarget, type TraceEntry, type WorkerApi, type WorkerProfile } from './protocol.js';
 import { Scheduler } from './scheduler.js';
 
 /** Runs `fn` after the tasks (messages) already queued: `setImmediate` in Node, a timeout elsewhere. */
@@ -52,9 +52,19 @@ export interface Backend {
   hostMemory?(): HostMemory | null;
   /** Starts (clearing) or stops timing the device's own work, where it can (GPU passes with timestamp queries). */
   timePasses?(on: boolean): void;
-  /** The device's milliseconds inside the passes timed since `timePasses(true)`, by command, once they have finished. */
-  passTimes?(): Promise<Record<string, { count: number; ms: number }> | null>;
+  /**
+   * The device's milliseconds inside the passes timed since `timePasses(true)`, by command, and
+   * each pass with its trace entry, once they have finished.
+   */
+  passTimes?(): Promise<{ by: Record<string, { count: number; ms: number }>; passes: WorkerProfile['passes'] } | null>;
+  /** The profile's trace entry of the command about to run (-1: none), for the passes it records. */
+  traceSeq?(seq: number): void;
 }
+
+/** Commands that are bookkeeping, not kernels: left out of a profile's trace. */
+const UNTRACED: ReadonlySet<string> = new Set(['segment', 'release', 'dropScratch', 'connect']);
+/** The worker's clock as milliseconds since the epoch, comparable with the calling thread's. */
+const epochMs = (t: number) => performance.timeOrigin + t;
 
 /** The executor's side of a profile (see `WorkerProfile`). */
 class Profile {
@@ -63,6 +73,7 @@ class Profile {
   flushMs = 0;
   waitMs = 0;
   readonly commands: WorkerProfile['commands'] = {};
+  readonly trace: TraceEntry[] = [];
 
   add(kind: string, ms: number): void {
     const c = (this.commands[kind] ??= { count: 0, ms: 0 });
@@ -96,6 +107,8 @@ export function serve(backend: Backend): void {
   };
   let failure: Error | null = null;
   let profile: Profile | null = null;
+  /** Per stream: the profiler's caller op its commands belong to (`opTag`). */
+  const opTags = new Map<number, number>();
   let board = Board.create(null);
   /** Per event slot: the version whose record has run here (a same-device `wait` needs no more). */
   const recorded = new Map<number, number>();
@@ -213,13 +226,20 @@ export function serve(backend: Backend): void {
         return;
       case 'wait':
         return; // `ready` held it until its record had run; the queue orders the rest
+      case 'opTag':
+        opTags.set(stream, cmd.op);
+        return;
       default:
         if (profile) {
+          const traced = !UNTRACED.has(cmd.k), seq = traced ? profile.trace.length : -1;
+          backend.traceSeq?.(seq);
           const t = performance.now();
           try {
             backend.run(cmd);
           } finally {
-            profile.add(cmd.k, performance.now() - t);
+            const t1 = performance.now();
+            profile.add(cmd.k, t1 - t);
+            if (traced) profile.trace.push({ op: opTags.get(stream) ?? 0, stream, name: cmd.k, t0: epochMs(t), t1: epochMs(t1) });
           }
         } else {
           backend.run(cmd);
@@ -311,10 +331,10 @@ export function serve(backend: Backend): void {
         }
         if (!done) return null;
         const wallMs = performance.now() - done.start;
-        const gpu = backend.passTimes ? await backend.passTimes() : null;
+        const timed = backend.passTimes ? await backend.passTimes() : null;
         return {
           wallMs, batches: done.batches, commands: done.commands, flushMs: done.flushMs,
-          waitMs: done.waitMs, gpu,
+          waitMs: done.waitMs, gpu: timed?.by ?? null, trace: done.trace, passes: timed?.passes ?? null,
         };
       }),
     // A stream still waiting for another device (a signal or bytes that device will never send
