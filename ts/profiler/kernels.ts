@@ -32,11 +32,12 @@ export function kernelsOf(device: string, p: WorkerProfile): KernelEvent[] {
   if (!p.passes) {
     return p.trace.map((e) => ({ name: e.name, device, stream: e.stream, op: e.op, t0: e.t0, t1: e.t1, deviceMs: null }));
   }
-  const passes = p.passes.filter((q) => q.seq >= 0 && q.seq < p.trace.length);
+  const entries = new Map(p.trace.map((e) => [e.seq, e]));
+  const passes = p.passes.filter((q) => entries.has(q.seq));
   let offset = -Infinity;
-  for (const q of passes) offset = Math.max(offset, p.trace[q.seq].t0 - q.start);
+  for (const q of passes) offset = Math.max(offset, entries.get(q.seq)!.t0 - q.start);
   return passes.map((q) => {
-    const e = p.trace[q.seq];
+    const e = entries.get(q.seq)!;
     return { name: q.label, device, stream: e.stream, op: e.op, t0: q.start + offset, t1: q.end + offset, deviceMs: q.end - q.start };
   });
 }

@@ -80,7 +80,8 @@ export class Recorder implements ProfilerHooks {
   readonly start = nowMs();
   /** Devices whose worker profile this recorder turned on, with the profile each will answer. */
   private readonly profiling = new Map<string, Device>();
-  private current: CallerEvent | null = null;
+  /** The open ops, outermost first, with the frames of each one's check (its op's function first). */
+  private readonly open: { e: CallerEvent; frames: string[] }[] = [];
   private readonly ranges: CallerEvent[] = [];
   /** Per `device#stream`: the op its last `opTag` named. */
   private readonly tagged = new Map<string, number>();
@@ -88,9 +89,15 @@ export class Recorder implements ProfilerHooks {
 
   constructor(readonly options: RecordOptions) {}
 
-  /** The innermost open range's id, or 0. */
+  /** The innermost open op's or range's id, or 0. */
   private get parent(): number {
+    if (this.open.length) return this.open[this.open.length - 1].e.id;
     return this.ranges.length ? this.ranges[this.ranges.length - 1].id : 0;
+  }
+
+  /** The innermost open op, or null. */
+  private get current(): CallerEvent | null {
+    return this.open.length ? this.open[this.open.length - 1].e : null;
   }
 
   private begin(name: string, kind: 'op' | 'range', device: string | null, shapes: number[][] | null): CallerEvent {
@@ -103,16 +110,21 @@ export class Recorder implements ProfilerHooks {
     return e;
   }
 
-  /** Ends the open op, if any, now. */
-  closeOp(): void {
-    if (!this.current) return;
-    this.current.t1 = nowMs();
-    this.current = null;
+  /** Ends the open ops now: all of them, or those that the code at `frames` is not inside (`strictly`: deeper than). */
+  closeOp(frames: string[] | null = null, strictly = false): void {
+    const t = nowMs();
+    while (this.open.length) {
+      const top = this.open[this.open.length - 1];
+      if (frames && inside(frames, top.frames, strictly)) break;
+      this.open.pop();
+      top.e.t1 = t;
+    }
   }
 
-  private openOp(name: string, device: string | null, shapes: number[][] | null): void {
-    this.closeOp();
-    this.current = this.begin(name, 'op', device, shapes);
+  /** Opens an op whose check is at `frames`, inside the open ops that called it. */
+  private openOp(name: string, device: string | null, shapes: number[][] | null, frames: string[]): void {
+    this.closeOp(frames, true);
+    this.open.push({ e: this.begin(name, 'op', device, shapes), frames });
     if (!this.closeQueued) {
       this.closeQueued = true;
       queueMicrotask(() => {
@@ -124,16 +136,20 @@ export class Recorder implements ProfilerHooks {
 
   op(name: string, tensors: readonly Tensor[]): void {
     const first = tensors[0];
-    this.openOp(name, first ? String(first.device) : null, this.options.recordShapes ? tensors.map((t) => t.shape.slice()) : null);
+    this.openOp(name, first ? String(first.device) : null, this.options.recordShapes ? tensors.map((t) => t.shape.slice()) : null, opFrames(name, callerFrames()));
   }
 
   launch(device: Device, cmd: Command): void {
+    // An op's commands come from its own function or deeper: the ops it called before (views,
+    // other ops) have returned, and an op whose function this is not inside has ended.
+    const frames = callerFrames();
+    this.closeOp(frames, false);
     const own = OWN_OP[cmd.k];
     const cur = this.current;
     // A cross-device copy's `recv` is the second half of the `send` before it; a command of its
     // own after an op's commands (a creation after an add) is a new op.
     const joins = cur !== null && (cmd.k === 'recv' ? cur.name === 'to' : !(own && cur.commands > 0));
-    if (!joins) this.openOp(own ?? cmd.k, String(device), null);
+    if (!joins) this.openOp(own ?? cmd.k, String(device), null, frames);
     const op = this.current!;
     op.device ??= String(device);
     const client = clientOf(device);
@@ -206,6 +222,45 @@ export class Recorder implements ProfilerHooks {
     }
     return Promise.all(all);
   }
+}
+
+/**
+ * The frames of the code that called `sameDevice` or `launch`, innermost first, without line
+ * and column (so that two calls from one function compare equal). Costs a stack capture per
+ * op, while profiling only.
+ */
+function callerFrames(): string[] {
+  const E = Error as unknown as { stackTraceLimit: number };
+  const limit = E.stackTraceLimit;
+  E.stackTraceLimit = Infinity;
+  try {
+    // Lines: the message (V8 only), callerFrames, the hook (op/launch), sameDevice/launch, then the caller.
+    const lines = (new Error().stack ?? '').split('\n');
+    return lines.slice(lines[0].startsWith('Error') ? 4 : 3).map((l) => l.trim().replace(/:\d+:\d+\)?$/, ''));
+  } finally {
+    E.stackTraceLimit = limit;
+  }
+}
+
+/**
+ * An op's frames from its own function on: where a helper of the op checked its arguments
+ * (`crossEntropy` → `classDim` → `sameDevice`), the frames from the op's function, found by its
+ * name, so that the ops it calls after the check are inside it.
+ */
+function opFrames(op: string, frames: string[]): string[] {
+  const name = op.replace(/_+$/, '').replace(/_(\w)/g, (_, c: string) => c.toUpperCase());
+  const own = (f: string | undefined) => f !== undefined && (f.startsWith(`at ${name} `) || f.includes(`.${name} (`) || f.startsWith(`${name}@`));
+  if (own(frames[0])) return frames;
+  for (let i = 1; i < 3; i++) if (own(frames[i])) return frames.slice(i);
+  return frames;
+}
+
+/** Whether code at `frames` runs inside the call whose frames are `outer` (`strictly`: in a call it made). */
+function inside(frames: string[], outer: string[], strictly: boolean): boolean {
+  const extra = frames.length - outer.length;
+  if (extra < (strictly ? 1 : 0)) return false;
+  for (let i = outer.length - 1; i >= 0; i--) if (frames[i + extra] !== outer[i]) return false;
+  return true;
 }
 
 /** The caller's stack, without the profiler's own frames. */

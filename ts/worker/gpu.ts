@@ -720,38 +720,37 @@ class PassTimer {
     this.used = 0;
   }
 
+  /** The GPU's first timestamp: passes are told in ms after it. */
+  private base: bigint | null = null;
+
   /**
-   * Milliseconds inside the timed passes by label, and each pass (start and end in ms after the
-   * first pass's start), once they have run; releases the timer's resources.
+   * Each pass timed so far and not yet drained (start and end in ms after the timer's first
+   * timestamp), once they have run; `release` also frees the timer's query sets (it is done).
    */
-  async total(): Promise<{ by: Record<string, { count: number; ms: number }>; passes: { seq: number; label: string; start: number; end: number }[] }> {
+  async drain(release: boolean): Promise<{ seq: number; label: string; start: number; end: number }[]> {
     if (this.used) {
       const enc = device.createCommandEncoder();
       this.resolve(enc);
       device.queue.submit([enc.finish()]);
     }
     flush();
-    const by: Record<string, { count: number; ms: number }> = {};
     const passes: { seq: number; label: string; start: number; end: number }[] = [];
-    let base: bigint | null = null;
+    const full = this.full.splice(0);
     for (const { staging, labels, seqs } of this.resolved.splice(0)) {
       await staging.mapAsync(GPUMapMode.READ);
       const t = new BigUint64Array(staging.getMappedRange());
       labels.forEach((l, i) => {
-        const e = (by[l] ??= { count: 0, ms: 0 });
-        e.count++;
         const t0 = t[2 * i], t1 = t[2 * i + 1];
-        if (t1 > t0) e.ms += Number(t1 - t0) / 1e6;
         // A pass the device did not time (zeros) has no place on the timeline.
         if (t0 === 0n || t1 < t0) return;
-        base ??= t0;
-        passes.push({ seq: seqs[i], label: l, start: Number(t0 - base) / 1e6, end: Number(t1 - base) / 1e6 });
+        this.base ??= t0;
+        passes.push({ seq: seqs[i], label: l, start: Number(t0 - this.base) / 1e6, end: Number(t1 - this.base) / 1e6 });
       });
       staging.destroy();
     }
-    for (const q of this.full.splice(0)) q.destroy();
-    this.set.destroy();
-    return { by, passes };
+    for (const q of full) q.destroy();
+    if (release) this.set.destroy();
+    return passes;
   }
 }
 
@@ -1051,17 +1050,21 @@ export const gpuBackend: Backend = {
   mark,
   timePasses(on) {
     flush();
-    if (on && device.features.has('timestamp-query')) timer = new PassTimer();
-    else if (!on) stopped = timer ?? stopped;
-    if (!on) timer = null;
+    if (on) {
+      if (!timer && device.features.has('timestamp-query')) timer = new PassTimer();
+    } else if (timer) {
+      stopped = timer;
+      timer = null;
+    }
   },
   traceSeq(seq) {
     traceSeq = seq;
   },
   async passTimes() {
+    if (timer) return timer.drain(false);
     const t = stopped;
     stopped = null;
-    return t ? t.total() : null;
+    return t ? t.drain(true) : null;
   },
   async idle() {
     flush();

@@ -223,6 +223,8 @@ export interface WorkerProfile {
 
 /** One command in a worker profile's `trace`. */
 export interface TraceEntry {
+  /** Its number, unique in the worker (GPU passes name it). */
+  seq: number;
   op: number;
   stream: number;
   name: string;
