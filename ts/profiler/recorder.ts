@@ -224,21 +224,38 @@ export class Recorder implements ProfilerHooks {
   }
 }
 
+/** V8's structured stack frame (the parts used here). */
+interface CallSite {
+  getFunctionName(): string | null;
+  getFileName(): string | undefined;
+  getEnclosingLineNumber?(): number | null;
+  getEnclosingColumnNumber?(): number | null;
+}
+
 /**
- * The frames of the code that called `sameDevice` or `launch`, innermost first, without line
- * and column (so that two calls from one function compare equal). Costs a stack capture per
- * op, while profiling only.
+ * The frames of the code that called `sameDevice` or `launch`, innermost first, each naming its
+ * function but not the line in it (so that two calls from one function compare equal). In V8 the
+ * frames are read structured (no source-map formatting) and name the function by where it
+ * starts; elsewhere they are the stack's lines without line and column. Costs a stack capture
+ * per op, while profiling only.
  */
 function callerFrames(): string[] {
-  const E = Error as unknown as { stackTraceLimit: number };
-  const limit = E.stackTraceLimit;
+  const E = Error as unknown as { stackTraceLimit: number; prepareStackTrace?: (e: Error, cs: CallSite[]) => unknown };
+  const limit = E.stackTraceLimit, prepare = E.prepareStackTrace;
   E.stackTraceLimit = Infinity;
+  E.prepareStackTrace = (_e, cs) => cs;
   try {
-    // Lines: the message (V8 only), callerFrames, the hook (op/launch), sameDevice/launch, then the caller.
-    const lines = (new Error().stack ?? '').split('\n');
+    const stack = new Error().stack as unknown;
+    // Frames: callerFrames, the hook (op/launch), sameDevice/launch, then the caller.
+    if (Array.isArray(stack)) {
+      return (stack as CallSite[]).slice(3).map((c) =>
+        `at ${c.getFunctionName() ?? '<anonymous>'} (${c.getFileName() ?? ''}:${c.getEnclosingLineNumber?.() ?? ''}:${c.getEnclosingColumnNumber?.() ?? ''})`);
+    }
+    const lines = String(stack ?? '').split('\n');
     return lines.slice(lines[0].startsWith('Error') ? 4 : 3).map((l) => l.trim().replace(/:\d+:\d+\)?$/, ''));
   } finally {
     E.stackTraceLimit = limit;
+    E.prepareStackTrace = prepare;
   }
 }
 
