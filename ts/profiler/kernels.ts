@@ -10,7 +10,11 @@ import type { WorkerProfile } from '../worker/protocol.js';
 
 /** One kernel (or command) on a device's stream. */
 export interface KernelEvent {
-  /** Its name: the command (`matmul`, `binary`, …), with the op or shape where the GPU worker tells them. */
+  /**
+   * Its name: `wgsl:` (a GPU's kernels) or `wasm:` (the cpu device's AssemblyScript kernels) and
+   * the command (`matmul`, `binary`, …), with the op or shape where the GPU worker tells them
+   * (`wgsl:binary:add`, `wgsl:matmul:1x8x16x32`); the prefix keeps a kernel's row apart from its op's.
+   */
   name: string;
   device: string;
   stream: number;
@@ -27,10 +31,10 @@ export interface KernelEvent {
 export function kernelsOf(device: string, p: WorkerProfile): KernelEvent[] {
   const isGpu = device.startsWith('gpu');
   if (!isGpu) {
-    return p.trace.map((e) => ({ name: e.name, device, stream: e.stream, op: e.op, t0: e.t0, t1: e.t1, deviceMs: e.t1 - e.t0 }));
+    return p.trace.map((e) => ({ name: `wasm:${e.name}`, device, stream: e.stream, op: e.op, t0: e.t0, t1: e.t1, deviceMs: e.t1 - e.t0 }));
   }
   if (!p.passes) {
-    return p.trace.map((e) => ({ name: e.name, device, stream: e.stream, op: e.op, t0: e.t0, t1: e.t1, deviceMs: null }));
+    return p.trace.map((e) => ({ name: `wgsl:${e.name}`, device, stream: e.stream, op: e.op, t0: e.t0, t1: e.t1, deviceMs: null }));
   }
   const entries = new Map(p.trace.map((e) => [e.seq, e]));
   const passes = p.passes.filter((q) => entries.has(q.seq));
@@ -38,6 +42,6 @@ export function kernelsOf(device: string, p: WorkerProfile): KernelEvent[] {
   for (const q of passes) offset = Math.max(offset, entries.get(q.seq)!.t0 - q.start);
   return passes.map((q) => {
     const e = entries.get(q.seq)!;
-    return { name: q.label, device, stream: e.stream, op: e.op, t0: q.start + offset, t1: q.end + offset, deviceMs: q.end - q.start };
+    return { name: `wgsl:${q.label}`, device, stream: e.stream, op: e.op, t0: q.start + offset, t1: q.end + offset, deviceMs: q.end - q.start };
   });
 }

@@ -170,6 +170,8 @@ export class Recorder implements ProfilerHooks {
 
   memory(device: Device, bytes: number): void {
     if (!this.options.profileMemory) return;
+    // A free by code outside the open ops (a dispose after them) is not theirs.
+    this.closeOp(callerFrames(), false);
     const name = String(device);
     const owner = this.current ?? (this.ranges.length ? this.ranges[this.ranges.length - 1] : null);
     let total = 0;
