@@ -156,6 +156,21 @@ describe('Chrome trace', () => {
     }
   });
 
+  it('withStack: each op carries the caller\'s stack, without webtorch\'s frames', async () => {
+    const x = torch.ones([4]);
+    for (const withStack of [true, false]) {
+      const prof = await profiler.profile({ withStack }, () => x.exp().dispose());
+      const exp = prof.events().ops.find((o) => o.name === 'exp')!;
+      if (withStack) {
+        expect(exp.stack).toMatch(/profiler\.test\.ts/);
+        expect(exp.stack).not.toMatch(/webtorch\.js/);
+        const ev = JSON.parse(await prof.exportChromeTrace()).traceEvents.find((e: any) => e.name === 'exp');
+        expect(ev.args['Call stack']).toBe(exp.stack);
+      } else expect(exp.stack).toBeNull();
+    }
+    x.dispose();
+  });
+
   it('writes the file in Node; puts two devices of one profile on their own tracks', async () => {
     const gpus = devices.filter((d) => d !== 'cpu');
     const used = ['cpu', ...gpus];

@@ -282,8 +282,8 @@ function inside(frames: string[], outer: string[], strictly: boolean): boolean {
   return true;
 }
 
-/** The caller's stack, without the profiler's own frames. */
+/** The caller's stack, without webtorch's own frames (the bundle's, or the sources' under ts/). */
 function stackHere(): string {
   const lines = (new Error().stack ?? '').split('\n').slice(1);
-  return lines.filter((l) => !/profiler|dispatch\.|webtorch\.js/.test(l)).map((l) => l.trim()).join('\n');
+  return lines.filter((l) => !/webtorch\.js|\/ts\/(profiler|runtime|ops)\//.test(l)).map((l) => l.trim()).join('\n');
 }
