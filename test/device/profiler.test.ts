@@ -77,6 +77,7 @@ describe('profile of a training step', () => {
       const sorted = [...prof.keyAverages()].sort((a, b) => b.deviceTimeTotal - a.deviceTimeTotal).slice(0, 8).map((r) => r.key);
       expect(rows.map((r) => r.trim().split(/ {2,}/)[0])).toEqual(sorted);
       expect(prof.keyAverages().table({ sortBy: 'cuda_time_total', rowLimit: 8 })).toBe(table);
+      expect(prof.keyAverages(false).table('cuda_time_total', 8)).toBe(table); // PyTorch's positional arguments
       // The training step holds every op: 100% of the CPU total.
       const step = lines.find((l) => l.trim().startsWith('train_step'));
       expect(step!.trim().split(/ {2,}/)[3]).toBe('100.00%');
@@ -153,6 +154,28 @@ describe('Chrome trace', () => {
         expect(callerX.some((e) => e.ts === s.ts)).toBe(true);
       }
       expect(ev.every((e) => e.ph === 'M' || (Number.isFinite(e.ts) && e.ts >= 0))).toBe(true);
+    }
+  });
+
+  it('puts a side stream\'s kernels on that stream\'s track', async () => {
+    for (const d of devices.filter((x) => x !== 'cpu')) {
+      const x = torch.ones([32, 32], { device: d });
+      const side = new torch.gpu.Stream(d);
+      const prof = await profiler.profile({}, async () => {
+        x.neg().dispose();
+        torch.gpu.stream(side, () => x.exp().dispose());
+        await torch.gpu.synchronize(d);
+      });
+      const ev: any[] = JSON.parse(await prof.exportChromeTrace()).traceEvents;
+      const pid = ev.find((e) => e.ph === 'M' && e.name === 'process_name' && e.args.name === d).pid;
+      const threads = ev.filter((e) => e.ph === 'M' && e.name === 'thread_name' && e.pid === pid).map((e) => [e.tid, e.args.name]);
+      expect(threads.sort(), d).toEqual([[0, 'stream 0'], [side.streamId, `stream ${side.streamId}`]].sort());
+      const kernel = (name: string) => ev.find((e) => e.cat === 'kernel' && e.name === name);
+      expect(kernel('wgsl:unary:neg').tid, d).toBe(0);
+      expect(kernel('wgsl:unary:exp').tid, d).toBe(side.streamId);
+      const exp = prof.events().ops.find((o) => o.name === 'exp')!;
+      expect(exp.stream).toBe(side.streamId);
+      x.dispose();
     }
   });
 

@@ -206,9 +206,10 @@ export class Profile {
     return this.data;
   }
 
-  /** PyTorch's `key_averages(group_by_input_shape=...)`. */
-  keyAverages(options: { groupByInputShape?: boolean } = {}): KeyAverages {
+  /** PyTorch's `key_averages(group_by_input_shape=...)` (positional too: `keyAverages(true)`). */
+  keyAverages(options: { groupByInputShape?: boolean } | boolean = {}): KeyAverages {
     const data = this.results('keyAverages()');
+    if (typeof options === 'boolean') options = { groupByInputShape: options };
     if (options.groupByInputShape && !data.events.some((e) => e.shapes)) {
       throw new Error('keyAverages({groupByInputShape: true}) needs the profile to record shapes: profile({recordShapes: true, ...})');
     }

@@ -151,8 +151,12 @@ export class KeyAverages implements Iterable<EventAverage> {
     return this.rows[Symbol.iterator]();
   }
 
-  /** PyTorch's table of the rows, sorted by `sortBy` (descending), at most `rowLimit` rows. */
-  table(options: TableOptions = {}): string {
+  /**
+   * PyTorch's table of the rows, sorted by `sortBy` (descending), at most `rowLimit` rows (-1: all).
+   * Positional as PyTorch's too: `table('cuda_time_total', 10)`.
+   */
+  table(options: TableOptions | string = {}, rowLimitArg?: number): string {
+    if (typeof options === 'string') options = { sortBy: options, rowLimit: rowLimitArg };
     const { sortBy, rowLimit = 100, maxNameColumnWidth = 55, maxShapesColumnWidth = 80 } = options;
     let rows = this.rows.slice();
     if (sortBy !== undefined) {
