@@ -122,6 +122,29 @@ describe('profile of a training step', () => {
   });
 });
 
+describe('activities', () => {
+  it('CPU records the calling thread only; CUDA the kernels, with no CPU times or caller track', async () => {
+    for (const d of devices) {
+      const x = torch.ones([16], { device: d });
+      const run = (activities: string[]) => profiler.profile({ activities }, async () => {
+        x.exp().dispose();
+        await torch.gpu.synchronize(d);
+      });
+      const cpuOnly = await run([profiler.ProfilerActivity.CPU]);
+      expect(cpuOnly.events().kernels, d).toEqual([]);
+      expect(cpuOnly.keyAverages().table().split('\n')[1]).not.toMatch(/GPU|Device/);
+      expect([...cpuOnly.keyAverages()].find((r) => r.key === 'exp')!.cpuTimeTotal).toBeGreaterThan(0);
+      const gpuOnly = await run([profiler.ProfilerActivity.CUDA]);
+      expect(gpuOnly.events().kernels.map((k) => k.name), d).toEqual([d === 'cpu' ? 'wasm:unary' : 'wgsl:unary:exp']);
+      expect([...gpuOnly.keyAverages()].every((r) => r.cpuTimeTotal === 0)).toBe(true);
+      const ev: any[] = JSON.parse(await gpuOnly.exportChromeTrace()).traceEvents;
+      expect(ev.filter((e) => e.pid === 0 && e.ph !== 'M'), d).toEqual([]);
+      expect(ev.filter((e) => e.cat === 'kernel').length).toBe(1);
+      x.dispose();
+    }
+  });
+});
+
 describe('Chrome trace', () => {
   it('has a track per device and stream, every op, the ranges, and flows from ops to kernels', async () => {
     for (const d of devices) {
