@@ -358,6 +358,19 @@ describe('misuse', () => {
     expect(prof.keyAverages().table()).toMatch(/Self CPU time total/);
   });
 
+  it('a failing onTraceReady does not reject step() (PyTorch\'s is synchronous); stop() raises it', async () => {
+    const prof = profiler.profile({
+      schedule: profiler.schedule({ wait: 0, warmup: 0, active: 1 }),
+      onTraceReady: () => {
+        throw new Error('handler failed');
+      },
+    });
+    prof.start();
+    await expect(prof.step()).resolves.toBeUndefined();
+    await expect(prof.step()).resolves.toBeUndefined();
+    await expect(prof.stop()).rejects.toThrow('handler failed');
+  });
+
   it('rejects unknown options, activities and schedules with PyTorch\'s wording', async () => {
     expect(() => profiler.profile({ activities: ['tpu'] } as any)).toThrow(/unknown activity 'tpu'/);
     expect(() => profiler.profile({ recordShape: true } as any)).toThrow(/unexpected keyword argument 'recordShape'/);

@@ -83,8 +83,16 @@ export class Profile {
   private recordSteps = false;
   private data: ProfileData | null = null;
   private start0 = 0;
-  /** The saves in flight, in order. */
+  /** The saves in flight, in order; it never rejects (the first failure is kept in `failure`). */
   private chain: Promise<void> = Promise.resolve();
+  private failure: unknown = null;
+
+  /** Queues `work` after the saves in flight, keeping its failure for `stop()`. */
+  private after(work: () => unknown): void {
+    this.chain = this.chain.then(work).then(() => undefined, (e: unknown) => {
+      this.failure ??= e;
+    });
+  }
 
   constructor(options: ProfileOptions = {}) {
     if (typeof options !== 'object' || options === null) throw new TypeError('profile(): options must be an object');
@@ -111,7 +119,12 @@ export class Profile {
     return this;
   }
 
-  /** Ends the current step (PyTorch's `prof.step()`): the schedule's next action takes effect now; resolves once a cycle it ended is saved. */
+  /**
+   * Ends the current step (PyTorch's `prof.step()`): the schedule's next action takes effect now;
+   * resolves once a cycle it ended is saved. It never rejects, so that an un-awaited `step()`
+   * (PyTorch's is synchronous) cannot end the process: a failure (a device lost, `onTraceReady`
+   * throwing) is raised by `stop()`.
+   */
   step(): Promise<void> {
     if (this.state !== 'running') return Promise.reject(new Error('profile.step(): the profile is not running (call start() first, or step inside profile(options, fn))'));
     this.recordSteps = true;
@@ -132,7 +145,11 @@ export class Profile {
     if (this.state !== 'running') return Promise.reject(new Error('profile.stop(): the profile is not running'));
     this.state = 'stopped';
     this.transit(this.action, ProfilerAction.NONE, true);
-    return this.chain;
+    return this.chain.then(() => {
+      const f = this.failure;
+      this.failure = null;
+      if (f) throw f;
+    });
   }
 
   /** Whether results can be read: a cycle was saved (the profile stopped, or a schedule's active run ended). */
@@ -167,12 +184,14 @@ export class Profile {
     this.stepOpen = false;
     if (profilerHooks.current === rec) profilerHooks.current = null;
     this.rec = null;
-    return [rec, rec.devicesProfiles(false)];
+    const profiles = rec.devicesProfiles(false);
+    profiles.catch(() => undefined); // handled where the chain reaches it (see `after`)
+    return [rec, profiles];
   }
 
   private discard(): void {
     const d = this.detach();
-    if (d) this.chain = this.chain.then(() => d[1]).then(() => undefined);
+    if (d) this.after(() => d[1]);
   }
 
   private restart(): void {
@@ -180,14 +199,15 @@ export class Profile {
     this.stepOpen = false;
     this.rec.finish();
     const p = this.rec.devicesProfiles(true);
-    this.chain = this.chain.then(() => p).then(() => undefined);
+    p.catch(() => undefined); // handled where the chain reaches it (see `after`)
+    this.after(() => p);
   }
 
   private save(): void {
     const d = this.detach();
     if (!d) return;
     const [rec, profiles] = d;
-    this.chain = this.chain.then(async () => {
+    this.after(async () => {
       const kernels: KernelEvent[] = [];
       for (const [device, p] of await profiles) if (p) kernels.push(...kernelsOf(device, p));
       kernels.sort((a, b) => a.t0 - b.t0);
