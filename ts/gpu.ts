@@ -27,6 +27,8 @@ export {
 } from './rng.js';
 export { Stream, currentStream, defaultStream, setStream, stream, withStream } from './runtime/streams.js';
 export { Event } from './runtime/events.js';
+/** `torch.gpu.nvtx` (`torch.cuda.nvtx`): `rangePush`, `rangePop`, `range(name, fn)`, `mark`; ranges in the profiler (ts/profiler). */
+export * as nvtx from './profiler/nvtx.js';
 export type { LegacyTensorType } from './legacy.js';
 
 /** What `torch.gpu.configure` takes. */

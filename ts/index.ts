@@ -189,6 +189,8 @@ export * as autograd from './autograd/api.js';
 export * as nn from './nn/index.js';
 export * as optim from './optim/index.js';
 export * as data from './data/index.js';
+/** `torch.profiler`: PyTorch's profiler (`profile`, `schedule`, `recordFunction`, …; ts/profiler). */
+export * as profiler from './profiler/index.js';
 export { Dataset, TensorDataset, DataLoader } from './data/index.js';
 
 // ---- NN functional ops, statistics, joining and splitting (ts/ops/{nn,conv,pool,shape,stats}.ts) ----

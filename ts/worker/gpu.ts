@@ -73,7 +73,7 @@ let paramFloats = new Float32Array(params.buffer);
 let paramBytes = 0;
 let paramBuffer: GPUBuffer | null = null;
 /** A recorded dispatch; `label` names its command while the worker's profile times passes. */
-interface PendingDispatch { kernel: Kernel; buffers: GPUBuffer[]; offset: number; size: number; grid: [number, number, number]; label: string; at?: number[] }
+interface PendingDispatch { kernel: Kernel; buffers: GPUBuffer[]; offset: number; size: number; grid: [number, number, number]; label: string; seq: number; at?: number[] }
 /** While a launch runs in chunks (ts/worker/split.ts): the byte offset of each windowed buffer's binding. */
 let windowOf: Map<GPUBuffer, number> | null = null;
 /** The command being run, for the error of an op over a buffer larger than one binding. */
@@ -255,7 +255,7 @@ function queueDispatch(k: Kernel, bind: GPUBuffer[], at: number, words: number, 
     if (w !== undefined) (windows ??= bind.map(() => 0))[i] = w;
     else if (bind[i].size > maxBinding) throw tooLarge(currentCmd ? labelOf(currentCmd) : 'a kernel', bind[i].size, maxBinding);
   }
-  pendingBinds.push({ kernel: k, buffers: bind, offset: at * 4, size: words * 4, grid, label, at: windows });
+  pendingBinds.push({ kernel: k, buffers: bind, offset: at * 4, size: words * 4, grid, label, seq: traceSeq, at: windows });
 }
 
 /** Queues one dispatch with its params block `p`. */
@@ -695,7 +695,7 @@ function encodePending(): void {
   if (timer) {
     // Profiling: one timed pass per dispatch, so that the GPU's time is told per command.
     for (const d of pendingBinds) {
-      const p = encoder.beginComputePass({ timestampWrites: timer.next(encoder, d.label) });
+      const p = encoder.beginComputePass({ timestampWrites: timer.next(encoder, d.label, d.seq) });
       record(p, d, null);
       p.end();
     }
@@ -719,14 +719,17 @@ class PassTimer {
   private set = device.createQuerySet({ type: 'timestamp', count: 2 * TIMED_PASSES });
   private used = 0;
   /** Staging buffers holding resolved timestamp pairs, with how many pairs each holds. */
-  private readonly resolved: { staging: GPUBuffer; labels: string[] }[] = [];
+  private readonly resolved: { staging: GPUBuffer; labels: string[]; seqs: number[] }[] = [];
   private labels: string[] = [];
+  /** Each pass's entry in the profile's trace (-1: none). */
+  private seqs: number[] = [];
   private readonly full: GPUQuerySet[] = [];
 
   /** The timestamp writes of the next pass of `enc` (resolving the set into `enc` when it fills). */
-  next(enc: GPUCommandEncoder, label: string): GPUComputePassTimestampWrites {
+  next(enc: GPUCommandEncoder, label: string, seq: number): GPUComputePassTimestampWrites {
     if (this.used === TIMED_PASSES) this.resolve(enc);
     this.labels.push(label);
+    this.seqs.push(seq);
     const i = 2 * this.used++;
     return { querySet: this.set, beginningOfPassWriteIndex: i, endOfPassWriteIndex: i + 1 };
   }
@@ -740,38 +743,50 @@ class PassTimer {
     enc.copyBufferToBuffer(target, 0, staging, 0, bytes);
     retired.push(target);
     this.full.push(this.set);
-    this.resolved.push({ staging, labels: this.labels });
+    this.resolved.push({ staging, labels: this.labels, seqs: this.seqs });
     this.labels = [];
+    this.seqs = [];
     this.set = device.createQuerySet({ type: 'timestamp', count: 2 * TIMED_PASSES });
     this.used = 0;
   }
 
-  /** Milliseconds inside the timed passes by label, once they have run; releases the timer's resources. */
-  async total(): Promise<Record<string, { count: number; ms: number }>> {
+  /** The GPU's first timestamp: passes are told in ms after it. */
+  private base: bigint | null = null;
+
+  /**
+   * Each pass timed so far and not yet drained (start and end in ms after the timer's first
+   * timestamp), once they have run; `release` also frees the timer's query sets (it is done).
+   */
+  async drain(release: boolean): Promise<{ seq: number; label: string; start: number; end: number }[]> {
     if (this.used) {
       const enc = device.createCommandEncoder();
       this.resolve(enc);
       device.queue.submit([enc.finish()]);
     }
     flush();
-    const by: Record<string, { count: number; ms: number }> = {};
-    for (const { staging, labels } of this.resolved.splice(0)) {
+    const passes: { seq: number; label: string; start: number; end: number }[] = [];
+    const full = this.full.splice(0);
+    for (const { staging, labels, seqs } of this.resolved.splice(0)) {
       await staging.mapAsync(GPUMapMode.READ);
       const t = new BigUint64Array(staging.getMappedRange());
       labels.forEach((l, i) => {
-        const e = (by[l] ??= { count: 0, ms: 0 });
-        e.count++;
-        if (t[2 * i + 1] > t[2 * i]) e.ms += Number(t[2 * i + 1] - t[2 * i]) / 1e6;
+        const t0 = t[2 * i], t1 = t[2 * i + 1];
+        // A pass the device did not time (zeros) has no place on the timeline.
+        if (t0 === 0n || t1 < t0) return;
+        this.base ??= t0;
+        passes.push({ seq: seqs[i], label: l, start: Number(t0 - this.base) / 1e6, end: Number(t1 - this.base) / 1e6 });
       });
       staging.destroy();
     }
-    for (const q of this.full.splice(0)) q.destroy();
-    this.set.destroy();
-    return by;
+    for (const q of full) q.destroy();
+    if (release) this.set.destroy();
+    return passes;
   }
 }
 
 let timer: PassTimer | null = null;
+/** The profile's trace entry of the command being run (executor's `traceSeq`), for its passes. */
+let traceSeq = -1;
 /** The command whose dispatches are being recorded, while the profile is on. */
 let label = '';
 
@@ -1146,14 +1161,21 @@ export const gpuBackend: Backend = {
   mark,
   timePasses(on) {
     flush();
-    if (on && device.features.has('timestamp-query')) timer = new PassTimer();
-    else if (!on) stopped = timer ?? stopped;
-    if (!on) timer = null;
+    if (on) {
+      if (!timer && device.features.has('timestamp-query')) timer = new PassTimer();
+    } else if (timer) {
+      stopped = timer;
+      timer = null;
+    }
+  },
+  traceSeq(seq) {
+    traceSeq = seq;
   },
   async passTimes() {
+    if (timer) return timer.drain(false);
     const t = stopped;
     stopped = null;
-    return t ? t.total() : null;
+    return t ? t.drain(true) : null;
   },
   async idle() {
     flush();

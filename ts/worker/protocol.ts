@@ -84,6 +84,8 @@ export type Command =
   | { k: 'writeHost'; peer: string; dst: number; dstOffset: number; id: number; byteOffset: number; bytes: number }
   /** Worker-internal, never on the wire: a read or sync run in its stream's order (ts/worker/executor.ts). */
   | { k: 'call'; fn: () => void }
+  /** While the profiler (ts/profiler) records: the stream's later commands belong to caller op `op`. */
+  | { k: 'opTag'; op: number }
   | { k: 'send'; peer: string; tag: number; id: number; byteOffset: number; bytes: number }
   | { k: 'recv'; peer: string; tag: number; id: number; byteOffset: number }
   | IndexCommand;
@@ -203,6 +205,30 @@ export interface WorkerProfile {
    * shape), from timestamp queries around a pass per dispatch; null where the device cannot tell.
    */
   gpu: Record<string, { count: number; ms: number }> | null;
+  /**
+   * The profiler's timeline (ts/profiler): each kernel command run, in order, with the caller op
+   * it belongs to (`opTag`), its stream, and when the worker ran it (`t0`..`t1`, milliseconds
+   * since the epoch, `performance.timeOrigin + performance.now()`; on the cpu device this is the
+   * kernel's own time).
+   */
+  trace: TraceEntry[];
+  /**
+   * The GPU's timed passes, one per dispatch: the `trace` entry it belongs to (`seq`), its label,
+   * and its start and end in milliseconds on the GPU's clock (relative to the first pass);
+   * null where the device has no timestamp queries.
+   */
+  passes: { seq: number; label: string; start: number; end: number }[] | null;
+}
+
+/** One command in a worker profile's `trace`. */
+export interface TraceEntry {
+  /** Its number, unique in the worker (GPU passes name it). */
+  seq: number;
+  op: number;
+  stream: number;
+  name: string;
+  t0: number;
+  t1: number;
 }
 
 /**
