@@ -22,7 +22,7 @@ import { legacyType } from './legacy.js';
 import { binaryOp, clamp, div, gelu, nanToNum, softplus, unaryOp, where, type TensorOrScalar } from './ops/elementwise.js';
 import { matmul } from './ops/matmul.js';
 import { bindArgs, bindDim, type DimArgs, type PyArgs } from './ops/options.js';
-import { argReduce, maxMin, reduce, type Dims, type ValuesIndices } from './ops/reduce.js';
+import { argReduce, maxMin, reduceApi, type Dims, type ValuesIndices } from './ops/reduce.js';
 import { ReduceOp } from '../wgsl/reduce.js';
 import { Tensor } from './tensor.js';
 import { tidy } from './ops/scoped.js';
@@ -122,7 +122,7 @@ export const sub = (x: TensorOrScalar, y: TensorOrScalar, ...args: PyArgs<[alpha
 /** A reduction over `dim` (all dims when omitted) with PyTorch's `(dim, keepdim)` or keywords. */
 const reduction = <D extends Dims>(name: string, op: ReduceOp) => (x: Tensor, ...args: DimArgs<D>) => {
   const { dim, keepdim } = bindDim<D>(name, args);
-  return reduce(op, x, dim, keepdim);
+  return reduceApi(name, op, x, dim, keepdim);
 };
 /** `torch.sum(x, dim?, keepdim?)`. */
 export const sum = reduction<Dims>('sum', ReduceOp.Sum);
@@ -188,6 +188,10 @@ export * as autograd from './autograd/api.js';
 export * as nn from './nn/index.js';
 export * as optim from './optim/index.js';
 export * as data from './data/index.js';
+/** `torch.amp`: `autocast`, `GradScaler` (mixed precision; ts/amp). */
+export * as amp from './amp/index.js';
+export { autocast, isAutocastEnabled, getAutocastDtype } from './amp/autocast.js';
+export type { AutocastOptions } from './amp/autocast.js';
 export { Dataset, TensorDataset, DataLoader } from './data/index.js';
 
 // ---- NN functional ops, statistics, joining and splitting (ts/ops/{nn,conv,pool,shape,stats}.ts) ----

@@ -18,6 +18,7 @@ import { elementwiseOp, type ElementwiseOp, type GradMath } from './table.js';
 import { bindArgs, checkOptions, type PyArgs } from './options.js';
 import { cast } from './views.js';
 import type { Command, Operand } from '../worker/protocol.js';
+import { autocastCall, autocasting } from '../amp/autocast.js';
 
 /** A tensor or a JS scalar operand. */
 export type Scalar = number | boolean;
@@ -93,6 +94,7 @@ function gradFor(t: Tensor, g: Tensor | null): Tensor | null {
 
 /** Runs a one-input table op. `s` are the op's scalar options in table order. */
 export function unaryOp(name: string, x: Tensor, s: number[] = []): Tensor {
+  if (autocasting()) return autocastCall(name, [x, s], (x2: Tensor, s2: number[]) => unaryOp(name, x2, s2));
   const op = elementwiseOp(name);
   sameDevice(name, [x]);
   if (!op.grad || !(x.requiresGrad && isGradEnabled())) return unaryForward(op, x, s);
@@ -159,6 +161,7 @@ function operand(x: TensorOrScalar, compute: DType, shape: readonly number[], te
 
 /** Runs a two-input table op with broadcasting and promotion. */
 export function binaryOp(name: string, a: TensorOrScalar, b: TensorOrScalar, alpha = 1): Tensor {
+  if (autocasting()) return autocastCall(name, [a, b, alpha], (a2: TensorOrScalar, b2: TensorOrScalar, s: number) => binaryOp(name, a2, b2, s));
   const op = elementwiseOp(name);
   if (!(a instanceof Tensor) && !(b instanceof Tensor)) throw new TypeError(`${name}: expected at least one tensor argument`);
   // The common case, nothing to record, skips the tape's closures.

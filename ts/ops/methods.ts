@@ -9,7 +9,7 @@ import { clone, copyInto, to, toGpu, type ToOptions } from './copy.js';
 import { newMethods, type TensorOptions } from './creation.js';
 import { binaryOp, clamp, div, gelu, nanToNum, softplus, unaryOp, where, type TensorOrScalar } from './elementwise.js';
 import { matmul } from './matmul.js';
-import { argReduce, maxMin, reduce, type Dims, type ValuesIndices } from './reduce.js';
+import { argReduce, maxMin, reduce, reduceApi, type Dims, type ValuesIndices } from './reduce.js';
 import { ELEMENTWISE } from './table.js';
 import * as V from './views.js';
 import * as R from './random.js';
@@ -113,9 +113,9 @@ Object.assign(Tensor.prototype, newMethods, {
   clamp(this: Tensor, ...a: unknown[]) { const o = bindArgs('clamp', ['min', 'max'], a, { min: null as number | null, max: null as number | null }); return clamp(this, o.min, o.max); },
   nanToNum(this: Tensor, opt?: { nan?: number; posinf?: number; neginf?: number }) { return nanToNum(this, opt); },
   where(this: Tensor, c: Tensor, other: TensorOrScalar) { return where(c, this, other); },
-  sum(this: Tensor, ...a: unknown[]) { const { dim, keepdim } = bindDim<Dims>('sum', a, 0); return reduce(ReduceOp.Sum, this, dim, keepdim); },
+  sum(this: Tensor, ...a: unknown[]) { const { dim, keepdim } = bindDim<Dims>('sum', a, 0); return reduceApi('sum', ReduceOp.Sum, this, dim, keepdim); },
   mean(this: Tensor, ...a: unknown[]) { const { dim, keepdim } = bindDim<Dims>('mean', a, 0); return reduce(ReduceOp.Mean, this, dim, keepdim); },
-  prod(this: Tensor, ...a: unknown[]) { const { dim, keepdim } = bindDim<number>('prod', a, 0); return reduce(ReduceOp.Prod, this, dim, keepdim); },
+  prod(this: Tensor, ...a: unknown[]) { const { dim, keepdim } = bindDim<number>('prod', a, 0); return reduceApi('prod', ReduceOp.Prod, this, dim, keepdim); },
   all(this: Tensor, ...a: unknown[]) { const { dim, keepdim } = bindDim<number>('all', a, 0); return reduce(ReduceOp.All, this, dim, keepdim); },
   any(this: Tensor, ...a: unknown[]) { const { dim, keepdim } = bindDim<number>('any', a, 0); return reduce(ReduceOp.Any, this, dim, keepdim); },
   max(this: Tensor, ...a: unknown[]) { const { dim, keepdim } = bindDim<number>('max', a, 0); return maxMin(true, this, dim, keepdim); },
