@@ -152,6 +152,16 @@ export function getAutocastDtype(deviceType: string = 'gpu'): DType {
 /** Whether an op must consult `autocastCall`: some region is open and no autocast op is in progress. */
 export const autocasting = (): boolean => openRegions > 0 && suspended === 0;
 
+/** Calls the op itself, with autocast suspended so that the ops it is made of are not cast again. */
+function suspendedCall<A extends unknown[], R>(fn: (...args: A) => R, args: A): R {
+  suspended++;
+  try {
+    return fn(...args);
+  } finally {
+    suspended--;
+  }
+}
+
 /** The dtype an op's eligible inputs are cast to, or null to leave them. */
 function target(policy: AutocastPolicy, low: DType, eligible: Tensor[]): DType | null {
   if (policy === 'lower') return low;
@@ -167,15 +177,15 @@ function target(policy: AutocastPolicy, low: DType, eligible: Tensor[]): DType |
  */
 export function autocastCall<A extends unknown[], R>(name: string, args: A, fn: (...args: A) => R): R {
   const tensors = args.flatMap((a) => (isTensor(a) ? [a] : Array.isArray(a) ? a.filter(isTensor) : isOptions(a) ? Object.values(a).filter(isTensor) : []));
-  if (!tensors.length) return fn(...args);
+  if (!tensors.length) return suspendedCall(fn, args);
   const state = amp.get();
   const type = tensors[0].device.type as AutocastDeviceType;
   const dev = state[type];
   const policy = opInfo(name).autocast?.[type];
-  if (!dev?.enabled || !policy) return fn(...args);
+  if (!dev?.enabled || !policy) return suspendedCall(fn, args);
   const eligible = tensors.filter((t) => t.device.type === type && isFloating(t.dtype) && !t.isDisposed);
   const to = target(policy, dev.dtype, eligible);
-  if (!to) return fn(...args);
+  if (!to) return suspendedCall(fn, args);
   const temps: Tensor[] = [];
   const castOne = (v: unknown): unknown => {
     if (!isTensor(v) || !eligible.includes(v) || v.dtype === to) return v;
@@ -198,12 +208,10 @@ export function autocastCall<A extends unknown[], R>(name: string, args: A, fn: 
   const castArgs = args.map((a) => (isTensor(a) ? castOne(a)
     : Array.isArray(a) && a.some(isTensor) ? a.map(castOne)
       : isOptions(a) && Object.values(a).some(isTensor) ? Object.fromEntries(Object.entries(a).map(([k, v]) => [k, castOne(v)])) : a)) as A;
-  suspended++;
   let out: R;
   try {
-    out = fn(...castArgs);
+    out = suspendedCall(fn, castArgs);
   } finally {
-    suspended--;
     // The tape keeps what backward needs; an op that returned one of its inputs keeps it.
     const kept = new Set<unknown>(Array.isArray(out!) ? out : [out!]);
     for (const t of temps) if (!kept.has(t)) t.dispose();
