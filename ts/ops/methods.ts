@@ -7,7 +7,7 @@ import type { DType } from '../dtype.js';
 import { Tensor } from '../tensor.js';
 import { clone, copyInto, to, toGpu, type ToOptions } from './copy.js';
 import { newMethods, type TensorOptions } from './creation.js';
-import { binaryOp, clamp, div, gelu, nanToNum, softplus, unaryOp, where, type TensorOrScalar } from './elementwise.js';
+import { binaryApi, binaryOp, clamp, div, gelu, nanToNum, softplus, unaryApi, unaryOp, where, type TensorOrScalar } from './elementwise.js';
 import { matmul } from './matmul.js';
 import { argReduce, maxMin, reduce, reduceApi, type Dims, type ValuesIndices } from './reduce.js';
 import { ELEMENTWISE } from './table.js';
@@ -100,13 +100,13 @@ for (const op of ELEMENTWISE) {
   if (op.scalars || op.name === 'gelu_tanh') continue;
   const name = camel(op.name);
   P[name] = op.arity === 1
-    ? function (this: Tensor, ...rest: unknown[]) { bindArgs(name, [], rest, {}, 0); return unaryOp(op.name, this); }
-    : function (this: Tensor, other: TensorOrScalar, ...rest: unknown[]) { bindArgs(name, [], rest, {}, 1); return binaryOp(op.name, this, other); };
+    ? function (this: Tensor, ...rest: unknown[]) { bindArgs(name, [], rest, {}, 0); return unaryApi(op.name, this); }
+    : function (this: Tensor, other: TensorOrScalar, ...rest: unknown[]) { bindArgs(name, [], rest, {}, 1); return binaryApi(op.name, this, other); };
 }
 
 Object.assign(Tensor.prototype, newMethods, {
-  add(this: Tensor, o: TensorOrScalar, ...args: unknown[]) { return binaryOp('add', this, o, bindArgs('add', ['alpha'], args, { alpha: 1 }, 1).alpha); },
-  sub(this: Tensor, o: TensorOrScalar, ...args: unknown[]) { return binaryOp('sub', this, o, bindArgs('sub', ['alpha'], args, { alpha: 1 }, 1).alpha); },
+  add(this: Tensor, o: TensorOrScalar, ...args: unknown[]) { return binaryApi('add', this, o, bindArgs('add', ['alpha'], args, { alpha: 1 }, 1).alpha); },
+  sub(this: Tensor, o: TensorOrScalar, ...args: unknown[]) { return binaryApi('sub', this, o, bindArgs('sub', ['alpha'], args, { alpha: 1 }, 1).alpha); },
   div(this: Tensor, o: TensorOrScalar, opt?: { roundingMode?: 'floor' | 'trunc' | null }) { return div(this, o, opt); },
   gelu(this: Tensor, ...args: unknown[]) { return (gelu as (x: Tensor, ...a: unknown[]) => Tensor)(this, ...args); },
   softplus(this: Tensor, ...args: unknown[]) { return (softplus as (x: Tensor, ...a: unknown[]) => Tensor)(this, ...args); },

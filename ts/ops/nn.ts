@@ -113,7 +113,7 @@ function fusedSoftmax(x: Tensor, log: boolean): Tensor {
 
 /** `F.softmax(x, dim, {dtype})`: `exp(x - max) / sum(exp(x - max))` along `dim`. */
 export function softmax(x: Tensor, dim: number, o: { dtype?: DType | string } | DType = {}): Tensor {
-  if (autocasting() && !explicitDtype(o)) return autocastCall('softmax', [x, dim, o], softmax);
+  if (autocasting()) return autocastCall('softmax', [x, dim, o], softmax, !explicitDtype(o));
   return tidy(() => {
     const [src, d] = softmaxInput('softmax', x, dim, o);
     if (x.shape[d] === 0) return mul(src, 1);
@@ -125,7 +125,7 @@ export function softmax(x: Tensor, dim: number, o: { dtype?: DType | string } | 
 
 /** `F.log_softmax(x, dim, {dtype})`: `(x - max) - log(sum(exp(x - max)))` along `dim`. */
 export function logSoftmax(x: Tensor, dim: number, o: { dtype?: DType | string } | DType = {}): Tensor {
-  if (autocasting() && !explicitDtype(o)) return autocastCall('log_softmax', [x, dim, o], logSoftmax);
+  if (autocasting()) return autocastCall('log_softmax', [x, dim, o], logSoftmax, !explicitDtype(o));
   return tidy(() => {
     const [src, d] = softmaxInput('log_softmax', x, dim, o);
     if (x.shape[d] === 0) return mul(src, 1);
