@@ -1,6 +1,6 @@
 /**
  * Mixed precision on every device: autocast's output dtypes per op against PyTorch's lists
- * (test/fixtures/goldens-amp.json), the cast cache, nesting, `enabled: false`, async scoping,
+ * (test/fixtures/amp-goldens.json), the cast cache, nesting, `enabled: false`, async scoping,
  * gradients through the casts, GradScaler against PyTorch's own GradScaler, a skipped step, AMP
  * training of the digits demo's model on gpu:0, and misuse.
  */
@@ -10,7 +10,7 @@ import * as torch from '../../dist/webtorch.js';
 import { suiteDevices } from '../devices.js';
 
 const { F } = torch;
-const goldens = JSON.parse(readFileSync(new URL('../fixtures/goldens-amp.json', import.meta.url), 'utf8'));
+const goldens = JSON.parse(readFileSync(new URL('../fixtures/amp-goldens.json', import.meta.url), 'utf8'));
 const devices = suiteDevices();
 // Each device's random generator keeps its state on the device from the first draw: draw once before the leak checks.
 beforeAll(() => devices.forEach((d) => torch.rand([1], { device: d }).dispose()));
