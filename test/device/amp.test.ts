@@ -247,6 +247,35 @@ describe('GradScaler', () => {
     for (const d of devices) for (const c of goldens.gradScaler) await replay(d, c);
   });
 
+  it('checks each device\'s gradients: an inf on gpu:0 skips the step of a model split over gpu:0 and gpu:1', async () => {
+    const gpus = devices.filter((d) => d !== 'cpu');
+    const [d0, d1] = gpus.length >= 2 ? gpus : ['cpu', 'cpu'];
+    torch.manualSeed(5);
+    const l0 = new torch.nn.Linear(4, 4).to(d0), l1 = new torch.nn.Linear(4, 1).to(d1);
+    const opt = new torch.optim.SGD([...l0.parameters(), ...l1.parameters()], { lr: 0.1 });
+    const scaler = new torch.amp.GradScaler('gpu', { initScale: 256 });
+    const x = torch.randn([3, 4], { device: d0 });
+    const weights = async () => [await l0.weight.tolist(), await l1.weight.tolist()];
+    for (const poison of [true, false]) {
+      const before = await weights();
+      opt.zeroGrad();
+      const loss = torch.tidy(() => l1.call(l0.call(x).to(d1)).pow(2).mean());
+      torch.tidy(() => scaler.scale(loss).backward());
+      if (poison) torch.tidy(() => l0.weight.grad!.copy_(torch.full([4, 4], Infinity, { device: d0 })));
+      await scaler.step(opt);
+      scaler.update();
+      const after = await weights();
+      if (poison) expect(after, 'skipped on both devices').toEqual(before);
+      else expect(after[0], 'stepped').not.toEqual(before[0]);
+      expect(await scaler.getScale()).toBe(128); // backed off once; no growth before 2000 clean steps
+      loss.dispose();
+    }
+    opt.zeroGrad();
+    scaler.dispose();
+    [x].forEach((t) => t.dispose());
+    free(l0, l1);
+  });
+
   it('update(newScale), stateDict/loadStateDict, getters and disabled scalers', async () => {
     for (const d of devices) {
       const s = new torch.amp.GradScaler(typeOf(d), { initScale: 8, growthInterval: 5 });
