@@ -374,12 +374,17 @@ describe('AMP training', () => {
       const model = new torch.nn.Sequential(new torch.nn.Linear(64, 128), new torch.nn.ReLU(), new torch.nn.Linear(128, 64), new torch.nn.ReLU(), new torch.nn.Linear(64, 10)).to(d);
       const opt = new torch.optim.SGD(model.parameters(), { lr: 0.05, momentum: 0.9 });
       const scaler = new torch.amp.GradScaler('gpu', { enabled: amp });
-      const bs = 64, m = n - nTest;
+      const bs = 64, m = n - nTest, dtypes = new Set<string>(), losses: number[] = [];
       for (let epoch = 0; epoch < 10; epoch++) {
         for (let i = 0; i + bs <= m; i += bs) {
           const [xb, yb] = [trainX.narrow(0, i, bs), trainY.narrow(0, i, bs)];
           opt.zeroGrad();
-          const loss = torch.autocast(typeOf(d), { enabled: amp }, () => torch.tidy(() => F.crossEntropy(model.call(xb), yb)));
+          const loss = torch.autocast(typeOf(d), { enabled: amp }, () => torch.tidy(() => {
+            const logits = model.call(xb);
+            if (i === 0) dtypes.add(logits.dtype);
+            return F.crossEntropy(logits, yb);
+          }));
+          if (i === 0) losses.push(Number(await loss.item()));
           const scaled = scaler.scale(loss);
           scaled.backward();
           await scaler.step(opt);
@@ -393,9 +398,14 @@ describe('AMP training', () => {
       scaler.dispose();
       free(model);
       for (const st of opt.state.values()) for (const v of Object.values(st)) if (v instanceof torch.Tensor) v.dispose();
-      return acc;
+      return { acc, dtypes: [...dtypes], losses };
     };
-    const f32 = await run(false), amp = await run(true);
+    const full = await run(false), low = await run(true);
+    const [f32, amp] = [full.acc, low.acc];
+    expect([full.dtypes, low.dtypes]).toEqual([['float32'], [d === 'cpu' ? 'bfloat16' : 'float16']]);
+    // The same training, in other precision: the losses follow each other closely but not exactly.
+    full.losses.forEach((l, e) => expect(Math.abs(l - low.losses[e]), `epoch ${e} loss`).toBeLessThan(0.05));
+    expect(full.losses).not.toEqual(low.losses);
     expect(f32).toBeGreaterThan(0.9);
     expect(amp, `AMP ${amp} vs float32 ${f32}`).toBeGreaterThanOrEqual(f32 - 0.02);
     [X, Y, trainX, testX, trainY, testY].forEach((t) => t.dispose());
