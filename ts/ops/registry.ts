@@ -9,7 +9,8 @@
  * - the tests require, for every row and every dtype, a PyTorch golden: an output where the row
  *   accepts the dtype, PyTorch's error where it does not (test/backend/op-table.test.ts), plus
  *   non-contiguous and broadcasting cases, on every device;
- * - docs/ARCHITECTURE.md's op list is this table.
+ * - docs/ARCHITECTURE.md's op list is this table;
+ * - `torch.autocast` (ts/amp/autocast.ts) reads a row's `autocast` policy for the device type.
  * "The dtype" of an op is the dtype of its argument `dtypeArg` (default 0), in the goldens'
  * argument order, which is `torch.<op>`'s (for `embedding`, the weight; for `where`, `x`).
  */
