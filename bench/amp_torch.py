@@ -1,6 +1,7 @@
-"""PyTorch's side of bench/amp.mjs on this machine's CPU: the same MLP and CNN steps in float32 and
-under CPU autocast (bfloat16) with GradScaler's arithmetic left out (PyTorch 1.13's GradScaler is
-CUDA-only), and the 512² matmul in float32 and bfloat16. Run: /usr/bin/python3 bench/amp_torch.py [iters]
+"""PyTorch's side of bench/amp.mjs: the same MLP and CNN steps in float32 and under autocast, and
+the 512² matmul in float32 and the low dtype. On the CPU: bfloat16 autocast without GradScaler
+(PyTorch 1.13's GradScaler is CUDA-only); on CUDA: float16 autocast with GradScaler.
+Run: /usr/bin/python3 bench/amp_torch.py [iters] [cpu|cuda]
 """
 import sys
 import time
@@ -10,8 +11,11 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 ITERS = int(sys.argv[1]) if len(sys.argv) > 1 else 30
+DEV = sys.argv[2] if len(sys.argv) > 2 else 'cpu'
+LOW = torch.float16 if DEV == 'cuda' else torch.bfloat16
 torch.manual_seed(0)
-torch.set_num_threads(2)  # this machine's cores
+if DEV == 'cpu':
+    torch.set_num_threads(2)  # this machine's cores
 
 
 def rate(step, warm=5):
@@ -25,13 +29,15 @@ def rate(step, warm=5):
 
 def trainer(model, x, y, amp):
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    scaler = torch.cuda.amp.GradScaler(enabled=amp and DEV == 'cuda')
 
     def step():
         opt.zero_grad()
-        with torch.autocast('cpu', dtype=torch.bfloat16, enabled=amp):
+        with torch.autocast(DEV, dtype=LOW, enabled=amp):
             loss = F.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
         return loss.item()
     return step
 
@@ -43,9 +49,9 @@ print('| case | device | mode | per second |\n|---|---|---|---|')
 for name, make, x, y in [('MLP step', mlp, torch.randn(64, 784), torch.randint(0, 10, (64,))),
                          ('CNN step', cnn, torch.randn(32, 1, 28, 28), torch.randint(0, 10, (32,)))]:
     for amp in (False, True):
-        r = rate(trainer(make(), x, y, amp))
-        print(f"| {name} | torch cpu | {'AMP bfloat16' if amp else 'float32'} | {r:.3g} |")
-for dt in (torch.float32, torch.bfloat16):
-    a, b = torch.randn(512, 512).to(dt), torch.randn(512, 512).to(dt)
+        r = rate(trainer(make().to(DEV), x.to(DEV), y.to(DEV), amp))
+        print(f"| {name} | torch {DEV} | {'AMP ' + str(LOW).replace('torch.', '') if amp else 'float32'} | {r:.3g} |")
+for dt in (torch.float32, LOW):
+    a, b = torch.randn(512, 512, device=DEV).to(dt), torch.randn(512, 512, device=DEV).to(dt)
     r = rate(lambda: (a @ b).sum().item())
-    print(f"| matmul 512² | torch cpu | {str(dt).replace('torch.', '')} | {r:.3g} |")
+    print(f"| matmul 512² | torch {DEV} | {str(dt).replace('torch.', '')} | {r:.3g} |")
