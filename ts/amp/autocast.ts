@@ -172,9 +172,9 @@ function target(policy: AutocastPolicy, low: DType, eligible: Tensor[]): DType |
 
 /**
  * Calls `fn(...args)` with the op's tensor arguments (top level, in an array such as `cat`'s, or
- * in an options object such as `{bias}`)
- * cast as the current region's policy for `name` says; with autocast suspended inside. See the file's note.
- * `autocastable: false` (a call PyTorch does not autocast, e.g. with an explicit `dtype`) only suspends it.
+ * in an options object such as `{bias}`) cast as the current region's policy for `name` says, and
+ * with autocast suspended inside (see the file's note). `autocastable: false` (a call PyTorch does
+ * not autocast, e.g. one with an explicit `dtype`) only suspends it.
  */
 export function autocastCall<A extends unknown[], R>(name: string, args: A, fn: (...args: A) => R, autocastable = true): R {
   if (!autocastable) return suspendedCall(fn, args);
