@@ -42,6 +42,14 @@ export interface DeviceProperties extends Omit<DeviceInfo, 'name' | 'scratch'> {
   maxStorageBufferBindingSize: number;
   /** The largest buffer, so the largest segment (`limits.maxBufferSize`). */
   maxBufferSize: number;
+  /** Whether the adapter offers WebGPU's `shader-f16` feature (16-bit arithmetic in shaders). */
+  shaderF16: boolean;
+  /**
+   * How float16 and bfloat16 tensors compute here: `'float32'`, i.e. 16-bit storage with float32
+   * arithmetic in every kernel. webtorch's kernels do not use `shader-f16` yet, even where the
+   * adapter has it (`shaderF16`), so mixed precision saves memory and bandwidth, not arithmetic.
+   */
+  halfPrecisionMath: 'float32';
 }
 
 /** The first compute capability of each NVIDIA architecture, by the name Dawn's adapter info gives it. */
@@ -91,6 +99,8 @@ export async function getDeviceProperties(...args: GpuArgs): Promise<DevicePrope
     multiProcessorCount: 0,
     maxStorageBufferBindingSize: info.limits.maxStorageBufferBindingSize,
     maxBufferSize: info.limits.maxBufferSize,
+    shaderF16: info.features.includes('shader-f16'),
+    halfPrecisionMath: 'float32',
   };
 }
 

@@ -18,6 +18,7 @@ import { elementwiseOp, type ElementwiseOp, type GradMath } from './table.js';
 import { bindArgs, checkOptions, type PyArgs } from './options.js';
 import { cast } from './views.js';
 import type { Command, Operand } from '../worker/protocol.js';
+import { autocastCall, autocasting } from '../amp/autocast.js';
 
 /** A tensor or a JS scalar operand. */
 export type Scalar = number | boolean;
@@ -89,6 +90,21 @@ function gradFor(t: Tensor, g: Tensor | null): Tensor | null {
     r = c;
   }
   return r;
+}
+
+/**
+ * `torch.exp(x)`, `x.exp()`, …: `unaryOp` behind the autocast point. Ops built from table ops
+ * call `unaryOp`/`binaryOp` directly, so their inner steps are not autocast (as in PyTorch).
+ */
+export function unaryApi(name: string, x: Tensor, s: number[] = []): Tensor {
+  if (autocasting()) return autocastCall(name, [x, s], (x2: Tensor, s2: number[]) => unaryOp(name, x2, s2));
+  return unaryOp(name, x, s);
+}
+
+/** `torch.pow(a, b)`, `a.add(b)`, …: `binaryOp` behind the autocast point (see `unaryApi`). */
+export function binaryApi(name: string, a: TensorOrScalar, b: TensorOrScalar, alpha = 1): Tensor {
+  if (autocasting()) return autocastCall(name, [a, b, alpha], (a2: TensorOrScalar, b2: TensorOrScalar, s: number) => binaryOp(name, a2, b2, s));
+  return binaryOp(name, a, b, alpha);
 }
 
 /** Runs a one-input table op. `s` are the op's scalar options in table order. */
@@ -284,7 +300,7 @@ export function nanToNum(x: Tensor, o: { nan?: number; posinf?: number; neginf?:
 /** `torch.nn.functional.softplus(x, beta=1, threshold=20)`. */
 export function softplus(x: Tensor, ...args: PyArgs<[beta: number, threshold: number], { beta?: number; threshold?: number }>): Tensor {
   const o = bindArgs('softplus', ['beta', 'threshold'], args, { beta: 1, threshold: 20 }, 1);
-  return unaryOp('softplus', x, [o.beta ?? 1, o.threshold ?? 20]);
+  return unaryApi('softplus', x, [o.beta ?? 1, o.threshold ?? 20]);
 }
 
 /** `torch.div(a, b, rounding_mode=)`: true division, or 'floor' / 'trunc' rounding. */

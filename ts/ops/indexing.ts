@@ -20,6 +20,7 @@ import { binaryOp, where } from './elementwise.js';
 import { reduce, sumTo, type ValuesIndices } from './reduce.js';
 import { cast, contiguous, expand, reshape, slice } from './views.js';
 import { bindArgs } from './options.js';
+import { autocastCall, autocasting } from '../amp/autocast.js';
 
 function checkRank(op: string, shape: readonly number[]): void {
   if (shape.length > MAX_KERNEL_RANK) throw new RangeError(`${op}: tensors of more than ${MAX_KERNEL_RANK} dims are not supported (got ${shape.length})`);
@@ -406,11 +407,11 @@ export function maskedFill(x: Tensor, mask: Tensor, value: number | boolean | Te
 }
 
 /** `torch.cumsum(x, dim)`: running sums along `dim`; integer and bool inputs give int64. */
-export const cumsum = (x: Tensor, dim: number): Tensor =>
+export const cumsum = (x: Tensor, dim: number): Tensor => autocasting() ? autocastCall('cumsum', [x, dim], cumsum) :
   recorded('cumsum', [x], () => cumsumForward(x, dim), () => ([g]) => [reverseCumsum(g!, normDim(dim, x.ndim))]);
 
 /** `torch.cumprod(x, dim)`: running products along `dim`; the gradient assumes x has no zeros. */
-export const cumprod = (x: Tensor, dim: number): Tensor =>
+export const cumprod = (x: Tensor, dim: number): Tensor => autocasting() ? autocastCall('cumprod', [x, dim], cumprod) :
   recorded('cumprod', [x], () => cumprodForward(x, dim), (ctx, out) => {
     const sx = ctx.save(x), so = ctx.save(out);
     return ([g]) => [binaryOp('div', reverseCumsum(binaryOp('mul', g!, so), normDim(dim, x.ndim)), sx)];

@@ -15,6 +15,7 @@ import { arange, full } from './creation.js';
 import { checkDtypes } from './registry.js';
 import { binaryOp, where } from './elementwise.js';
 import { cast, contiguous, expand, permute, reshape } from './views.js';
+import { autocastCall, autocasting } from '../amp/autocast.js';
 
 /** Which dims to reduce: one, several, or all (undefined). */
 export type Dims = number | number[] | undefined;
@@ -69,6 +70,15 @@ export function sumTo(g: Tensor, shape: readonly number[]): Tensor {
   const r = reshape(s, shape.slice());
   s.dispose();
   return r;
+}
+
+/**
+ * `torch.sum`, `torch.prod`, … and their methods: `reduce` behind the autocast point (the sums
+ * ops make inside themselves are not autocast, as in PyTorch).
+ */
+export function reduceApi(name: string, op: ReduceOp, x: Tensor, dims: Dims, keepdim = false): Tensor {
+  if (autocasting()) return autocastCall(name, [x, dims, keepdim], (x2: Tensor, d: Dims, k: boolean) => reduce(op, x2, d, k));
+  return reduce(op, x, dims, keepdim);
 }
 
 /** Reduces `x` over `dims` with a reduction op (differentiable for sum, mean, prod, max, min). */
