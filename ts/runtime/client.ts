@@ -11,7 +11,7 @@
  */
 import * as Comlink from 'comlink';
 import { OutOfMemoryError } from '../memory/errors.js';
-import { spawnWorker, type WorkerHandle } from '../platform.js';
+import { spawnWorker, type WorkerHandle } from '../worker-scripts.js';
 import { BatchWriter, type Batch, type Command, type DeviceInfo, type WorkerApi, type WorkerProfile } from '../worker/protocol.js';
 
 /**
