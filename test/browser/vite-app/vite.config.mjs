@@ -8,6 +8,6 @@ export default defineConfig({
   resolve: { alias: { webtorch: fileURLToPath(new URL('../../../dist/webtorch.js', import.meta.url)) } },
   // webtorch's device workers are ES modules that share chunks with the library.
   worker: { format: 'es' },
-  build: { outDir: process.env.VITE_OUT_DIR ?? fileURLToPath(new URL('../../../build/vite-app', import.meta.url)), emptyOutDir: true, target: 'es2022' },
+  build: { outDir: process.env.VITE_OUT_DIR ?? fileURLToPath(new URL('../../../build/browser-test/vite-app', import.meta.url)), emptyOutDir: true, target: 'es2022' },
   logLevel: 'warn',
 });
