@@ -2,6 +2,8 @@
 // root on localhost, with or without the cross-origin isolation headers (COOP/COEP), which
 // decide whether a page gets SharedArrayBuffer (webtorch's pinned memory and the cpu device's
 // helper threads). node:http only, so it needs no dependency.
+//
+// Run: npm run web [-- --port 8080] [--no-isolation]  (serves the app at /examples/web/)
 import { createServer } from 'node:http';
 import { readFile, stat } from 'node:fs/promises';
 import { extname, join, normalize, resolve } from 'node:path';
@@ -52,4 +54,13 @@ export async function startServer({ root = ROOT, isolated = true, port = 0, host
     url: `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${bound}`,
     close: () => new Promise((ok) => { server.closeAllConnections?.(); server.close(() => ok()); }),
   };
+}
+
+// Run directly: the dev server of the web app.
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const { parseArgs } = await import('node:util');
+  const { values } = parseArgs({ options: { port: { type: 'string', default: process.env.PORT ?? '8080' }, host: { type: 'string', default: '127.0.0.1' }, 'no-isolation': { type: 'boolean', default: false } } });
+  const isolated = !values['no-isolation'];
+  const { url } = await startServer({ isolated, port: Number(values.port), host: values.host });
+  console.log(`webtorch web app: ${url}/examples/web/  (${isolated ? 'cross-origin isolated: COOP/COEP sent' : 'not isolated: no COOP/COEP'}; Ctrl-C stops)`);
 }
