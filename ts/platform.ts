@@ -107,7 +107,49 @@ export async function spawnWorker(kind: 'cpu' | 'gpu', open: () => Worker): Prom
     };
   }
   const w = open();
+  await workerStarted(w, kind === 'cpu' ? 'cpu' : 'gpu', WORKER_FILES[kind]);
   return { endpoint: w, terminate: async () => w.terminate(), keepAlive: () => undefined };
+}
+
+/** The message a browser worker posts once its API is exposed (comlink ignores it: it has no id). */
+const READY = 'webtorch:ready';
+
+/**
+ * Browser: resolves when the worker posts `READY`; rejects when its script fails to load or to
+ * run, naming the script's URL and, where Resource Timing has it, the HTTP status (a Worker's
+ * `error` event carries neither).
+ */
+function workerStarted(w: Worker, device: string, file: string): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const done = () => {
+      w.removeEventListener('message', onMessage);
+      w.removeEventListener('error', onError);
+    };
+    const onMessage = (ev: MessageEvent) => {
+      if (ev.data !== READY) return;
+      done();
+      resolve();
+    };
+    const onError = async (ev: ErrorEvent) => {
+      done();
+      w.terminate();
+      // The error event names neither the script nor why; ask the server for the script again.
+      const url = (w as { scriptURL?: URL }).scriptURL;
+      let status = '';
+      if (url) {
+        try {
+          const res = await fetch(url, { method: 'HEAD', cache: 'no-store' });
+          status = res.ok ? ' (it loads, so the script or one of its imports failed to run)' : ` (HTTP ${res.status}${res.statusText ? ` ${res.statusText}` : ''})`;
+        } catch (e) {
+          status = ` (${e instanceof Error ? e.message : String(e)})`;
+        }
+      }
+      const why = ev.message ? `: ${ev.message}` : '';
+      reject(new Error(`webtorch: the ${device} device's worker script ${url?.href ?? file} failed to load${status}${why}`));
+    };
+    w.addEventListener('message', onMessage);
+    w.addEventListener('error', onError);
+  });
 }
 
 /**
@@ -201,6 +243,7 @@ export async function exposeWorker(api: object): Promise<void> {
     Comlink.expose(api, nodeEndpoint(parentPort!));
   } else {
     Comlink.expose(api, self as unknown as Comlink.Endpoint);
+    (self as unknown as { postMessage(m: unknown): void }).postMessage(READY);
   }
 }
 

@@ -5,9 +5,22 @@
  * worker's bundle must not contain the code that starts device workers (a cycle that Vite
  * refuses). Node ignores these forms and starts `worker_threads` on the same files (ts/platform.ts).
  */
-import { spawnWorker as spawnOn, type WorkerHandle } from './platform.js';
+import { isNode, spawnWorker as spawnOn, type WorkerHandle } from './platform.js';
 
 export type { WorkerHandle };
+
+/**
+ * The browser's Worker, remembering its script's URL (as the bundler rewrote it), so that a
+ * script that fails to load can be named (ts/platform.ts: `workerStarted`). Bundlers match the
+ * `new Worker(new URL(...))` form by its shape, so this local class takes the global's place.
+ */
+const Worker = (isNode
+  ? undefined
+  : class extends globalThis.Worker {
+    constructor(readonly scriptURL: URL, options?: WorkerOptions) {
+      super(scriptURL, options);
+    }
+  }) as unknown as new (url: URL, options?: WorkerOptions) => globalThis.Worker & { scriptURL: URL };
 
 /** Starts a device worker of a kind (the scripts sit next to this file in `dist/`). */
 export function spawnWorker(kind: 'cpu' | 'gpu'): Promise<WorkerHandle> {

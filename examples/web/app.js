@@ -31,13 +31,26 @@ function frame(now) {
   }
   requestAnimationFrame(frame);
 }
+// Long tasks: stretches of 50 ms or more when this page's own thread was busy. A slow frame with
+// no long task was held up elsewhere (the browser's GPU process, which also runs WebGPU).
+let longTasks = [];
+try {
+  new PerformanceObserver((list) => {
+    if (state.running) longTasks.push(...list.getEntries().map((e) => e.duration));
+  }).observe({ type: 'longtask', buffered: false });
+} catch {
+  longTasks = null; // no Long Tasks API in this browser
+}
 function showFrames() {
   const sorted = [...frameTimes].sort((a, b) => a - b);
   const f = state.frames = {
     count: sorted.length, max: sorted.at(-1) ?? 0, over50: sorted.filter((t) => t > 50).length,
     p50: sorted[Math.floor(sorted.length * 0.5)] ?? 0, p95: sorted[Math.floor(sorted.length * 0.95)] ?? 0, mean: sorted.reduce((a, b) => a + b, 0) / (sorted.length || 1),
   };
-  $('frames').textContent = `${f.count} frames while training: mean ${f.mean.toFixed(1)} ms, p95 ${f.p95.toFixed(1)} ms, max ${f.max.toFixed(1)} ms, ${f.over50} over 50 ms`;
+  f.longTasks = longTasks?.length ?? null;
+  f.longestTask = longTasks?.length ? Math.max(...longTasks) : 0;
+  $('frames').textContent = `${f.count} frames while training: mean ${f.mean.toFixed(1)} ms, p95 ${f.p95.toFixed(1)} ms, max ${f.max.toFixed(1)} ms, ${f.over50} over 50 ms` +
+    (longTasks ? `; this page's thread: ${f.longTasks} long task${f.longTasks === 1 ? '' : 's'}${f.longTasks ? ` (longest ${f.longestTask.toFixed(0)} ms)` : ''}` : '');
 }
 
 async function main() {
@@ -76,6 +89,7 @@ async function main() {
     const device = $('device').value, epochs = Number($('epochs').value), batchSize = Number($('batch').value), lr = Number($('lr').value);
     Object.assign(state, { running: true, stop: false, steps: 0, epochs: 0, device });
     frameTimes = [];
+    if (longTasks) longTasks = [];
     losses.clear();
     $('train').disabled = true;
     $('stop').disabled = false;

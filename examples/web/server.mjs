@@ -22,11 +22,12 @@ export const ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)));
  * Starts a server for the files under `root` on 127.0.0.1 (port 0: any free port). With
  * `isolated`, every response carries `Cross-Origin-Opener-Policy: same-origin` and
  * `Cross-Origin-Embedder-Policy: require-corp`, so pages are cross-origin isolated.
- * A path ending in `/` serves its index.html. Resolves with the base URL and a `close()`.
- * @param {{ root?: string, isolated?: boolean, port?: number, host?: string }} [opts]
+ * A path ending in `/` serves its index.html; a path in `missing` answers 404 (the tests'
+ * way to lose a file). Resolves with the base URL and a `close()`.
+ * @param {{ root?: string, isolated?: boolean, port?: number, host?: string, missing?: string[] }} [opts]
  * @returns {Promise<{ url: string, close(): Promise<void> }>}
  */
-export async function startServer({ root = ROOT, isolated = true, port = 0, host = '127.0.0.1' } = {}) {
+export async function startServer({ root = ROOT, isolated = true, port = 0, host = '127.0.0.1', missing = [] } = {}) {
   const server = createServer(async (req, res) => {
     const headers = { 'Cache-Control': 'no-store' };
     if (isolated) {
@@ -37,7 +38,7 @@ export async function startServer({ root = ROOT, isolated = true, port = 0, host
     try {
       const path = decodeURIComponent(new URL(req.url ?? '/', 'http://x').pathname);
       let file = normalize(join(root, path));
-      if (!file.startsWith(root)) throw Object.assign(new Error('outside the root'), { code: 'ENOENT' });
+      if (!file.startsWith(root) || missing.includes(path)) throw Object.assign(new Error('outside the root'), { code: 'ENOENT' });
       if ((await stat(file)).isDirectory()) file = join(file, 'index.html');
       const body = await readFile(file);
       res.writeHead(200, { ...headers, 'Content-Type': TYPES[extname(file)] ?? 'application/octet-stream' });
