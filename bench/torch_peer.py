@@ -126,6 +126,53 @@ def h2d(n):
     return j
 
 
+def h2d_pinned(n):
+    if not CUDA:
+        return None
+    j = Job()
+    host = (torch.rand(n, generator=torch.Generator().manual_seed(41)) * 2 - 1).pin_memory()
+    j.inner = 1
+    j.launch = lambda: setattr(j, "last", host.to(DEV, non_blocking=True))
+    j.check = lambda: None if (j.last.cpu() == host).all() else "h2d_pinned mismatch"
+    return j
+
+
+def d2h_pinned(n):
+    if not CUDA:
+        return None
+    j = Job()
+    x = rand(n, seed=41)
+    out = torch.empty(n, pin_memory=True)
+    j.inner = 1
+    j.launch = lambda: out.copy_(x, non_blocking=True)
+    j.check = lambda: None if (out == x.cpu()).all() else "d2h_pinned mismatch"
+    return j
+
+
+def overlap(mode, n, m, steps):
+    if not CUDA:
+        return None
+    j = Job()
+    host = (torch.rand(n, generator=torch.Generator().manual_seed(43)) * 2 - 1).pin_memory()
+    a = rand(m, m, seed=3) / m
+    side = torch.cuda.Stream()
+    j.inner = 1
+
+    def launch():
+        if mode != "compute":
+            with torch.cuda.stream(side):
+                j.copied = host.to(DEV, non_blocking=True)
+        if mode != "copy":
+            y = a
+            for _ in range(steps):
+                y = y @ a
+            j.last = y
+
+    j.launch = launch
+    j.check = lambda: None if mode == "compute" or (j.copied.cpu() == host).all() else "overlap copy mismatch"
+    return j
+
+
 def d2h(n):
     if not CUDA:
         return None
@@ -246,6 +293,9 @@ OPS = {
     "roundtrip": lambda p: roundtrip(p["n"]),
     "h2d": lambda p: h2d(p["n"]),
     "d2h": lambda p: d2h(p["n"]),
+    "overlap": lambda p: overlap(p["mode"], p["n"], p["m"], p["steps"]),
+    "h2d_pinned": lambda p: h2d_pinned(p["n"]),
+    "d2h_pinned": lambda p: d2h_pinned(p["n"]),
     "clone": lambda p: unary_like(lambda x: x.clone(), lambda x: x, n=p["n"], rtol=0, atol=0),
     "alloc": lambda p: alloc(p["n"], p["count"]),
     "rand": lambda p: draw(torch.rand, p["n"], 0, 1, 0.5, (1 / 12) ** 0.5),

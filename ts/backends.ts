@@ -6,6 +6,7 @@
  */
 import { CPU, clientOf, Device, gpuDiscoveryError, init, knownGpuCount } from './device.js';
 import { canShareMemory, hardwareThreads, isNode } from './platform.js';
+import { canPin } from './runtime/pinned.js';
 
 /** Whether the page is cross-origin isolated (`globalThis.crossOriginIsolated`); Node: true, it has SharedArrayBuffer unconditionally. */
 export function crossOriginIsolated(): boolean {
@@ -18,7 +19,7 @@ export interface IsolationInfo {
   crossOriginIsolated: boolean;
   /** SharedArrayBuffer exists and a shared WebAssembly.Memory can be made. */
   sharedArrayBuffer: boolean;
-  /** `t.pinMemory()` and non-blocking copies from pinned memory can work (they need SharedArrayBuffer). */
+  /** `t.pinMemory()` works: it needs SharedArrayBuffer (and, once the cpu device has started, its shared memory). */
   pinnedMemory: boolean;
   /** The cpu device can compute on helper threads: shared memory and more than one core. */
   cpuHelperThreads: boolean;
@@ -30,7 +31,7 @@ export async function isolationInfo(): Promise<IsolationInfo> {
   return {
     crossOriginIsolated: crossOriginIsolated(),
     sharedArrayBuffer: shared,
-    pinnedMemory: shared,
+    pinnedMemory: canPin(),
     cpuHelperThreads: shared && (await hardwareThreads()) > 1,
   };
 }

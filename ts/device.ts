@@ -217,7 +217,7 @@ export function withDevice<T>(i: DeviceLike | { device: DeviceLike }, fn: () => 
 /** Waits for all queued work on a device (all devices when none is given). */
 export async function synchronize(...args: [device?: DeviceLike | null] | [{ device?: DeviceLike | null }]): Promise<void> {
   const d = bindArgs('synchronize', ['device'], args, { device: null as DeviceLike | null }).device ?? undefined;
-  const targets = d === undefined ? [...clients.values()].filter((c) => c.started) : [clientOf(device(d))];
+  const targets = d === undefined ? [...clients.values()].filter((c) => c.inUse) : [clientOf(device(d))];
   await Promise.all(targets.map((c) => c.sync()));
 }
 

@@ -25,6 +25,8 @@ export {
   gpuManualSeed as manualSeed, manualSeedAll, gpuSeed as seed, gpuSeedAll as seedAll, gpuInitialSeed as initialSeed,
   gpuGetRngState as getRngState, gpuSetRngState as setRngState, gpuGetRngStateAll as getRngStateAll, gpuSetRngStateAll as setRngStateAll,
 } from './rng.js';
+export { Stream, currentStream, defaultStream, setStream, stream, withStream } from './runtime/streams.js';
+export { Event } from './runtime/events.js';
 export type { LegacyTensorType } from './legacy.js';
 
 /** What `torch.gpu.configure` takes. */

@@ -18,6 +18,7 @@ import { CPU, Device, device, tryAllGpus, tryGpu, numGpus, shutdown as stopDevic
 import { onProgramEnd } from './platform.js';
 import { resetAllocators } from './runtime/memory.js';
 import * as gpu from './gpu.js';
+import * as cpu from './cpu.js';
 import { legacyType } from './legacy.js';
 import { binaryOp, clamp, div, gelu, nanToNum, softplus, unaryOp, where, type TensorOrScalar } from './ops/elementwise.js';
 import { matmul } from './ops/matmul.js';
@@ -32,7 +33,7 @@ import { onesLike } from './ops/creation.js';
 
 export { Tensor };
 export type { NestedArray } from './tensor.js';
-export { Device, CPU, device, tryGpu, tryAllGpus, numGpus, gpu };
+export { Device, CPU, device, tryGpu, tryAllGpus, numGpus, gpu, cpu };
 /** `torch.cuda`: the same module as `torch.gpu`, so that PyTorch code translates word for word. */
 export { gpu as cuda };
 export { OutOfMemoryError } from './memory/index.js';

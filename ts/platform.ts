@@ -252,7 +252,10 @@ export async function getGpu(): Promise<GPU | null> {
   if (isNode) {
     const { create, globals } = await nodeImport<typeof import('webgpu')>('webgpu');
     Object.assign(globalThis, globals);
-    const flags = (env('WEBTORCH_DAWN_FLAGS') ?? '').split(/\s+/).filter(Boolean);
+    // Dawn rounds timestamp queries coarsely unless told not to (a browser's guard against timing
+    // attacks); events and the worker's profile want the GPU's own resolution, as CUDA events have.
+    // WEBTORCH_DAWN_FLAGS replaces these defaults.
+    const flags = (env('WEBTORCH_DAWN_FLAGS') ?? 'disable-dawn-features=timestamp_quantization').split(/\s+/).filter(Boolean);
     return create(flags) as GPU;
   }
   return (globalThis.navigator as Navigator | undefined)?.gpu ?? null;

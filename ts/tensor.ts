@@ -92,6 +92,15 @@ export class Tensor {
     return this.device.type === 'cpu' ? -1 : this.device.index;
   }
 
+  /**
+   * Marks the tensor's memory as used by `stream` (`record_stream`): once freed, its block is
+   * not handed out again until the work queued on `stream` by then has finished.
+   */
+  recordStream(stream: { device: Device; streamId: number }): void {
+    this._check('record_stream');
+    this.storage.recordStream(stream);
+  }
+
   /** Bytes per element. */
   elementSize(): number {
     return elementSize(this.dtype);

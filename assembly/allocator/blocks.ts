@@ -56,6 +56,23 @@ const spareUses: Array<i32> = [];
 export const pendRec: Array<i32> = [];
 /** Deferred frees: stream of each outstanding stream event. */
 export const pendStream: Array<i32> = [];
+/** Deferred frees: the stream's mark each outstanding event waits for (see setStreamMark). */
+export const pendMark: Array<f64> = [];
+/** Per stream id: the mark that the host says stands for the stream's work so far (0 until set). */
+const streamMarks: Array<f64> = [];
+
+/**
+ * Host: the stream's work queued so far ends at `mark` (the host's own numbering, increasing).
+ * Frees of blocks recorded on the stream from now on wait for that mark.
+ */
+export function setStreamMark(stream: i32, mark: f64): void {
+  while (streamMarks.length <= stream) streamMarks.push(0);
+  unchecked((streamMarks[stream] = mark));
+}
+
+function markOf(stream: i32): f64 {
+  return stream < streamMarks.length ? unchecked(streamMarks[stream]) : 0;
+}
 
 const smallPool: Array<i32> = [];
 const largePool: Array<i32> = [];
@@ -246,6 +263,7 @@ export function usesToEvents(r: i32): i32 {
   while (n != 0) {
     pendRec.push(r);
     pendStream.push(unchecked(useStream[n]));
+    pendMark.push(markOf(unchecked(useStream[n])));
     const next = unchecked(useNext[n]);
     spareUses.push(n);
     n = next;

@@ -16,7 +16,9 @@
 //   counting that as an alloc retry. Only then is it an OOM.
 // - free() ends the allocation at once (allocation/allocated_bytes stats), but
 //   a block whose memory was recorded on other streams stays active, out of the
-//   pool and unmergeable, until the host reports every such stream done.
+//   pool and unmergeable, until the host reports every such stream done: done
+//   up to the mark the host set for that stream before the free (PyTorch records
+//   an event on each such stream at free time; a mark is that event).
 // - A freed block merges with free neighbours of its segment; a segment whose
 //   single block is free is "cached" and is what emptyCache() releases.
 // - Host callbacks run last, once the tables are consistent.
@@ -27,7 +29,7 @@ import {
   ST_FREE, ST_PENDING_FREE, UNLIMITED,
 } from "./constants";
 import {
-  addUse, dropRecord, findHandle, issueHandle, lowerBound, newRecord, pendRec, pendStream,
+  addUse, dropRecord, findHandle, issueHandle, lowerBound, newRecord, pendMark, pendRec, pendStream,
   poolArray, poolInsert, poolRemove, recEvents, recNext, recOffset, recPrev, recRequested,
   recSeg, recSize, recState, recUses, removeAt, retireHandle, segHead, segPool, segSize,
   segStream, segmentSlot, streamOf, usesToEvents,
@@ -197,6 +199,7 @@ function synchronizeAll(): void {
   while (pendRec.length > 0) {
     pendRec.pop();
     pendStream.pop();
+    pendMark.pop();
   }
 }
 
@@ -365,17 +368,19 @@ export function useOnStream(handle: f64, stream: i32): i32 {
   return 0;
 }
 
-/** All work queued on `stream` so far is done; returns frees completed. */
-export function completeStream(stream: i32): i32 {
+/** The work of `stream` up to `mark` is done (Infinity: all of it); returns frees completed. */
+export function completeStream(stream: i32, mark: f64): i32 {
   let done = 0;
   let kept = 0;
   const n = pendRec.length;
   for (let i = 0; i < n; i++) {
     const r = unchecked(pendRec[i]);
     const s = unchecked(pendStream[i]);
-    if (s != stream) {
+    const m = unchecked(pendMark[i]);
+    if (s != stream || m > mark) {
       unchecked((pendRec[kept] = r));
       unchecked((pendStream[kept] = s));
+      unchecked((pendMark[kept] = m));
       kept++;
     } else {
       const left = unchecked(recEvents[r]) - 1;
@@ -389,6 +394,7 @@ export function completeStream(stream: i32): i32 {
   while (pendRec.length > kept) {
     pendRec.pop();
     pendStream.pop();
+    pendMark.pop();
   }
   return done;
 }

@@ -24,7 +24,7 @@ import {
 } from "./core";
 import {
   recHandle, recNext, recOffset, recRequested, recSize, recState, segHead, segPool, segSize,
-  segStream, setHandleBase,
+  segStream, setHandleBase, setStreamMark,
 } from "./blocks";
 import { resetAccumulated, resetPeaks, STATS, STATS_LENGTH } from "./stats";
 import { UNLIMITED } from "./constants";
@@ -100,7 +100,19 @@ export function recordStream(handle: f64, stream: i32): i32 {
 
 /** Host report: all work queued on `stream` so far is done. Returns frees completed. */
 export function streamDone(stream: i32): i32 {
-  return stream < 0 ? -5 : completeStream(stream);
+  return stream < 0 ? -5 : completeStream(stream, Infinity);
+}
+
+/** Host report: the work of `stream` up to `mark` (see streamMark) is done. Returns frees completed. */
+export function streamDoneUpTo(stream: i32, mark: f64): i32 {
+  return stream < 0 ? -5 : completeStream(stream, mark);
+}
+
+/** Host: the work queued on `stream` so far ends at `mark`; later frees of blocks recorded on it wait for it. */
+export function streamMark(stream: i32, mark: f64): i32 {
+  if (stream < 0) return -5;
+  setStreamMark(stream, mark);
+  return 0;
 }
 
 /** Releases every fully free segment through env.releaseSegment. */

@@ -7,6 +7,7 @@ import matmul from './matmul.mjs';
 import nn from './nn.mjs';
 import random from './random.mjs';
 import reduce from './reduce.mjs';
+import streams from './streams.mjs';
 import train from './train.mjs';
 import transfer from './transfer.mjs';
 
@@ -14,4 +15,4 @@ import transfer from './transfer.mjs';
 export { default as PENDING } from './pending.mjs';
 
 /** Every case, in table order. @type {import('./common.mjs').Case[]} */
-export const CASES = [...matmul, ...elementwise, ...random, ...reduce, ...nn, ...train, ...cnn, ...launch, ...transfer, ...alloc];
+export const CASES = [...matmul, ...elementwise, ...random, ...reduce, ...nn, ...train, ...cnn, ...launch, ...transfer, ...streams, ...alloc];

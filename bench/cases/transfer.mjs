@@ -1,6 +1,9 @@
 // Transfers in GB/s, from the caller: host→device (a new tensor from a Float32Array, until the
 // device has it), device→host (`await t.data()`, into a new typed array) and device→device copies
-// (`clone()`, counted as read + write). Raw Dawn gives the floor: `queue.writeBuffer`, a mapped
+// (`clone()`, counted as read + write). The pinned rows copy from and into pinned memory with
+// `nonBlocking` (webtorch: a cpu tensor in the cpu worker's shared memory, which the GPU worker
+// reads and writes in place; PyTorch: `pin_memory()` and `non_blocking=True`), until the device
+// is synchronized. Raw Dawn gives the floor: `queue.writeBuffer`, a mapped
 // staging read, `copyBufferToBuffer`. Each result is checked bit for bit before timing.
 import { compare, uniform } from '../lib/harness.mjs';
 import { bytesLabel, dawnBuffer, dawnRead, keepLastTensor, wtFrom, wtImpl } from './common.mjs';
@@ -138,4 +141,50 @@ export default [{
     },
   },
   torchJob: (p) => ({ op: 'clone', ...p }),
+}, {
+  name: 'h2d-pinned',
+  group: 'transfer',
+  unit: 'GB/s',
+  higherIsBetter: true,
+  rows: rows('host→device, pinned'),
+  inputs,
+  check: exact,
+  figure: ({ n }, sec) => (4 * n) / sec / 1e9,
+  impls: {
+    webtorch(ctx, { n }, { x }) {
+      if (ctx.device !== 'gpu') return null;
+      const P = ctx.torch.tensor(x, { dtype: 'float32', pinMemory: true }), out = keepLastTensor();
+      return {
+        inner: 1,
+        launch: () => out.set(P.to(ctx.wt, { nonBlocking: true })),
+        sync: ctx.wtSync,
+        output: () => out.get().data(),
+        dispose: () => { out.clear(); P.dispose(); },
+      };
+    },
+  },
+  torchJob: (p, device) => (device === 'gpu' ? { op: 'h2d_pinned', ...p } : null),
+}, {
+  name: 'd2h-pinned',
+  group: 'transfer',
+  unit: 'GB/s',
+  higherIsBetter: true,
+  rows: rows('device→host, pinned'),
+  inputs,
+  check: exact,
+  figure: ({ n }, sec) => (4 * n) / sec / 1e9,
+  impls: {
+    webtorch(ctx, { n }, { x }) {
+      if (ctx.device !== 'gpu') return null;
+      const X = wtFrom(ctx, x, [n]), out = keepLastTensor();
+      return {
+        inner: 1,
+        launch: () => out.set(X.to('cpu', { nonBlocking: true })),
+        sync: ctx.wtSync,
+        output: () => out.get().data(),
+        dispose: () => { out.clear(); X.dispose(); },
+      };
+    },
+  },
+  torchJob: (p, device) => (device === 'gpu' ? { op: 'd2h_pinned', ...p } : null),
 }];

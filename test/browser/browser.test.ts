@@ -46,8 +46,18 @@ describe.runIf(haveChromium())('webtorch in headless Chromium', () => {
         // A product large enough for the pool's threads (ts/worker/cpu.ts: POOL_MIN_MACS).
         const a = torch.ones([96, 96, 96]);
         const big = await a.matmul(a).sum().item();
+        // Pinned memory: a pinned tensor and a non-blocking copy to gpu:0 where the page is isolated; a clear refusal where not.
+        let pinned: unknown;
+        try {
+          const p = torch.arange(4, { dtype: 'float32' }).pinMemory();
+          const onGpu = p.to('gpu:0', { nonBlocking: true });
+          pinned = { isPinned: p.isPinned(), values: await onGpu.values() };
+          [p, onGpu].forEach((t) => t.dispose());
+        } catch (e) {
+          pinned = { error: (e as Error).message };
+        }
         [x, g, a].forEach((t) => t.dispose());
-        return { s, cpu, gpu, big, props: { coi: props.crossOriginIsolated, sab: props.sharedArrayBuffer, pinned: props.pinnedMemory, helpers: props.cpuHelperThreads, isSoftware: props.isSoftware }, sab: typeof SharedArrayBuffer, cores: navigator.hardwareConcurrency };
+        return { s, cpu, gpu, big, pinned, props: { coi: props.crossOriginIsolated, sab: props.sharedArrayBuffer, pinned: props.pinnedMemory, helpers: props.cpuHelperThreads, isSoftware: props.isSoftware }, sab: typeof SharedArrayBuffer, cores: navigator.hardwareConcurrency };
       });
       expect(errors).toEqual([]);
       expect(got.cpu).toEqual([5, 14, 14, 50]);
@@ -66,6 +76,8 @@ describe.runIf(haveChromium())('webtorch in headless Chromium', () => {
       if (isolated && got.cores > 1) expect(got.s.cpuThreads).toBe(Math.min(got.cores, 4));
       else expect(got.s.cpuThreads).toBe(1);
       expect(got.s.cpuHelperThreads).toBe(got.s.cpuThreads > 1);
+      if (isolated) expect(got.pinned).toEqual({ isPinned: true, values: [0, 1, 2, 3] });
+      else expect((got.pinned as { error: string }).error).toMatch(/^pinMemory\(\): pinned memory needs shared memory \(SharedArrayBuffer\).*cross-origin isolated/);
       await page.close();
     });
 

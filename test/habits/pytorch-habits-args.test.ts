@@ -30,10 +30,14 @@ describe('seed examples with positional and keyword arguments', () => {
     for (const t of [y, p, w, a]) t.dispose();
   });
 
-  it('seed 003: memory_summary(device=0), synchronize(device=0), caching_allocator_alloc(size=, device=)', async () => {
+  it('seed 003: memory_summary(device=0), synchronize(device=0), caching_allocator_alloc(size=, device=, stream=)', async () => {
     expect(torch.gpu.memorySummary({ device: 0 })).toMatch(/Allocated memory/);
     await torch.gpu.synchronize({ device: 0 });
-    const ptr = torch.gpu.cachingAllocatorAlloc({ size: 1024 * 1024, device: 0 });
+    const ptr = torch.gpu.cachingAllocatorAlloc({
+      size: 1024 * 1024, // 1MB
+      device: 0,
+      stream: torch.gpu.currentStream(),
+    });
     expect(torch.gpu.memoryAllocated(0)).toBe(1024 * 1024);
     torch.gpu.cachingAllocatorDelete(ptr);
   });

@@ -211,6 +211,24 @@ describe("streams", () => {
     expect(() => alloc.free(a.block)).toThrow(`block ${a.block} was already freed`);
   });
 
+  it("completes a recorded free only once its stream has passed the mark set before the free", () => {
+    const { alloc } = setup();
+    const a = alloc.malloc(1000), b = alloc.malloc(1000);
+    alloc.recordStream(a.block, 4);
+    alloc.recordStream(b.block, 4);
+    alloc.streamMark(4, 10);
+    alloc.free(a.block); // waits for mark 10 of stream 4
+    alloc.streamMark(4, 12);
+    alloc.free(b.block); // waits for mark 12
+    expect(alloc.streamDoneUpTo(4, 9)).toBe(0);
+    expect(alloc.streamDoneUpTo(5, 20)).toBe(0);
+    expect(alloc.streamDoneUpTo(4, 11)).toBe(1);
+    expect(stat(alloc, "active_bytes.all.current")).toBe(1024);
+    expect(alloc.streamDoneUpTo(4, 12)).toBe(1);
+    expect(stat(alloc, "active_bytes.all.current")).toBe(0);
+    expect(() => alloc.streamMark(-1, 1)).toThrow(RangeError);
+  });
+
   it("keeps segments with pending frees out of emptyCache unless the host can synchronize", () => {
     const { alloc, log } = setup();
     const a = alloc.malloc(1000);

@@ -5,10 +5,13 @@
  * in that device's worker thread while the caller trains on the previous batch. With
  * `numWorkers > 0` the loader keeps `numWorkers × prefetchFactor` batches in flight ahead of the
  * one it yields, as PyTorch's worker processes do. Other datasets are collated by stacking their
- * items on their device. `pinMemory` is accepted for compatibility: host→device copies in
- * webtorch go from the calling thread's buffers straight to the device worker.
+ * items on their device. With `pinMemory`, cpu batches are made in pinned memory (by the cpu
+ * worker, which owns them), so that `batch.to(dev, {nonBlocking: true})` is read by the device's
+ * worker directly (ts/runtime/pinned.ts).
  */
+import { CPU } from '../device.js';
 import { bindArgs, type PyArgs } from '../ops/options.js';
+import { checkPinnable, pinMemory } from '../runtime/pinned.js';
 import { defaultGenerator, type Generator } from '../random.js';
 import { alloc, launch, place, ref, code } from '../runtime/dispatch.js';
 import type { Tensor } from '../tensor.js';
@@ -81,6 +84,7 @@ export class DataLoader<T = Tensor[]> implements Iterable<Tensor[]> {
     this.numWorkers = o.numWorkers ?? 0;
     this.prefetchFactor = o.prefetchFactor ?? 2;
     this.pinMemory = o.pinMemory ?? false;
+    if (this.pinMemory) checkPinnable();
     this.generator = o.generator ?? defaultGenerator;
     if (!Number.isInteger(this.batchSize) || this.batchSize <= 0) {
       throw new RangeError(`batch_size should be a positive integer value, but got batch_size=${o.batchSize}`);
@@ -110,6 +114,17 @@ export class DataLoader<T = Tensor[]> implements Iterable<Tensor[]> {
   }
 
   private batch(indices: number[]): Tensor[] {
+    const b = this.collate(indices);
+    if (!this.pinMemory) return b;
+    return b.map((t) => {
+      if (t.device !== CPU) return t;
+      const p = pinMemory(t);
+      if (p !== t) t.dispose();
+      return p;
+    });
+  }
+
+  private collate(indices: number[]): Tensor[] {
     if (this.dataset instanceof TensorDataset) return this.dataset.getBatch(indices);
     const items = indices.map((i) => this.dataset.getItem(i));
     const fields = items[0] as unknown as Tensor[];

@@ -276,6 +276,21 @@ export class CachingAllocator {
     return this.#enter((w) => w.streamDone(stream));
   }
 
+  /**
+   * Host: the work queued on `stream` so far ends at `mark` (the host's numbering, increasing);
+   * frees of blocks recorded on `stream` from now on wait for `streamDone(stream, mark)`.
+   */
+  streamMark(stream: number, mark: number): void {
+    checkStream("streamMark: stream", stream);
+    this.#enter((w) => w.streamMark(stream, mark));
+  }
+
+  /** Host report: the work of `stream` up to `mark` has finished. Returns the frees it completed. */
+  streamDoneUpTo(stream: number, mark: number): number {
+    checkStream("streamDoneUpTo: stream", stream);
+    return this.#enter((w) => w.streamDoneUpTo(stream, mark));
+  }
+
   /** Releases every segment whose blocks are all free (after synchronize, when available). */
   emptyCache(): void {
     this.#enter((w) => {

@@ -35,6 +35,8 @@ export interface AllocatorExports {
   free(handle: number): number;
   recordStream(handle: number, stream: number): number;
   streamDone(stream: number): number;
+  streamDoneUpTo(stream: number, mark: number): number;
+  streamMark(stream: number, mark: number): number;
   emptyCache(): void;
   roundedSize(bytes: number): number;
   segmentSizeFor(rounded: number): number;

@@ -7,19 +7,24 @@
  * every later op on the destination sees the copy. Nothing passes through the calling thread.
  * `x.to(x.device)` (same dtype) returns `x` itself, as in PyTorch.
  */
-import { Device, clientOf, device as toDevice, type DeviceLike } from '../device.js';
+import { CPU, Device, clientOf, device as toDevice, type DeviceLike } from '../device.js';
+import { canPin, downloadPinned, downloadToPinned, pinnedDownload, pinnedUpload, uploadPinned } from '../runtime/pinned.js';
 import { elementSize, storageCode, toDType, type DType } from '../dtype.js';
 import { alloc, launch, ref, sameDevice } from '../runtime/dispatch.js';
 import { broadcastStrides, fmt } from '../shape.js';
 import { Tensor } from '../tensor.js';
 import { isGradEnabled, needsGrad, op as recorded, record } from '../autograd/graph.js';
 import { sumTo } from './reduce.js';
+import { bindArgs, type PyArgs } from './options.js';
 import { cast, contiguous } from './views.js';
 
 let nextTag = 1;
 
-/** Opens a MessageChannel between two devices' workers, once per pair of worker lifetimes. */
-function connect(a: Device, b: Device): void {
+/** @internal A new tag for a message between two workers (a copy, an event's signal). */
+export const newTag = (): number => nextTag++;
+
+/** @internal Opens a MessageChannel between two devices' workers, once per pair of worker lifetimes. */
+export function connect(a: Device, b: Device): void {
   const ca = clientOf(a), cb = clientOf(b);
   if (ca.peers.has(cb.name)) return;
   const { port1, port2 } = new MessageChannel();
@@ -29,9 +34,12 @@ function connect(a: Device, b: Device): void {
   cb.peers.add(ca.name);
 }
 
-/** A contiguous copy of `src` on another device, in `src`'s dtype. */
-function transfer(src: Tensor, dst: Device): Tensor {
-  const c = contiguous(src);
+/** A contiguous copy of `src` on another device, in `src`'s dtype; `nonBlocking` takes the pinned path where it applies (ts/runtime/pinned.ts). */
+function transfer(src: Tensor, dst: Device, nonBlocking = false): Tensor {
+  if (nonBlocking && pinnedUpload(src, dst)) return uploadPinned(src, dst);
+  if (nonBlocking && dst === CPU && src.isContiguous() && canPin()) return downloadToPinned(src._check('to'));
+  // A contiguous source is sent as it is (inside `torch.gpu.stream(s)` of the destination too).
+  const c = src.isContiguous() ? src._check('to') : contiguous(src);
   const out = alloc(src.shape, src.dtype, dst);
   const bytes = src.numel() * elementSize(src.dtype);
   if (bytes) {
@@ -48,7 +56,11 @@ function transfer(src: Tensor, dst: Device): Tensor {
 export interface ToOptions {
   device?: DeviceLike;
   dtype?: DType | string;
-  /** Accepted for PyTorch compatibility; every copy is already asynchronous. */
+  /**
+   * From pinned memory to a device, or from a device to the cpu (into a new pinned tensor): the
+   * copy runs in stream order without holding back other streams (ts/runtime/pinned.ts). From
+   * pageable memory it behaves as without it, as in PyTorch.
+   */
   nonBlocking?: boolean;
   /** Always copy, even when nothing changes. */
   copy?: boolean;
@@ -69,15 +81,18 @@ export function to(t: Tensor, target: DeviceLike | DType | ToOptions, options: T
     return cast(t, dtype);
   }
   // Differentiable across devices: the gradient travels back to the source device.
-  const moved = recorded('to', [t], () => transfer(t, dev), () => ([g]) => [transfer(g!, t.device)]);
+  const moved = recorded('to', [t], () => transfer(t, dev, !!o.nonBlocking), () => ([g]) => [transfer(g!, t.device)]);
   if (dtype === t.dtype) return moved;
   const out = cast(moved, dtype);
   moved.dispose();
   return out;
 }
 
-/** `dst.copy_(src)`: copies (broadcasting, converting dtype) from any device into `dst`, in place. */
-export function copyInto(dst: Tensor, src: Tensor): Tensor {
+/**
+ * `dst.copy_(src, nonBlocking)`: copies (broadcasting, converting dtype) from any device into
+ * `dst`, in place; `nonBlocking` as for `to()`.
+ */
+export function copyInto(dst: Tensor, src: Tensor, nonBlocking = false): Tensor {
   dst._check('copy_');
   src._check('copy_');
   broadcastStrides(src.shape, src._strides, dst.shape);
@@ -87,7 +102,11 @@ export function copyInto(dst: Tensor, src: Tensor): Tensor {
   if (dst.requiresGrad && dst.isLeaf && isGradEnabled()) {
     throw new Error('a leaf Variable that requires grad is being used in an in-place operation (copy_).');
   }
-  const local = src.device === dst.device ? src : transfer(src, dst.device);
+  if (nonBlocking && pinnedDownload(dst, src) && !needsGrad(src)) {
+    downloadPinned(dst, src);
+    return dst;
+  }
+  const local = src.device === dst.device ? src : transfer(src, dst.device, nonBlocking);
   sameDevice('copy_', [dst, local]);
   if (dst.numel()) {
     launch(dst.device, {
@@ -110,6 +129,9 @@ export function copyInto(dst: Tensor, src: Tensor): Tensor {
 /** A contiguous copy with the same dtype and device. */
 export const clone = (t: Tensor): Tensor => cast(t._check('clone'), t.dtype);
 
-/** `t.cuda(i)` / `t.gpu(i)`: to gpu:i (the current GPU when omitted). */
-export const toGpu = (t: Tensor, i?: number): Tensor => to(t, i === undefined ? toDevice('gpu') : toDevice(i));
+/** `t.cuda(device?, nonBlocking?)` / `t.gpu(…)`: to gpu:i (the current GPU when omitted); PyTorch's keywords as `{device, nonBlocking}`. */
+export function toGpu(t: Tensor, ...args: PyArgs<[device: DeviceLike | null, nonBlocking: boolean], { device?: DeviceLike | null; nonBlocking?: boolean }>): Tensor {
+  const o = bindArgs('cuda', ['device', 'nonBlocking'], args, { device: null as DeviceLike | null, nonBlocking: false });
+  return to(t, o.device == null ? toDevice('gpu') : toDevice(o.device), { nonBlocking: !!o.nonBlocking });
+}
 

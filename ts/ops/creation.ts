@@ -9,6 +9,7 @@ import { CPU, device as toDevice, type Device, type DeviceLike } from '../device
 import { checkFits, encode, isFloating, scalarName, storageCode, toDType, type DType } from '../dtype.js';
 import type { Generator } from '../random.js';
 import { Dist, drawInto, f32Bits, generatorFor } from './random.js';
+import { checkPinTarget, markPinned } from '../runtime/pinned.js';
 import { alloc, launch, ref, place } from '../runtime/dispatch.js';
 import { bindArgs, checkOptions, isKeywords, REQUIRED } from './options.js';
 import { checkShape, numel } from '../shape.js';
@@ -95,7 +96,11 @@ function upload(t: Tensor, host: ReturnType<typeof encode>): Tensor {
 /** A tensor from nested arrays or a typed array (`torch.tensor`). */
 export function tensor(data: NestedArray | ArrayLike<number> | BigInt64Array | Tensor, options?: TensorOptions & { pinMemory?: boolean }): Tensor {
   checkOptions('tensor', options, [...CREATION_KEYS, 'pinMemory']);
-  if (options?.pinMemory) throw new TypeError('tensor(): pinMemory is not supported yet (see t.pinMemory())');
+  if (options?.pinMemory) {
+    const { pinMemory: _, ...rest } = options;
+    checkPinTarget('tensor()', dev(rest));
+    return markPinned(tensor(data, rest));
+  }
   if (ArrayBuffer.isView(data)) {
     const inferred: DType = data instanceof Int32Array ? 'int32' : data instanceof Uint8Array ? 'uint8' : data instanceof BigInt64Array ? 'int64' : 'float32';
     return made('tensor', fromHost(data as unknown as ArrayLike<number | bigint>, [(data as unknown as ArrayLike<number>).length], dt(options, inferred), dev(options)), options);
@@ -135,10 +140,12 @@ export function ones(...args: SizeArgs): Tensor {
   return full(shape, 1, { ...o, dtype: o?.dtype ?? 'float32' });
 }
 
-/** Uninitialised memory (`torch.empty(*size, {dtype, device, requiresGrad})`). */
+/** Uninitialised memory (`torch.empty(*size, {dtype, device, requiresGrad, pinMemory})`). */
 export function empty(...args: SizeArgs): Tensor {
-  const [shape, o] = sizeAndOptions<TensorOptions>('empty', args);
-  return made('empty', alloc(shape, dt(o, 'float32'), dev(o)), o);
+  const [shape, o] = sizeAndOptions<TensorOptions & { pinMemory?: boolean }>('empty', args, [...CREATION_KEYS, 'pinMemory']);
+  if (o?.pinMemory) checkPinTarget('empty()', dev(o));
+  const t = made('empty', alloc(shape, dt(o, 'float32'), dev(o)), o);
+  return o?.pinMemory ? markPinned(t) : t;
 }
 
 /** `torch.arange(end)`, `(start, end)` or `(start, end, step)`, each with trailing `{dtype, device, requiresGrad}`. */

@@ -6,6 +6,7 @@ import type { DeviceLike } from '../device.js';
 import type { DType } from '../dtype.js';
 import { Tensor } from '../tensor.js';
 import { clone, copyInto, to, toGpu, type ToOptions } from './copy.js';
+import { isPinned, pinMemory } from '../runtime/pinned.js';
 import { newMethods, type TensorOptions } from './creation.js';
 import { binaryOp, clamp, div, gelu, nanToNum, softplus, unaryOp, where, type TensorOrScalar } from './elementwise.js';
 import { matmul } from './matmul.js';
@@ -70,10 +71,9 @@ declare module '../tensor.js' {
     contiguous(): Tensor;
     clone(): Tensor;
     to(target: DeviceLike | DType | ToOptions, options?: ToOptions): Tensor;
-    cuda(index?: number): Tensor;
-    gpu(index?: number): Tensor;
+    cuda(...args: PyArgs<[device: DeviceLike | null, nonBlocking: boolean], { device?: DeviceLike | null; nonBlocking?: boolean }>): Tensor;
+    gpu(...args: PyArgs<[device: DeviceLike | null, nonBlocking: boolean], { device?: DeviceLike | null; nonBlocking?: boolean }>): Tensor;
     cpu(): Tensor;
-    copy_(src: Tensor): Tensor;
     /** `t.normal_(mean = 0, std = 1, {generator})`, in place, on t's device. */
     normal_(...args: Parameters<typeof R.normal_> extends [Tensor, ...infer A] ? A : never): Tensor;
     /** `t.uniform_(from = 0, to = 1, {generator})`, in place, on t's device. */
@@ -84,6 +84,12 @@ declare module '../tensor.js' {
     bernoulli(...args: Parameters<typeof bernoulli> extends [Tensor, ...infer A] ? A : never): Tensor;
     /** `t.multinomial(numSamples, replacement = false, {generator})` (`torch.multinomial`). */
     multinomial(...args: Parameters<typeof multinomial> extends [Tensor, ...infer A] ? A : never): Tensor;
+    /** `copy_(src, nonBlocking)`: see `ToOptions.nonBlocking`. */
+    copy_(src: Tensor, ...args: PyArgs<[nonBlocking: boolean], { nonBlocking?: boolean }>): Tensor;
+    /** A copy in pinned memory (`pin_memory()`; ts/runtime/pinned.ts). */
+    pinMemory(): Tensor;
+    /** Whether the tensor is in pinned memory (`is_pinned()`). */
+    isPinned(): boolean;
     float(): Tensor; half(): Tensor; bfloat16(): Tensor; int(): Tensor; long(): Tensor; bool(): Tensor; byte(): Tensor;
     new_zeros(shape: number[], options?: TensorOptions): Tensor;
     new_ones(shape: number[], options?: TensorOptions): Tensor;
@@ -140,15 +146,19 @@ Object.assign(Tensor.prototype, newMethods, {
   contiguous(this: Tensor) { return V.contiguous(this); },
   clone(this: Tensor) { return clone(this); },
   to(this: Tensor, target: DeviceLike | DType | ToOptions, opt?: ToOptions) { return to(this, target, opt); },
-  cuda(this: Tensor, i?: number) { return toGpu(this, i); },
-  gpu(this: Tensor, i?: number) { return toGpu(this, i); },
+  cuda(this: Tensor, ...args: PyArgs<[device: DeviceLike | null, nonBlocking: boolean], { device?: DeviceLike | null; nonBlocking?: boolean }>) { return toGpu(this, ...args); },
+  gpu(this: Tensor, ...args: PyArgs<[device: DeviceLike | null, nonBlocking: boolean], { device?: DeviceLike | null; nonBlocking?: boolean }>) { return toGpu(this, ...args); },
   cpu(this: Tensor) { return to(this, 'cpu'); },
-  copy_(this: Tensor, src: Tensor) { return copyInto(this, src); },
   normal_(this: Tensor, ...a: never[]) { return (R.normal_ as (t: Tensor, ...a: unknown[]) => Tensor)(this, ...a); },
   uniform_(this: Tensor, ...a: never[]) { return (R.uniform_ as (t: Tensor, ...a: unknown[]) => Tensor)(this, ...a); },
   bernoulli_(this: Tensor, ...a: never[]) { return (R.bernoulli_ as (t: Tensor, ...a: unknown[]) => Tensor)(this, ...a); },
   bernoulli(this: Tensor, ...a: never[]) { return (bernoulli as (t: Tensor, ...a: unknown[]) => Tensor)(this, ...a); },
   multinomial(this: Tensor, ...a: never[]) { return (multinomial as (t: Tensor, ...a: unknown[]) => Tensor)(this, ...a); },
+  copy_(this: Tensor, src: Tensor, ...args: PyArgs<[nonBlocking: boolean], { nonBlocking?: boolean }>) {
+    return copyInto(this, src, !!bindArgs('copy_', ['nonBlocking'], args, { nonBlocking: false }).nonBlocking);
+  },
+  pinMemory(this: Tensor) { return pinMemory(this); },
+  isPinned(this: Tensor) { return isPinned(this); },
   float(this: Tensor) { return to(this, 'float32'); },
   half(this: Tensor) { return to(this, 'float16'); },
   bfloat16(this: Tensor) { return to(this, 'bfloat16'); },

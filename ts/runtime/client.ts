@@ -8,11 +8,19 @@
  * Float64Array, not structured-cloned objects), and a read or sync carries the queued commands
  * with it, so `await x.add(1).item()` is one message. Messages go out through `post`, which
  * keeps commands, reads and syncs in the order the program issued them.
+ *
+ * Each command is queued on a stream (the device's current stream, ts/runtime/streams.ts); the
+ * client numbers each stream's marks (the points `s.query()`, events and deferred frees ask the
+ * worker about) and holds the device's stream board (ts/worker/board.ts), where the worker
+ * writes which marks and events have finished.
  */
 import * as Comlink from 'comlink';
 import { OutOfMemoryError } from '../memory/errors.js';
 import { spawnWorker, type WorkerHandle } from '../worker-scripts.js';
-import { BatchWriter, type Batch, type Command, type DeviceInfo, type WorkerApi, type WorkerProfile } from '../worker/protocol.js';
+import { onPortMessage } from '../platform.js';
+import { Board, STREAM_SLOTS, type BoardUpdate } from '../worker/board.js';
+import { streamId } from './current-stream.js';
+import { BatchWriter, DEVICE_COMMANDS, type Batch, type Command, type DeviceInfo, type SyncTarget, type WorkerApi, type WorkerProfile } from '../worker/protocol.js';
 
 /**
  * Words of queued commands at which a burst is sent without waiting for its microtask to end
@@ -46,6 +54,13 @@ export class DeviceClient {
   private closed = false;
   /** Results being awaited; while there are any, the worker keeps the process alive. */
   private awaited = 0;
+  /** What the worker reports as finished (shared memory once the worker is up, where it exists). */
+  board = new Board(null);
+  /** Per stream: the last mark queued. */
+  private readonly marks = new Int32Array(STREAM_SLOTS);
+  /** Per stream: commands queued so far, and how many its last mark stands for. */
+  private readonly queued = new Float64Array(STREAM_SLOTS);
+  private readonly marked = new Float64Array(STREAM_SLOTS);
 
   constructor(readonly name: string, readonly kind: 'cpu' | 'gpu', readonly index: number) {}
 
@@ -54,10 +69,18 @@ export class DeviceClient {
     this.ready ??= (async () => {
       this.handle = await spawnWorker(this.kind);
       const remote = Comlink.wrap<WorkerApi>(this.handle.endpoint);
+      // Without shared memory the worker posts the board's updates on a port of its own.
+      const channel = typeof SharedArrayBuffer === 'undefined' ? new MessageChannel() : null;
       try {
-        const { scratch, ...info } = await this.awaiting(() => remote.init({ name: this.name, index: this.index }));
+        const options = { name: this.name, index: this.index, board: channel?.port2 };
+        const { scratch, board, ...info } = await this.awaiting(() => remote.init(channel ? Comlink.transfer(options, [channel.port2]) : options));
         this.info = info;
         this.scratch = scratch ?? null;
+        if (board) this.board = new Board(board);
+        else if (channel) {
+          onPortMessage(channel.port1, (u) => this.board.apply(u as BoardUpdate));
+          (channel.port1 as { unref?: () => void }).unref?.();
+        }
       } catch (e) {
         this.startError = new Error(`webtorch: device ${this.name} failed to start: ${(e as Error).message}`);
         await this.handle.terminate();
@@ -74,6 +97,11 @@ export class DeviceClient {
     return this.ready !== null;
   }
 
+  /** Whether the worker was started or has commands queued (which will start it): what a sync must wait for. */
+  get inUse(): boolean {
+    return this.ready !== null || !this.queue.empty;
+  }
+
   /** Keeps the process alive while `fn`'s result is awaited (Node workers are unref'd when idle). */
   private async awaiting<T>(fn: () => Promise<T>): Promise<T> {
     if (this.awaited++ === 0) this.handle?.keepAlive(true);
@@ -84,10 +112,16 @@ export class DeviceClient {
     }
   }
 
-  /** Queues a command; `transfer` lists buffers or ports that move with it. */
-  enqueue(cmd: Command, transfer?: Transferable[]): void {
+  /** The device's current stream (ts/runtime/current-stream.ts): where commands and reads go. */
+  get stream(): number {
+    return streamId(this.name);
+  }
+
+  /** Queues a command on `stream` (device commands belong to no stream); `transfer` lists buffers or ports that move with it. */
+  enqueue(cmd: Command, transfer?: Transferable[], stream = this.stream): void {
     if (this.closed) return;
-    this.queue.push(cmd);
+    this.queue.push(cmd, stream);
+    if (!DEVICE_COMMANDS.has(cmd.k)) this.queued[stream]++;
     if (transfer) this.transfers.push(...transfer);
     // A long burst goes out in pieces, so that the worker starts on it while the caller goes on.
     if (this.queue.size >= SEND_AT) this.flush();
@@ -129,18 +163,59 @@ export class DeviceClient {
     return Comlink.transfer(batch, transfers);
   }
 
-  /** Reads bytes of a storage once all earlier work has run. */
-  async read(id: number, byteOffset: number, bytes: number): Promise<ArrayBuffer> {
-    if (this.closed) throw new Error(`webtorch: device ${this.name} was shut down; its tensors are gone`);
-    // The queued commands travel with the read; `post` keeps it ahead of later ops.
-    const batch = this.takeQueued();
-    return this.awaiting(() => this.post((r) => r.read(id, byteOffset, bytes, batch))).catch((e) => this.rethrow(e));
+  /**
+   * The mark that stands for every command queued on `stream` so far: the last one when nothing
+   * was queued since, else a new `mark` command.
+   */
+  markStream(stream: number): number {
+    if (this.queued[stream] !== this.marked[stream]) this.enqueue({ k: 'mark', mark: this.nextMark(stream) }, undefined, stream);
+    return this.marks[stream];
   }
 
-  /** Waits for all queued work; rethrows the first asynchronous error since the last sync. */
-  async sync(): Promise<void> {
+  /** A new mark of `stream`, for the next command, which stands for everything queued on it so far (`record`, `mark`). */
+  nextMark(stream: number): number {
+    this.marked[stream] = this.queued[stream] + 1;
+    return ++this.marks[stream];
+  }
+
+  /** Whether every command queued on `stream` has finished, as far as the board tells (queues a mark when it cannot tell). */
+  streamFinished(stream: number): boolean {
+    return this.board.streamMark(stream) >= this.markStream(stream);
+  }
+
+  /** Reads bytes of a storage once the earlier work of `stream` has run. */
+  async read(id: number, byteOffset: number, bytes: number, stream = this.stream): Promise<ArrayBuffer> {
+    if (this.closed) throw new Error(`webtorch: device ${this.name} was shut down; its tensors are gone`);
+    // The queued commands travel with the read; `post` keeps it ahead of later ops.
+    const batch = this.takeQueued(), queued = this.queued[stream];
+    const data = await this.awaiting(() => this.post((r) => r.read(id, byteOffset, bytes, batch, stream))).catch((e) => this.rethrow(e));
+    // The read ran after the stream's earlier work had finished: as for a sync, the board says so.
+    this.finishedUpTo(stream, queued);
+    return data;
+  }
+
+  /** Notes that `stream` has finished its first `queued` commands (a sync point proved it): with nothing queued since, it is idle. */
+  private finishedUpTo(stream: number, queued: number): void {
+    if (this.queued[stream] !== queued) return;
+    if (this.marked[stream] !== queued) {
+      this.marked[stream] = queued;
+      this.marks[stream]++;
+    }
+    this.board.finishStream(stream, this.marks[stream]);
+  }
+
+  /**
+   * Waits for the queued work (all of it, one stream's, or one event's record); rethrows the
+   * first asynchronous error since the last sync. What it proves finished goes on the board.
+   */
+  async sync(target: SyncTarget = { all: true }): Promise<void> {
+    const queued = this.queued.slice();
     const batch = this.takeQueued();
-    await this.awaiting(() => this.post((r) => r.sync(batch))).catch((e) => this.rethrow(e));
+    const time = await this.awaiting(() => this.post((r) => r.sync(batch, target) as Promise<number | void>)).catch((e) => this.rethrow(e));
+    if ('slot' in target && typeof time === 'number') this.board.finishEvent(target.slot, target.version, time);
+    // Every stream the sync covered has finished what was queued before it: a mark made here says so.
+    if ('all' in target) for (let s = 0; s < STREAM_SLOTS; s++) this.finishedUpTo(s, queued[s]);
+    else if ('stream' in target) this.finishedUpTo(target.stream, queued[target.stream]);
   }
 
   /** Turns the worker's profile on (clearing it) or off; off resolves with it once the queued work is done (see `WorkerProfile`). */

@@ -7,6 +7,7 @@ import { clientOf, type Device } from '../device.js';
 import { contiguousStrides, numel } from '../shape.js';
 import { Tensor } from '../tensor.js';
 import type { Command, Place, ViewRef } from '../worker/protocol.js';
+import { streamScope } from './current-stream.js';
 import { Storage } from './storage.js';
 
 /** A new contiguous tensor with uninitialised contents. */
@@ -30,7 +31,8 @@ export const code = (t: Tensor | DType) => storageCode(typeof t === 'string' ? t
 
 /**
  * The one device of an op's tensors, or PyTorch's error naming two of them.
- * Also rejects disposed tensors.
+ * Also rejects disposed tensors, and, inside `torch.gpu.stream(s, fn)`, tensors of another GPU
+ * than s's (their work would run on that GPU's current stream, not on s).
  */
 export function sameDevice(op: string, tensors: Tensor[]): Device {
   const first = tensors[0]._check(op).device;
@@ -40,10 +42,14 @@ export function sameDevice(op: string, tensors: Tensor[]): Device {
       throw new Error(`Expected all tensors to be on the same device, but found at least two devices, ${first} and ${t.device}! (when checking arguments for ${op})`);
     }
   }
+  const scope = streamScope();
+  if (scope && first.type === 'gpu' && first !== scope.device) {
+    throw new Error(`Expected all tensors to be on the device of the current stream ${scope} inside torch.gpu.stream(), but found ${first} (when checking arguments for ${op}); move the tensors with .to('${scope.device}') or leave the stream's scope`);
+  }
   return first;
 }
 
-/** Queues a command on a device. */
+/** Queues a command on a device, on its current stream. */
 export function launch(device: Device, cmd: Command, transfer?: Transferable[]): void {
   clientOf(device).enqueue(cmd, transfer);
 }

@@ -5,8 +5,10 @@
  * segment and offset a tensor gets, when a new segment is needed, out-of-memory. Its segment
  * callbacks only queue `segment`/`release` commands; the worker creates the GPUBuffer (or WASM
  * range) in order, before any kernel that uses it. Freeing a block is pure bookkeeping: the
- * block is reused at once by later commands of the same queue, which run after every earlier
- * use of it, so no stream synchronisation is needed while all work is on one stream.
+ * block is reused at once by later commands of its own stream, which run after every earlier
+ * use of it. A block recorded on other streams (`t.recordStream(s)`) waits for a mark of each
+ * (`recordedFree`): the stream board (ts/worker/board.ts) tells when those marks have finished,
+ * and the next allocation on the device completes those frees (`settleFrees`).
  *
  * Budgets: a GPU's memory size cannot be read through WebGPU, so each GPU device has a
  * documented default of 8 GiB (`WEBTORCH_GPU_MEMORY` or `torch.gpu.configure({memory})` set
@@ -88,6 +90,40 @@ export function allocatorOf(d: Device): CachingAllocator {
   return a;
 }
 
+/** Frees waiting for stream marks, per device: the highest mark waited for on each stream. */
+const waitingFrees = new Map<Device, Map<number, number>>();
+
+/**
+ * @internal Frees a block used by other streams (`recordStream`): the allocator keeps it from
+ * reuse until each of `streams` has finished the work queued on it so far (PyTorch records an
+ * event on each at this point; here it is a stream mark).
+ */
+export function recordedFree(d: Device, block: number, streams: Iterable<number>): void {
+  const a = allocatorOf(d), client = clientOf(d);
+  let w = waitingFrees.get(d);
+  if (!w) waitingFrees.set(d, (w = new Map()));
+  for (const s of streams) {
+    const mark = client.markStream(s);
+    a.streamMark(s, mark);
+    w.set(s, Math.max(w.get(s) ?? 0, mark));
+  }
+  a.free(block);
+}
+
+/** @internal Completes the deferred frees whose stream marks the device has finished (before each allocation). */
+export function settleFrees(d: Device): void {
+  if (!waitingFrees.size) return;
+  const w = waitingFrees.get(d);
+  if (!w) return;
+  const a = allocatorOf(d), board = clientOf(d).board;
+  for (const [s, mark] of w) {
+    const done = board.streamMark(s);
+    if (done > 0) a.streamDoneUpTo(s, done);
+    if (done >= mark) w.delete(s);
+  }
+  if (!w.size) waitingFrees.delete(d);
+}
+
 /** @internal The memory budget a device's allocator enforces, in bytes (`getDeviceProperties().totalMemory`). */
 export function memoryBudget(d: Device): number {
   return allocatorOf(d).capacity;
@@ -96,6 +132,7 @@ export function memoryBudget(d: Device): number {
 /** @internal Forgets every allocator (their segments died with the workers). */
 export function resetAllocators(): void {
   allocators.clear();
+  waitingFrees.clear();
 }
 
 /** A memory function's device argument: positional (`memoryAllocated(0)`) or keyword (`memoryAllocated({device: 0})`). */
@@ -153,11 +190,23 @@ export interface RawBlock extends Allocation {
   device: Device;
 }
 
-/** Allocates a raw block (`torch.cuda.caching_allocator_alloc`). */
-export function cachingAllocatorAlloc(...args: PyArgs<[size: number, device: DeviceLike | null, stream: number], { size?: number; device?: DeviceLike | null; stream?: number }>): RawBlock {
-  const o = bindArgs('caching_allocator_alloc', ['size', 'device', 'stream'], args, { size: REQUIRED as number, device: null as DeviceLike | null, stream: 0 });
-  const device = o.device == null ? toDevice(currentDevice()) : toDevice(o.device);
-  return { ...allocatorOf(device).malloc(o.size, o.stream), device };
+/** A stream as `cachingAllocatorAlloc` takes it: a `torch.gpu.Stream`, or a stream id. */
+export type StreamArg = number | { device: Device; streamId: number };
+
+/**
+ * Allocates a raw block (`torch.cuda.caching_allocator_alloc(size, device, stream)`) for
+ * `stream` (a Stream, or an id; the device's current stream by default); a Stream's device is
+ * the default device.
+ */
+export function cachingAllocatorAlloc(...args: PyArgs<[size: number, device: DeviceLike | null, stream: StreamArg | null], { size?: number; device?: DeviceLike | null; stream?: StreamArg | null }>): RawBlock {
+  const o = bindArgs('caching_allocator_alloc', ['size', 'device', 'stream'], args, { size: REQUIRED as number, device: null as DeviceLike | null, stream: null as StreamArg | null });
+  const s = o.stream;
+  const device = o.device != null ? toDevice(o.device) : typeof s === 'object' && s ? s.device : toDevice(currentDevice());
+  if (typeof s === 'object' && s && s.device !== device) {
+    throw new Error(`caching_allocator_alloc: the stream is on ${s.device}, but the device is ${device}`);
+  }
+  const id = s == null ? clientOf(device).stream : typeof s === 'number' ? s : s.streamId;
+  return { ...allocatorOf(device).malloc(o.size, id), device };
 }
 
 /** Frees a raw block from `cachingAllocatorAlloc`. */

@@ -5,11 +5,16 @@
  * is dropped without `dispose()` drops it when the garbage collector finalises the tensor, so
  * forgotten tensors do not leak. The last reference returns the block to the allocator; any
  * later command that reuses it is queued behind every command that used it.
+ *
+ * Streams: a block is allocated for its device's current stream, and the allocator hands a
+ * freed block out again at once only to that stream, whose later work the worker runs after
+ * every earlier use. A block that other streams used must be marked with `t.recordStream(s)`:
+ * its free then waits until `s` has finished the work queued on it by then (`recordedFree`).
  */
 import { clientOf, type Device } from '../device.js';
 import type { CachingAllocator } from '../memory/index.js';
 import type { DeviceClient } from './client.js';
-import { allocatorOf } from './memory.js';
+import { allocatorOf, recordedFree, settleFrees } from './memory.js';
 
 const live = new Map<Device, { count: number; bytes: number }>();
 
@@ -24,11 +29,19 @@ export class Storage {
   readonly id: number;
   /** The block's byte offset in its segment (a multiple of 512). */
   readonly byteOffset: number;
+  /** The stream the block was allocated for. */
+  readonly stream: number;
+  /** Whether the storage is pinned host memory (ts/runtime/pinned.ts). */
+  pinned = false;
+  /** Other streams that used the block (`recordStream`). */
+  private recorded: Set<number> | null = null;
 
   private constructor(readonly device: Device, readonly bytes: number) {
     this.client = clientOf(device);
     this.allocator = allocatorOf(device);
-    const a = this.allocator.malloc(bytes);
+    this.stream = this.client.stream;
+    settleFrees(device);
+    const a = this.allocator.malloc(bytes, this.stream);
     this.block = a.block;
     this.id = a.segment;
     this.byteOffset = a.offset;
@@ -54,12 +67,23 @@ export class Storage {
     return this;
   }
 
+  /** Marks the block as used by `stream` of the same device (see the note at the top). */
+  recordStream(stream: { device: Device; streamId: number }): void {
+    if (stream.device !== this.device) {
+      throw new Error(`record_stream: the stream is on ${stream.device}, but the tensor is on ${this.device}`);
+    }
+    if (stream.streamId === this.stream) return;
+    this.allocator.recordStream(this.block, stream.streamId);
+    (this.recorded ??= new Set()).add(stream.streamId);
+  }
+
   /** Drops one reference; the last one frees the allocation. */
   release(): void {
     if (this.refs <= 0) return;
     if (--this.refs === 0) {
       this.refs = -1;
-      this.allocator.free(this.block);
+      if (this.recorded) recordedFree(this.device, this.block, this.recorded);
+      else this.allocator.free(this.block);
       const l = live.get(this.device)!;
       l.count--;
       l.bytes -= this.bytes;

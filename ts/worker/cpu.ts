@@ -8,7 +8,7 @@
  * as the kernels expect.
  */
 import { StorageCode } from '../dtype.js';
-import { loadKernelWasm, loadSharedKernelWasm } from '../platform.js';
+import { canShareMemory, loadKernelWasm, loadSharedKernelWasm } from '../platform.js';
 import { poolThreads, sharedMemory, startPool, type KernelPool } from './cpu-pool.js';
 import { releaseScratch, reserveScratch, scratchCounter } from './scratch.js';
 import type { Backend } from './executor.js';
@@ -87,6 +87,12 @@ function freeRange(start: number, bytes: number): void {
   }
 }
 
+/** The shared memory (null for the plain build), and each segment's address in it, for the GPU workers' pinned copies. */
+let shared: WebAssembly.Memory | null = null;
+let addresses: Uint32Array | null = null;
+/** Segment ids the address table covers (the allocator reuses the lowest free id, so live ids stay small). */
+const HOST_SEGMENTS = 1 << 14;
+
 function ptr(id: number): number {
   const r = ranges.get(id);
   if (!r) throw new Error(`segment ${id} does not exist on this device`);
@@ -147,12 +153,16 @@ function operand(o: Operand, j: number, rank: number): [number, ViewRef] {
 
 function run(cmd: Command): void {
   switch (cmd.k) {
-    case 'segment':
-      ranges.set(cmd.id, [allocRange(cmd.bytes), cmd.bytes]);
+    case 'segment': {
+      const start = allocRange(cmd.bytes);
+      ranges.set(cmd.id, [start, cmd.bytes]);
+      if (addresses && cmd.id < addresses.length) addresses[cmd.id] = start;
       return;
+    }
     case 'release': {
       const [start, bytes] = ranges.get(cmd.id)!;
       ranges.delete(cmd.id);
+      if (addresses && cmd.id < addresses.length) addresses[cmd.id] = 0;
       freeRange(start, bytes);
       return;
     }
@@ -298,7 +308,10 @@ export const cpuBackend: Backend = {
     // Memory: shared (the kernels' shared build, helper threads on it) where the platform allows
     // it and there is more than one core; otherwise the plain build, which owns its memory.
     const threads = await poolThreads();
-    const memory = threads > 1 ? sharedMemory(SHARED_INITIAL_PAGES) : null;
+    // Shared wherever the platform allows it (pinned tensors live here, read by the GPU workers), even single-threaded.
+    const memory = canShareMemory() ? sharedMemory(SHARED_INITIAL_PAGES) : null;
+    shared = memory;
+    addresses = memory ? new Uint32Array(new SharedArrayBuffer(4 * HOST_SEGMENTS)) : null;
     const module = await (memory ? loadSharedKernelWasm() : loadKernelWasm());
     const abort = (_msg: number, _file: number, line: number, col: number) => {
       throw new Error(`wasm kernel aborted at ${line}:${col}`);
@@ -307,11 +320,12 @@ export const cpuBackend: Backend = {
     K = instance.exports as unknown as Kernels;
     // The shared build exports the memory it imports, so K.memory is that one; a pool that
     // cannot start leaves the device single-threaded.
-    if (memory) pool = await startPool(module, memory, instance.exports, threads).catch(() => null);
+    if (memory && threads > 1) pool = await startPool(module, memory, instance.exports, threads).catch(() => null);
     heapEnd = K.heapBase();
     return {
       name, kind: 'cpu', cpuAdapter: false, vendor: 'webassembly', architecture: 'wasm32+simd128', description: 'AssemblyScript kernels on WebAssembly',
       features: pool ? ['simd128', 'threads'] : ['simd128'], limits: { threads: pool?.threads ?? 1 }, nativeF16: false, scratch: scratchCounter(),
+      eventTiming: 'host', pinnable: memory !== null,
     };
   },
   run,
@@ -320,6 +334,9 @@ export const cpuBackend: Backend = {
   read: (id, byteOffset, bytes) => new Uint8Array(K.memory.buffer, ptr(id) + byteOffset, bytes).slice().buffer,
   write,
   async idle() {},
+  hostMemory: () => (shared && addresses ? { memory: shared, addresses } : null),
+  // Commands run synchronously here: work recorded so far has finished.
+  mark: async () => performance.now(),
   async close() {
     await pool?.close();
     pool = null;

@@ -1,22 +1,32 @@
 /**
- * The device side of the protocol, shared by the cpu and gpu workers: an in-order executor.
+ * The device side of the protocol, shared by the cpu and gpu workers: commands in stream order.
  *
- * Batches run strictly in submission order. Most commands run synchronously inside a batch;
- * the few that wait (`send` reading a GPU buffer back, `recv` waiting for a peer) make the
- * executor await, and everything after them waits too, like work queued behind a blocking
- * operation on a CUDA stream. A failing command records the first error with the op's name and
- * the executor carries on, so frees still run and nothing leaks; the error surfaces at the next
- * `read`/`sync`, as CUDA reports asynchronous errors.
+ * Commands go to the stream scheduler (ts/worker/scheduler.ts), which runs each stream in its
+ * order and holds a stream back while one of its commands waits (a `recv` for a peer's bytes,
+ * a `waitSignal` for another device's event), without holding back the others. Most commands
+ * run synchronously (the GPU records them); a failing command records the first error with the
+ * op's name and the executor carries on, so frees still run and nothing leaks; the error
+ * surfaces at the next `read`/`sync`, as CUDA reports asynchronous errors.
+ *
+ * Events: a `record` asks the backend for a mark of the work recorded so far (`Backend.mark`),
+ * and writes the stream board (ts/worker/board.ts) when the device has finished it. A `wait` on
+ * the same device only needs the record to have been *run*: the queue orders the rest.
  *
  * Device-to-device copies travel over MessagePorts between workers, never through the caller.
- * A copy is a (`send` on the source, `recv` on the destination) pair with a shared tag.
+ * A copy is a (`send` on the source, `recv` on the destination) pair with a shared tag; a
+ * cross-device event wait is a (`signal`, `waitSignal`) pair the same way, with no bytes.
  */
 import * as Comlink from 'comlink';
 import { exposeWorker, onPortMessage } from '../platform.js';
-import { readBatch, type Batch, type Command, type DeviceInfo, type WorkerApi, type WorkerProfile } from './protocol.js';
+import { Board } from './board.js';
+import { readBatch, type Batch, type Command, type DeviceInfo, type HostMemory, type SyncTarget, type WorkerApi, type WorkerProfile } from './protocol.js';
+import { Scheduler } from './scheduler.js';
 
 /** Runs `fn` after the tasks (messages) already queued: `setImmediate` in Node, a timeout elsewhere. */
 const nextTask: (fn: () => void) => void = (globalThis as { setImmediate?: (fn: () => void) => void }).setImmediate ?? ((fn) => setTimeout(fn, 0));
+
+/** How long `close` waits for streams still held back by another device before closing anyway. */
+const CLOSE_WAIT_MS = 2000;
 
 /** What a device implements; everything else (ordering, peers, errors) is the executor's. */
 export interface Backend {
@@ -31,7 +41,15 @@ export interface Backend {
   write(id: number, byteOffset: number, data: ArrayBuffer): void;
   /** Waits until all submitted work is complete. */
   idle(): Promise<void>;
+  /**
+   * Ends the batch and resolves once the work recorded so far has finished on the device, with
+   * the time it finished in milliseconds: the GPU's timestamp when `timing` and the device has
+   * them (`DeviceInfo.eventTiming`), else the worker's clock when it saw the work finish.
+   */
+  mark(timing: boolean): Promise<number>;
   close(): Promise<void> | void;
+  /** The cpu device's shared memory, for the other devices' pinned copies (ts/runtime/pinned.ts); null elsewhere. */
+  hostMemory?(): HostMemory | null;
   /** Starts (clearing) or stops timing the device's own work, where it can (GPU passes with timestamp queries). */
   timePasses?(on: boolean): void;
   /** The device's milliseconds inside the passes timed since `timePasses(true)`, by command, once they have finished. */
@@ -68,9 +86,21 @@ export function serve(backend: Backend): void {
   const peers = new Map<string, MessagePort>();
   const mailbox = new Map<string, ArrayBuffer | Error>();
   const waiting = new Map<string, (data: ArrayBuffer | Error) => void>();
-  let chain: Promise<void> = Promise.resolve();
+  /** The cpu device's shared memory, from its port (for pinned copies). */
+  const hosts = new Map<string, HostMemory>();
+  /** A view of `bytes` bytes of a host segment (its address read now: the memory may have grown). */
+  const hostView = (peer: string, segment: number, offset: number, bytes: number): Uint8Array => {
+    const h = hosts.get(peer);
+    if (!h) throw new Error(`${peer} has no shared memory to copy pinned tensors through`);
+    return new Uint8Array(h.memory.buffer, h.addresses[segment] + offset, bytes);
+  };
   let failure: Error | null = null;
   let profile: Profile | null = null;
+  let board = Board.create(null);
+  /** Per event slot: the version whose record has run here (a same-device `wait` needs no more). */
+  const recorded = new Map<number, number>();
+  /** Per event slot: callbacks waiting for a version to finish (`signal`, an event's sync). */
+  const finishing = new Map<number, { version: number; then: () => void }[]>();
 
   const fail = (op: string, e: unknown) => {
     if (!failure) failure = new Error(`${op} failed on device: ${e instanceof Error ? e.message : String(e)}`);
@@ -84,37 +114,107 @@ export function serve(backend: Backend): void {
     }
     return new Promise<ArrayBuffer | Error>((resolve) => waiting.set(key, resolve));
   };
+  /** Calls `then` once event (`slot`, `version`) has finished on the device. */
+  const whenFinished = (slot: number, version: number, then: () => void) => {
+    if (board.eventVersion(slot) >= version) return then();
+    const list = finishing.get(slot) ?? [];
+    list.push({ version, then });
+    finishing.set(slot, list);
+  };
+  const finished = (slot: number, version: number, time: number) => {
+    board.finishEvent(slot, version, time);
+    const list = finishing.get(slot);
+    if (!list) return;
+    const left = list.filter((w) => w.version > version);
+    if (left.length) finishing.set(slot, left);
+    else finishing.delete(slot);
+    for (const w of list) if (w.version <= version) w.then();
+  };
 
-  async function runBatch(cmds: Command[]): Promise<void> {
-    for (const cmd of cmds) {
-      try {
-        if (cmd.k === 'connect') {
-          peers.set(cmd.peer, cmd.port);
-          onPortMessage(cmd.port, (msg) => {
-            const { tag, data: bytes, error } = msg as { tag: number; data: ArrayBuffer; error?: string };
-            const data = error === undefined ? bytes : new Error(`the copy from ${cmd.peer} failed: ${error}`);
-            const key = `${cmd.peer}#${tag}`;
-            const w = waiting.get(key);
-            if (w) {
-              waiting.delete(key);
-              w(data);
-            } else mailbox.set(key, data);
+  function run(cmd: Command, stream: number): Promise<unknown> | void {
+    switch (cmd.k) {
+      case 'connect':
+        peers.set(cmd.peer, cmd.port);
+        onPortMessage(cmd.port, (msg) => {
+          const { tag, data: bytes, error, host } = msg as { tag: number; data: ArrayBuffer; error?: string; host?: HostMemory };
+          if (host) return void hosts.set(cmd.peer, host);
+          const data = error === undefined ? bytes : new Error(`the copy from ${cmd.peer} failed: ${error}`);
+          const key = `${cmd.peer}#${tag}`;
+          const w = waiting.get(key);
+          if (w) {
+            waiting.delete(key);
+            w(data);
+          } else mailbox.set(key, data);
+        });
+        {
+          // The cpu tells each peer where its memory is, first thing on the port.
+          const host = backend.hostMemory?.();
+          if (host) cmd.port.postMessage({ host });
+        }
+        return;
+      case 'readHost': {
+        // Dawn cannot take a view of shared memory in writeBuffer: the bytes go through one copy here.
+        const bytes = new Uint8Array(cmd.bytes);
+        bytes.set(hostView(cmd.peer, cmd.src, cmd.srcOffset, cmd.bytes));
+        backend.write(cmd.id, cmd.byteOffset, bytes.buffer);
+        return;
+      }
+      case 'writeHost': {
+        backend.flush();
+        const { peer, dst, dstOffset, bytes } = cmd;
+        return Promise.resolve(backend.read(cmd.id, cmd.byteOffset, bytes)).then((data) => {
+          hostView(peer, dst, dstOffset, bytes).set(new Uint8Array(data));
+        });
+      }
+      case 'send': {
+        // The copy out is recorded now, in stream order; only posting the bytes waits for the device.
+        backend.flush();
+        const port = peers.get(cmd.peer)!, tag = cmd.tag;
+        // A failed read (a device error found at this sync point) still answers the peer, whose recv fails too.
+        void Promise.resolve(backend.read(cmd.id, cmd.byteOffset, cmd.bytes)).then(
+          (data) => port.postMessage({ tag, data }, [data]),
+          (e: unknown) => {
+            port.postMessage({ tag, data: new ArrayBuffer(0), error: e instanceof Error ? e.message : String(e) });
+            fail('send', e);
           });
-        } else if (cmd.k === 'send') {
-          backend.flush();
-          const port = peers.get(cmd.peer)!;
-          // A failed read (a device error found at this sync point) still answers the peer, whose recv fails too.
-          const data = await Promise.resolve(backend.read(cmd.id, cmd.byteOffset, cmd.bytes)).catch((e: unknown) => {
-            port.postMessage({ tag: cmd.tag, data: new ArrayBuffer(0), error: e instanceof Error ? e.message : String(e) });
-            throw e;
-          });
-          port.postMessage({ tag: cmd.tag, data }, [data]);
-        } else if (cmd.k === 'recv') {
-          backend.flush();
-          const data = await receive(cmd.peer, cmd.tag);
+        return;
+      }
+      case 'recv':
+        backend.flush();
+        return receive(cmd.peer, cmd.tag).then((data) => {
           if (data instanceof Error) throw data;
           backend.write(cmd.id, cmd.byteOffset, data);
-        } else if (profile) {
+        });
+      case 'waitSignal':
+        return receive(cmd.peer, cmd.tag).then((data) => {
+          if (data instanceof Error) throw data;
+        });
+      case 'signal': {
+        const port = peers.get(cmd.peer)!;
+        whenFinished(cmd.slot, cmd.version, () => port.postMessage({ tag: cmd.tag, data: new ArrayBuffer(0) }));
+        return;
+      }
+      case 'record': {
+        recorded.set(cmd.slot, Math.max(recorded.get(cmd.slot) ?? 0, cmd.version));
+        const { slot, version, mark } = cmd;
+        void backend.mark(cmd.timing).then((time) => {
+          finished(slot, version, time);
+          board.finishStream(stream, mark);
+        }, (e: unknown) => fail('record', e));
+        return;
+      }
+      case 'mark': {
+        const mark = cmd.mark;
+        void backend.mark(false).then(() => board.finishStream(stream, mark), (e: unknown) => fail('mark', e));
+        return;
+      }
+      case 'call':
+        cmd.fn();
+        return;
+      case 'wait':
+        return; // `ready` held it until its record had run; the queue orders the rest
+      default:
+        if (profile) {
           const t = performance.now();
           try {
             backend.run(cmd);
@@ -124,12 +224,10 @@ export function serve(backend: Backend): void {
         } else {
           backend.run(cmd);
         }
-      } catch (e) {
-        fail(cmd.k, e);
-      }
     }
-    flushSoon();
   }
+
+  const scheduler = new Scheduler(run, (cmd) => cmd.k !== 'wait' || (recorded.get(cmd.slot) ?? 0) >= cmd.version, (cmd, e) => fail(cmd.k, e));
 
   /**
    * Ends the batches run so far once the messages already waiting have run too: a burst that
@@ -155,39 +253,55 @@ export function serve(backend: Backend): void {
     profile.batches++;
   }
 
-  const enqueue = <T>(fn: () => Promise<T> | T): Promise<T> => {
-    const p = chain.then(fn);
-    chain = p.then(() => undefined, () => undefined);
-    return p;
-  };
   /** Queues a batch's commands (nothing for null); returns undefined, so `submit(b) ?? next` runs both. */
   const submit = (batch: Batch | null): undefined => {
     if (!batch) return;
-    const cmds = readBatch(batch);
-    void enqueue(() => runBatch(cmds));
+    const { cmds, streams } = readBatch(batch);
+    for (let i = 0; i < cmds.length; i++) scheduler.push(cmds[i], streams[i]);
+    scheduler.pump();
+    flushSoon();
   };
+  /** Runs `fn` in `stream`'s order (without holding the stream back) and resolves with its result. */
+  const onStream = <T>(stream: number, fn: () => Promise<T>): Promise<T> =>
+    new Promise<T>((resolve, reject) => {
+      scheduler.push({ k: 'call', fn: () => void fn().then(resolve, reject) }, stream);
+      scheduler.pump();
+    });
   const takeFailure = () => {
     const f = failure;
     failure = null;
     if (f) throw f;
   };
+  const synced = async () => {
+    await (profile ? profile.wait(backend.idle()) : backend.idle());
+    takeFailure();
+  };
 
   const api: WorkerApi = {
-    init: (options) => backend.init(options),
+    init: async (options) => {
+      board = Board.create(options.board ?? null);
+      const info = await backend.init(options);
+      return { ...info, board: board.buffer };
+    },
     submit,
-    read: (id, byteOffset, bytes, batch) =>
-      submit(batch) ?? enqueue(async () => {
+    read: (id, byteOffset, bytes, batch, stream = 0) =>
+      submit(batch) ?? onStream(stream, async () => {
         const data = await (profile ? profile.wait(backend.read(id, byteOffset, bytes)) : backend.read(id, byteOffset, bytes));
         takeFailure();
         return Comlink.transfer(data, [data]);
       }),
-    sync: (batch) =>
-      submit(batch) ?? enqueue(async () => {
-        await (profile ? profile.wait(backend.idle()) : backend.idle());
+    sync: (batch, target: SyncTarget = { all: true }) => {
+      submit(batch);
+      if ('all' in target) return scheduler.whenDone().then(synced);
+      if ('stream' in target) return onStream(target.stream, synced);
+      // Resolves with the event's time, for a calling thread whose board is updated by messages.
+      return new Promise<void>((resolve) => whenFinished(target.slot, target.version, resolve)).then(() => {
         takeFailure();
-      }),
+        return board.eventTime(target.slot);
+      });
+    },
     profile: (on, batch) =>
-      submit(batch) ?? enqueue(async () => {
+      submit(batch) ?? scheduler.whenDone().then(async () => {
         const done = profile;
         profile = null;
         backend.timePasses?.(false);
@@ -203,7 +317,9 @@ export function serve(backend: Backend): void {
           waitMs: done.waitMs, gpu,
         };
       }),
-    close: () => enqueue(() => backend.close()),
+    // A stream still waiting for another device (a signal or bytes that device will never send
+    // once it is closed too) does not keep this one open: close waits for it a little, not forever.
+    close: () => Promise.race([scheduler.whenDone(), new Promise((r) => setTimeout(r, CLOSE_WAIT_MS))]).then(() => backend.close()),
   };
   void exposeWorker(api);
 }

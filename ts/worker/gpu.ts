@@ -848,6 +848,44 @@ async function read(id: number, byteOffset: number, bytes: number): Promise<Arra
   }
 }
 
+// ---- Event marks (Backend.mark): the point of the queue an event's record stands for ----
+
+/** The first GPU timestamp seen: event times are milliseconds after it (a double holds them exactly). */
+let timeBase: bigint | null = null;
+
+/**
+ * Resolves once the work submitted so far has finished, with its time: with `timing` on an
+ * adapter with `timestamp-query`, the GPU's own timestamp, written by an empty pass at this
+ * point of the queue (its mapping also tells that the work before it has finished); otherwise
+ * the worker's clock when `onSubmittedWorkDone` resolves.
+ */
+async function mark(timing: boolean): Promise<number> {
+  if (!timing || !device.features.has('timestamp-query')) {
+    flush();
+    await device.queue.onSubmittedWorkDone();
+    return performance.now();
+  }
+  encodePending();
+  encoder ??= device.createCommandEncoder();
+  const set = device.createQuerySet({ type: 'timestamp', count: 2 });
+  encoder.beginComputePass({ timestampWrites: { querySet: set, beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1 } }).end();
+  const resolved = contextBuffer(device.createBuffer({ size: 16, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC }));
+  const staging = contextBuffer(device.createBuffer({ size: 16, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST }));
+  encoder.resolveQuerySet(set, 0, 2, resolved, 0);
+  encoder.copyBufferToBuffer(resolved, 0, staging, 0, 16);
+  retired.push(resolved);
+  flush();
+  try {
+    await staging.mapAsync(GPUMapMode.READ);
+    const t = new BigUint64Array(staging.getMappedRange())[1];
+    timeBase ??= t;
+    return Number(t - timeBase) / 1e6;
+  } finally {
+    staging.destroy();
+    set.destroy();
+  }
+}
+
 // ---- Device checks (see DeviceCheck in protocol.ts; `errorBinding` in wgsl/index.ts) ----
 
 /** The device's error words, and the messages of checking dispatches since the last check, with their codes. */
@@ -983,6 +1021,7 @@ export const gpuBackend: Backend = {
     return {
       name, kind: 'gpu', cpuAdapter: rowDev.cpu, vendor: info.vendor, architecture: info.architecture, device: info.device, description: info.description || info.device,
       features: [...found.features].map(String).sort(), limits, nativeF16: features.includes('shader-f16'), scratch: scratchCounter(),
+      eventTiming: features.includes('timestamp-query') ? 'gpu-timestamp' : 'host',
     };
   },
   run(cmd) {
@@ -993,6 +1032,7 @@ export const gpuBackend: Backend = {
   flush,
   read,
   write,
+  mark,
   timePasses(on) {
     flush();
     if (on && device.features.has('timestamp-query')) timer = new PassTimer();

@@ -5,8 +5,9 @@
  * byte size) that the caching allocator on the calling thread carves into blocks; views are
  * (segment, shape, strides, offset) in elements, dtypes are storage codes. Broadcasting,
  * promotion, autograd and validation stay in the facade. A batch of commands arrives in one
- * `submit` per microtask; the worker runs them in order, and `read`/`sync` resolve once every
- * command submitted before them has run.
+ * `submit` per microtask. Each command belongs to a stream (`Batch` carries the switches) or to
+ * the device as a whole (`DEVICE_COMMANDS`); the worker's scheduler (ts/worker/scheduler.ts)
+ * runs each stream in order, and `read`/`sync` resolve once the commands they wait for have run.
  */
 import type { StorageCode } from '../dtype.js';
 
@@ -62,6 +63,28 @@ export type Command =
   | { k: 'matmul'; a: ViewRef; b: ViewRef; dt: StorageCode; out: Place; batch: number; m: number; n: number; kk: number;
       aStrides: [number, number, number]; bStrides: [number, number, number] }
   | { k: 'connect'; peer: string; port: MessagePort }
+  /**
+   * Streams and events (ts/runtime/streams.ts). `record`: event `slot` reaches `version` once the
+   * stream's work so far has finished (with its time: the GPU's timestamp when `timing` and the
+   * adapter has `timestamp-query`); it also finishes the stream's `mark`. `mark`: the same for
+   * the stream's mark alone (`s.query()`, deferred frees). `wait`: the stream's later commands run
+   * after the record of (`slot`, `version`) was run on this device. `signal` (a device command):
+   * once (`slot`, `version`) has finished, tell `peer` (`tag`), whose stream waits in `waitSignal`.
+   */
+  | { k: 'record'; slot: number; version: number; mark: number; timing: boolean }
+  | { k: 'mark'; mark: number }
+  | { k: 'wait'; slot: number; version: number }
+  | { k: 'signal'; peer: string; tag: number; slot: number; version: number }
+  | { k: 'waitSignal'; peer: string; tag: number }
+  /**
+   * Pinned memory (ts/runtime/pinned.ts): copies between this device and the cpu device's shared
+   * memory, read and written here directly. `readHost`: bytes of cpu segment `src` from
+   * `srcOffset` into this device's segment `id`; `writeHost`: the reverse. `peer` is the cpu.
+   */
+  | { k: 'readHost'; peer: string; src: number; srcOffset: number; id: number; byteOffset: number; bytes: number }
+  | { k: 'writeHost'; peer: string; dst: number; dstOffset: number; id: number; byteOffset: number; bytes: number }
+  /** Worker-internal, never on the wire: a read or sync run in its stream's order (ts/worker/executor.ts). */
+  | { k: 'call'; fn: () => void }
   | { k: 'send'; peer: string; tag: number; id: number; byteOffset: number; bytes: number }
   | { k: 'recv'; peer: string; tag: number; id: number; byteOffset: number }
   | IndexCommand;
@@ -83,6 +106,16 @@ export interface RandomCommand {
   b: number;
 }
 
+/**
+ * Commands of the device as a whole, not of a stream: memory and peers. The scheduler runs them
+ * in their own order, each after every stream's earlier commands, and a stream's command after
+ * the device commands before it (a segment id may be released and made again).
+ */
+export const DEVICE_COMMANDS: ReadonlySet<Command['k']> = new Set(['segment', 'release', 'dropScratch', 'connect', 'signal']);
+
+/** What a sync waits for: everything, one stream's work so far, or one event's record. */
+export type SyncTarget = { all: true } | { stream: number } | { slot: number; version: number };
+
 /** What a device reports about itself. */
 export interface DeviceInfo {
   name: string;
@@ -100,21 +133,47 @@ export interface DeviceInfo {
   nativeF16: boolean;
   /** The counter of the worker's scratch buffers (ts/worker/scratch.ts); null where SharedArrayBuffer does not exist or on cpu. */
   scratch?: SharedArrayBuffer | null;
+  /**
+   * How `Event.elapsedTime` is measured: by the GPU's own timestamps (`timestamp-query`), or on
+   * the worker's clock when the work is seen to finish.
+   */
+  eventTiming: 'gpu-timestamp' | 'host';
+  /** The stream board (ts/worker/board.ts), kept out of `info`; null where there is no SharedArrayBuffer. */
+  board?: SharedArrayBuffer | null;
+  /** The cpu device: whether its memory is shared, so that other workers can read and write pinned tensors in it. */
+  pinnable?: boolean;
+}
+
+/**
+ * The cpu device's memory as other device workers see it (sent over their port at `connect`):
+ * the shared WebAssembly memory, and each segment's byte address in it (`addresses[id]`).
+ */
+export interface HostMemory {
+  memory: WebAssembly.Memory;
+  addresses: Uint32Array;
 }
 
 /** The API every device worker exposes through comlink. */
 export interface WorkerApi {
-  /** Starts the device; resolves with its description, or rejects with why it cannot start. */
-  init(options: { name: string; index: number }): Promise<DeviceInfo>;
-  /** Appends a batch of commands to the device's queue. */
+  /**
+   * Starts the device; resolves with its description, or rejects with why it cannot start.
+   * `board`: where the worker posts its stream board's updates when it has no shared memory.
+   */
+  init(options: { name: string; index: number; board?: MessagePort }): Promise<DeviceInfo>;
+  /** Appends a batch of commands to the device's streams. */
   submit(batch: Batch): void;
   /**
-   * Resolves with `bytes` bytes of a segment from `byteOffset`, after all earlier commands ran.
-   * `batch` (the commands queued since the last submit) runs first: a read costs one message.
+   * Resolves with `bytes` bytes of a segment from `byteOffset`, after the earlier commands of
+   * `stream` ran. `batch` (the commands queued since the last submit) runs first: a read costs
+   * one message.
    */
-  read(id: number, byteOffset: number, bytes: number, batch: Batch | null): Promise<ArrayBuffer>;
-  /** Resolves when all earlier commands (and `batch`, as for `read`) ran; rejects with the first error since the last sync. */
-  sync(batch: Batch | null): Promise<void>;
+  read(id: number, byteOffset: number, bytes: number, batch: Batch | null, stream?: number): Promise<ArrayBuffer>;
+  /**
+   * Resolves when the work `target` names (and `batch`, as for `read`) has finished on the
+   * device (for an event, with its time); rejects with the first error since the last sync.
+   * Default: everything.
+   */
+  sync(batch: Batch | null, target?: SyncTarget): Promise<number | void>;
   /**
    * Turns the worker's own profile on (`on`, which also clears it) or off. Turning it off
    * resolves, after `batch` and everything before it have finished on the device, with the
@@ -207,7 +266,8 @@ export type IndexCommand =
 /**
  * A batch as it crosses to the worker: the frequent commands (`binary`, `unary`, `fill`,
  * `copy`, `segment`, `release`) encoded as numbers in `words`, whose buffer is transferred, and
- * every other command as an object in `objects`, each marked in `words` where it belongs. A
+ * every other command as an object in `objects`, each marked in `words` where it belongs. The
+ * commands that follow a `Tag.Stream` word belong to that stream (a batch starts on stream 0). A
  * structured clone of command objects costs the caller and the worker about a microsecond per
  * object (each key is serialised), while a Float64Array moves as one memcpy.
  */
@@ -217,13 +277,15 @@ export interface Batch {
 }
 
 /** Record tags in `Batch.words`. */
-const enum Tag { Object, Binary, Unary, Segment, Release, Fill, Copy }
+const enum Tag { Object, Binary, Unary, Segment, Release, Fill, Copy, Stream }
 
 /** Builds a batch command by command (the caller's queue). */
 export class BatchWriter {
   private words = new Float64Array(1 << 14);
   private n = 0;
   private objects: Command[] = [];
+  /** The stream the commands now being written belong to. */
+  private current = 0;
 
   /** Whether no command was written since the last `take`. */
   get empty(): boolean {
@@ -235,8 +297,14 @@ export class BatchWriter {
     return this.n;
   }
 
-  /** Appends a command. */
-  push(cmd: Command): void {
+  /** Appends a command of `stream` (ignored for device commands). */
+  push(cmd: Command, stream = 0): void {
+    if (stream !== this.current) {
+      this.reserve(2);
+      this.put(Tag.Stream);
+      this.put(stream);
+      this.current = stream;
+    }
     switch (cmd.k) {
       case 'binary': {
         if (cmd.check) break;
@@ -296,6 +364,7 @@ export class BatchWriter {
     const batch = { words: this.words.slice(0, this.n), objects: this.objects };
     this.n = 0;
     this.objects = [];
+    this.current = 0;
     return batch;
   }
 
@@ -343,10 +412,13 @@ export class BatchWriter {
   }
 }
 
-/** The commands of a batch, in order (the worker's side of `BatchWriter`). */
-export function readBatch(batch: Batch): Command[] {
-  const w = batch.words, cmds: Command[] = [];
-  let i = 0, obj = 0;
+/**
+ * The commands of a batch, in order (the worker's side of `BatchWriter`), and the stream of each
+ * (`streams[i]` for `cmds[i]`).
+ */
+export function readBatch(batch: Batch): { cmds: Command[]; streams: number[] } {
+  const w = batch.words, cmds: Command[] = [], streams: number[] = [];
+  let i = 0, obj = 0, stream = 0;
   const shape = (): number[] => {
     const r = w[i++], s = new Array<number>(r);
     for (let d = 0; d < r; d++) s[d] = w[i++];
@@ -359,7 +431,13 @@ export function readBatch(batch: Batch): Command[] {
   };
   const operand = (r: number): Operand => (w[i++] === 1 ? w[i++] : view(r));
   while (i < w.length) {
-    switch (w[i++] as Tag) {
+    const tag = w[i++] as Tag;
+    if (tag === Tag.Stream) {
+      stream = w[i++];
+      continue;
+    }
+    streams.push(stream);
+    switch (tag) {
       case Tag.Binary: {
         const op = w[i++], dt = w[i++], outDt = w[i++], out = { id: w[i++], offset: w[i++] }, alpha = w[i++], s = shape();
         const a = operand(s.length), b = operand(s.length);
@@ -391,5 +469,5 @@ export function readBatch(batch: Batch): Command[] {
         cmds.push(batch.objects[obj++]);
     }
   }
-  return cmds;
+  return { cmds, streams };
 }
