@@ -7,9 +7,10 @@
  * Node-only modules are imported dynamically, through `nodeImport`, whose specifier bundlers do
  * not follow, so bundling for a browser needs no shims and pulls in none of Node's modules.
  *
- * Bundlers (Vite, webpack, Parcel, esbuild with a plugin) find a worker's script only where the
- * code says `new Worker(new URL('./script.js', import.meta.url), { type: 'module' })` literally,
- * and a `.wasm` only as `new URL('./file.wasm', import.meta.url)`. So the callers that start
+ * Bundlers (Vite, which the browser tests build with; webpack 5 and Parcel document the same)
+ * find a worker's script only where the code says `new Worker(new URL('./script.js',
+ * import.meta.url), { type: 'module' })` literally, and a `.wasm` only as `new URL('./file.wasm',
+ * import.meta.url)`. So the callers that start
  * workers write that form themselves and pass it in as `open` (ts/worker-scripts.ts for the
  * device workers, ts/worker/cpu-pool.ts for the cpu helper). Each lives in a module that the
  * script it starts never imports: a bundler bundles a worker's imports into it, and a worker
