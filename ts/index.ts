@@ -95,6 +95,9 @@ export { randperm, bernoulli, multinomial } from './ops/sampling.js';
 export { philoxBlock as _philoxBlock } from './ops/random.js';
 export { philox as _philox } from './random.js';
 export { broadcastShapes } from './shape.js';
+/** `torch.backends`: `summary()` (isolation, SharedArrayBuffer, pinned memory, cpu threads, GPU adapters), `crossOriginIsolated()`. */
+export * as backends from './backends.js';
+export type { BackendsSummary, IsolationInfo } from './backends.js';
 export { where, nanToNum, div, gelu, softplus, matmul };
 export type { TensorOrScalar };
 export type { ValuesIndices, Dims } from './ops/reduce.js';

@@ -21,10 +21,16 @@
 import { bindArgs, type PyArgs } from './ops/options.js';
 import { clientOf, currentDevice, device, Device, init, type DeviceLike } from './device.js';
 import { memoryBudget } from './runtime/memory.js';
+import { isolationInfo, type IsolationInfo } from './backends.js';
 import type { DeviceInfo } from './worker/protocol.js';
 
 /** What `getDeviceProperties` reports (PyTorch's `_CudaDeviceProperties`, camelCase, plus WebGPU's own). */
-export interface DeviceProperties extends Omit<DeviceInfo, 'name' | 'scratch'> {
+/**
+ * Besides the adapter's facts, the platform's (`IsolationInfo`, as `torch.backends.summary()`
+ * reports them): whether the page is cross-origin isolated, and so has SharedArrayBuffer, pinned
+ * memory and the cpu device's helper threads.
+ */
+export interface DeviceProperties extends Omit<DeviceInfo, 'name' | 'scratch'>, IsolationInfo {
   /** The GPU's name as the adapter gives it (see ts/properties.ts), e.g. `'llvmpipe-llvm-15-0-6-256-bits-'`. */
   name: string;
   /** The GPU index (`gpu:index`). */
@@ -101,6 +107,7 @@ export async function getDeviceProperties(...args: GpuArgs): Promise<DevicePrope
     maxBufferSize: info.limits.maxBufferSize,
     shaderF16: info.features.includes('shader-f16'),
     halfPrecisionMath: 'float32',
+    ...(await isolationInfo()),
   };
 }
 
