@@ -848,7 +848,8 @@ function write(id: number, byteOffset: number, data: ArrayBuffer | Uint8Array): 
   const bytes = data instanceof Uint8Array ? data : new Uint8Array(data);
   if (bytes.byteLength >= STAGED_WRITE) return writeStaged(id, byteOffset, bytes);
   flush();
-  const aligned = bytes.byteLength % 4 === 0 && !(bytes.buffer instanceof SharedArrayBuffer);
+  const shared = typeof SharedArrayBuffer !== 'undefined' && bytes.buffer instanceof SharedArrayBuffer; // undefined without isolation
+  const aligned = bytes.byteLength % 4 === 0 && !shared;
   const padded = aligned ? bytes : new Uint8Array(Math.ceil(bytes.byteLength / 4) * 4);
   if (padded !== bytes) padded.set(bytes);
   device.queue.writeBuffer(buf(id), byteOffset, padded as Uint8Array<ArrayBuffer>); // never a shared view (copied above)
