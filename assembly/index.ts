@@ -5,7 +5,7 @@
 // descriptors are i32 words the host writes at scratch().
 
 export { copy, copyChecked, copyStrided } from "./kernels/copy";
-export { unary, unaryChecked } from "./kernels/unary";
+export { unary } from "./kernels/unary";
 export { binary, where } from "./kernels/binary";
 export { reduce } from "./kernels/reduce";
 export { matmul, matmulPart, matmulWorkspaceBytes } from "./kernels/matmul";

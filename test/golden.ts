@@ -25,12 +25,17 @@ export interface Case {
 }
 
 
-export const num = (v: Raw): number | boolean => (v === 'nan' ? NaN : v === 'inf' ? Infinity : v === '-inf' ? -Infinity : (v as number | boolean));
+/**
+ * A golden value: numbers and booleans as they are, 'nan'/'inf'/'-inf', and int64 values beyond
+ * ±(2^53 - 1) as decimal strings (JSON numbers would round them), which become BigInts.
+ */
+export const num = (v: Raw): number | boolean | bigint =>
+  (v === 'nan' ? NaN : v === 'inf' ? Infinity : v === '-inf' ? -Infinity : typeof v === 'string' && /^-?\d+$/.test(v) ? BigInt(v) : (v as number | boolean));
 
 /** Builds an argument on a device; returns it and every handle to dispose. */
 export function build(a: Arg, device: string, owned: torch.Tensor[]): torch.Tensor | number {
   if ('scalar' in a) return num(a.scalar) as number;
-  const flat = torch.tensor(a.data.map(num) as number[], { dtype: a.dtype as torch.DType, device });
+  const flat = torch.tensor(a.data.map(num) as unknown as number[], { dtype: a.dtype as torch.DType, device });
   const shaped = flat.reshape(a.shape);
   owned.push(flat, shaped);
   if (!a.permute) return shaped;
@@ -90,11 +95,13 @@ export async function check(got: torch.Tensor, want: TensorJson, op: string, whe
   const { rtol, atol } = half ? { rtol: 1e-2, atol: 1e-2 } : tolerance(op);
   want.data.forEach((raw, i) => {
     const w = num(raw), g = values[i];
+    // int64 is exact: compared as BigInts (values() gives numbers up to 2^53, BigInts beyond)
+    if (want.dtype === 'int64') return expect(BigInt(g as number | bigint), `${where}[${i}]`).toBe(BigInt(w as number | bigint));
     if (typeof w === 'boolean' || (want.dtype !== 'float32' && !half)) return expect(g, `${where}[${i}]`).toBe(w);
-    if (Number.isNaN(w)) return expect(g, `${where}[${i}] should be NaN`).toBeNaN();
-    if (!Number.isFinite(w)) return expect(g, `${where}[${i}]`).toBe(w);
-    const err = Math.abs((g as number) - w);
-    expect(err, `${where}[${i}]: got ${g}, PyTorch ${w}`).toBeLessThanOrEqual(atol + rtol * Math.abs(w));
+    if (Number.isNaN(w as number)) return expect(g, `${where}[${i}] should be NaN`).toBeNaN();
+    if (!Number.isFinite(w as number)) return expect(g, `${where}[${i}]`).toBe(w);
+    const err = Math.abs((g as number) - (w as number));
+    expect(err, `${where}[${i}]: got ${g}, PyTorch ${w}`).toBeLessThanOrEqual(atol + rtol * Math.abs(w as number));
   });
 }
 
@@ -158,7 +165,7 @@ export async function runCase(c: Case, device: string, runners: Record<string, R
       return build(a, device, owned);
     }
     // A differentiable argument: a leaf that requires grad (a permuted view of it when the case asks).
-    const base = torch.tensor(a.data.map(num) as number[], { dtype: a.dtype as torch.DType, device });
+    const base = torch.tensor(a.data.map(num) as unknown as number[], { dtype: a.dtype as torch.DType, device });
     const shaped = base.reshape(a.shape);
     const leaf = shaped.detach().requiresGrad_();
     owned.push(base, shaped, leaf);

@@ -239,6 +239,9 @@ export async function tryAllGpus(): Promise<Device[]> {
   return n > 0 ? Array.from({ length: n }, (_, i) => Device.of('gpu', i)) : [CPU];
 }
 
+/** @internal Why GPU discovery found no device (null when it found one, or has not run). */
+export const gpuDiscoveryError = (): string | null => discoveryError;
+
 /** @internal The GPU devices discovered so far, synchronously (0 before discovery; software adapters counted). */
 export const knownGpuCount = (): number => gpuCount ?? 0;
 

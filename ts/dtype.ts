@@ -2,8 +2,9 @@
  * dtypes and PyTorch's type promotion.
  *
  * Storage: every dtype has a storage code shared by both kernel families (see `StorageCode`).
- * int64 is accepted at the API and stored as int32; values that do not fit are rejected when
- * they enter (`tensor([...])`, `full`, `fill_`), never wrapped silently.
+ * int64 is a real 64-bit integer (8 bytes: `i64` on the cpu, two 32-bit words, low first, on a
+ * GPU). On the host its storage is a `BigInt64Array`; values that int64 cannot hold (beyond
+ * ±2^63, NaN, infinities) are refused where they enter, never wrapped.
  *
  * Promotion follows `torch.result_type`: operands are ranked in three groups (tensors with
  * dims, zero-dim tensors, JS numbers). A lower group only changes the result when it is of a
@@ -22,6 +23,8 @@ export enum StorageCode {
   Bool = 3,
   F16 = 4,
   BF16 = 5,
+  /** int64: 8 bytes (two u32 words, low word first, to WGSL). */
+  I64 = 6,
 }
 
 interface DTypeInfo {
@@ -37,7 +40,7 @@ const INFO: Record<DType, DTypeInfo> = {
   float16: { code: StorageCode.F16, bytes: 2, category: 2, scalarName: 'Half' },
   bfloat16: { code: StorageCode.BF16, bytes: 2, category: 2, scalarName: 'BFloat16' },
   int32: { code: StorageCode.I32, bytes: 4, category: 1, scalarName: 'Int' },
-  int64: { code: StorageCode.I32, bytes: 4, category: 1, scalarName: 'Long' },
+  int64: { code: StorageCode.I64, bytes: 8, category: 1, scalarName: 'Long' },
   uint8: { code: StorageCode.U8, bytes: 1, category: 1, scalarName: 'Byte' },
   bool: { code: StorageCode.Bool, bytes: 1, category: 0, scalarName: 'Bool' },
 };
@@ -111,38 +114,39 @@ export function resultType(...operands: Operand[]): DType {
 }
 
 const I32_MIN = -2147483648, I32_MAX = 2147483647;
+/** int64's range: [-2^63, 2^63). */
+export const I64_MIN = -(2n ** 63n), I64_MAX = 2n ** 63n - 1n;
 
-/** Checks that a value fits a dtype's storage; int64 is stored as int32 and says so. */
+/** Checks that a number fits an integer dtype (int32 or int64) exactly; other dtypes take any number. */
 export function checkFits(value: number, dtype: DType, where: string): void {
   if (dtype !== 'int64' && dtype !== 'int32') return;
   if (!Number.isFinite(value)) {
     throw new RangeError(`${where}: cannot convert ${value} to ${dtype} (value is not finite)`);
   }
-  if (value < I32_MIN || value > I32_MAX) {
-    const note = dtype === 'int64' ? ' (webtorch stores int64 as int32)' : '';
-    throw new RangeError(`${where}: value ${value} does not fit in ${dtype}${note}`);
-  }
+  const fits = dtype === 'int32' ? value >= I32_MIN && value <= I32_MAX : value >= -(2 ** 63) && value < 2 ** 63;
+  if (!fits) throw new RangeError(`${where}: value ${value} does not fit in ${dtype}`);
 }
 
-/**
- * The error an op raises when an int64 result leaves the 32 bits webtorch stores int64 in
- * (PyTorch would hold it; webtorch raises rather than wrap).
- */
-export const int64Overflow = (op: string): string =>
-  `RuntimeError: "${op}": int64 overflow: a result lies outside [${I32_MIN}, ${I32_MAX}], the range webtorch stores int64 in (int64 is stored as int32); it would wrap, so webtorch raises`;
+/** Checks that a BigInt fits an integer dtype; returns it. */
+export function checkBigFits(value: bigint, dtype: DType, where: string): bigint {
+  const [lo, hi] = dtype === 'int64' ? [I64_MIN, I64_MAX] : dtype === 'int32' ? [BigInt(I32_MIN), BigInt(I32_MAX)] : [-Infinity, Infinity] as unknown as [bigint, bigint];
+  if (value < lo || value > hi) throw new RangeError(`${where}: value ${value} does not fit in ${dtype}`);
+  return value;
+}
 
-/** The error a float -> int64 cast raises on a value int64's 32-bit storage cannot hold. */
+/** The error a float -> int64 cast raises on a value int64 cannot hold. */
 export const castOutOfRange = (from: DType, to: DType): string =>
-  `RuntimeError: cast from ${from} to ${to}: a value is NaN, infinite or outside [${I32_MIN}, ${I32_MAX}], the range webtorch stores int64 in (int64 is stored as int32); it would saturate, so webtorch raises`;
+  `RuntimeError: cast from ${from} to ${to}: a value is NaN, infinite or outside [-2^63, 2^63), the range of ${to}; it would be undefined, so webtorch raises`;
 
 /** The typed array that holds a dtype's values on the host. */
-export type HostArray = Float32Array | Int32Array | Uint8Array | Uint16Array;
+export type HostArray = Float32Array | Int32Array | Uint8Array | Uint16Array | BigInt64Array;
 
 /** Allocates a host array for `n` elements of a dtype's storage. */
 export function hostArray(dtype: DType, n: number): HostArray {
   switch (INFO[dtype].code) {
     case StorageCode.F32: return new Float32Array(n);
     case StorageCode.I32: return new Int32Array(n);
+    case StorageCode.I64: return new BigInt64Array(n);
     case StorageCode.F16: case StorageCode.BF16: return new Uint16Array(n);
     default: return new Uint8Array(n);
   }
@@ -153,6 +157,7 @@ export function viewStorage(dtype: DType, buf: ArrayBuffer, byteOffset = 0, n?: 
   switch (INFO[dtype].code) {
     case StorageCode.F32: return new Float32Array(buf, byteOffset, n);
     case StorageCode.I32: return new Int32Array(buf, byteOffset, n);
+    case StorageCode.I64: return new BigInt64Array(buf, byteOffset, n);
     case StorageCode.F16: case StorageCode.BF16: return new Uint16Array(buf, byteOffset, n);
     default: return new Uint8Array(buf, byteOffset, n);
   }
@@ -207,16 +212,29 @@ export function bf16ToF32(h: number): number {
 export function encode(values: ArrayLike<number | boolean | bigint>, dtype: DType, where: string): HostArray {
   // Typed arrays that already hold the storage format are copied in one go.
   if (values instanceof Float32Array && dtype === 'float32') return values.slice();
-  if (values instanceof Int32Array && (dtype === 'int32' || dtype === 'int64')) return values.slice();
+  if (values instanceof Int32Array && dtype === 'int32') return values.slice();
+  if (values instanceof BigInt64Array && dtype === 'int64') return values.slice();
+  if (values instanceof Int32Array && dtype === 'int64') return BigInt64Array.from(values, BigInt);
   if (values instanceof Uint8Array && dtype === 'uint8') return values.slice();
   const out = hostArray(dtype, values.length);
   const code = INFO[dtype].code;
+  if (code === StorageCode.I64) {
+    const o = out as BigInt64Array;
+    for (let i = 0; i < values.length; i++) {
+      const x = values[i];
+      // A BigInt reaches int64 exactly or not at all; a number must be an integer int64 holds.
+      if (typeof x === 'bigint') o[i] = checkBigFits(x, dtype, where);
+      else {
+        const v = Number(x);
+        checkFits(v, dtype, where);
+        o[i] = BigInt(Math.trunc(v));
+      }
+    }
+    return o;
+  }
   for (let i = 0; i < values.length; i++) {
     const x = values[i];
-    // A BigInt reaches an integer dtype exactly or not at all (checkFits sees its exact value).
-    if (typeof x === 'bigint' && code === StorageCode.I32 && (x < BigInt(I32_MIN) || x > BigInt(I32_MAX))) {
-      throw new RangeError(`${where}: value ${x} does not fit in ${dtype}${dtype === 'int64' ? ' (webtorch stores int64 as int32)' : ''}`);
-    }
+    if (typeof x === 'bigint' && code === StorageCode.I32) checkBigFits(x, dtype, where);
     const v = Number(x);
     if (code === StorageCode.I32) checkFits(v, dtype, where);
     out[i] = code === StorageCode.F16 ? f32ToF16(v)
@@ -227,12 +245,24 @@ export function encode(values: ArrayLike<number | boolean | bigint>, dtype: DTyp
   return out;
 }
 
-/** Decodes a dtype's host storage into JS numbers (booleans for bool). */
-export function decode(arr: HostArray, dtype: DType): (number | boolean)[] {
-  const code = INFO[dtype].code, out = new Array<number | boolean>(arr.length);
-  for (let i = 0; i < arr.length; i++) {
-    out[i] = code === StorageCode.F16 ? f16ToF32(arr[i]) : code === StorageCode.BF16 ? bf16ToF32(arr[i])
-      : code === StorageCode.Bool ? arr[i] !== 0 : arr[i];
+/** An int64 as a JS number when it is a safe integer, else as the BigInt itself. */
+export const int64Value = (x: bigint): number | bigint => (x >= -9007199254740991n && x <= 9007199254740991n ? Number(x) : x);
+
+/**
+ * Decodes a dtype's host storage into JS values: numbers (booleans for bool). int64 values
+ * beyond ±(2^53 - 1) stay BigInts (a number would round them); `item()` and `tolist()` refuse
+ * those (see `Tensor.item`).
+ */
+export function decode(arr: HostArray, dtype: DType): (number | boolean | bigint)[] {
+  const code = INFO[dtype].code, out = new Array<number | boolean | bigint>(arr.length);
+  if (code === StorageCode.I64) {
+    for (let i = 0; i < arr.length; i++) out[i] = int64Value((arr as BigInt64Array)[i]);
+    return out;
+  }
+  const a = arr as Exclude<HostArray, BigInt64Array>;
+  for (let i = 0; i < a.length; i++) {
+    out[i] = code === StorageCode.F16 ? f16ToF32(a[i]) : code === StorageCode.BF16 ? bf16ToF32(a[i])
+      : code === StorageCode.Bool ? a[i] !== 0 : a[i];
   }
   return out;
 }

@@ -27,7 +27,20 @@ export {
 } from './rng.js';
 export { Stream, currentStream, defaultStream, setStream, stream, withStream } from './runtime/streams.js';
 export { Event } from './runtime/events.js';
+/** `torch.gpu.nvtx` (`torch.cuda.nvtx`): `rangePush`, `rangePop`, `range(name, fn)`, `mark`; ranges in the profiler (ts/profiler). */
+export * as nvtx from './profiler/nvtx.js';
 export type { LegacyTensorType } from './legacy.js';
+/** `torch.gpu.amp` (`torch.cuda.amp`): `autocast(options?, fn)` and `GradScaler` for the GPU (ts/amp/gpu.ts). */
+export * as amp from './amp/gpu.js';
+
+/**
+ * `torch.gpu.isBf16Supported(includingEmulation = true)`: bfloat16 tensors work on every WebGPU
+ * device, stored as 16 bits and computed in float32 (WebGPU has no bfloat16 arithmetic), so this
+ * is true, and false when `includingEmulation` is false (as PyTorch says for a GPU without native bf16).
+ */
+export function isBf16Supported(includingEmulation = true): boolean {
+  return includingEmulation;
+}
 
 /** What `torch.gpu.configure` takes. */
 export interface GpuOptions {

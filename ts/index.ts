@@ -20,10 +20,10 @@ import { resetAllocators } from './runtime/memory.js';
 import * as gpu from './gpu.js';
 import * as cpu from './cpu.js';
 import { legacyType } from './legacy.js';
-import { binaryOp, clamp, div, gelu, nanToNum, softplus, unaryOp, where, type TensorOrScalar } from './ops/elementwise.js';
+import { binaryApi, binaryOp, clamp, div, gelu, nanToNum, softplus, unaryApi, where, type TensorOrScalar } from './ops/elementwise.js';
 import { matmul } from './ops/matmul.js';
 import { bindArgs, bindDim, type DimArgs, type PyArgs } from './ops/options.js';
-import { argReduce, maxMin, reduce, type Dims, type ValuesIndices } from './ops/reduce.js';
+import { argReduce, maxMin, reduceApi, type Dims, type ValuesIndices } from './ops/reduce.js';
 import { ReduceOp } from '../wgsl/reduce.js';
 import { Tensor } from './tensor.js';
 import { tidy } from './ops/scoped.js';
@@ -95,6 +95,9 @@ export { randperm, bernoulli, multinomial } from './ops/sampling.js';
 export { philoxBlock as _philoxBlock } from './ops/random.js';
 export { philox as _philox } from './random.js';
 export { broadcastShapes } from './shape.js';
+/** `torch.backends`: `summary()` (isolation, SharedArrayBuffer, pinned memory, cpu threads, GPU adapters), `crossOriginIsolated()`. */
+export * as backends from './backends.js';
+export type { BackendsSummary, IsolationInfo } from './backends.js';
 export { where, nanToNum, div, gelu, softplus, matmul };
 export type { TensorOrScalar };
 export type { ValuesIndices, Dims } from './ops/reduce.js';
@@ -103,8 +106,8 @@ export { OPS, opInfo } from './ops/registry.js';
 export type { OpInfo, OpFamily } from './ops/registry.js';
 
 // A stray argument (an options object PyTorch would not take) raises rather than being dropped.
-const u = (name: string) => (x: Tensor, ...rest: []) => (bindArgs(name, [], rest, {}, 1), unaryOp(name, x));
-const b = (name: string) => (x: TensorOrScalar, y: TensorOrScalar, ...rest: []) => (bindArgs(name, [], rest, {}, 2), binaryOp(name, x, y));
+const u = (name: string) => (x: Tensor, ...rest: []) => (bindArgs(name, [], rest, {}, 1), unaryApi(name, x));
+const b = (name: string) => (x: TensorOrScalar, y: TensorOrScalar, ...rest: []) => (bindArgs(name, [], rest, {}, 2), binaryApi(name, x, y));
 
 export const neg = u('neg'), abs = u('abs'), exp = u('exp'), expm1 = u('expm1'), log = u('log'), log1p = u('log1p');
 export const sqrt = u('sqrt'), rsqrt = u('rsqrt'), sin = u('sin'), cos = u('cos'), tanh = u('tanh'), sigmoid = u('sigmoid');
@@ -116,14 +119,14 @@ export const atan2 = b('atan2'), floorDivide = b('floor_divide'), eq = b('eq'), 
 export const gt = b('gt'), ge = b('ge'), logicalAnd = b('logical_and'), logicalOr = b('logical_or'), logicalXor = b('logical_xor');
 
 /** `torch.add(a, b, alpha=)`. */
-export const add = (x: TensorOrScalar, y: TensorOrScalar, ...args: PyArgs<[alpha: number], { alpha?: number }>) => binaryOp('add', x, y, bindArgs('add', ['alpha'], args, { alpha: 1 }, 2).alpha);
+export const add = (x: TensorOrScalar, y: TensorOrScalar, ...args: PyArgs<[alpha: number], { alpha?: number }>) => binaryApi('add', x, y, bindArgs('add', ['alpha'], args, { alpha: 1 }, 2).alpha);
 /** `torch.sub(a, b, alpha=)`. */
-export const sub = (x: TensorOrScalar, y: TensorOrScalar, ...args: PyArgs<[alpha: number], { alpha?: number }>) => binaryOp('sub', x, y, bindArgs('sub', ['alpha'], args, { alpha: 1 }, 2).alpha);
+export const sub = (x: TensorOrScalar, y: TensorOrScalar, ...args: PyArgs<[alpha: number], { alpha?: number }>) => binaryApi('sub', x, y, bindArgs('sub', ['alpha'], args, { alpha: 1 }, 2).alpha);
 
 /** A reduction over `dim` (all dims when omitted) with PyTorch's `(dim, keepdim)` or keywords. */
 const reduction = <D extends Dims>(name: string, op: ReduceOp) => (x: Tensor, ...args: DimArgs<D>) => {
   const { dim, keepdim } = bindDim<D>(name, args);
-  return reduce(op, x, dim, keepdim);
+  return reduceApi(name, op, x, dim, keepdim);
 };
 /** `torch.sum(x, dim?, keepdim?)`. */
 export const sum = reduction<Dims>('sum', ReduceOp.Sum);
@@ -191,6 +194,12 @@ export * as autograd from './autograd/api.js';
 export * as nn from './nn/index.js';
 export * as optim from './optim/index.js';
 export * as data from './data/index.js';
+/** `torch.profiler`: PyTorch's profiler (`profile`, `schedule`, `recordFunction`, …; ts/profiler). */
+export * as profiler from './profiler/index.js';
+/** `torch.amp`: `autocast`, `GradScaler` (mixed precision; ts/amp). */
+export * as amp from './amp/index.js';
+export { autocast, isAutocastEnabled, getAutocastDtype } from './amp/autocast.js';
+export type { AutocastOptions } from './amp/autocast.js';
 export { Dataset, TensorDataset, DataLoader } from './data/index.js';
 
 // ---- NN functional ops, statistics, joining and splitting (ts/ops/{nn,conv,pool,shape,stats}.ts) ----

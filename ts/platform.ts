@@ -4,12 +4,30 @@
  * Node: devices are `worker_threads` Workers, WebGPU comes from Dawn's `webgpu` package, the
  * kernel `.wasm` is read from disk. Browser: Web Workers, `navigator.gpu`, `fetch`. Everything
  * else in webtorch is written against the standard Worker/MessagePort/WebGPU APIs.
- * Node-only modules are imported dynamically, so bundling for a browser needs no shims.
+ * Node-only modules are imported dynamically, through `nodeImport`, whose specifier bundlers do
+ * not follow, so bundling for a browser needs no shims and pulls in none of Node's modules.
+ *
+ * Bundlers (Vite, which the browser tests build with; webpack 5 and Parcel document the same)
+ * find a worker's script only where the code says `new Worker(new URL('./script.js',
+ * import.meta.url), { type: 'module' })` literally, and a `.wasm` only as `new URL('./file.wasm',
+ * import.meta.url)`. So the callers that start
+ * workers write that form themselves and pass it in as `open` (ts/worker-scripts.ts for the
+ * device workers, ts/worker/cpu-pool.ts for the cpu helper). Each lives in a module that the
+ * script it starts never imports: a bundler bundles a worker's imports into it, and a worker
+ * script that (through its imports) starts itself is a cycle that Vite refuses.
  */
 import * as Comlink from 'comlink';
 
 /** True in Node.js (also inside Node worker threads). */
 export const isNode = typeof process !== 'undefined' && !!process.versions?.node;
+
+/**
+ * Imports a module that only Node has (`node:*`, Dawn's `webgpu`). The specifier is not a
+ * literal, so bundlers leave it alone (the comments say so to Vite and webpack as well).
+ */
+function nodeImport<T>(specifier: string): Promise<T> {
+  return import(/* @vite-ignore */ /* webpackIgnore: true */ specifier) as Promise<T>;
+}
 
 /** Reads an environment variable (always undefined in browsers). */
 export function env(name: string): string | undefined {
@@ -59,11 +77,15 @@ export interface WorkerHandle {
   keepAlive(on: boolean): void;
 }
 
-/** Starts a device worker of a kind. */
-export async function spawnWorker(kind: 'cpu' | 'gpu', base: string | URL = import.meta.url): Promise<WorkerHandle> {
-  const url = new URL(WORKER_FILES[kind], base);
+/**
+ * Starts a device worker of a kind. Node: a `worker_threads` Worker on the script next to this
+ * file. Browser: `open()`, which the caller writes as `new Worker(new URL('./…', import.meta.url),
+ * { type: 'module' })` so that bundlers find the script (see the note at the top).
+ */
+export async function spawnWorker(kind: 'cpu' | 'gpu', open: () => Worker): Promise<WorkerHandle> {
   if (isNode) {
-    const { Worker } = await import('node:worker_threads');
+    const url = new URL(WORKER_FILES[kind], import.meta.url);
+    const { Worker } = await nodeImport<typeof import('node:worker_threads')>('node:worker_threads');
     const { default: nodeEndpoint } = await import('comlink/dist/esm/node-adapter.mjs');
     // Device workers start with default flags: they would inherit the parent's execArgv, where
     // process-wide flags (`--expose-gc`, `--input-type`) make the Worker constructor throw.
@@ -85,8 +107,50 @@ export async function spawnWorker(kind: 'cpu' | 'gpu', base: string | URL = impo
       keepAlive: (on) => (on ? w.ref() : w.unref()),
     };
   }
-  const w = new Worker(url, { type: 'module' });
+  const w = open();
+  await workerStarted(w, kind === 'cpu' ? 'cpu' : 'gpu', WORKER_FILES[kind]);
   return { endpoint: w, terminate: async () => w.terminate(), keepAlive: () => undefined };
+}
+
+/** The message a browser worker posts once its API is exposed (comlink ignores it: it has no id). */
+const READY = 'webtorch:ready';
+
+/**
+ * Browser: resolves when the worker posts `READY`; rejects when its script fails to load or to
+ * run, naming the script's URL and, where Resource Timing has it, the HTTP status (a Worker's
+ * `error` event carries neither).
+ */
+function workerStarted(w: Worker, device: string, file: string): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const done = () => {
+      w.removeEventListener('message', onMessage);
+      w.removeEventListener('error', onError);
+    };
+    const onMessage = (ev: MessageEvent) => {
+      if (ev.data !== READY) return;
+      done();
+      resolve();
+    };
+    const onError = async (ev: ErrorEvent) => {
+      done();
+      w.terminate();
+      // The error event names neither the script nor why; ask the server for the script again.
+      const url = (w as { scriptURL?: URL }).scriptURL;
+      let status = '';
+      if (url) {
+        try {
+          const res = await fetch(url, { method: 'HEAD', cache: 'no-store' });
+          status = res.ok ? ' (it loads, so the script or one of its imports failed to run)' : ` (HTTP ${res.status}${res.statusText ? ` ${res.statusText}` : ''})`;
+        } catch (e) {
+          status = ` (${e instanceof Error ? e.message : String(e)})`;
+        }
+      }
+      const why = ev.message ? `: ${ev.message}` : '';
+      reject(new Error(`webtorch: the ${device} device's worker script ${url?.href ?? file} failed to load${status}${why}`));
+    };
+    w.addEventListener('message', onMessage);
+    w.addEventListener('error', onError);
+  });
 }
 
 /**
@@ -175,18 +239,19 @@ export function exitGuard(): <T>(fn: () => T) => T {
 /** Exposes a worker's API to its parent. */
 export async function exposeWorker(api: object): Promise<void> {
   if (isNode) {
-    const { parentPort } = await import('node:worker_threads');
+    const { parentPort } = await nodeImport<typeof import('node:worker_threads')>('node:worker_threads');
     const { default: nodeEndpoint } = await import('comlink/dist/esm/node-adapter.mjs');
     Comlink.expose(api, nodeEndpoint(parentPort!));
   } else {
     Comlink.expose(api, self as unknown as Comlink.Endpoint);
+    (self as unknown as { postMessage(m: unknown): void }).postMessage(READY);
   }
 }
 
 /** The WebGPU entry point of this platform, or null when there is none. */
 export async function getGpu(): Promise<GPU | null> {
   if (isNode) {
-    const { create, globals } = await import('webgpu');
+    const { create, globals } = await nodeImport<typeof import('webgpu')>('webgpu');
     Object.assign(globalThis, globals);
     // Dawn rounds timestamp queries coarsely unless told not to (a browser's guard against timing
     // attacks); events and the worker's profile want the GPU's own resolution, as CUDA events have.
@@ -197,18 +262,30 @@ export async function getGpu(): Promise<GPU | null> {
   return (globalThis.navigator as Navigator | undefined)?.gpu ?? null;
 }
 
-/** Compiles a WebAssembly module shipped next to this file. */
-async function loadWasm(file: string, base: string | URL): Promise<WebAssembly.Module> {
-  const url = new URL(file, base);
+/**
+ * Compiles a WebAssembly module from a URL (a file next to this one: the caller writes
+ * `new URL('./….wasm', import.meta.url)` literally, so that bundlers ship the file). A browser
+ * whose server does not answer 200 gets an error naming the URL and the status.
+ */
+async function loadWasm(url: URL): Promise<WebAssembly.Module> {
   if (isNode) {
-    const { readFile } = await import('node:fs/promises');
+    const { readFile } = await nodeImport<typeof import('node:fs/promises')>('node:fs/promises');
     return WebAssembly.compile(await readFile(url));
   }
-  return WebAssembly.compileStreaming(fetch(url));
+  let res: Response;
+  try {
+    res = await fetch(url);
+  } catch (e) {
+    throw new Error(`webtorch: could not fetch the kernels' WebAssembly from ${url.href}: ${e instanceof Error ? e.message : String(e)}`);
+  }
+  if (!res.ok) throw new Error(`webtorch: could not load the kernels' WebAssembly from ${url.href}: HTTP ${res.status} ${res.statusText}`.trimEnd());
+  // compileStreaming needs the `application/wasm` type; a server that sends another still works.
+  const type = res.headers.get('Content-Type') ?? '';
+  return type.startsWith('application/wasm') ? WebAssembly.compileStreaming(res) : WebAssembly.compile(await res.arrayBuffer());
 }
 
 /** Compiles the AssemblyScript kernels shipped next to this file. */
-export const loadKernelWasm = (base: string | URL = import.meta.url): Promise<WebAssembly.Module> => loadWasm('webtorch.wasm', base);
+export const loadKernelWasm = (): Promise<WebAssembly.Module> => loadWasm(new URL('./webtorch.wasm', import.meta.url));
 
 /** A MessagePort pair for worker-to-worker traffic. */
 export function messageChannel(): MessageChannel {
@@ -223,7 +300,7 @@ export function onPortMessage(port: MessagePort, fn: (data: unknown) => void): v
 
 // ---- Helper threads of a device worker (the cpu device's matmul pool, `ts/worker/cpu-pool.ts`) ----
 
-/** The helper thread's entry file, next to the bundled library in `dist/`. */
+/** The helper thread's entry file, next to the bundled library in `dist/` (Node). */
 const HELPER_FILE = 'webtorch-cpu-helper.js';
 
 /** A started helper thread. */
@@ -236,12 +313,12 @@ export interface HelperHandle {
  * Starts a helper thread of this worker, posts it `init` (which may hold a WebAssembly.Module,
  * a shared WebAssembly.Memory and SharedArrayBuffers) and resolves once it answers `'ready'`;
  * rejects with its error if it fails first. Node: the thread is unref'd, so it never keeps the
- * process alive.
+ * process alive. Browser: `open()` makes the Worker (the caller's literal form, see the top).
  */
-export async function spawnHelper(init: unknown, base: string | URL = import.meta.url): Promise<HelperHandle> {
-  const url = new URL(HELPER_FILE, base);
+export async function spawnHelper(init: unknown, open: () => Worker): Promise<HelperHandle> {
   if (isNode) {
-    const { Worker } = await import('node:worker_threads');
+    const url = new URL(HELPER_FILE, import.meta.url);
+    const { Worker } = await nodeImport<typeof import('node:worker_threads')>('node:worker_threads');
     const w = new Worker(url, { execArgv: [] });
     w.unref();
     await new Promise<void>((resolve, reject) => {
@@ -255,7 +332,7 @@ export async function spawnHelper(init: unknown, base: string | URL = import.met
     w.on('error', () => undefined);
     return { terminate: async () => void (await w.terminate()) };
   }
-  const w = new Worker(url, { type: 'module' });
+  const w = open();
   await new Promise<void>((resolve, reject) => {
     w.onmessage = (ev: MessageEvent) => (ev.data === 'ready' ? resolve() : reject(new Error(String(ev.data))));
     w.onerror = (ev) => reject(new Error(ev.message || 'helper thread failed to start'));
@@ -269,7 +346,7 @@ export async function spawnHelper(init: unknown, base: string | URL = import.met
 /** In a helper thread: resolves with the parent's first message and a way to answer it. */
 export async function helperInit(): Promise<{ data: unknown; reply(msg: unknown): void }> {
   if (isNode) {
-    const { parentPort } = await import('node:worker_threads');
+    const { parentPort } = await nodeImport<typeof import('node:worker_threads')>('node:worker_threads');
     const data = await new Promise<unknown>((resolve) => parentPort!.once('message', resolve));
     return { data, reply: (msg) => parentPort!.postMessage(msg) };
   }
@@ -297,11 +374,11 @@ export function canShareMemory(): boolean {
 /** The number of logical cores this process may use (`os.availableParallelism()`, `navigator.hardwareConcurrency`). */
 export async function hardwareThreads(): Promise<number> {
   if (isNode) {
-    const os = await import('node:os');
+    const os = await nodeImport<typeof import('node:os')>('node:os');
     return os.availableParallelism?.() ?? os.cpus().length;
   }
   return (globalThis.navigator as Navigator | undefined)?.hardwareConcurrency ?? 1;
 }
 
 /** Compiles the kernels' shared-memory build (imports `env.memory`, shared), shipped next to this file. */
-export const loadSharedKernelWasm = (base: string | URL = import.meta.url): Promise<WebAssembly.Module> => loadWasm('webtorch-shared.wasm', base);
+export const loadSharedKernelWasm = (): Promise<WebAssembly.Module> => loadWasm(new URL('./webtorch-shared.wasm', import.meta.url));

@@ -51,7 +51,7 @@ class Formatter {
 
   constructor(
     private readonly floating: boolean,
-    values: readonly (number | boolean)[],
+    values: readonly (number | boolean | bigint)[],
   ) {
     if (!floating) {
       for (const v of values) this.maxWidth = Math.max(this.maxWidth, this.plain(v).length);
@@ -83,11 +83,11 @@ class Formatter {
     return this.maxWidth;
   }
 
-  private plain(v: number | boolean): string {
+  private plain(v: number | boolean | bigint): string {
     return typeof v === 'boolean' ? (v ? 'True' : 'False') : String(v);
   }
 
-  format(v: number | boolean): string {
+  format(v: number | boolean | bigint): string {
     let s: string;
     if (!this.floating) s = this.plain(v);
     else if (this.sciMode) s = pyExp(v as number, PRECISION);
@@ -100,7 +100,7 @@ class Formatter {
 /** A row-major view of the flat values, for walking the dims. */
 interface Nd {
   shape: readonly number[];
-  flat: readonly (number | boolean)[];
+  flat: readonly (number | boolean | bigint)[];
   offset: number;
   strides: readonly number[];
 }
@@ -108,7 +108,7 @@ interface Nd {
 const sub = (t: Nd, i: number): Nd => ({ shape: t.shape.slice(1), flat: t.flat, offset: t.offset + i * t.strides[0], strides: t.strides.slice(1) });
 
 /** The elements `torch._tensor_str.get_summarized_data` keeps: edge items of every dim. */
-function summarized(t: Nd, summarize: boolean): (number | boolean)[] {
+function summarized(t: Nd, summarize: boolean): (number | boolean | bigint)[] {
   if (t.shape.length === 0) return [t.flat[t.offset]];
   const n = t.shape[0];
   const rows = summarize && n > 2 * EDGEITEMS ? [...range(0, EDGEITEMS), ...range(n - EDGEITEMS, n)] : range(0, n);
@@ -175,7 +175,7 @@ function addSuffixes(body: string, sfx: string[], indent: number): string {
 }
 
 /** The tensor as PyTorch's `repr`/`print` shows it, from its row-major values. */
-export function formatTensor(info: PrintInfo, values: readonly (number | boolean)[]): string {
+export function formatTensor(info: PrintInfo, values: readonly (number | boolean | bigint)[]): string {
   const prefix = 'tensor(';
   const indent = prefix.length;
   const count = info.shape.reduce((a, b) => a * b, 1);

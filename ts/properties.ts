@@ -21,10 +21,16 @@
 import { bindArgs, type PyArgs } from './ops/options.js';
 import { clientOf, currentDevice, device, Device, init, type DeviceLike } from './device.js';
 import { memoryBudget } from './runtime/memory.js';
+import { isolationInfo, type IsolationInfo } from './backends.js';
 import type { DeviceInfo } from './worker/protocol.js';
 
 /** What `getDeviceProperties` reports (PyTorch's `_CudaDeviceProperties`, camelCase, plus WebGPU's own). */
-export interface DeviceProperties extends Omit<DeviceInfo, 'name' | 'scratch'> {
+/**
+ * Besides the adapter's facts, the platform's (`IsolationInfo`, as `torch.backends.summary()`
+ * reports them): whether the page is cross-origin isolated, and so has SharedArrayBuffer, pinned
+ * memory and the cpu device's helper threads.
+ */
+export interface DeviceProperties extends Omit<DeviceInfo, 'name' | 'scratch'>, IsolationInfo {
   /** The GPU's name as the adapter gives it (see ts/properties.ts), e.g. `'llvmpipe-llvm-15-0-6-256-bits-'`. */
   name: string;
   /** The GPU index (`gpu:index`). */
@@ -42,6 +48,14 @@ export interface DeviceProperties extends Omit<DeviceInfo, 'name' | 'scratch'> {
   maxStorageBufferBindingSize: number;
   /** The largest buffer, so the largest segment (`limits.maxBufferSize`). */
   maxBufferSize: number;
+  /** Whether the adapter offers WebGPU's `shader-f16` feature (16-bit arithmetic in shaders). */
+  shaderF16: boolean;
+  /**
+   * How float16 and bfloat16 tensors compute here: `'float32'`, i.e. 16-bit storage with float32
+   * arithmetic in every kernel. webtorch's kernels do not use `shader-f16` yet, even where the
+   * adapter has it (`shaderF16`), so mixed precision saves memory and bandwidth, not arithmetic.
+   */
+  halfPrecisionMath: 'float32';
 }
 
 /** The first compute capability of each NVIDIA architecture, by the name Dawn's adapter info gives it. */
@@ -91,6 +105,9 @@ export async function getDeviceProperties(...args: GpuArgs): Promise<DevicePrope
     multiProcessorCount: 0,
     maxStorageBufferBindingSize: info.limits.maxStorageBufferBindingSize,
     maxBufferSize: info.limits.maxBufferSize,
+    shaderF16: info.features.includes('shader-f16'),
+    halfPrecisionMath: 'float32',
+    ...(await isolationInfo()),
   };
 }
 

@@ -200,8 +200,11 @@ export class Tensor {
     return this;
   }
 
-  /** Reads the elements, in row-major order, as a typed array of the dtype's storage. */
-  async data(): Promise<Float32Array | Int32Array | Uint8Array | Uint16Array> {
+  /**
+   * Reads the elements, in row-major order, as a typed array of the dtype's storage: int64 gives
+   * a `BigInt64Array` (every value exact), int32 an `Int32Array`, float16/bfloat16 their bits.
+   */
+  async data(): Promise<Float32Array | Int32Array | Uint8Array | Uint16Array | BigInt64Array> {
     this._check('data');
     const n = this.numel();
     const src = isContiguous(this.shape, this._strides) ? this : this.contiguous();
@@ -214,29 +217,44 @@ export class Tensor {
     }
   }
 
-  /** The elements as plain numbers (booleans for bool), row-major. */
-  async values(): Promise<(number | boolean)[]> {
+  /**
+   * The elements as plain numbers (booleans for bool), row-major. An int64 value beyond
+   * ±(2^53 - 1), which a number would round, is a BigInt here.
+   */
+  async values(): Promise<(number | boolean | bigint)[]> {
     return decode(await this.data(), this.dtype);
   }
 
-  /** The value of a one-element tensor. */
+  /**
+   * The value of a one-element tensor, as a number (a boolean for bool). An int64 value that a
+   * number cannot hold exactly (beyond ±(2^53 - 1)) raises; read it with `data()` (a BigInt64Array).
+   */
   async item(): Promise<number | boolean> {
     this._check('item');
     if (this.numel() !== 1) {
       throw new RangeError(`a Tensor with ${this.numel()} elements cannot be converted to Scalar`);
     }
-    return (await this.values())[0];
+    return this._numbers(await this.values(), 'item')[0];
   }
 
-  /** The elements as nested arrays. */
+  /** The elements as nested arrays of numbers; int64 values beyond ±(2^53 - 1) raise as in `item()`. */
   async tolist(): Promise<NestedArray> {
-    const flat = await this.values();
+    const flat = this._numbers(await this.values(), 'tolist');
     const build = (d: number, off: number): NestedArray => {
       if (d === this.ndim) return flat[off];
       const step = contiguousStrides(this.shape)[d];
       return Array.from({ length: this.shape[d] }, (_, i) => build(d + 1, off + i * step));
     };
     return build(0, 0);
+  }
+
+  /** @internal `values` as numbers, raising on an int64 a number would round. */
+  _numbers(vals: (number | boolean | bigint)[], op: string): (number | boolean)[] {
+    const big = vals.find((v) => typeof v === 'bigint');
+    if (big !== undefined) {
+      throw new RangeError(`${op}(): the int64 value ${big} is not a safe JavaScript number (beyond ±(2^53 - 1), it would be rounded); read it exactly with \`await t.data()\`, a BigInt64Array (shape [${this.shape.join(', ')}], ${this.device})`);
+    }
+    return vals as (number | boolean)[];
   }
 
   /** @internal What printing shows besides the values. */

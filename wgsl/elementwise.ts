@@ -6,7 +6,7 @@
  * need no copy. The shader is specialised on the rank and on which inputs are contiguous, so
  * the common case compiles to a plain `i + offset` load. Params are an `array<u32>` block:
  *   [0] n, [1..9) shape, [9] output offset, then per input (offset, strides[8]), then 4 f32
- *   scalars, then the device-check code, then the int64 overflow check's code (the `_ck` helpers).
+ *   scalars, then the device-check code, then a second check's code (a float -> int64 cast's range).
  *
  * Device checks: an expression that calls `divisor_i(b)` (the integer divisions of the op
  * table) makes a checking kernel: it binds the device's error buffer after its storages
@@ -15,9 +15,10 @@
  * The output is contiguous from its offset; a packed output dtype runs one invocation per
  * 32-bit word, so its offset must be word-aligned (allocator blocks are 512-byte aligned).
  */
-import type { StorageCode } from '../ts/dtype.js';
-import { bits, computeType, convert, elementsPerWord, helpers, load, slotBindings } from './dtype.js';
+import { StorageCode } from '../ts/dtype.js';
+import { bits, computeType, convert, elementsPerWord, helpers, load, loadWide, slotBindings, valueClass, wgslType, type ValueClass } from './dtype.js';
 import { errorBinding } from './index.js';
+import { I64_PRELUDE, i64Checks } from './int64.js';
 
 /** Workgroup size of 1-D kernels. */
 export const WG = 256;
@@ -44,61 +45,32 @@ export interface MapKernel {
   /** Distinct segment buffers bound (the output's is slot 0). */
   slots: number;
   outDt: StorageCode;
-  /** A WGSL expression over `x0`, `x1`, … (inputs in their compute types), `i` (u32 element index) and `s0..s3`. */
+  /**
+   * A WGSL expression over `x0`, `x1`, … (inputs in their value classes, `valueClass`: int64 as
+   * a `vec2<u32>`), `i` (u32 element index) and `s0..s3`.
+   */
   expr: string;
-  /** The WGSL type `expr` yields; it is converted to the output's compute type. */
-  exprType: 'f32' | 'i32';
+  /** The class `expr` yields; it is converted to the output's class. */
+  exprType: ValueClass;
   /** Extra WGSL functions the expression calls. */
   prelude?: string;
 }
 
 /** Whether a map expression checks its divisors (see the module's note): its kernel binds the error buffer. */
-export const checksDivisor = (expr: string): boolean => expr.includes('divisor_i(') || expr.includes('_ck(');
+export const checksDivisor = (expr: string): boolean => expr.includes('divisor_i(') || expr.includes('divisor_i64(') || expr.includes('_ck(');
 
-/** The WGSL of a checking kernel: the error buffer after `slots` storages, `divisor_i`, and the int64 overflow checks `add_ck`/`sub_ck`/`mul_ck` (int64 lives in 32 bits; see ts/dtype.ts). */
-function divisorCheck(slots: number, codeWord: number): string {
-  return `${errorBinding(slots)}fn divisor_i(b: i32) -> i32 {
+/** Whether a map kernel touches int64 (then it takes the int64 helpers of wgsl/int64.ts). */
+const usesI64 = (k: MapKernel): boolean => k.outDt === StorageCode.I64 || k.exprType === 'i64' || k.inputs.some((inp) => inp.dt === StorageCode.I64);
+
+/**
+ * The WGSL of a checking kernel: the error buffer after `slots` storages, `divisor_i` (a zero
+ * divisor records code word `codeWord`), and with `i64` the int64 checks of wgsl/int64.ts
+ * (`divisor_i64`, and `f2i64_ck` for float -> int64 casts, which record the next code word).
+ */
+function divisorCheck(slots: number, codeWord: number, i64: boolean): string {
+  return `${errorBinding(slots)}${i64 ? i64Checks(`P[${codeWord}u]`, `P[${codeWord + 1}u]`) : ''}fn divisor_i(b: i32) -> i32 {
   if (b == 0i) { fail(P[${codeWord}u], 0i); }
   return b;
-}
-fn add_ck(a: i32, b: i32) -> i32 {
-  let r = a + b;
-  if (((a ^ r) & (b ^ r)) < 0i) { fail(P[${codeWord + 1}u], 0i); }
-  return r;
-}
-fn sub_ck(a: i32, b: i32) -> i32 {
-  let r = a - b;
-  if (((a ^ b) & (a ^ r)) < 0i) { fail(P[${codeWord + 1}u], 0i); }
-  return r;
-}
-fn div_ck(a: i32, b: i32) -> i32 {
-  if (a == bitcast<i32>(0x80000000u) && b == -1i) { fail(P[${codeWord + 1}u], 0i); }
-  return a / b;
-}
-fn floordiv_ck(a: i32, b: i32) -> i32 {
-  if (a == bitcast<i32>(0x80000000u) && b == -1i) { fail(P[${codeWord + 1}u], 0i); }
-  return floordiv_i(a, b);
-}
-fn pow_ck(a: i32, b: i32) -> i32 {
-  if (b < 0) { return select(select(0i, 1i, a == 1i), select(-1i, 1i, (b & 1i) == 0i), a == -1i); }
-  var r = 1i; var base = a; var e = b;
-  loop {
-    if (e == 0i) { break; }
-    if ((e & 1i) == 1i) { r = mul_ck(r, base); }
-    e = e >> 1u;
-    if (e != 0i) { base = mul_ck(base, base); }
-  }
-  return r;
-}
-fn f2i_ck(x: f32) -> i32 {
-  let b = bitcast<u32>(x);
-  if (((b >> 23u) & 0xffu) >= 158u && b != 0xcf000000u) { fail(P[${codeWord + 1}u], 0i); } // |x| >= 2^31 (not -2^31), Inf, NaN
-  return i32(x);
-}
-fn mul_ck(a: i32, b: i32) -> i32 {
-  let r = a * b;
-  if (a != 0i && (r / a != b || (a == -1i && b == bitcast<i32>(0x80000000u)))) { fail(P[${codeWord + 1}u], 0i); }
-  return r;
 }
 `;
 }
@@ -151,12 +123,14 @@ export function mapShader(k: MapKernel): string {
   const sBase = 10 + k.inputs.length * 9;
   const offsets = k.inputs.map((inp, j) => (inp.scalar ? '' : offsetFn(j, k.rank, inp.contiguous))).join('') + scalarReader(k);
   const loads = k.inputs.map((inp, j) => `  let x${j} = ${inp.scalar
-    ? load('rdP', inp.dt, `${(10 + j * 9) * elementsPerWord(inp.dt)}u`)
-    : load(`rd${inp.slot}`, inp.dt, `off${j}(i)`)};`).join('\n');
+    ? (inp.dt === StorageCode.I64 ? `i64_from_i32(bitcast<i32>(P[${10 + j * 9}u]))` : load('rdP', inp.dt, `${(10 + j * 9) * elementsPerWord(inp.dt)}u`))
+    : loadWide(`rd${inp.slot}`, inp.dt, `off${j}(i)`)};`).join('\n');
   const value = convert(`(${k.expr})`, k.exprType, k.outDt);
   const scalars = [0, 1, 2, 3].map((j) => `  let s${j} = bitcast<f32>(P[${sBase + j}u]);`).join('\n');
-  const compute = `fn value(i: u32) -> ${computeType(k.outDt)} {\n${scalars}\n${loads}\n  return ${value};\n}\n`;
-  const store = epw === 1
+  const compute = `fn value(i: u32) -> ${wgslType(valueClass(k.outDt))} {\n${scalars}\n${loads}\n  return ${value};\n}\n`;
+  const store = k.outDt === StorageCode.I64
+    ? `  if (w >= n) { return; }\n  let v = value(w);\n  S0[2u * (P[9] + w)] = v.x;\n  S0[2u * (P[9] + w) + 1u] = v.y;`
+    : epw === 1
     ? `  if (w >= n) { return; }\n  S0[P[9] + w] = ${bits('value(w)', k.outDt)};`
     : `  if (w * ${epw}u >= n) { return; }
   var word = 0u;
@@ -165,8 +139,9 @@ export function mapShader(k: MapKernel): string {
     if (i < n) { word |= ${bits('value(i)', k.outDt)} << (j * ${32 / epw}u); }
   }
   S0[P[9] / ${epw}u + w] = word;`;
-  const check = checksDivisor(k.expr) ? divisorCheck(k.slots, sBase + 4) : '';
-  return `${slotBindings(k.slots)}${check}${helpers(k.outDt)}${k.prelude ?? ''}
+  const i64 = usesI64(k);
+  const check = checksDivisor(k.expr) ? divisorCheck(k.slots, sBase + 4, i64) : '';
+  return `${slotBindings(k.slots)}${i64 ? I64_PRELUDE : ''}${check}${helpers(k.outDt)}${k.prelude ?? ''}
 ${offsets}
 ${compute}
 ${MAIN_HEAD}
@@ -176,7 +151,7 @@ ${store}
 }
 
 /** Invocations a map kernel over `n` elements of `outDt` needs. */
-export const mapInvocations = (n: number, outDt: StorageCode): number => Math.ceil(n / elementsPerWord(outDt));
+export const mapInvocations = (n: number, outDt: StorageCode): number => (outDt === StorageCode.I64 ? n : Math.ceil(n / elementsPerWord(outDt)));
 
 /**
  * A copy into a strided destination (`dst.copy_(src)` where dst is a view): input 0 is the
@@ -185,13 +160,16 @@ export const mapInvocations = (n: number, outDt: StorageCode): number => Math.ce
  */
 export function scatterShader(rank: number, srcDt: StorageCode, dstDt: StorageCode, srcSlot: number, slots: number): string {
   const epw = elementsPerWord(dstDt);
-  const v = convert(load(`rd${srcSlot}`, srcDt, 'off0(i)'), computeType(srcDt), dstDt);
-  const write = epw === 1
+  const i64 = srcDt === StorageCode.I64 || dstDt === StorageCode.I64;
+  const v = convert(loadWide(`rd${srcSlot}`, srcDt, 'off0(i)'), valueClass(srcDt), dstDt);
+  const write = dstDt === StorageCode.I64
+    ? `  S0[2u * d] = v.x;\n  S0[2u * d + 1u] = v.y;`
+    : epw === 1
     ? `  S0[d] = ${bits('v', dstDt)};`
     : `  let sh = (d % ${epw}u) * ${32 / epw}u;
   atomicAnd(&S0[d / ${epw}u], ~(${epw === 4 ? '0xffu' : '0xffffu'} << sh));
   atomicOr(&S0[d / ${epw}u], ${bits('v', dstDt)} << sh);`;
-  return `${slotBindings(slots, epw > 1)}${helpers(dstDt)}
+  return `${slotBindings(slots, epw > 1)}${i64 ? I64_PRELUDE : ''}${helpers(dstDt)}
 ${offsetFn(0, rank)}${offsetFn(1, rank)}
 ${MAIN_HEAD}
   let i = w;
@@ -233,7 +211,7 @@ export function mapVec4Shader(k: MapKernel): string {
     return `    let x${j} = ${computeType(inp.dt) === 'f32' ? `bitcast<f32>(${word})` : `bitcast<i32>(${word})`};`;
   }).join('\n');
   const value = convert(`(${k.expr})`, k.exprType, k.outDt);
-  const check = checksDivisor(k.expr) ? divisorCheck(k.slots, sBase + 4) : '';
+  const check = checksDivisor(k.expr) ? divisorCheck(k.slots, sBase + 4, false) : '';
   return `${binds}${check}${k.prelude ?? ''}
 ${offsets}
 @compute @workgroup_size(${WG})

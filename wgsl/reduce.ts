@@ -13,10 +13,12 @@
  * extreme and break ties towards the lower index, as PyTorch does. NaN tests look at the bits,
  * since shader compilers may fold `x != x` away. Results are written in the
  * 32-bit compute type (indices as i32); the worker casts packed outputs afterwards.
+ * Integer sums and products (which give int64) and every reduction of int64 run in 64 bits
+ * (`reduce64Shader`: the tree form, over `vec2<u32>` values; wgsl/int64.ts).
  */
-import type { StorageCode } from '../ts/dtype.js';
+import { StorageCode } from '../ts/dtype.js';
 import { computeType, load, slotBindings } from './dtype.js';
-import { errorBinding } from './index.js';
+import { I64_PRELUDE, loadI64, reduce64Body } from './int64.js';
 
 /** Reduction op codes, shared with the AssemblyScript kernels. */
 export enum ReduceOp { Sum = 0, Prod = 1, Max = 2, Min = 3, ArgMax = 4, ArgMin = 5, All = 6, Any = 7, Mean = 8, SumSq = 9 }
@@ -35,10 +37,8 @@ export type RowForm = 'short' | 'subgroup' | 'tree';
  * offset, rows per workgroup]. `short`: one invocation per row (dispatch `outer` invocations in
  * workgroups of `RWG`); `subgroup`: see `subgroupRowMain`; `tree`: one workgroup per row.
  */
-export function reduceShader(op: ReduceOp, dt: StorageCode, inSlot: number, slots: number, form: RowForm = 'tree', checked = false): string {
+export function reduceShader(op: ReduceOp, dt: StorageCode, inSlot: number, slots: number, form: RowForm = 'tree'): string {
   const t = computeType(dt);
-  // A checked integer sum/prod (int64 output, stored in 32 bits) carries vec2(value, aux): see COMB2.
-  checked = checked && t === 'i32' && (op === ReduceOp.Sum || op === ReduceOp.Prod);
   const zero = t === 'f32' ? '0.0' : '0i', one = t === 'f32' ? '1.0' : '1i';
   const isArg = op === ReduceOp.ArgMax || op === ReduceOp.ArgMin;
   const outT = op === ReduceOp.All || op === ReduceOp.Any ? 'i32' : isArg ? 'i32' : t;
@@ -61,14 +61,10 @@ export function reduceShader(op: ReduceOp, dt: StorageCode, inSlot: number, slot
     [ReduceOp.All]: 'a & b', [ReduceOp.Any]: 'a | b',
   } as Record<number, string>;
   const elem = op === ReduceOp.SumSq ? 'x * x' : op === ReduceOp.All || op === ReduceOp.Any ? (t === 'f32' ? 'select(0i, 1i, (bitcast<u32>(x) & 0x7fffffffu) != 0u)' : 'select(0i, 1i, x != 0i)') : 'x';
-  const accT = checked ? 'vec2<i32>' : isArg ? t : outT;
-  if (checked) comb[op] = 'comb2(a, b)';
-  const elemV = checked ? `vec2<i32>(x, ${op === ReduceOp.Prod ? 'select(0i, 2i, x == 0i)' : '0i'})` : elem;
-  const initV = checked ? `vec2<i32>(${init}, 0i)` : init;
-  // Before the row's result is stored: a checked kernel records its code (params word 5) on overflow.
-  const guard = (v: string) => (checked ? `if (overflowed(${v})) { fail(P[5], 0i); }
-  ` : '');
-  const val = (v: string) => (checked ? `${v}.x` : v);
+  const accT = isArg ? t : outT;
+  const elemV = elem, initV = init;
+  const guard = (_v: string) => '';
+  const val = (v: string) => v;
   const src = load(`rd${inSlot}`, dt, 'base + k');
   // One invocation's fold of the row's elements start, start + stride, …
   const serial = (start: string, stride: string) => isArg
@@ -86,7 +82,7 @@ export function reduceShader(op: ReduceOp, dt: StorageCode, inSlot: number, slot
     let a = acc;
     acc = ${comb[op]};
   }`;
-  const betterFn = isArg ? pick(op === ReduceOp.ArgMax ? '>' : '<') : checked ? errorBinding(slots) + COMB2[op as ReduceOp.Sum | ReduceOp.Prod] : '';
+  const betterFn = isArg ? pick(op === ReduceOp.ArgMax ? '>' : '<') : '';
   const result = isArg ? 'idx' : op === ReduceOp.Mean ? 'acc / f32(inner)' : 'acc';
   if (form === 'short') {
     return `${slotBindings(slots)}${betterFn}
@@ -131,31 +127,16 @@ ${rowMain(RWG, fold)}`;
 }
 
 /**
- * Checked integer folds, for int64 results stored in 32 bits. A partial result is vec2(value, aux).
- * Sums: value is the wrapped 32-bit sum and aux counts its wraps (+1 past the top, -1 past the
- * bottom), so the true sum is value + aux·2^32 and fits exactly when aux is 0, whatever the order
- * of the tree. Products: aux bit 0 says a partial product wrapped, bit 1 that a factor was zero
- * (then the product is 0, exact).
+ * A reduction in 64 bits of an integer dtype `dt` (int64 read as two words, narrower integers
+ * sign-extended): one workgroup per row. Sum, prod, max and min write an int64; argmax/argmin
+ * the i32 index and all/any 0 or 1 (one word; the worker widens or packs them).
  */
-const COMB2 = {
-  [ReduceOp.Sum]: `fn comb2(a: vec2<i32>, b: vec2<i32>) -> vec2<i32> {
-  let r = a.x + b.x;
-  var c = 0i;
-  if (a.x >= 0i && b.x >= 0i && r < 0i) { c = 1i; }
-  if (a.x < 0i && b.x < 0i && r >= 0i) { c = -1i; }
-  return vec2<i32>(r, a.y + b.y + c);
+export function reduce64Shader(op: ReduceOp, dt: StorageCode, inSlot: number, slots: number): string {
+  const elem = (k: string) => (dt === StorageCode.I64 ? loadI64(`rd${inSlot}`, `base + ${k}`) : `i64_from_i32(${load(`rd${inSlot}`, dt, `base + ${k}`)})`);
+  const { decls, body } = reduce64Body(op, elem, RWG);
+  return `${slotBindings(slots)}${I64_PRELUDE}${decls}
+${rowMain(RWG, body)}`;
 }
-fn overflowed(v: vec2<i32>) -> bool { return v.y != 0i; }
-`,
-  [ReduceOp.Prod]: `fn comb2(a: vec2<i32>, b: vec2<i32>) -> vec2<i32> {
-  let r = a.x * b.x;
-  var aux = a.y | b.y;
-  if (a.x != 0i && (r / a.x != b.x || (a.x == -1i && b.x == bitcast<i32>(0x80000000u)))) { aux = aux | 1i; }
-  return vec2<i32>(r, aux);
-}
-fn overflowed(v: vec2<i32>) -> bool { return v.y == 1i; }
-`,
-};
 
 /**
  * The entry point of a row kernel over a contiguous [outer, inner] block, with `row`, `inner`

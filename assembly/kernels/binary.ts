@@ -2,9 +2,10 @@
 //
 // The hard part is matching PyTorch's edge semantics while staying fast:
 // float ops run in f64 on f32 inputs and round once (so +,-,*,/ are correctly
-// rounded f32 results); integer division/remainder never hit wasm's traps
-// (b = 0 gives 0 and is reported: binary() returns 1, and the host raises
-// PyTorch's ZeroDivisionError; INT_MIN / -1 wraps); maximum/minimum propagate NaN (wasm's
+// rounded f32 results); integer ops run in i64 (exact for int64; int32 and
+// uint8 keep the low bits, wrapping as PyTorch's do); integer division and
+// remainder never hit wasm's traps (b = 0 gives 0 and is reported: binary()
+// returns 1, and the host raises PyTorch's ZeroDivisionError; MIN / -1 wraps); maximum/minimum propagate NaN (wasm's
 // f32x4.max/min and f64.max/min already do). Rows whose inner strides are 0 or
 // 1 on both sides (contiguous, scalar-broadcast, or bias-style row broadcast)
 // take an f32x4 / i32x4 path.
@@ -67,36 +68,22 @@ function floorDivF(x: f64, y: f64): f64 {
 
 /** Set when an integer floor/trunc division or remainder met a zero divisor. */
 let zeroDivisor: bool = false;
-/** Whether add/sub/mul check that results fit in i32 (int64 outputs, stored in 32 bits). */
-let checkOverflow: bool = false;
-/** Set when a checked add/sub/mul left the i32 range. */
-let overflowed: bool = false;
-
-/** The low 32 bits of r, noting in `overflowed` when r does not fit. */
-// @ts-ignore: decorator
-@inline function fit(r: i64): i32 {
-  if (r != <i64><i32>r) overflowed = true;
-  return <i32>r;
-}
 
 /**
- * Integer-class op on one pair. Division by zero yields 0 for floor/trunc
- * division and remainder, and sets `zeroDivisor`; INT_MIN / -1 wraps to INT_MIN.
+ * Integer-class op on one pair, in i64 (wrapping). Division by zero yields 0 for floor/trunc
+ * division and remainder, and sets `zeroDivisor`; MIN / -1 wraps to MIN.
  */
-export function binaryI(op: i32, x: i32, y: i32, alpha: i32): i32 {
+export function binaryI(op: i32, x: i64, y: i64, alpha: i64): i64 {
   switch (op) {
-    case 0: return checkOverflow ? fit(<i64>x + <i64>alpha * <i64>y) : x + alpha * y;
-    case 1: return checkOverflow ? fit(<i64>x - <i64>alpha * <i64>y) : x - alpha * y;
-    case 2: return checkOverflow ? fit(<i64>x * <i64>y) : x * y;
+    case 0: return x + alpha * y;
+    case 1: return x - alpha * y;
+    case 2: return x * y;
     case 4: {
       if (y == 0) {
         zeroDivisor = true;
         return 0;
       }
-      if (y == -1) {
-        if (checkOverflow && x == i32.MIN_VALUE) overflowed = true;
-        return -x;
-      }
+      if (y == -1) return -x;
       const q = x / y;
       return (x % y != 0 && (x < 0) != (y < 0)) ? q - 1 : q;
     }
@@ -105,52 +92,33 @@ export function binaryI(op: i32, x: i32, y: i32, alpha: i32): i32 {
         zeroDivisor = true;
         return 0;
       }
-      if (y == -1 && checkOverflow && x == i32.MIN_VALUE) overflowed = true;
       return y == -1 ? -x : x / y;
     }
-    case 6: return checkOverflow ? powChecked(x, y) : powI(x, y);
-    case 7: return max<i32>(x, y);
-    case 8: return min<i32>(x, y);
+    case 6: return powI(x, y);
+    case 7: return max<i64>(x, y);
+    case 8: return min<i64>(x, y);
     case 9: {
       if (y == 0) {
         zeroDivisor = true;
         return 0;
       }
+      if (y == -1) return 0;
       const m = x % y;
       return (m != 0 && (m < 0) != (y < 0)) ? m + y : m;
     }
-    case 11: return <i32>(x == y);
-    case 12: return <i32>(x != y);
-    case 13: return <i32>(x < y);
-    case 14: return <i32>(x <= y);
-    case 15: return <i32>(x > y);
-    case 16: return <i32>(x >= y);
-    case 17: return <i32>((x != 0) & (y != 0));
-    case 18: return <i32>((x != 0) | (y != 0));
-    case 19: return <i32>((x != 0) ^ (y != 0));
+    case 11: return <i64>(x == y);
+    case 12: return <i64>(x != y);
+    case 13: return <i64>(x < y);
+    case 14: return <i64>(x <= y);
+    case 15: return <i64>(x > y);
+    case 16: return <i64>(x >= y);
+    case 17: return <i64>((x != 0) & (y != 0));
+    case 18: return <i64>((x != 0) | (y != 0));
+    case 19: return <i64>((x != 0) ^ (y != 0));
     case 20: return x & y;
     case 21: return x | y;
     default: return x ^ y;
   }
-}
-
-/** powI, noting in `overflowed` when the result leaves the i32 range. */
-function powChecked(base: i32, e: i32): i32 {
-  if (e < 0) return powI(base, e);
-  let r: i64 = 1;
-  let b: i64 = base;
-  while (e != 0) {
-    if ((e & 1) != 0) {
-      r *= b;
-      if (r != <i64><i32>r) { overflowed = true; return <i32>r; }
-    }
-    e >>>= 1;
-    if (e != 0) {
-      b *= b; // a later factor b^(2^k) with |b| past i32 makes |r| past it too (b is not 0 here)
-      if (b != <i64><i32>b) { overflowed = true; return <i32>r; }
-    }
-  }
-  return <i32>r;
 }
 
 // @ts-ignore: decorator
@@ -206,26 +174,23 @@ function simdRowI32(op: i32, pa: usize, sa: i32, pb: usize, sb: i32, po: usize, 
  * out = a (op) b with broadcasting; contiguous out.
  * p: [r, n, shape[r], aStrides[r], aOffset, bStrides[r], bOffset].
  * alpha scales b for add/sub (integer-class: truncated to i32).
- * Returns 1 when an integer division or remainder met a zero divisor (those elements are 0);
- * with `overflow`, 2 when an integer add/sub/mul left the i32 range (the low 32 bits are stored).
+ * Returns 1 when an integer division or remainder met a zero divisor (those elements are 0).
  */
-export function binary(op: i32, dt: i32, outDt: i32, a: usize, b: usize, out: usize, p: usize, alpha: f64, overflow: i32): i32 {
+export function binary(op: i32, dt: i32, outDt: i32, a: usize, b: usize, out: usize, p: usize, alpha: f64): i32 {
   const d = normalize(p, 2);
   const n = load<i32>(d, 4);
   if (n <= 0) return 0;
   zeroDivisor = false;
-  overflowed = false;
-  checkOverflow = overflow != 0;
   const len = rowLen(d);
   const sa = rowStride(d, 0);
   const sb = rowStride(d, 1);
   const rows = n / len;
   const useInt = !isFloat(dt) && op != 3 && op != 10;
-  const ia = <i32>alpha;
+  const ia = <i64>alpha;
   const fa = <f32>alpha;
   const unitStrides = sa <= 1 && sb <= 1 && len >= 4;
   const simdF = unitStrides && dt == F32 && outDt == F32 && (op <= 3 || op == 7 || op == 8);
-  const simdI = unitStrides && dt == I32 && outDt == I32 && op <= 2 && !checkOverflow;
+  const simdI = unitStrides && dt == I32 && outDt == I32 && op <= 2;
   begin(d, 2);
   let o = 0;
   for (let row = 0; row < rows; row++) {
@@ -233,7 +198,7 @@ export function binary(op: i32, dt: i32, outDt: i32, a: usize, b: usize, out: us
     if (simdF) {
       i = simdRowF32(op, a + (<usize>off0 << 2), sa, b + (<usize>off1 << 2), sb, out + (<usize>o << 2), len, fa);
     } else if (simdI) {
-      i = simdRowI32(op, a + (<usize>off0 << 2), sa, b + (<usize>off1 << 2), sb, out + (<usize>o << 2), len, ia);
+      i = simdRowI32(op, a + (<usize>off0 << 2), sa, b + (<usize>off1 << 2), sb, out + (<usize>o << 2), len, <i32>ia);
     }
     if (useInt) {
       for (; i < len; i++) {
@@ -247,7 +212,7 @@ export function binary(op: i32, dt: i32, outDt: i32, a: usize, b: usize, out: us
     o += len;
     nextRow(d, 2);
   }
-  return zeroDivisor ? 1 : overflowed ? 2 : 0;
+  return zeroDivisor ? 1 : 0;
 }
 
 /**
@@ -271,7 +236,8 @@ export function where(dt: i32, c: usize, a: usize, b: usize, out: usize, p: usiz
       const pick = load<u8>(c + <usize>(off0 + i * sc)) != 0;
       const src = pick ? a + (<usize>(off1 + i * sa) << sh) : b + (<usize>(off2 + i * sb) << sh);
       const dst = out + (<usize>(o + i) << sh);
-      if (sh == 2) store<u32>(dst, load<u32>(src));
+      if (sh == 3) store<u64>(dst, load<u64>(src));
+      else if (sh == 2) store<u32>(dst, load<u32>(src));
       else if (sh == 1) store<u16>(dst, load<u16>(src));
       else store<u8>(dst, load<u8>(src));
     }

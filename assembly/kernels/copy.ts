@@ -22,7 +22,9 @@ function copyRow(
     let pd = dst + (<usize>di << sh);
     const stepS = <usize>ss << sh;
     const stepD = <usize>ds << sh;
-    if (sh == 2) {
+    if (sh == 3) {
+      for (let i = 0; i < len; i++) { store<u64>(pd, load<u64>(ps)); ps += stepS; pd += stepD; }
+    } else if (sh == 2) {
       for (let i = 0; i < len; i++) { store<u32>(pd, load<u32>(ps)); ps += stepS; pd += stepD; }
     } else if (sh == 1) {
       for (let i = 0; i < len; i++) { store<u16>(pd, load<u16>(ps)); ps += stepS; pd += stepD; }
@@ -34,7 +36,7 @@ function copyRow(
   if (isFloat(srcDt) && checkRange) {
     for (let i = 0; i < len; i++) {
       const f = <f32>loadF(srcDt, src, si + i * ss);
-      if (!(f >= -2147483648.0 && f < 2147483648.0)) outOfRange = true; // NaN fails both
+      if (!(f >= -9223372036854775808.0 && f < 9223372036854775808.0)) outOfRange = true; // NaN fails both
       storeF(dstDt, dst, di + i * ds, <f64>f);
     }
   } else if (isFloat(srcDt)) {
@@ -44,14 +46,14 @@ function copyRow(
   }
 }
 
-/** copyChecked's mode: float -> integer conversions check that the value fits in i32. */
+/** copyChecked's mode: float -> int64 conversions check that the value fits in int64. */
 let checkRange: bool = false;
-/** Set when a checked conversion met NaN, an infinity or a value outside the i32 range. */
+/** Set when a checked conversion met NaN, an infinity or a value outside the int64 range. */
 let outOfRange: bool = false;
 
 /**
- * `copy` into an int64 destination (stored in 32 bits) from a float source: returns 1 when a
- * value was NaN, infinite or outside the i32 range (it is stored saturated).
+ * `copy` into an int64 destination from a float source: returns 1 when a value was NaN,
+ * infinite or outside [-2^63, 2^63) (it is stored saturated).
  */
 export function copyChecked(srcDt: i32, dstDt: i32, src: usize, dst: usize, p: usize): i32 {
   checkRange = true;

@@ -5,10 +5,12 @@
 // already a tie-or-more toward infinity), and NaN must never collapse to Inf.
 // Float compute values travel as f64 but are rounded to f32 before any store,
 // so storing to an integer type truncates the f32 value, as PyTorch does.
+// Integer compute values travel as i64, so int64 is exact and narrower integer
+// stores keep their low bits (int32 and uint8 wrap as PyTorch's do).
 
 /** dtype code: 32-bit float. */
 export const F32: i32 = 0;
-/** dtype code: 32-bit signed int (also carries int64). */
+/** dtype code: 32-bit signed int. */
 export const I32: i32 = 1;
 /** dtype code: uint8. */
 export const U8: i32 = 2;
@@ -18,17 +20,19 @@ export const BOOL: i32 = 3;
 export const F16: i32 = 4;
 /** dtype code: bfloat16 (upper half of an f32). */
 export const BF16: i32 = 5;
+/** dtype code: 64-bit signed int. */
+export const I64: i32 = 6;
 
 /** log2 of the element size, for address arithmetic. */
 // @ts-ignore: decorator
 @inline export function elemShift(dt: i32): usize {
-  return dt <= I32 ? 2 : dt <= BOOL ? 0 : 1;
+  return dt == I64 ? 3 : dt <= I32 ? 2 : dt <= BOOL ? 0 : 1;
 }
 
 /** True when the dtype computes in f32 (f32, f16, bf16). */
 // @ts-ignore: decorator
 @inline export function isFloat(dt: i32): bool {
-  return dt == F32 || dt >= F16;
+  return dt == F32 || dt == F16 || dt == BF16;
 }
 
 /** Converts IEEE half bits to f32 (exact). */
@@ -89,6 +93,7 @@ export function loadF(dt: i32, base: usize, i: i32): f64 {
   switch (dt) {
     case F32: return <f64>load<f32>(base + (<usize>i << 2));
     case I32: return <f64><f32>load<i32>(base + (<usize>i << 2));
+    case I64: return <f64><f32>load<i64>(base + (<usize>i << 3));
     case U8: return <f64>load<u8>(base + <usize>i);
     case BOOL: return load<u8>(base + <usize>i) != 0 ? 1.0 : 0.0;
     case F16: return <f64>f16ToF32(load<u16>(base + (<usize>i << 1)));
@@ -97,14 +102,15 @@ export function loadF(dt: i32, base: usize, i: i32): f64 {
 }
 
 /** Loads element i as its integer compute value (floats truncate toward zero). */
-export function loadI(dt: i32, base: usize, i: i32): i32 {
+export function loadI(dt: i32, base: usize, i: i32): i64 {
   switch (dt) {
-    case I32: return load<i32>(base + (<usize>i << 2));
-    case U8: return <i32>load<u8>(base + <usize>i);
-    case BOOL: return <i32>(load<u8>(base + <usize>i) != 0);
-    case F32: return <i32>load<f32>(base + (<usize>i << 2));
-    case F16: return <i32>f16ToF32(load<u16>(base + (<usize>i << 1)));
-    default: return <i32>bf16ToF32(load<u16>(base + (<usize>i << 1)));
+    case I32: return <i64>load<i32>(base + (<usize>i << 2));
+    case I64: return load<i64>(base + (<usize>i << 3));
+    case U8: return <i64>load<u8>(base + <usize>i);
+    case BOOL: return <i64>(load<u8>(base + <usize>i) != 0);
+    case F32: return <i64>load<f32>(base + (<usize>i << 2));
+    case F16: return <i64>f16ToF32(load<u16>(base + (<usize>i << 1)));
+    default: return <i64>bf16ToF32(load<u16>(base + (<usize>i << 1)));
   }
 }
 
@@ -114,6 +120,7 @@ export function storeF(dt: i32, base: usize, i: i32, v: f64): void {
   switch (dt) {
     case F32: store<f32>(base + (<usize>i << 2), f); break;
     case I32: store<i32>(base + (<usize>i << 2), <i32>f); break;
+    case I64: store<i64>(base + (<usize>i << 3), <i64>f); break;
     case U8: store<u8>(base + <usize>i, <u8>(<i32>f & 0xff)); break;
     case BOOL: store<u8>(base + <usize>i, <u8>(f != 0)); break;
     case F16: store<u16>(base + (<usize>i << 1), <u16>f32ToF16(f)); break;
@@ -121,10 +128,11 @@ export function storeF(dt: i32, base: usize, i: i32, v: f64): void {
   }
 }
 
-/** Stores an integer compute value as dtype dt (u8 wraps, bool is != 0). */
-export function storeI(dt: i32, base: usize, i: i32, v: i32): void {
+/** Stores an integer compute value as dtype dt (int32 and u8 keep the low bits, bool is != 0). */
+export function storeI(dt: i32, base: usize, i: i32, v: i64): void {
   switch (dt) {
-    case I32: store<i32>(base + (<usize>i << 2), v); break;
+    case I32: store<i32>(base + (<usize>i << 2), <i32>v); break;
+    case I64: store<i64>(base + (<usize>i << 3), v); break;
     case U8: store<u8>(base + <usize>i, <u8>(v & 0xff)); break;
     case BOOL: store<u8>(base + <usize>i, <u8>(v != 0)); break;
     case F32: store<f32>(base + (<usize>i << 2), <f32>v); break;

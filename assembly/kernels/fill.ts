@@ -4,11 +4,12 @@
 // (truncated) rather than through f32, so fill(int32, 16777217) is exact;
 // bool targets store value != 0 (NaN -> true) and u8 wraps.
 
-import { BOOL, F32, I32, U8, storeF, storeI } from "./dtype";
+import { BOOL, F32, I32, I64, U8, storeF, storeI } from "./dtype";
 
 // @ts-ignore: decorator
 @inline function put(dt: i32, out: usize, i: i32, v: f64): void {
-  if (dt == I32 || dt == U8) storeI(dt, out, i, <i32>v);
+  if (dt == I32 || dt == U8) storeI(dt, out, i, <i64><i32>v);
+  else if (dt == I64) storeI(dt, out, i, <i64>v);
   else storeF(dt, out, i, v);
 }
 
@@ -25,6 +26,9 @@ export function fill(dt: i32, out: usize, n: i32, value: f64): void {
     let i = 0;
     for (; i < n4; i += 4) v128.store(out + (<usize>i << 2), vv);
     for (; i < n; i++) store<u32>(out + (<usize>i << 2), v);
+  } else if (dt == I64) {
+    const v = load<u64>(out);
+    for (let i = 1; i < n; i++) store<u64>(out + (<usize>i << 3), v);
   } else {
     const v = load<u16>(out);
     for (let i = 1; i < n; i++) store<u16>(out + (<usize>i << 1), v);

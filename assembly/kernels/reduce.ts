@@ -5,8 +5,8 @@
 // loop promotes f32x4 lanes into f64x2 accumulators, so SIMD costs no
 // accuracy. max/min use f32x4.max/min, which propagate NaN like PyTorch;
 // argmax/argmin return the first NaN if there is one, else the first extreme.
-// Integer sums and products accumulate in i64; reduce() returns 1 when a sum or product does
-// not fit the 32-bit storage (int64 is stored as int32), so the host can raise, never wrap.
+// Integer sums and products accumulate in i64 and give int64, wrapping only past int64's range,
+// as PyTorch's do.
 
 import { F32, isFloat, loadF, loadI, storeF, storeI } from "./dtype";
 
@@ -83,42 +83,22 @@ function reduceRowF(op: i32, dt: i32, a: usize, base: i32, len: i32): f64 {
   return op == 8 ? acc / <f64>len : acc;
 }
 
-/** Set by reduceRowI when a sum or product left the i32 range. */
-let overflow: bool = false;
-
-const I32_MIN: i64 = -2147483648, I32_MAX: i64 = 2147483647;
-
-function reduceRowI(op: i32, dt: i32, a: usize, base: i32, len: i32): i32 {
+function reduceRowI(op: i32, dt: i32, a: usize, base: i32, len: i32): i64 {
   let acc: i64 = op == 1 || op == 6 ? 1 : 0;
-  if (op == 2 || op == 3) acc = <i64>loadI(dt, a, base);
+  if (op == 2 || op == 3) acc = loadI(dt, a, base);
   for (let i = 0; i < len; i++) {
-    const x = <i64>loadI(dt, a, base + i);
+    const x = loadI(dt, a, base + i);
     switch (op) {
-      case 1: {
-        acc *= x;
-        if (acc < I32_MIN || acc > I32_MAX) {
-          // The product is exact only if a later factor is zero.
-          for (let j = i + 1; j < len; j++) if (loadI(dt, a, base + j) == 0) return 0;
-          overflow = true;
-          return <i32>acc;
-        }
-        break;
-      }
+      case 1: acc *= x; break;
       case 2: acc = max<i64>(acc, x); break;
       case 3: acc = min<i64>(acc, x); break;
       case 6: if (x == 0) return 0; break;
       case 7: if (x != 0) return 1; break;
-      case 9: {
-        acc += x * x;
-        if (acc > I32_MAX) { overflow = true; return <i32>acc; }
-        break;
-      }
+      case 9: acc += x * x; break;
       default: acc += x;
     }
   }
-  // A sum of fewer than 2^31 i32 values cannot wrap an i64.
-  if (acc < I32_MIN || acc > I32_MAX) overflow = true;
-  return <i32>acc;
+  return acc;
 }
 
 function argRow(isMax: bool, dt: i32, a: usize, base: i32, len: i32): i32 {
@@ -145,21 +125,18 @@ function argRow(isMax: bool, dt: i32, a: usize, base: i32, len: i32): i32 {
 /**
  * out[o] = reduce(a[o, 0..inner)) for a contiguous [outer, inner] block.
  * op: 0 sum, 1 prod, 2 max, 3 min, 4 argmax, 5 argmin, 6 all, 7 any, 8 mean,
- * 9 sum of squares. arg* write the i32 index; all/any write 0/1. Returns 1 when an
- * integer sum or product did not fit in i32 (its low 32 bits are stored).
+ * 9 sum of squares. arg* write the index (int64 out); all/any write 0/1.
  */
-export function reduce(op: i32, dt: i32, outDt: i32, a: usize, out: usize, outer: i32, inner: i32): i32 {
+export function reduce(op: i32, dt: i32, outDt: i32, a: usize, out: usize, outer: i32, inner: i32): void {
   const floatClass = isFloat(dt);
-  overflow = false;
   for (let o = 0; o < outer; o++) {
     const base = o * inner;
     if (op == 4 || op == 5) {
-      storeI(outDt, out, o, argRow(op == 4, dt, a, base, inner));
+      storeI(outDt, out, o, <i64>argRow(op == 4, dt, a, base, inner));
     } else if (floatClass || op == 8) {
       storeF(outDt, out, o, reduceRowF(op, dt, a, base, inner));
     } else {
       storeI(outDt, out, o, reduceRowI(op, dt, a, base, inner));
     }
   }
-  return overflow ? 1 : 0;
 }

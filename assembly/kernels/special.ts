@@ -58,13 +58,13 @@ export function powC(x: f64, y: f64): f64 {
 }
 
 /** Integer power with wrap-around; negative exponents give 0 except for base +-1. */
-export function powI(base: i32, e: i32): i32 {
+export function powI(base: i64, e: i64): i64 {
   if (e < 0) {
     if (base == 1) return 1;
     if (base == -1) return (e & 1) != 0 ? -1 : 1;
     return 0;
   }
-  let r: i32 = 1;
+  let r: i64 = 1;
   let b = base;
   while (e != 0) {
     if ((e & 1) != 0) r *= b;

@@ -3,8 +3,9 @@
 // The hard part is accuracy: every float op is evaluated in f64 on the
 // f32-valued input and rounded once to f32 on store, so the results are
 // (nearly always) the correctly rounded f32 values. Integer-class inputs use
-// exact i32 arithmetic for the "int ok" ops and fall back to the float path
-// for the rest. Unit-stride f32 -> f32 rows of the cheap ops use f32x4 SIMD,
+// i64 arithmetic for the "int ok" ops (exact for int64, the low bits for int32
+// and uint8, which wrap as PyTorch's do) and fall back to the float path for
+// the rest. Unit-stride f32 -> f32 rows of the cheap ops use f32x4 SIMD,
 // whose results are bit-identical to the scalar path (relu keeps NaN).
 //
 // sign follows (x > 0) - (x < 0), so sign(NaN) = 0 (PyTorch's CPU kernel
@@ -71,37 +72,23 @@ export function unaryF(op: i32, x: f64, s0: f64, s1: f64, s2: f64): f64 {
   return op <= 1 || op == 12 || (op >= 18 && op <= 21) || (op >= 23 && op <= 30);
 }
 
-/** Whether neg/abs/square check that results fit in i32 (int64 outputs, stored in 32 bits). */
-let checkOverflow: bool = false;
-/** Set when a checked neg/abs/square left the i32 range. */
-let overflowed: bool = false;
-
-/** Integer-class op on one value (only called when intOk(op)). */
-export function unaryI(op: i32, x: i32, s0: f64, s1: f64): i32 {
+/** Integer-class op on one value (only called when intOk(op)); wraps like PyTorch's int64. */
+export function unaryI(op: i32, x: i64, s0: f64, s1: f64): i64 {
   switch (op) {
-    case 0: {
-      if (checkOverflow && x == i32.MIN_VALUE) overflowed = true;
-      return -x;
-    }
-    case 1: {
-      if (checkOverflow && x == i32.MIN_VALUE) overflowed = true;
-      return x < 0 ? -x : x;
-    }
+    case 0: return -x;
+    case 1: return x < 0 ? -x : x;
     case 12: return x > 0 ? x : 0;
-    case 21: return <i32>(x > 0) - <i32>(x < 0);
+    case 21: return <i64>(x > 0) - <i64>(x < 0);
     case 23: {
       let y = x;
-      if (!isNaN(s0) && <f64>y < s0) y = <i32>Math.ceil(s0);
-      if (!isNaN(s1) && <f64>y > s1) y = <i32>Math.floor(s1);
+      if (!isNaN(s0) && <f64>y < s0) y = <i64>Math.ceil(s0);
+      if (!isNaN(s1) && <f64>y > s1) y = <i64>Math.floor(s1);
       return y;
     }
-    case 25: return <i32>(x == 0);
+    case 25: return <i64>(x == 0);
     case 26: return 0;
     case 27: return 0;
-    case 28: {
-      if (checkOverflow && <i64>x * <i64>x > <i64>i32.MAX_VALUE) overflowed = true;
-      return x * x;
-    }
+    case 28: return x * x;
     default: return x;
   }
 }
@@ -132,18 +119,6 @@ function simdRow(op: i32, pa: usize, po: usize, len: i32): i32 {
 // @ts-ignore: decorator
 @inline function hasSimd(op: i32): bool {
   return op == 0 || op == 1 || op == 6 || op == 12 || op == 22 || op == 28 || op == 29;
-}
-
-/** `unary` with neg/abs/square checked (int64 outputs): returns 1 when a result left the i32 range. */
-export function unaryChecked(
-  op: i32, dt: i32, outDt: i32, a: usize, out: usize, p: usize,
-  s0: f64, s1: f64, s2: f64
-): i32 {
-  checkOverflow = true;
-  overflowed = false;
-  unary(op, dt, outDt, a, out, p, s0, s1, s2);
-  checkOverflow = false;
-  return overflowed ? 1 : 0;
 }
 
 /**

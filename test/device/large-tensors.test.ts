@@ -54,7 +54,15 @@ describe.each(devices)('a tensor over one binding on %s', (d) => {
     expect(await max.item()).toBe(499);
     const ints = (await asInt.data()) as Int32Array;
     expect(ints[n - 1]).toBe(((n - 1) % 1000) - 500);
-    [x, asInt, max].forEach((t) => t.dispose());
+    // an int32 sum gives int64 (two words a row, in row chunks)
+    const rowsI = asInt.reshape([rows, cols]), sums = rowsI.sum(1);
+    expect(sums.dtype).toBe('int64');
+    const got = (await sums.data()) as BigInt64Array;
+    let want = 0;
+    for (let j = 0; j < cols; j++) want += (((rows - 1) * cols + j) % 1000) - 500;
+    expect(got.length).toBe(rows);
+    expect(got[rows - 1]).toBe(BigInt(want));
+    [x, asInt, max, rowsI, sums].forEach((t) => t.dispose());
   });
 
   it('names the op, the size and the limit where it cannot split', async () => {

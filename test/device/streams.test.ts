@@ -257,7 +257,7 @@ describe.each(['gpu:0', 'gpu:1'])('streams on %s', (d) => {
     const allocated = torch.gpu.memoryAllocated(d);
     t.dispose();
     expect(torch.gpu.memoryAllocated(d)).toBeLessThanOrEqual(allocated - bytes); // freed at once, as in PyTorch
-    const early = torch.full([N, N], -1000, { device: d });
+    const early = torch.full([N, N], -1000, { device: d, dtype: 'float32' }); // t's size (an integer fill would be int64, 8 bytes)
     expect(place(early)).not.toBe(where);
     const done = side.recordEvent();
     expect(done.query()).toBe(false);

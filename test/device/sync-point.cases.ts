@@ -90,7 +90,7 @@ export function syncPointSuite(mode: 'slot' | 'message'): void {
         const task = async (i: number) => {
           // Alternating sizes: with the slot, small answers take it while large ones come by message.
           const n = i % 2 ? 4 : 2 * SLOT_BYTES;
-          const base = torch.full([n], i, { device: d });
+          const base = torch.full([n], i, { dtype: 'float32', device: d });
           await Promise.resolve();
           const y = torch.tidy(() => base.mul(2).add(1));
           const first = Array.from((await y.data()) as Float32Array);

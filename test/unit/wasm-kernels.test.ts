@@ -14,7 +14,7 @@ interface Kernels {
   copy(srcDt: number, dstDt: number, src: number, dst: number, p: number): void;
   copyStrided(srcDt: number, dstDt: number, src: number, dst: number, p: number): void;
   unary(op: number, dt: number, outDt: number, a: number, out: number, p: number, s0: number, s1: number, s2: number): void;
-  binary(op: number, dt: number, outDt: number, a: number, b: number, out: number, p: number, alpha: number): void;
+  binary(op: number, dt: number, outDt: number, a: number, b: number, out: number, p: number, alpha: number): number;
   where(dt: number, c: number, a: number, b: number, out: number, p: number): void;
   reduce(op: number, dt: number, outDt: number, a: number, out: number, outer: number, inner: number): void;
   matmul(dt: number, a: number, b: number, out: number, p: number, ws: number): void;
@@ -22,6 +22,7 @@ interface Kernels {
   matmulWorkspaceBytes(M: number, N: number, K: number): number;
   fill(dt: number, out: number, n: number, value: number): void;
   arange(dt: number, out: number, n: number, start: number, step: number): void;
+  copyChecked(srcDt: number, dstDt: number, src: number, dst: number, p: number): number;
 }
 
 const F32 = 0, I32 = 1, U8 = 2, BOOL = 3, F16 = 4, BF16 = 5;
@@ -678,5 +679,49 @@ describe('fill / arange', () => {
     k.arange(U8, ou, 4, 254, 1);
     expect(get(U8, ou, 4)).toEqual([254, 255, 0, 1]);
     k.arange(F32, o, 0, 1, 1);
+  });
+});
+
+describe('int64 kernels (i64 storage, 8 bytes)', () => {
+  const I64 = 6;
+  const put64 = (v: bigint[]) => { const p = alloc(v.length * 8); new BigInt64Array(k.memory.buffer, p, v.length).set(v); return p; };
+  const get64 = (p: number, n: number) => Array.from(new BigInt64Array(k.memory.buffer, p, n));
+  const wrap = (v: bigint) => BigInt.asIntN(64, v);
+  const A = [2n ** 62n - 1n, -(2n ** 40n) - 5n, 2n ** 31n, -1n, 2n ** 63n - 1n, -(2n ** 63n)];
+  const B = [3n, -7n, 2n ** 32n + 1n, 2n, 1n, 3n];
+  const fdiv = (x: bigint, y: bigint) => { const q = x / y; return (x % y !== 0n && (x < 0n) !== (y < 0n)) ? q - 1n : q; };
+  const mod = (x: bigint, y: bigint) => { const r = x % y; return r !== 0n && (r < 0n) !== (y < 0n) ? r + y : r; };
+
+  it.each([
+    ['add', 0, (x: bigint, y: bigint) => wrap(x + y)], ['sub', 1, (x: bigint, y: bigint) => wrap(x - y)], ['mul', 2, (x: bigint, y: bigint) => wrap(x * y)],
+    ['floor_divide', 4, fdiv], ['trunc_divide', 5, (x: bigint, y: bigint) => x / y], ['remainder', 9, mod],
+    ['maximum', 7, (x: bigint, y: bigint) => (x > y ? x : y)], ['lt', 13, (x: bigint, y: bigint) => BigInt(x < y)],
+  ] as const)('binary %s is exact in 64 bits and wraps past them', (_name, op, ref) => {
+    const o = alloc(A.length * 8);
+    expect(k.binary(op, I64, I64, put64(A), put64(B), o, sdesc([A.length], [[1], 0], [[1], 0]), 1)).toBe(0);
+    expect(get64(o, A.length)).toEqual(A.map((x, i) => ref(x, B[i])));
+  });
+
+  it('reduce sums, multiplies and finds extremes in 64 bits; argmax writes an int64 index', () => {
+    const o = alloc(8 * 4);
+    k.reduce(0, I64, I64, put64(A), o, 1, A.length);
+    expect(get64(o, 1)).toEqual([wrap(A.reduce((x, y) => x + y))]);
+    k.reduce(0, I32, I64, put(I32, [2147483647, 2147483647, 2]), o, 1, 3);
+    expect(get64(o, 1)).toEqual([2n ** 32n]);
+    k.reduce(2, I64, I64, put64(A), o, 1, A.length);
+    expect(get64(o, 1)).toEqual([2n ** 63n - 1n]);
+    k.reduce(4, I64, I64, put64(A), o, 1, A.length);
+    expect(get64(o, 1)).toEqual([4n]);
+  });
+
+  it('casts: int64 -> f32 rounds once, int64 -> int32 keeps the low word, f32 -> int64 truncates and copyChecked flags NaN/Inf/out of range', () => {
+    const n = A.length, of = alloc(4 * n), oi = alloc(4 * n), o64 = alloc(8 * 4);
+    k.copy(I64, F32, put64(A), of, sdesc([n], [[1], 0]));
+    expect(get(F32, of, n)).toEqual(A.map((x) => Math.fround(Number(x))));
+    k.copy(I64, I32, put64(A), oi, sdesc([n], [[1], 0]));
+    expect(get(I32, oi, n)).toEqual(A.map((x) => Number(BigInt.asIntN(32, x))));
+    expect(k.copyChecked(F32, I64, put(F32, [3e12, -2.5, 2 ** 62, -(2 ** 63)]), o64, sdesc([4], [[1], 0]))).toBe(0);
+    expect(get64(o64, 4)).toEqual([3000000053248n, -2n, 2n ** 62n, -(2n ** 63n)]);
+    for (const bad of [NaN, Infinity, 2 ** 63]) expect(k.copyChecked(F32, I64, put(F32, [1, bad]), o64, sdesc([2], [[1], 0])), String(bad)).toBe(1);
   });
 });

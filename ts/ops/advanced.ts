@@ -80,7 +80,8 @@ function wrapChecked(I: Tensor, size: number, j: number): Tensor {
  * scatter needs (the cpu scatter kernel takes no negative indices).
  */
 function makePicks(shape: readonly number[], dev: Tensor['device'], dims: number[], tensors: Tensor[], wrap = false): Picks {
-  const idx = tensors.map((i) => onDevice(i, dev));
+  // the index kernels read int64 indices: int32 ones are widened here (a temporary of the scope)
+  const idx = tensors.map((i) => onDevice(i, dev)).map((i) => (i.dtype === 'int64' ? i : cast(i, 'int64')));
   let B: number[];
   try {
     B = idx.reduce<number[]>((acc, i) => broadcastOne(acc, i.shape), []);

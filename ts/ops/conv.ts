@@ -26,6 +26,7 @@ import { bindArgs, checkOptions, type PyArgs } from './options.js';
 import { checkAccepted, checkFloat } from './nn.js';
 import { tidy } from './scoped.js';
 import * as V from './views.js';
+import { autocastCall, autocasting } from '../amp/autocast.js';
 
 /** A size per spatial dim, or one size for all of them. */
 export type Size2 = number | number[];
@@ -291,6 +292,7 @@ function conv(x: Tensor, w: Tensor, b: Tensor | null | undefined, g: ReturnType<
  * weight [Cout, C/groups, kH, kW].
  */
 export function conv2d(x: Tensor, weight: Tensor, ...args: ConvCall): Tensor {
+  if (autocasting()) return autocastCall('conv2d', [x, weight, ...args], conv2d as (...a: unknown[]) => Tensor);
   const g = convArgs('conv2d', 2, x, weight, args), bias = g.bias;
   return tidy(() => {
     if (x.ndim === 4) return conv(x, weight, bias, g);
@@ -300,6 +302,7 @@ export function conv2d(x: Tensor, weight: Tensor, ...args: ConvCall): Tensor {
 
 /** `F.conv1d(x, weight, bias, {stride, padding, dilation, groups})`: x [N, C, L] or [C, L], weight [Cout, C/groups, kW]. */
 export function conv1d(x: Tensor, weight: Tensor, ...args: ConvCall): Tensor {
+  if (autocasting()) return autocastCall('conv1d', [x, weight, ...args], conv1d as (...a: unknown[]) => Tensor);
   const g = convArgs('conv1d', 1, x, weight, args), bias = g.bias;
   return tidy(() => {
     const x4 = V.unsqueeze(x.ndim === 3 ? x : V.unsqueeze(x, 0), 2);

@@ -6,7 +6,7 @@
  * the device (ts/ops/random.ts; `randperm`, `bernoulli` and `multinomial` are in ts/ops/sampling.ts).
  */
 import { CPU, device as toDevice, type Device, type DeviceLike } from '../device.js';
-import { checkFits, encode, isFloating, scalarName, storageCode, toDType, type DType } from '../dtype.js';
+import { checkBigFits, checkFits, encode, isFloating, scalarName, storageCode, toDType, type DType } from '../dtype.js';
 import type { Generator } from '../random.js';
 import { Dist, drawInto, f32Bits, generatorFor } from './random.js';
 import { checkPinTarget, markPinned } from '../runtime/pinned.js';
@@ -115,10 +115,15 @@ export function tensor(data: NestedArray | ArrayLike<number> | BigInt64Array | T
 }
 
 /** A tensor filled with `value` (`torch.full(size, fillValue, {dtype, device, requiresGrad})`). */
-export function full(shape: number[], value: number | boolean, options?: TensorOptions): Tensor {
+export function full(shape: number[], value: number | boolean | bigint, options?: TensorOptions): Tensor {
   checkOptions('full', options, CREATION_KEYS);
-  const inferred: DType = typeof value === 'boolean' ? 'bool' : Number.isInteger(value) ? 'int64' : 'float32';
+  const inferred: DType = typeof value === 'boolean' ? 'bool' : typeof value === 'bigint' || Number.isInteger(value) ? 'int64' : 'float32';
   const dtype = dt(options, inferred);
+  if (typeof value === 'bigint' && dtype === 'int64' && BigInt(Number(value)) !== value) {
+    // beyond ±2^53 a number (the fill command's value) would round it: the exact values go up as data
+    const n = numel(checkShape(shape, 'full'));
+    return made('full', fromHost(new BigInt64Array(n).fill(checkBigFits(value, dtype, 'full')), shape.slice(), dtype, dev(options)), options);
+  }
   const v = Number(value);
   checkFits(v, dtype, 'full');
   const t = alloc(checkShape(shape, 'full'), dtype, dev(options));
@@ -166,6 +171,10 @@ export function arange(...args: [end: number, options?: TensorOptions] | [start:
   const dtype = dt(options, [start, end, step].every(Number.isInteger) ? 'int64' : 'float32');
   const n = Math.ceil((end - start) / step);
   checkFits(start + (n - 1) * step, dtype, 'arange');
+  if (dtype === 'int64' && !(Number.isInteger(start) && Number.isInteger(step) && step === (step | 0))) {
+    // the GPU's int64 arange takes an integer start and a 32-bit step; other ranges are computed here, as PyTorch does (in double, then cast)
+    return made('arange', fromHost(Array.from({ length: n }, (_, i) => Math.trunc(start + i * step)), [n], dtype, dev(options)), options);
+  }
   const t = alloc([n], dtype, dev(options));
   if (n) launch(t.device, { k: 'arange', out: place(t), dt: storageCode(dtype), n, start, step });
   return made('arange', t, options);

@@ -7,7 +7,7 @@
  * promotion as Python scalars do, and reach the kernel as parameters (their bits in the
  * compute dtype), not as 0-dim tensors.
  */
-import { checkFits, int64Overflow, f32ToBF16, f32ToF16, isFloating, resultType, scalarName, storageCode, type DType } from '../dtype.js';
+import { checkFits, f32ToBF16, f32ToF16, isFloating, resultType, scalarName, storageCode, type DType } from '../dtype.js';
 import { alloc, launch, ref, sameDevice, place } from '../runtime/dispatch.js';
 import { broadcastFor, broadcastStrides, fmt, MAX_KERNEL_RANK } from '../shape.js';
 import { Tensor } from '../tensor.js';
@@ -18,6 +18,7 @@ import { elementwiseOp, type ElementwiseOp, type GradMath } from './table.js';
 import { bindArgs, checkOptions, type PyArgs } from './options.js';
 import { cast } from './views.js';
 import type { Command, Operand } from '../worker/protocol.js';
+import { autocastCall, autocasting } from '../amp/autocast.js';
 
 /** A tensor or a JS scalar operand. */
 export type Scalar = number | boolean;
@@ -91,6 +92,21 @@ function gradFor(t: Tensor, g: Tensor | null): Tensor | null {
   return r;
 }
 
+/**
+ * `torch.exp(x)`, `x.exp()`, …: `unaryOp` behind the autocast point. Ops built from table ops
+ * call `unaryOp`/`binaryOp` directly, so their inner steps are not autocast (as in PyTorch).
+ */
+export function unaryApi(name: string, x: Tensor, s: number[] = []): Tensor {
+  if (autocasting()) return autocastCall(name, [x, s], (x2: Tensor, s2: number[]) => unaryOp(name, x2, s2));
+  return unaryOp(name, x, s);
+}
+
+/** `torch.pow(a, b)`, `a.add(b)`, …: `binaryOp` behind the autocast point (see `unaryApi`). */
+export function binaryApi(name: string, a: TensorOrScalar, b: TensorOrScalar, alpha = 1): Tensor {
+  if (autocasting()) return autocastCall(name, [a, b, alpha], (a2: TensorOrScalar, b2: TensorOrScalar, s: number) => binaryOp(name, a2, b2, s));
+  return binaryOp(name, a, b, alpha);
+}
+
 /** Runs a one-input table op. `s` are the op's scalar options in table order. */
 export function unaryOp(name: string, x: Tensor, s: number[] = []): Tensor {
   const op = elementwiseOp(name);
@@ -112,7 +128,6 @@ function unaryForward(op: ElementwiseOp, x: Tensor, s: number[]): Tensor {
     launch(x.device, {
       k: 'unary', op: op.code, a: ref(xc), dt: storageCode(compute), out: place(out), outDt: storageCode(outDt),
       shape: x.shape.slice(), s: [s[0] ?? 0, s[1] ?? 0, s[2] ?? 0],
-      ...(outDt === 'int64' && op.wgsl.i32Checked ? { check: { message: int64Overflow(name), overflow: int64Overflow(name) } } : {}),
     });
   }
   if (temp) xc.dispose();
@@ -150,7 +165,11 @@ function sameShape(a: readonly number[], b: readonly number[]): boolean {
 }
 
 /** The kernel operand for `x` over the output `shape`: a scalar's bits, or the (cast) tensor's broadcast view; `temps` collects casts. */
-function operand(x: TensorOrScalar, compute: DType, shape: readonly number[], temps: Tensor[]): Operand {
+function operand(x: TensorOrScalar, compute: DType, shape: readonly number[], temps: Tensor[], device: Tensor['device']): Operand {
+  // An int64 scalar rides in one params word when it fits 32 bits (the kernels sign-extend it); others become a 0-dim tensor.
+  if (!(x instanceof Tensor) && compute === 'int64' && (Number(x) < -2147483648 || Number(x) > 2147483647)) {
+    temps.push((x = full([], x, { dtype: compute, device })));
+  }
   if (!(x instanceof Tensor)) return scalarBits(x, compute);
   let c = x;
   if (x.dtype !== compute) temps.push((c = cast(x, compute)));
@@ -195,13 +214,11 @@ function binaryForward(op: ElementwiseOp, a: TensorOrScalar, b: TensorOrScalar, 
       : broadcastFor(name, [ta.shape, tb.shape], `, dtypes ${ta.dtype} and ${tb.dtype}`);
   checkRank(name, shape);
   const temps: Tensor[] = [];
-  const ra = operand(a, compute, shape, temps), rb = operand(b, compute, shape, temps);
+  const ra = operand(a, compute, shape, temps, device), rb = operand(b, compute, shape, temps, device);
   const out = alloc(shape, outDt, device);
   if (out.numel()) {
     const cmd: Command = { k: 'binary', op: op.code, dt: storageCode(compute), outDt: storageCode(outDt), out: place(out), shape, a: ra, b: rb, alpha };
-    const overflow = outDt === 'int64' && op.wgsl.i32Checked ? int64Overflow(name) : undefined;
-    if (intDivision) cmd.check = { message: `ZeroDivisionError: integer division by zero (in ${name}, dtype ${compute})`, ...(overflow ? { overflow } : {}) };
-    else if (overflow) cmd.check = { message: overflow, overflow };
+    if (intDivision) cmd.check = { message: `ZeroDivisionError: integer division by zero (in ${name}, dtype ${compute})` };
     launch(device, cmd);
   }
   for (const t of temps) t.dispose();
@@ -254,6 +271,18 @@ export function clamp(x: Tensor, min?: number | null, max?: number | null): Tens
   const src = dtype === x.dtype ? x : cast(x, dtype);
   // PyTorch casts the bounds to the tensor's dtype first: for uint8, -2 is 254.
   const bound = (v: number | null | undefined) => (v == null ? NaN : dtype === 'uint8' ? ((Math.trunc(v) % 256) + 256) % 256 : v);
+  if ((dtype === 'int64' || dtype === 'int32') && [min, max].some((v) => v != null && Math.abs(v) > 2 ** 24)) {
+    // A GPU kernel's scalar options are f32, which would round such a bound: compare with exact 0-dim tensors instead.
+    let out = src;
+    for (const [v, op] of [[min, 'maximum'], [max, 'minimum']] as const) {
+      if (v == null) continue;
+      const b = full([], v, { dtype, device: x.device }), next = binaryOp(op, out, b);
+      b.dispose();
+      if (out !== x) out.dispose();
+      out = next;
+    }
+    return out;
+  }
   const out = unaryOp('clamp', src, [bound(min), bound(max)]);
   if (src !== x) src.dispose();
   return out;
@@ -271,7 +300,7 @@ export function nanToNum(x: Tensor, o: { nan?: number; posinf?: number; neginf?:
 /** `torch.nn.functional.softplus(x, beta=1, threshold=20)`. */
 export function softplus(x: Tensor, ...args: PyArgs<[beta: number, threshold: number], { beta?: number; threshold?: number }>): Tensor {
   const o = bindArgs('softplus', ['beta', 'threshold'], args, { beta: 1, threshold: 20 }, 1);
-  return unaryOp('softplus', x, [o.beta ?? 1, o.threshold ?? 20]);
+  return unaryApi('softplus', x, [o.beta ?? 1, o.threshold ?? 20]);
 }
 
 /** `torch.div(a, b, rounding_mode=)`: true division, or 'floor' / 'trunc' rounding. */

@@ -9,7 +9,7 @@
  * shape, a view of x over it with the indexed dim's stride zeroed, a view of the index over it
  * and the dim's stride, so transposed, sliced or expanded inputs are read without a copy.
  */
-import { checkFits, int64Overflow, isFloating, scalarName, type DType } from '../dtype.js';
+import { checkFits, isFloating, scalarName, type DType } from '../dtype.js';
 import { alloc, code, launch, place, ref, sameDevice } from '../runtime/dispatch.js';
 import { broadcastShapes, broadcastStrides, contiguousStrides, fmt, MAX_KERNEL_RANK, normDim, numel } from '../shape.js';
 import { Tensor } from '../tensor.js';
@@ -20,6 +20,7 @@ import { binaryOp, where } from './elementwise.js';
 import { reduce, sumTo, type ValuesIndices } from './reduce.js';
 import { cast, contiguous, expand, reshape, slice } from './views.js';
 import { bindArgs } from './options.js';
+import { autocastCall, autocasting } from '../amp/autocast.js';
 
 function checkRank(op: string, shape: readonly number[]): void {
   if (shape.length > MAX_KERNEL_RANK) throw new RangeError(`${op}: tensors of more than ${MAX_KERNEL_RANK} dims are not supported (got ${shape.length})`);
@@ -36,6 +37,7 @@ function gatherInto(op: string, x: Tensor, index: Tensor, shape: number[], xStri
   checkRank(op, shape);
   const out = alloc(shape, x.dtype, x.device);
   if (out.numel()) {
+    if (index.dtype !== 'int64') throw new Error(`${op}: the index kernels read int64 indices (got ${index.dtype}; widen it first)`);
     launch(x.device, {
       k: 'gather', x: ref(x, xStrides), idx: ref(index, iStrides), dt: code(x), out: place(out), shape: shape.slice(), dimStride,
       check: { size, wrap, message },
@@ -57,6 +59,17 @@ export function checkIndexRange(op: string, index: Tensor, size: number, message
   probe.dispose();
 }
 
+/** Runs `fn` on `index` as int64 (the index kernels read int64; an int32 index is widened into a temporary). */
+function withLong<R>(index: Tensor, fn: (index: Tensor) => R): R {
+  if (index.dtype === 'int64') return fn(index);
+  const long = cast(index, 'int64');
+  try {
+    return fn(long);
+  } finally {
+    long.dispose();
+  }
+}
+
 /** gather along dim `d` with an index of x's rank whose sizes fit x's apart from `d`. */
 function gatherAlong(op: string, x: Tensor, d: number, index: Tensor): Tensor {
   const rank = index.ndim;
@@ -76,9 +89,11 @@ function indexSelectForward(x: Tensor, dim: number, index: Tensor): Tensor {
   if (x.ndim) shape[d] = m;
   const [size, dimStride] = dimOf(x, d);
   const xStrides = x._strides.map((s, i) => (i === d ? 0 : s));
-  const iStrides = shape.map((_, i) => (i === d && index.ndim ? index._strides[0] : 0));
-  return gatherInto('index_select', x, index, shape, xStrides, iStrides, dimStride, size,
-    `index_select(): index %d is out of range for dimension ${d} with size ${size} (index out of range in self)`);
+  return withLong(index, (index) => {
+    const iStrides = shape.map((_, i) => (i === d && index.ndim ? index._strides[0] : 0));
+    return gatherInto('index_select', x, index, shape, xStrides, iStrides, dimStride, size,
+      `index_select(): index %d is out of range for dimension ${d} with size ${size} (index out of range in self)`);
+  });
 }
 
 /** Checks that an index (and src) fits x apart from `d`, as PyTorch's gather/scatter do. */
@@ -177,8 +192,8 @@ function embeddingForward(weight: Tensor, indices: Tensor): Tensor {
   }
   if (weight.ndim !== 2) throw new RangeError("'weight' must be 2-D");
   const rows = weight.shape[0];
-  return gatherInto('embedding', weight, indices, [...indices.shape, weight.shape[1]], [...indices.shape.map(() => 0), weight._strides[1]],
-    [...indices._strides, 0], weight._strides[0], rows, `embedding(): index %d is out of range for a weight of ${rows} rows (index out of range in self)`);
+  return withLong(indices, (indices) => gatherInto('embedding', weight, indices, [...indices.shape, weight.shape[1]], [...indices.shape.map(() => 0), weight._strides[1]],
+    [...indices._strides, 0], weight._strides[0], rows, `embedding(): index %d is out of range for a weight of ${rows} rows (index out of range in self)`));
 }
 
 function oneHotOf(indices: Tensor, classes: number): Tensor {
@@ -246,7 +261,6 @@ function cumulative(op: string, prod: boolean, x: Tensor, dim: number): Tensor {
     launch(x.device, {
       k: 'cumulative', prod, x: ref(x, x._strides.filter((_, i) => i !== d)), dt: code(x), out: place(out), outDt: code(outDt),
       lines: x.shape.filter((_, i) => i !== d), len, dimStride, inner: numel(x.shape.slice(d + 1)),
-      ...(outDt === 'int64' ? { check: { message: int64Overflow(op) } } : {}),
     });
   }
   return out;
@@ -393,11 +407,11 @@ export function maskedFill(x: Tensor, mask: Tensor, value: number | boolean | Te
 }
 
 /** `torch.cumsum(x, dim)`: running sums along `dim`; integer and bool inputs give int64. */
-export const cumsum = (x: Tensor, dim: number): Tensor =>
+export const cumsum = (x: Tensor, dim: number): Tensor => autocasting() ? autocastCall('cumsum', [x, dim], cumsum) :
   recorded('cumsum', [x], () => cumsumForward(x, dim), () => ([g]) => [reverseCumsum(g!, normDim(dim, x.ndim))]);
 
 /** `torch.cumprod(x, dim)`: running products along `dim`; the gradient assumes x has no zeros. */
-export const cumprod = (x: Tensor, dim: number): Tensor =>
+export const cumprod = (x: Tensor, dim: number): Tensor => autocasting() ? autocastCall('cumprod', [x, dim], cumprod) :
   recorded('cumprod', [x], () => cumprodForward(x, dim), (ctx, out) => {
     const sx = ctx.save(x), so = ctx.save(out);
     return ([g]) => [binaryOp('div', reverseCumsum(binaryOp('mul', g!, so), normDim(dim, x.ndim)), sx)];

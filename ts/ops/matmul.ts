@@ -15,6 +15,7 @@ import { reduce, sumTo } from './reduce.js';
 import { ReduceOp } from '../../wgsl/reduce.js';
 import { checkDtypes } from './registry.js';
 import { cast, contiguous, expand, reshape, transpose, unsqueeze } from './views.js';
+import { autocastCall, autocasting } from '../amp/autocast.js';
 
 /** Folds an operand to [batch, rows, cols] strides, copying only when batch dims cannot fold. */
 function fold(t: Tensor, batch: number[], temps: Tensor[]): [Tensor, [number, number, number]] {
@@ -61,6 +62,7 @@ function transposed(p: Tensor): Tensor {
  * with no copy.
  */
 export function matmul(a: Tensor, b: Tensor): Tensor {
+  if (autocasting()) return autocastCall('matmul', [a, b], matmul);
   return recorded('mm', [a, b], () => matmulForward(a, b), (ctx) => {
     const sa = b.requiresGrad ? ctx.save(a) : a, sb = a.requiresGrad ? ctx.save(b) : b;
     return ([g]) => {

@@ -8,9 +8,9 @@ import { Tensor } from '../tensor.js';
 import { clone, copyInto, to, toGpu, type ToOptions } from './copy.js';
 import { isPinned, pinMemory } from '../runtime/pinned.js';
 import { newMethods, type TensorOptions } from './creation.js';
-import { binaryOp, clamp, div, gelu, nanToNum, softplus, unaryOp, where, type TensorOrScalar } from './elementwise.js';
+import { binaryApi, binaryOp, clamp, div, gelu, nanToNum, softplus, unaryApi, unaryOp, where, type TensorOrScalar } from './elementwise.js';
 import { matmul } from './matmul.js';
-import { argReduce, maxMin, reduce, type Dims, type ValuesIndices } from './reduce.js';
+import { argReduce, maxMin, reduce, reduceApi, type Dims, type ValuesIndices } from './reduce.js';
 import { ELEMENTWISE } from './table.js';
 import * as V from './views.js';
 import * as R from './random.js';
@@ -106,22 +106,22 @@ for (const op of ELEMENTWISE) {
   if (op.scalars || op.name === 'gelu_tanh') continue;
   const name = camel(op.name);
   P[name] = op.arity === 1
-    ? function (this: Tensor, ...rest: unknown[]) { bindArgs(name, [], rest, {}, 0); return unaryOp(op.name, this); }
-    : function (this: Tensor, other: TensorOrScalar, ...rest: unknown[]) { bindArgs(name, [], rest, {}, 1); return binaryOp(op.name, this, other); };
+    ? function (this: Tensor, ...rest: unknown[]) { bindArgs(name, [], rest, {}, 0); return unaryApi(op.name, this); }
+    : function (this: Tensor, other: TensorOrScalar, ...rest: unknown[]) { bindArgs(name, [], rest, {}, 1); return binaryApi(op.name, this, other); };
 }
 
 Object.assign(Tensor.prototype, newMethods, {
-  add(this: Tensor, o: TensorOrScalar, ...args: unknown[]) { return binaryOp('add', this, o, bindArgs('add', ['alpha'], args, { alpha: 1 }, 1).alpha); },
-  sub(this: Tensor, o: TensorOrScalar, ...args: unknown[]) { return binaryOp('sub', this, o, bindArgs('sub', ['alpha'], args, { alpha: 1 }, 1).alpha); },
+  add(this: Tensor, o: TensorOrScalar, ...args: unknown[]) { return binaryApi('add', this, o, bindArgs('add', ['alpha'], args, { alpha: 1 }, 1).alpha); },
+  sub(this: Tensor, o: TensorOrScalar, ...args: unknown[]) { return binaryApi('sub', this, o, bindArgs('sub', ['alpha'], args, { alpha: 1 }, 1).alpha); },
   div(this: Tensor, o: TensorOrScalar, opt?: { roundingMode?: 'floor' | 'trunc' | null }) { return div(this, o, opt); },
   gelu(this: Tensor, ...args: unknown[]) { return (gelu as (x: Tensor, ...a: unknown[]) => Tensor)(this, ...args); },
   softplus(this: Tensor, ...args: unknown[]) { return (softplus as (x: Tensor, ...a: unknown[]) => Tensor)(this, ...args); },
   clamp(this: Tensor, ...a: unknown[]) { const o = bindArgs('clamp', ['min', 'max'], a, { min: null as number | null, max: null as number | null }); return clamp(this, o.min, o.max); },
   nanToNum(this: Tensor, opt?: { nan?: number; posinf?: number; neginf?: number }) { return nanToNum(this, opt); },
   where(this: Tensor, c: Tensor, other: TensorOrScalar) { return where(c, this, other); },
-  sum(this: Tensor, ...a: unknown[]) { const { dim, keepdim } = bindDim<Dims>('sum', a, 0); return reduce(ReduceOp.Sum, this, dim, keepdim); },
+  sum(this: Tensor, ...a: unknown[]) { const { dim, keepdim } = bindDim<Dims>('sum', a, 0); return reduceApi('sum', ReduceOp.Sum, this, dim, keepdim); },
   mean(this: Tensor, ...a: unknown[]) { const { dim, keepdim } = bindDim<Dims>('mean', a, 0); return reduce(ReduceOp.Mean, this, dim, keepdim); },
-  prod(this: Tensor, ...a: unknown[]) { const { dim, keepdim } = bindDim<number>('prod', a, 0); return reduce(ReduceOp.Prod, this, dim, keepdim); },
+  prod(this: Tensor, ...a: unknown[]) { const { dim, keepdim } = bindDim<number>('prod', a, 0); return reduceApi('prod', ReduceOp.Prod, this, dim, keepdim); },
   all(this: Tensor, ...a: unknown[]) { const { dim, keepdim } = bindDim<number>('all', a, 0); return reduce(ReduceOp.All, this, dim, keepdim); },
   any(this: Tensor, ...a: unknown[]) { const { dim, keepdim } = bindDim<number>('any', a, 0); return reduce(ReduceOp.Any, this, dim, keepdim); },
   max(this: Tensor, ...a: unknown[]) { const { dim, keepdim } = bindDim<number>('max', a, 0); return maxMin(true, this, dim, keepdim); },

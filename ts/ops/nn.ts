@@ -26,6 +26,10 @@ import { reduce } from './reduce.js';
 import { checkDtypes } from './registry.js';
 import { tidy } from './scoped.js';
 import * as V from './views.js';
+import { autocastCall, autocasting } from '../amp/autocast.js';
+
+/** Whether a softmax was given an explicit `dtype` (PyTorch does not autocast such a call). */
+const explicitDtype = (o: unknown): boolean => typeof o === 'string' || (typeof o === 'object' && o !== null && (o as { dtype?: unknown }).dtype != null);
 
 /** How a loss reduces its per-element values. */
 export type Reduction = 'mean' | 'sum' | 'none';
@@ -109,6 +113,7 @@ function fusedSoftmax(x: Tensor, log: boolean): Tensor {
 
 /** `F.softmax(x, dim, {dtype})`: `exp(x - max) / sum(exp(x - max))` along `dim`. */
 export function softmax(x: Tensor, dim: number, o: { dtype?: DType | string } | DType = {}): Tensor {
+  if (autocasting()) return autocastCall('softmax', [x, dim, o], softmax, !explicitDtype(o));
   return tidy(() => {
     const [src, d] = softmaxInput('softmax', x, dim, o);
     if (x.shape[d] === 0) return mul(src, 1);
@@ -120,6 +125,7 @@ export function softmax(x: Tensor, dim: number, o: { dtype?: DType | string } | 
 
 /** `F.log_softmax(x, dim, {dtype})`: `(x - max) - log(sum(exp(x - max)))` along `dim`. */
 export function logSoftmax(x: Tensor, dim: number, o: { dtype?: DType | string } | DType = {}): Tensor {
+  if (autocasting()) return autocastCall('log_softmax', [x, dim, o], logSoftmax, !explicitDtype(o));
   return tidy(() => {
     const [src, d] = softmaxInput('log_softmax', x, dim, o);
     if (x.shape[d] === 0) return mul(src, 1);
@@ -222,6 +228,7 @@ function indexLoss(op: string, lsm: Tensor, target: Tensor, o: CrossEntropyOptio
  * sync point with PyTorch's `Target 9 is out of bounds.`
  */
 export function nllLoss(input: Tensor, target: Tensor, ...args: PyArgs<NllPositional, NllOptions>): Tensor {
+  if (autocasting()) return autocastCall('nll_loss', [input, target, ...args], nllLoss as (...a: unknown[]) => Tensor);
   const o = bindArgs('nll_loss', NLL_PARAMS, args, {} as NllOptions, 2);
   o.reduction = legacyReduction(o);
   const cdim = classDim('nll_loss', input, target, o.weight, false);
@@ -234,6 +241,7 @@ export function nllLoss(input: Tensor, target: Tensor, ...args: PyArgs<NllPositi
  * target of the input's shape, the cross entropy with those class probabilities.
  */
 export function crossEntropy(input: Tensor, target: Tensor, ...args: PyArgs<[...NllPositional, labelSmoothing: number], CrossEntropyOptions>): Tensor {
+  if (autocasting()) return autocastCall('cross_entropy', [input, target, ...args], crossEntropy as (...a: unknown[]) => Tensor);
   const o = bindArgs('cross_entropy', [...NLL_PARAMS, 'labelSmoothing'], args, {} as CrossEntropyOptions, 2);
   o.reduction = legacyReduction(o);
   const probs = target instanceof Tensor && isFloating(target.dtype);
@@ -256,6 +264,7 @@ export function crossEntropy(input: Tensor, target: Tensor, ...args: PyArgs<[...
 
 /** `F.linear(x, weight, bias)`: `x @ weightᵀ + bias`, weight of shape [out, in]. */
 export function linear(x: Tensor, weight: Tensor, ...args: PyArgs<[bias: Tensor | null], { bias?: Tensor | null }>): Tensor {
+  if (autocasting()) return autocastCall('linear', [x, weight, ...args], linear as (...a: unknown[]) => Tensor);
   const { bias } = bindArgs('linear', ['bias'], args, { bias: null as Tensor | null }, 2);
   checkAccepted('linear', x);
   checkAccepted('linear', weight, 'weight');
@@ -278,6 +287,7 @@ export function linear(x: Tensor, weight: Tensor, ...args: PyArgs<[bias: Tensor 
 type PointwisePositional = [sizeAverage: boolean | null, reduce: boolean | null, reduction: Reduction];
 
 function pointwiseLoss(op: string, input: Tensor, target: Tensor, args: PyArgs<PointwisePositional, LegacyReduction>, f: (d: Tensor) => Tensor): Tensor {
+  if (autocasting()) return autocastCall(op, [input, target, ...args], (i: Tensor, t: Tensor, ...a: unknown[]) => pointwiseLoss(op, i, t, a as typeof args, f));
   const o = bindArgs(op, ['sizeAverage', 'reduce', 'reduction'], args, {} as LegacyReduction, 2);
   // PyTorch's l1_loss takes integers too; mse_loss only floats
   if (op === 'l1_loss') checkAccepted(op, input);
@@ -309,6 +319,7 @@ type BcePositional = [weight: Tensor | null, sizeAverage: boolean | null, reduce
  * stable form `(1 - t)·x + (1 + (posWeight - 1)·t)·softplus(-x)`.
  */
 export function binaryCrossEntropyWithLogits(input: Tensor, target: Tensor, ...args: PyArgs<BcePositional, BceOptions>): Tensor {
+  if (autocasting()) return autocastCall('binary_cross_entropy_with_logits', [input, target, ...args], binaryCrossEntropyWithLogits as (...a: unknown[]) => Tensor);
   const op = 'binary_cross_entropy_with_logits';
   const o = bindArgs(op, ['weight', 'sizeAverage', 'reduce', 'reduction', 'posWeight'], args, {} as BceOptions, 2);
   checkFloat(op, input);
@@ -353,6 +364,7 @@ export function dropout(x: Tensor, ...args: PyArgs<[p: number, training: boolean
 /** `F.layer_norm(x, normalizedShape, weight, bias, eps)`: normalizes over the last dims. */
 export function layerNorm(x: Tensor, normalizedShape: number | number[],
   ...args: PyArgs<[weight: Tensor | null, bias: Tensor | null, eps: number], { weight?: Tensor | null; bias?: Tensor | null; eps?: number }>): Tensor {
+  if (autocasting()) return autocastCall('layer_norm', [x, normalizedShape, ...args], layerNorm as (...a: unknown[]) => Tensor);
   const { weight, bias, eps } = bindArgs('layer_norm', ['weight', 'bias', 'eps'], args, { weight: null as Tensor | null, bias: null as Tensor | null, eps: 1e-5 }, 2);
   checkFloat('layer_norm', x);
   const ns = typeof normalizedShape === 'number' ? [normalizedShape] : normalizedShape;

@@ -5,7 +5,7 @@
  * bools give int64, mean needs a float (the mean of nothing is NaN), arg-reductions give int64 and
  * refuse bool, all/any give bool (uint8 for uint8).
  */
-import { int64Overflow, isFloating, scalarName, storageCode, type DType } from '../dtype.js';
+import { isFloating, scalarName, storageCode, type DType } from '../dtype.js';
 import { alloc, launch, ref, sameDevice, place } from '../runtime/dispatch.js';
 import { normDim, numel } from '../shape.js';
 import type { Tensor } from '../tensor.js';
@@ -15,6 +15,7 @@ import { arange, full } from './creation.js';
 import { checkDtypes } from './registry.js';
 import { binaryOp, where } from './elementwise.js';
 import { cast, contiguous, expand, permute, reshape } from './views.js';
+import { autocastCall, autocasting } from '../amp/autocast.js';
 
 /** Which dims to reduce: one, several, or all (undefined). */
 export type Dims = number | number[] | undefined;
@@ -23,9 +24,6 @@ const NAMES: Record<ReduceOp, string> = {
   [ReduceOp.Sum]: 'sum', [ReduceOp.Prod]: 'prod', [ReduceOp.Max]: 'max', [ReduceOp.Min]: 'min', [ReduceOp.ArgMax]: 'argmax',
   [ReduceOp.ArgMin]: 'argmin', [ReduceOp.All]: 'all', [ReduceOp.Any]: 'any', [ReduceOp.Mean]: 'mean', [ReduceOp.SumSq]: 'sum_sq',
 };
-
-/** Integer reductions whose int64 result can leave the 32 bits int64 is stored in. */
-const OVERFLOWS = new Set<ReduceOp>([ReduceOp.Sum, ReduceOp.Prod]);
 
 function outDType(op: ReduceOp, dt: DType): DType {
   switch (op) {
@@ -72,6 +70,15 @@ export function sumTo(g: Tensor, shape: readonly number[]): Tensor {
   const r = reshape(s, shape.slice());
   s.dispose();
   return r;
+}
+
+/**
+ * `torch.sum`, `torch.prod`, … and their methods: `reduce` behind the autocast point (the sums
+ * ops make inside themselves are not autocast, as in PyTorch).
+ */
+export function reduceApi(name: string, op: ReduceOp, x: Tensor, dims: Dims, keepdim = false): Tensor {
+  if (autocasting()) return autocastCall(name, [x, dims, keepdim], (x2: Tensor, d: Dims, k: boolean) => reduce(op, x2, d, k));
+  return reduce(op, x, dims, keepdim);
 }
 
 /** Reduces `x` over `dims` with a reduction op (differentiable for sum, mean, prod, max, min). */
@@ -165,7 +172,6 @@ function launchReduce(op: ReduceOp, src: Tensor, out: Tensor, outer: number, inn
   const pieces = rowPieces(op, src, outer, inner);
   const cmd = (o: ReduceOp, a: Tensor, to: Tensor, rows: number, len: number) => launch(src.device, {
     k: 'reduce', op: o, a: ref(a), dt: storageCode(a.dtype), out: place(to), outDt: storageCode(to.dtype), outer: rows, inner: len,
-    ...(to.dtype === 'int64' && OVERFLOWS.has(o) ? { check: { message: int64Overflow(NAMES[op]) } } : {}),
   });
   if (pieces === 1) return cmd(op, src, out, outer, inner);
   const partial = alloc([outer * pieces], outDType(op, src.dtype), src.device);

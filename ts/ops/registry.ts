@@ -9,7 +9,8 @@
  * - the tests require, for every row and every dtype, a PyTorch golden: an output where the row
  *   accepts the dtype, PyTorch's error where it does not (test/backend/op-table.test.ts), plus
  *   non-contiguous and broadcasting cases, on every device;
- * - docs/ARCHITECTURE.md's op list is this table.
+ * - docs/ARCHITECTURE.md's op list is this table;
+ * - `torch.autocast` (ts/amp/autocast.ts) reads a row's `autocast` policy for the device type.
  * "The dtype" of an op is the dtype of its argument `dtypeArg` (default 0), in the goldens'
  * argument order, which is `torch.<op>`'s (for `embedding`, the weight; for `where`, `x`).
  */
@@ -37,7 +38,29 @@ export interface OpInfo {
   kernels: readonly string[];
   /** The keys of its options object, if it takes one (an unknown key is a TypeError). */
   options?: readonly string[];
+  /**
+   * What `torch.autocast` does to its floating inputs, per device type (ts/amp/autocast.ts):
+   * PyTorch's CUDA lists for `gpu`, its CPU lists (as of the goldens' PyTorch) for `cpu`. Absent:
+   * the op runs in its inputs' dtypes.
+   */
+  autocast?: { gpu?: AutocastPolicy; cpu?: AutocastPolicy };
 }
+
+/**
+ * 'lower': to the region's low-precision dtype; 'fp32': to float32; 'promote': to the widest
+ * floating dtype among the inputs.
+ */
+export type AutocastPolicy = 'lower' | 'fp32' | 'promote';
+/** Autocast policies: low precision and float32 on both device types, float32 on gpu only, promotion. */
+const LOW = { autocast: { gpu: 'lower', cpu: 'lower' } } as const;
+const F32 = { autocast: { gpu: 'fp32', cpu: 'fp32' } } as const;
+const F32_GPU = { autocast: { gpu: 'fp32' } } as const;
+const PROMOTE = { autocast: { gpu: 'promote', cpu: 'promote' } } as const;
+/** Elementwise ops in PyTorch's CUDA float32 list (and promote list), which its CPU lists leave alone. */
+const ELEMENTWISE_AUTOCAST: Record<string, Partial<OpInfo>> = {
+  exp: F32_GPU, expm1: F32_GPU, log: F32_GPU, log1p: F32_GPU, reciprocal: F32_GPU, rsqrt: F32_GPU, pow: F32_GPU, softplus: F32_GPU,
+  atan2: PROMOTE,
+};
 
 const ALL = DTYPES;
 const FLOAT: readonly DType[] = ['float32', 'float16', 'bfloat16'];
@@ -70,6 +93,7 @@ const elementwise: OpInfo[] = ELEMENTWISE.map((o) => ({
   differentiable: o.grad !== undefined,
   kernels: [o.arity === 1 ? 'unary' : 'binary'],
   options: ELEMENTWISE_OPTIONS[o.name],
+  ...ELEMENTWISE_AUTOCAST[o.name],
 }));
 
 const row = (name: string, family: OpFamily, api: string[], dtypes: readonly DType[], differentiable: boolean, kernels: string[],
@@ -82,32 +106,32 @@ export const OPS: readonly OpInfo[] = [
   ...elementwise,
   row('where', 'binary', ['torch.where', 'Tensor.where'], ALL, true, ['where'], { dtypeArg: 1 }),
 
-  row('sum', 'reduction', both('sum'), ALL, true, ['reduce']),
+  row('sum', 'reduction', both('sum'), ALL, true, ['reduce'], F32_GPU),
   row('mean', 'reduction', both('mean'), FLOAT, true, ['reduce']),
-  row('prod', 'reduction', both('prod'), ALL, true, ['reduce']),
+  row('prod', 'reduction', both('prod'), ALL, true, ['reduce'], F32),
   row('var', 'reduction', both('var'), FLOAT, true, ['reduce'], { options: ['correction', 'unbiased', 'keepdim'] }),
   row('std', 'reduction', both('std'), FLOAT, true, ['reduce'], { options: ['correction', 'unbiased', 'keepdim'] }),
   row('max', 'reduction', both('max'), ALL, true, ['reduce']),
   row('min', 'reduction', both('min'), ALL, true, ['reduce']),
   row('argmax', 'reduction', both('argmax'), NUMBER, false, ['reduce']),
   row('argmin', 'reduction', both('argmin'), NUMBER, false, ['reduce']),
-  row('logsumexp', 'reduction', both('logsumexp'), ALL, true, ['reduce', 'unary', 'binary']),
-  row('norm', 'reduction', both('norm'), FLOAT, true, ['reduce', 'unary']),
+  row('logsumexp', 'reduction', both('logsumexp'), ALL, true, ['reduce', 'unary', 'binary'], F32_GPU),
+  row('norm', 'reduction', both('norm'), FLOAT, true, ['reduce', 'unary'], F32_GPU),
   row('all', 'reduction', both('all'), ALL, false, ['reduce']),
   row('any', 'reduction', both('any'), ALL, false, ['reduce']),
-  row('cumsum', 'reduction', both('cumsum'), ALL, true, ['cumulative']),
-  row('cumprod', 'reduction', both('cumprod'), ALL, true, ['cumulative']),
+  row('cumsum', 'reduction', both('cumsum'), ALL, true, ['cumulative'], F32_GPU),
+  row('cumprod', 'reduction', both('cumprod'), ALL, true, ['cumulative'], F32_GPU),
 
-  row('matmul', 'linalg', both('matmul'), NUMBER, true, ['matmul']),
-  row('linear', 'nn', fn('linear'), NUMBER, true, ['matmul', 'binary']),
+  row('matmul', 'linalg', both('matmul'), NUMBER, true, ['matmul'], LOW),
+  row('linear', 'nn', fn('linear'), NUMBER, true, ['matmul', 'binary'], LOW),
 
-  row('softmax', 'nn', [...both('softmax'), 'F.softmax'], FLOAT, true, ['softmax', 'reduce', 'binary', 'unary'], { options: ['dtype'] }),
-  row('log_softmax', 'nn', [...both('log_softmax'), 'F.logSoftmax'], FLOAT, true, ['softmax', 'reduce', 'binary', 'unary'], { options: ['dtype'] }),
-  row('layer_norm', 'nn', fn('layer_norm'), FLOAT, true, ['softmax', 'reduce', 'binary', 'unary']),
+  row('softmax', 'nn', [...both('softmax'), 'F.softmax'], FLOAT, true, ['softmax', 'reduce', 'binary', 'unary'], { options: ['dtype'], ...F32_GPU }),
+  row('log_softmax', 'nn', [...both('log_softmax'), 'F.logSoftmax'], FLOAT, true, ['softmax', 'reduce', 'binary', 'unary'], { options: ['dtype'], ...F32_GPU }),
+  row('layer_norm', 'nn', fn('layer_norm'), FLOAT, true, ['softmax', 'reduce', 'binary', 'unary'], F32_GPU),
   row('batch_norm', 'nn', fn('batch_norm'), FLOAT, true, ['reduce', 'binary', 'unary']),
   row('dropout', 'nn', ['torch.dropout', 'F.dropout'], ALL, true, ['random', 'binary']),
-  row('conv1d', 'nn', fn('conv1d'), NUMBER, true, ['windows', 'gather', 'matmul'], { options: ['stride', 'padding', 'dilation', 'groups'] }),
-  row('conv2d', 'nn', fn('conv2d'), NUMBER, true, ['windows', 'gather', 'matmul'], { options: ['stride', 'padding', 'dilation', 'groups'] }),
+  row('conv1d', 'nn', fn('conv1d'), NUMBER, true, ['windows', 'gather', 'matmul'], { options: ['stride', 'padding', 'dilation', 'groups'], ...LOW }),
+  row('conv2d', 'nn', fn('conv2d'), NUMBER, true, ['windows', 'gather', 'matmul'], { options: ['stride', 'padding', 'dilation', 'groups'], ...LOW }),
   row('max_pool2d', 'nn', fn('max_pool2d'), FLOAT, true, ['windows', 'gather', 'reduce'],
     { options: ['stride', 'padding', 'dilation', 'ceilMode', 'returnIndices'] }),
   row('avg_pool2d', 'nn', fn('avg_pool2d'), [...FLOAT, 'int64'], true, ['windows', 'gather', 'reduce'],
@@ -117,12 +141,12 @@ export const OPS: readonly OpInfo[] = [
   row('unfold', 'nn', fn('unfold'), FLOAT, true, ['windows', 'gather'], { options: ['dilation', 'padding', 'stride'] }),
   row('embedding', 'nn', ['torch.embedding', 'F.embedding'], ALL, true, ['gather']),
   row('cross_entropy', 'nn', fn('cross_entropy'), FLOAT, true, ['reduce', 'gather', 'binary', 'unary'],
-    { options: ['weight', 'ignoreIndex', 'reduction', 'labelSmoothing'] }),
-  row('nll_loss', 'nn', fn('nll_loss'), FLOAT, true, ['gather', 'reduce', 'binary'], { options: ['weight', 'ignoreIndex', 'reduction'] }),
-  row('mse_loss', 'nn', fn('mse_loss'), FLOAT, true, ['binary', 'reduce'], { options: ['reduction'] }),
-  row('l1_loss', 'nn', fn('l1_loss'), NUMBER, true, ['binary', 'unary', 'reduce'], { options: ['reduction'] }),
+    { options: ['weight', 'ignoreIndex', 'reduction', 'labelSmoothing'], ...F32 }),
+  row('nll_loss', 'nn', fn('nll_loss'), FLOAT, true, ['gather', 'reduce', 'binary'], { options: ['weight', 'ignoreIndex', 'reduction'], ...F32 }),
+  row('mse_loss', 'nn', fn('mse_loss'), FLOAT, true, ['binary', 'reduce'], { options: ['reduction'], ...F32 }),
+  row('l1_loss', 'nn', fn('l1_loss'), NUMBER, true, ['binary', 'unary', 'reduce'], { options: ['reduction'], ...F32 }),
   row('binary_cross_entropy_with_logits', 'nn', fn('binary_cross_entropy_with_logits'), FLOAT, true, ['binary', 'unary', 'reduce'],
-    { options: ['weight', 'posWeight', 'reduction'] }),
+    { options: ['weight', 'posWeight', 'reduction'], ...F32 }),
 
   row('index_select', 'index', both('index_select'), ALL, true, ['gather']),
   row('gather', 'index', both('gather'), ALL, true, ['gather']),
@@ -139,8 +163,8 @@ export const OPS: readonly OpInfo[] = [
   row('nonzero', 'index', both('nonzero'), ALL, false, ['reduce', 'sort', 'gather']),
   row('masked_select', 'index', both('masked_select'), ALL, true, ['reduce', 'sort', 'gather']),
 
-  row('cat', 'shape', ['torch.cat'], ALL, true, ['copyInto']),
-  row('stack', 'shape', ['torch.stack'], ALL, true, ['copyInto']),
+  row('cat', 'shape', ['torch.cat'], ALL, true, ['copyInto'], PROMOTE),
+  row('stack', 'shape', ['torch.stack'], ALL, true, ['copyInto'], PROMOTE),
   row('split', 'shape', both('split'), ALL, true, []),
   row('chunk', 'shape', both('chunk'), ALL, true, []),
   row('roll', 'shape', both('roll'), ALL, true, ['copyInto']),

@@ -18,6 +18,7 @@ import { arange, full } from './creation.js';
 import { binaryOp, where } from './elementwise.js';
 import { tidy } from './scoped.js';
 import * as V from './views.js';
+import { autocastCall, autocasting } from '../amp/autocast.js';
 
 function tensorList(op: string, tensors: Tensor[]): void {
   if (!Array.isArray(tensors)) throw new TypeError(`${op}(): argument 'tensors' must be an array of Tensors, but got ${typeof tensors}`);
@@ -30,6 +31,7 @@ function tensorList(op: string, tensors: Tensor[]): void {
 
 /** `torch.cat(tensors, dim)`: joins along an existing dim (dtypes promote; 1-D empty tensors are skipped, as in PyTorch). */
 export function cat(tensors: Tensor[], dim = 0): Tensor {
+  if (autocasting()) return autocastCall('cat', [tensors, dim], cat);
   tensorList('cat', tensors);
   const used = tensors.map((t) => !(t.ndim === 1 && t.shape[0] === 0));
   const parts = tensors.filter((_, i) => used[i]);
@@ -81,6 +83,7 @@ export function cat(tensors: Tensor[], dim = 0): Tensor {
 
 /** `torch.stack(tensors, dim)`: joins equal-shaped tensors along a new dim. */
 export function stack(tensors: Tensor[], dim = 0): Tensor {
+  if (autocasting()) return autocastCall('stack', [tensors, dim], stack);
   tensorList('stack', tensors);
   tensors.forEach((t, i) => {
     if (t.shape.join() !== tensors[0].shape.join() || t.ndim !== tensors[0].ndim) {

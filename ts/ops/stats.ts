@@ -17,6 +17,7 @@ import { checkOptions } from './options.js';
 import { reduce, type Dims } from './reduce.js';
 import { tidy } from './scoped.js';
 import * as V from './views.js';
+import { autocastCall, autocasting } from '../amp/autocast.js';
 
 /** Options of `var` and `std`. */
 export interface VarOptions {
@@ -77,6 +78,7 @@ export function std(x: Tensor, dim?: Dims, o: VarOptions = {}): Tensor {
 
 /** `torch.logsumexp(x, dim, keepdim)`: `log(Σ exp(x))`, computed around the max (infinite maxima taken as 0). */
 export function logsumexp(x: Tensor, dim: Dims, keepdim = false): Tensor {
+  if (autocasting()) return autocastCall('logsumexp', [x, dim, keepdim], logsumexp);
   if (!(x instanceof Tensor)) throw new TypeError(`logsumexp(): expected input to be a Tensor, but got ${typeof x}`);
   if (dim === undefined) throw new TypeError('logsumexp(): the dim argument is required');
   sameDevice('logsumexp', [x]);
@@ -101,6 +103,7 @@ export type NormOrd = 'fro' | 1 | 2 | number;
  * `p = 2` or `'fro'` (its gradient is 0 where the norm is 0), `p = 1`, and `p = Infinity`.
  */
 export function norm(x: Tensor, p: NormOrd = 'fro', dim?: Dims, keepdim = false): Tensor {
+  if (autocasting()) return autocastCall('norm', [x, p, dim, keepdim], norm);
   if (!(x instanceof Tensor)) throw new TypeError(`norm(): expected input to be a Tensor, but got ${typeof x}`);
   sameDevice('norm', [x]);
   if (!isFloating(x.dtype)) throw new TypeError(`linalg.vector_norm: Expected a floating point or complex tensor as input. Got ${scalarName(x.dtype)}`);

@@ -54,10 +54,10 @@ export interface ElementwiseOp {
   code: number;
   dtypes: DTypeRule;
   /**
-   * `i32Checked`: the i32 expression through `add_ck`/`sub_ck`/`mul_ck`, which record an error
-   * instead of wrapping; used for int64 outputs, since int64 is stored in 32 bits.
+   * `i64`: the int64 expression, over `vec2<u32>` values (the helpers of wgsl/int64.ts); it
+   * yields a `vec2<u32>`, or an i32 for the 'bool' ops.
    */
-  wgsl: { f32: string; i32?: string; i32Checked?: string };
+  wgsl: { f32: string; i32?: string; i64?: string };
   /** For a 'number' op that takes bool: the dtype of its result (see the dtype rules above). */
   boolResult?: 'bool' | 'int64';
   /** Names of the op's scalar options, in `s0..` order (e.g. clamp's min and max). */
@@ -180,20 +180,22 @@ const b = (name: string, code: number, dtypes: DTypeRule, f32: string, i32?: str
   ({ name, arity: 2, code, dtypes, wgsl: { f32, i32 }, scalars });
 /** Attaches a gradient rule and what it saves. */
 const d = (op: ElementwiseOp, saves: ('x' | 'y' | 'out')[], grad: ElementwiseGrad): ElementwiseOp => ({ ...op, saves, grad });
-/** Adds the int64-checked i32 expression (see `wgsl.i32Checked`). */
-const checked = (i32Checked: string, op: ElementwiseOp): ElementwiseOp => ({ ...op, wgsl: { ...op.wgsl, i32Checked } });
+/** Adds the int64 expression (see `wgsl.i64`). */
+const wide = (i64: string, op: ElementwiseOp): ElementwiseOp => ({ ...op, wgsl: { ...op.wgsl, i64 } });
 /** Lets a 'number' op take bool, returning `r`. */
 const boolAs = (r: 'bool' | 'int64', op: ElementwiseOp): ElementwiseOp => ({ ...op, boolResult: r });
 const zero: ElementwiseGrad = (m, { g }) => [m.zerosLike(g), m.zerosLike(g)];
 const SQRT_2PI = Math.sqrt(2 * Math.PI), TWO_OVER_SQRT_PI = 2 / Math.sqrt(Math.PI), K_TANH = Math.sqrt(2 / Math.PI);
-const cmp = (name: string, code: number, o: string, f32 = `x0 ${o} x1`): ElementwiseOp => b(name, code, 'bool', `select(0i, 1i, ${f32})`, `select(0i, 1i, x0 ${o} x1)`);
+const I64_CMP: Record<string, string> = { '==': 'i64_eq(x0, x1)', '!=': '!i64_eq(x0, x1)', '<': 'i64_lt(x0, x1)', '<=': '!i64_lt(x1, x0)', '>': 'i64_lt(x1, x0)', '>=': '!i64_lt(x0, x1)' };
+const cmp = (name: string, code: number, o: string, f32 = `x0 ${o} x1`): ElementwiseOp =>
+  wide(`select(0i, 1i, ${I64_CMP[o]})`, b(name, code, 'bool', `select(0i, 1i, ${f32})`, `select(0i, 1i, x0 ${o} x1)`));
 const logic = (name: string, code: number, o: string): ElementwiseOp =>
-  b(name, code, 'bool', `select(0i, 1i, nz_f(x0) ${o} nz_f(x1))`, `select(0i, 1i, (x0 != 0i) ${o} (x1 != 0i))`);
+  wide(`select(0i, 1i, i64_nz(x0) ${o} i64_nz(x1))`, b(name, code, 'bool', `select(0i, 1i, nz_f(x0) ${o} nz_f(x1))`, `select(0i, 1i, (x0 != 0i) ${o} (x1 != 0i))`));
 
 /** Every elementwise op. */
 export const ELEMENTWISE: readonly ElementwiseOp[] = [
-  d(checked('sub_ck(0i, x0)', u('neg', 0, 'number', '-x0', '-x0')), [], (m, { g }) => [m.neg(g)]),
-  d(checked('select(x0, sub_ck(0i, x0), x0 < 0i)', u('abs', 1, 'number', 'abs(x0)', 'abs(x0)')), ['x'], (m, { x, g }) => [m.mul(g, m.sign(x))]),
+  d(wide('i64_neg(x0)', u('neg', 0, 'number', '-x0', '-x0')), [], (m, { g }) => [m.neg(g)]),
+  d(wide('i64_abs(x0)', u('abs', 1, 'number', 'abs(x0)', 'abs(x0)')), ['x'], (m, { x, g }) => [m.mul(g, m.sign(x))]),
   d(u('exp', 2, 'float', 'exp(x0)'), ['out'], (m, { out, g }) => [m.mul(g, out)]),
   d(u('expm1', 3, 'float', 'expm1_f(x0)'), ['out'], (m, { out, g }) => [m.mul(g, m.add(out, 1))]),
   d(u('log', 4, 'float', 'log_f(x0)'), ['x'], (m, { x, g }) => [m.div(g, x)]),
@@ -204,7 +206,7 @@ export const ELEMENTWISE: readonly ElementwiseOp[] = [
   d(u('cos', 9, 'float', 'cos(x0)'), ['x'], (m, { x, g }) => [m.neg(m.mul(g, m.sin(x)))]),
   d(u('tanh', 10, 'float', 'tanh_f(x0)'), ['out'], (m, { out, g }) => [m.mul(g, m.sub(1, m.square(out)))]),
   d(u('sigmoid', 11, 'float', 'sigmoid_f(x0)'), ['out'], (m, { out, g }) => [m.mul(g, m.mul(out, m.sub(1, out)))]),
-  d(u('relu', 12, 'number', 'select(x0, 0.0, x0 < 0.0)', 'max(x0, 0i)'), ['out'], (m, { out, g }) => [m.mul(g, m.gt(out, 0))]),
+  d(wide('i64_max(x0, vec2<u32>(0u, 0u))', u('relu', 12, 'number', 'select(x0, 0.0, x0 < 0.0)', 'max(x0, 0i)')), ['out'], (m, { out, g }) => [m.mul(g, m.gt(out, 0))]),
   d(u('gelu', 13, 'floating', '0.5 * x0 * (1.0 + erf_f(x0 * 0.7071067811865476))'), ['x'], (m, { x, g }) => {
     const cdf = m.mul(m.add(m.erf(m.mul(x, Math.SQRT1_2)), 1), 0.5), pdf = m.div(m.exp(m.mul(m.square(x), -0.5)), SQRT_2PI);
     return [m.mul(g, m.add(cdf, m.mul(x, pdf)))];
@@ -223,41 +225,41 @@ export const ELEMENTWISE: readonly ElementwiseOp[] = [
     return [m.mul(g, m.where(m.gt(z, s[1]), 1, m.sigmoid(z)))];
   }),
   d(u('erf', 17, 'float', 'erf_f(x0)'), ['x'], (m, { x, g }) => [m.mul(g, m.mul(m.exp(m.neg(m.square(x))), TWO_OVER_SQRT_PI))]),
-  d(u('floor', 18, 'number', 'floor(x0)', 'x0'), [], zero),
-  d(u('ceil', 19, 'number', 'ceil(x0)', 'x0'), [], zero),
-  d(u('round', 20, 'number', 'round(x0)', 'x0'), [], zero),
-  d(boolAs('bool', u('sign', 21, 'number', 'select(sign(x0), 0.0, isnan_f(x0))', 'sign(x0)')), [], zero),
+  d(wide('x0', u('floor', 18, 'number', 'floor(x0)', 'x0')), [], zero),
+  d(wide('x0', u('ceil', 19, 'number', 'ceil(x0)', 'x0')), [], zero),
+  d(wide('x0', u('round', 20, 'number', 'round(x0)', 'x0')), [], zero),
+  d(boolAs('bool', wide('i64_sign(x0)', u('sign', 21, 'number', 'select(sign(x0), 0.0, isnan_f(x0))', 'sign(x0)'))), [], zero),
   d(u('reciprocal', 22, 'float', '1.0 / x0'), ['out'], (m, { out, g }) => [m.neg(m.mul(g, m.square(out)))]),
-  d(boolAs('int64', u('clamp', 23, 'number', 'clamp_f(x0, s0, s1)', 'clamp_i(x0, s0, s1)', ['min', 'max'])), ['x'], (m, { x, g, s }) => {
+  d(boolAs('int64', wide('clamp_i64(x0, s0, s1)', u('clamp', 23, 'number', 'clamp_f(x0, s0, s1)', 'clamp_i(x0, s0, s1)', ['min', 'max']))), ['x'], (m, { x, g, s }) => {
     let r = g;
     if (!Number.isNaN(s[0])) r = m.mul(r, m.ge(x, s[0]));
     if (!Number.isNaN(s[1])) r = m.mul(r, m.le(x, s[1]));
     return [r === g ? m.mul(g, 1) : r];
   }),
   d(u('nan_to_num', 24, 'float', 'select(select(select(x0, s2, x0 == -inf_f()), s1, x0 == inf_f()), s0, isnan_f(x0))', undefined, ['nan', 'posinf', 'neginf']), ['x'], (m, { x, g }) => [m.mul(g, m.lt(m.abs(x), Infinity))]),
-  u('logical_not', 25, 'bool', 'select(1i, 0i, nz_f(x0))', 'select(0i, 1i, x0 == 0i)'),
-  u('isnan', 26, 'bool', 'select(0i, 1i, isnan_f(x0))', '0i'),
-  d(boolAs('int64', checked('mul_ck(x0, x0)', u('square', 28, 'number', 'x0 * x0', 'x0 * x0'))), ['x'], (m, { x, g }) => [m.mul(g, m.mul(x, 2))]),
-  d(u('trunc', 30, 'number', 'trunc(x0)', 'x0'), [], zero),
-  d(checked('add_ck(x0, mul_ck(i32(s0), x1))', b('add', 0, 'any', 'x0 + s0 * x1', 'x0 + i32(s0) * x1', ['alpha'])), [], (m, { g, s }) => [m.mul(g, 1), m.mul(g, s[0])]),
-  d(checked('sub_ck(x0, mul_ck(i32(s0), x1))', b('sub', 1, 'number', 'x0 - s0 * x1', 'x0 - i32(s0) * x1', ['alpha'])), [], (m, { g, s }) => [m.mul(g, 1), m.mul(g, -s[0])]),
-  d(checked('mul_ck(x0, x1)', b('mul', 2, 'any', 'x0 * x1', 'x0 * x1')), ['x', 'y'], (m, { x, y, g }) => [m.mul(g, y), m.mul(g, x)]),
+  wide('select(0i, 1i, !i64_nz(x0))', u('logical_not', 25, 'bool', 'select(1i, 0i, nz_f(x0))', 'select(0i, 1i, x0 == 0i)')),
+  wide('0i', u('isnan', 26, 'bool', 'select(0i, 1i, isnan_f(x0))', '0i')),
+  d(boolAs('int64', wide('i64_mul(x0, x0)', u('square', 28, 'number', 'x0 * x0', 'x0 * x0'))), ['x'], (m, { x, g }) => [m.mul(g, m.mul(x, 2))]),
+  d(wide('x0', u('trunc', 30, 'number', 'trunc(x0)', 'x0')), [], zero),
+  d(wide('i64_add(x0, i64_mul(i64_from_i32(i32(s0)), x1))', b('add', 0, 'any', 'x0 + s0 * x1', 'x0 + i32(s0) * x1', ['alpha'])), [], (m, { g, s }) => [m.mul(g, 1), m.mul(g, s[0])]),
+  d(wide('i64_sub(x0, i64_mul(i64_from_i32(i32(s0)), x1))', b('sub', 1, 'number', 'x0 - s0 * x1', 'x0 - i32(s0) * x1', ['alpha'])), [], (m, { g, s }) => [m.mul(g, 1), m.mul(g, -s[0])]),
+  d(wide('i64_mul(x0, x1)', b('mul', 2, 'any', 'x0 * x1', 'x0 * x1')), ['x', 'y'], (m, { x, y, g }) => [m.mul(g, y), m.mul(g, x)]),
   d(b('div', 3, 'float', 'x0 / x1'), ['y', 'out'], (m, { y, out, g }) => [m.div(g, y), m.neg(m.div(m.mul(g, out), y))]),
-  d(checked('floordiv_ck(x0, divisor_i(x1))', b('floor_divide', 4, 'number', 'floordiv_f(x0, x1)', 'floordiv_i(x0, divisor_i(x1))')), [], zero),
-  d(checked('select(div_ck(x0, divisor_i(x1)), 0i, x1 == 0i)', b('trunc_divide', 5, 'number', 'trunc(x0 / x1)', 'select(x0 / divisor_i(x1), 0i, x1 == 0i)')), [], zero),
-  d(checked('pow_ck(x0, x1)', b('pow', 6, 'number', 'pow_f(x0, x1)', 'pow_i(x0, x1)')), ['x', 'y', 'out'], (m, { x, y, out, g }) => [
+  d(wide('i64_floordiv(x0, divisor_i64(x1))', b('floor_divide', 4, 'number', 'floordiv_f(x0, x1)', 'floordiv_i(x0, divisor_i(x1))')), [], zero),
+  d(wide('i64_truncdiv(x0, divisor_i64(x1))', b('trunc_divide', 5, 'number', 'trunc(x0 / x1)', 'select(x0 / divisor_i(x1), 0i, x1 == 0i)')), [], zero),
+  d(wide('i64_pow(x0, x1)', b('pow', 6, 'number', 'pow_f(x0, x1)', 'pow_i(x0, x1)')), ['x', 'y', 'out'], (m, { x, y, out, g }) => [
     m.mul(g, m.mul(y, m.pow(x, m.sub(y, 1)))),
     m.mul(g, m.where(m.mul(m.eq(x, 0), m.ge(y, 0)), 0, m.mul(out, m.log(x)))),
   ]),
-  d(b('maximum', 7, 'any', 'maximum_f(x0, x1)', 'max(x0, x1)'), ['x', 'y'], (m, { x, y, g }) => {
+  d(wide('i64_max(x0, x1)', b('maximum', 7, 'any', 'maximum_f(x0, x1)', 'max(x0, x1)')), ['x', 'y'], (m, { x, y, g }) => {
     const half = m.mul(m.mul(g, m.eq(x, y)), 0.5);
     return [m.add(m.mul(g, m.gt(x, y)), half), m.add(m.mul(g, m.lt(x, y)), half)];
   }),
-  d(b('minimum', 8, 'any', 'minimum_f(x0, x1)', 'min(x0, x1)'), ['x', 'y'], (m, { x, y, g }) => {
+  d(wide('i64_min(x0, x1)', b('minimum', 8, 'any', 'minimum_f(x0, x1)', 'min(x0, x1)')), ['x', 'y'], (m, { x, y, g }) => {
     const half = m.mul(m.mul(g, m.eq(x, y)), 0.5);
     return [m.add(m.mul(g, m.lt(x, y)), half), m.add(m.mul(g, m.gt(x, y)), half)];
   }),
-  d(b('remainder', 9, 'number', 'rem_f(x0, x1)', 'rem_i(x0, divisor_i(x1))'), ['x', 'y'], (m, { x, y, g }) => [m.mul(g, 1), m.neg(m.mul(g, m.floorDivide(x, y)))]),
+  d(wide('i64_rem(x0, divisor_i64(x1))', b('remainder', 9, 'number', 'rem_f(x0, x1)', 'rem_i(x0, divisor_i(x1))')), ['x', 'y'], (m, { x, y, g }) => [m.mul(g, 1), m.neg(m.mul(g, m.floorDivide(x, y)))]),
   d(b('atan2', 10, 'float', 'atan2_f(x0, x1)'), ['x', 'y'], (m, { x, y, g }) => {
     const r = m.add(m.square(x), m.square(y));
     return [m.div(m.mul(g, y), r), m.neg(m.div(m.mul(g, x), r))];

@@ -18,7 +18,7 @@
  */
 import * as Comlink from 'comlink';
 import { OutOfMemoryError } from '../memory/errors.js';
-import { spawnWorker, type WorkerHandle } from '../platform.js';
+import { spawnWorker, type WorkerHandle } from '../worker-scripts.js';
 import { onPortMessage } from '../platform.js';
 import { Board, STREAM_SLOTS, type BoardUpdate } from '../worker/board.js';
 import { streamId } from './current-stream.js';

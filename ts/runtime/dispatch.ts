@@ -9,6 +9,7 @@ import { Tensor } from '../tensor.js';
 import type { Command, Place, ViewRef } from '../worker/protocol.js';
 import { streamScope } from './current-stream.js';
 import { Storage } from './storage.js';
+import { profilerHooks } from '../profiler/hooks.js';
 
 /** A new contiguous tensor with uninitialised contents. */
 export function alloc(shape: readonly number[], dtype: DType, device: Device): Tensor {
@@ -35,6 +36,7 @@ export const code = (t: Tensor | DType) => storageCode(typeof t === 'string' ? t
  * than s's (their work would run on that GPU's current stream, not on s).
  */
 export function sameDevice(op: string, tensors: Tensor[]): Device {
+  profilerHooks.current?.op(op, tensors);
   const first = tensors[0]._check(op).device;
   for (const t of tensors) {
     t._check(op);
@@ -51,5 +53,6 @@ export function sameDevice(op: string, tensors: Tensor[]): Device {
 
 /** Queues a command on a device, on its current stream. */
 export function launch(device: Device, cmd: Command, transfer?: Transferable[]): void {
+  profilerHooks.current?.launch(device, cmd);
   clientOf(device).enqueue(cmd, transfer);
 }

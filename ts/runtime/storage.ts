@@ -15,6 +15,7 @@ import { clientOf, type Device } from '../device.js';
 import type { CachingAllocator } from '../memory/index.js';
 import type { DeviceClient } from './client.js';
 import { allocatorOf, recordedFree, settleFrees } from './memory.js';
+import { profilerHooks } from '../profiler/hooks.js';
 
 const live = new Map<Device, { count: number; bytes: number }>();
 
@@ -54,6 +55,7 @@ export class Storage {
     l.count++;
     l.bytes += bytes;
     live.set(device, l);
+    profilerHooks.current?.memory(device, bytes);
     return s;
   }
 
@@ -87,6 +89,7 @@ export class Storage {
       const l = live.get(this.device)!;
       l.count--;
       l.bytes -= this.bytes;
+      profilerHooks.current?.memory(this.device, -this.bytes);
     }
   }
 }

@@ -3,7 +3,7 @@
  * worker's shared memory, says it is ready, then runs its part of each job until told to quit.
  */
 import { helperInit } from '../platform.js';
-import { helperLoop, type HelperInit } from './cpu-pool.js';
+import { helperLoop, type HelperInit } from './cpu-pool-loop.js';
 
 const { data, reply } = await helperInit();
 const { module, memory, control, part } = data as HelperInit;

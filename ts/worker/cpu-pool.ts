@@ -20,21 +20,9 @@
  * the same bytes), so helpers start inside `init`, before the device runs any command.
  */
 import { canShareMemory, env, hardwareThreads, spawnHelper, type HelperHandle } from '../platform.js';
+import { ARGS, CHUNKS, FAILED, JOB, MAX_ARGS, NARGS, NEXT, PENDING, POOL_JOBS, QUIT, SEQ, WS, WS_BYTES, type HelperInit, type PoolJob } from './cpu-pool-loop.js';
 
-/** The control block's words. */
-const SEQ = 0, PENDING = 1, QUIT = 2, FAILED = 3, JOB = 4, NARGS = 5, CHUNKS = 6, NEXT = 7, WS = 8, WS_BYTES = 9, ARGS = 12;
-const MAX_ARGS = 8;
-/** The exports a job may name (helpers look them up by index). */
-export const POOL_JOBS = ['matmulPart', 'randomPart'] as const;
-export type PoolJob = (typeof POOL_JOBS)[number];
-
-/** What the worker posts to a helper. */
-export interface HelperInit {
-  module: WebAssembly.Module;
-  memory: WebAssembly.Memory;
-  control: SharedArrayBuffer;
-  part: number;
-}
+export { POOL_JOBS, type PoolJob, type HelperInit } from './cpu-pool-loop.js';
 
 /** Helpers and the worker itself, over one shared memory. */
 export interface KernelPool {
@@ -80,7 +68,11 @@ export async function startPool(module: WebAssembly.Module, memory: WebAssembly.
   const control = new SharedArrayBuffer((ARGS + MAX_ARGS) * 4);
   const c = new Int32Array(control);
   const started = await Promise.allSettled(
-    Array.from({ length: threads - 1 }, (_, i) => spawnHelper({ module, memory, control, part: i + 1 } satisfies HelperInit)),
+    Array.from({ length: threads - 1 }, (_, i) => spawnHelper(
+        { module, memory, control, part: i + 1 } satisfies HelperInit,
+        // In this literal form bundlers find the helper's script and bundle it (see ts/platform.ts).
+        () => new Worker(new URL('./webtorch-cpu-helper.js', import.meta.url), { type: 'module', name: 'webtorch cpu helper' }),
+      )),
   );
   const helpers: HelperHandle[] = [];
   for (const s of started) if (s.status === 'fulfilled') helpers.push(s.value);
@@ -128,26 +120,4 @@ export async function startPool(module: WebAssembly.Module, memory: WebAssembly.
       await Promise.all(helpers.map((h) => h.terminate()));
     },
   };
-}
-
-/** A helper's loop (`cpu-pool-helper.ts`): waits for a job, takes chunks while there are any, reports, until told to quit. */
-export function helperLoop(exports: object, control: SharedArrayBuffer, part: number): void {
-  const c = new Int32Array(control);
-  const fns = POOL_JOBS.map((name) => (exports as Record<PoolJob, (...args: number[]) => void>)[name]);
-  // SEQ is 0 until every helper is ready (the worker may post a job before this line runs).
-  let seen = 0;
-  for (;;) {
-    let seq;
-    while ((seq = Atomics.load(c, SEQ)) === seen) Atomics.wait(c, SEQ, seen);
-    seen = seq;
-    if (Atomics.load(c, QUIT)) return;
-    try {
-      const fn = fns[c[JOB]], args = Array.from(c.subarray(ARGS, ARGS + c[NARGS])), chunks = c[CHUNKS];
-      const ws = (c[WS] >>> 0) + part * (c[WS_BYTES] >>> 0);
-      for (let i; (i = Atomics.add(c, NEXT, 1)) < chunks;) fn(...args, ws, i, chunks);
-    } catch {
-      Atomics.store(c, FAILED, 1);
-    }
-    if (Atomics.sub(c, PENDING, 1) === 1) Atomics.notify(c, PENDING);
-  }
 }

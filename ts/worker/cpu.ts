@@ -25,11 +25,10 @@ interface Kernels {
   copyStrided(srcDt: number, dstDt: number, src: number, dst: number, p: number): void;
   copyChecked(srcDt: number, dstDt: number, src: number, dst: number, p: number): number;
   unary(op: number, dt: number, outDt: number, a: number, out: number, p: number, s0: number, s1: number, s2: number): void;
-  unaryChecked(op: number, dt: number, outDt: number, a: number, out: number, p: number, s0: number, s1: number, s2: number): number;
   /** Returns 1 when an integer division met a zero divisor. */
-  binary(op: number, dt: number, outDt: number, a: number, b: number, out: number, p: number, alpha: number, overflow: number): number;
+  binary(op: number, dt: number, outDt: number, a: number, b: number, out: number, p: number, alpha: number): number;
   where(dt: number, c: number, a: number, b: number, out: number, p: number): void;
-  reduce(op: number, dt: number, outDt: number, a: number, out: number, outer: number, inner: number): number;
+  reduce(op: number, dt: number, outDt: number, a: number, out: number, outer: number, inner: number): void;
   matmulWorkspaceBytes(m: number, n: number, k: number): number;
   matmul(dt: number, a: number, b: number, out: number, p: number, ws: number): void;
   matmulPart(dt: number, a: number, b: number, out: number, p: number, ws: number, part: number, parts: number): void;
@@ -39,7 +38,7 @@ interface Kernels {
 }
 
 const ALIGN = 16;
-const ELEMENT_BYTES = [4, 4, 1, 1, 2, 2];
+const ELEMENT_BYTES = [4, 4, 1, 1, 2, 2, 8];
 
 let K: Kernels;
 /** Helper threads for large matmuls (null: single-threaded; see `cpu-pool.ts`). */
@@ -142,12 +141,14 @@ const zeros = (rank: number): number[] => (ZEROS[rank] ??= new Array(rank).fill(
 /**
  * A kernel operand's address and view: a strided view of a segment, or a scalar's storage bits
  * written to slot `j` at the end of the scratch area (descriptors use its start) and read with
- * stride 0, as a broadcast 0-dim tensor would be.
+ * stride 0, as a broadcast 0-dim tensor would be. An int64 scalar (`dt`) is its 32-bit value,
+ * sign-extended into two words.
  */
-function operand(o: Operand, j: number, rank: number): [number, ViewRef] {
+function operand(o: Operand, j: number, rank: number, dt: number): [number, ViewRef] {
   if (typeof o !== 'number') return [ptr(o.id), o];
   const w = scratchWords(), slot = 4096 - 4 * (j + 1);
   w[slot] = o;
+  if (dt === StorageCode.I64) w[slot + 1] = o < 0 ? -1 : 0;
   return [w.byteOffset + slot * 4, { id: -1, offset: 0, strides: zeros(rank) }];
 }
 
@@ -187,24 +188,18 @@ function run(cmd: Command): void {
     case 'copyInto':
       return K.copyStrided(cmd.srcDt, cmd.dt, ptr(cmd.src.id), ptr(cmd.dst.id), viewDesc(cmd.shape, [cmd.src, cmd.dst]));
     case 'unary':
-      if (cmd.check) {
-        if (K.unaryChecked(cmd.op, cmd.dt, cmd.outDt, ptr(cmd.a.id), at(cmd.out, cmd.outDt), viewDesc(cmd.shape, [cmd.a]), ...cmd.s)) throw new Error(cmd.check.message);
-        return;
-      }
       return K.unary(cmd.op, cmd.dt, cmd.outDt, ptr(cmd.a.id), at(cmd.out, cmd.outDt), viewDesc(cmd.shape, [cmd.a]), ...cmd.s);
     case 'binary': {
-      const [a, av] = operand(cmd.a, 0, cmd.shape.length), [b, bv] = operand(cmd.b, 1, cmd.shape.length);
-      const failed = K.binary(cmd.op, cmd.dt, cmd.outDt, a, b, at(cmd.out, cmd.outDt), viewDesc(cmd.shape, [av, bv]), cmd.alpha, +!!cmd.check?.overflow);
-      if (failed && cmd.check) throw new Error(failed === 2 ? cmd.check.overflow ?? cmd.check.message : cmd.check.message);
+      const [a, av] = operand(cmd.a, 0, cmd.shape.length, cmd.dt), [b, bv] = operand(cmd.b, 1, cmd.shape.length, cmd.dt);
+      // the cpu computes int64 in i64, so `check.overflow` (the GPU's 32-bit fallback) never applies here
+      const failed = K.binary(cmd.op, cmd.dt, cmd.outDt, a, b, at(cmd.out, cmd.outDt), viewDesc(cmd.shape, [av, bv]), cmd.alpha);
+      if (failed && cmd.check) throw new Error(cmd.check.message);
       return;
     }
     case 'where':
       return K.where(cmd.dt, ptr(cmd.c.id), ptr(cmd.a.id), ptr(cmd.b.id), at(cmd.out, cmd.dt), viewDesc(cmd.shape, [cmd.c, cmd.a, cmd.b]));
-    case 'reduce': {
-      const overflow = K.reduce(cmd.op, cmd.dt, cmd.outDt, at(cmd.a, cmd.dt), at(cmd.out, cmd.outDt), cmd.outer, cmd.inner);
-      if (overflow && cmd.check) throw new Error(cmd.check.message);
-      return;
-    }
+    case 'reduce':
+      return K.reduce(cmd.op, cmd.dt, cmd.outDt, at(cmd.a, cmd.dt), at(cmd.out, cmd.outDt), cmd.outer, cmd.inner);
     case 'matmul': {
       const p = [cmd.batch, cmd.m, cmd.n, cmd.kk, ...cmd.aStrides, cmd.a.offset, ...cmd.bStrides, cmd.b.offset];
       // Large products run on the pool's threads in chunks (up to 4 per thread, of at least 2^18
@@ -251,8 +246,9 @@ function run(cmd: Command): void {
   }
 }
 
-function write(id: number, byteOffset: number, data: ArrayBuffer): void {
-  new Uint8Array(K.memory.buffer, ptr(id) + byteOffset, data.byteLength).set(new Uint8Array(data));
+function write(id: number, byteOffset: number, data: ArrayBuffer | Uint8Array): void {
+  const src = data instanceof Uint8Array ? data : new Uint8Array(data);
+  new Uint8Array(K.memory.buffer, ptr(id) + byteOffset, src.byteLength).set(src);
 }
 
 // ---- The index family (assembly/kernels/index.ts) ----
@@ -261,11 +257,11 @@ function write(id: number, byteOffset: number, data: ArrayBuffer): void {
 interface IndexKernels {
   gather(dt: number, x: number, idx: number, out: number, p: number, dimStride: number, size: number, wrap: number): number;
   scatter(dt: number, add: number, out: number, idx: number, src: number, p: number, dimStride: number, size: number, value: number): number;
-  cumulative(prod: number, dt: number, outDt: number, x: number, out: number, p: number, len: number, dimStride: number, inner: number): number;
+  cumulative(prod: number, dt: number, outDt: number, x: number, out: number, p: number, len: number, dimStride: number, inner: number): void;
   sortWorkspaceBytes(len: number): number;
   sortIndices(dt: number, descending: number, x: number, out: number, outer: number, len: number, inner: number, ws: number): void;
   oneHot(idx: number, out: number, n: number, classes: number): number;
-  badIndex(): number;
+  badIndex(): bigint;
 }
 
 /** Raises a kernel's bad index as the op's message; the executor reports it at the next sync point. */
@@ -286,19 +282,16 @@ function runIndex(cmd: IndexCommand): void {
       return checked(I.scatter(cmd.dt, +cmd.add, ptr(cmd.out.id), ptr(cmd.idx.id), cmd.src ? ptr(cmd.src.id) : 0, viewDesc(cmd.idxShape, views),
         cmd.dimStride, cmd.check.size, cmd.value), cmd.check);
     }
-    case 'cumulative': {
-      const overflow = I.cumulative(+cmd.prod, cmd.dt, cmd.outDt, ptr(cmd.x.id), at(cmd.out, cmd.outDt), viewDesc(cmd.lines, [cmd.x]), cmd.len, cmd.dimStride, cmd.inner);
-      if (overflow && cmd.check) throw new Error(cmd.check.message);
-      return;
-    }
+    case 'cumulative':
+      return I.cumulative(+cmd.prod, cmd.dt, cmd.outDt, ptr(cmd.x.id), at(cmd.out, cmd.outDt), viewDesc(cmd.lines, [cmd.x]), cmd.len, cmd.dimStride, cmd.inner);
     case 'sort': {
       if (!cmd.outer || !cmd.len || !cmd.inner) return;
       const bytes = I.sortWorkspaceBytes(cmd.len), ws = allocRange(bytes);
-      I.sortIndices(cmd.dt, +cmd.descending, at(cmd.x, cmd.dt), at(cmd.out, StorageCode.I32), cmd.outer, cmd.len, cmd.inner, ws);
+      I.sortIndices(cmd.dt, +cmd.descending, at(cmd.x, cmd.dt), at(cmd.out, StorageCode.I64), cmd.outer, cmd.len, cmd.inner, ws);
       return freeRange(ws, bytes);
     }
     case 'oneHot':
-      return checked(I.oneHot(at(cmd.idx, StorageCode.I32), at(cmd.out, StorageCode.I32), cmd.n, cmd.classes), cmd.check);
+      return checked(I.oneHot(at(cmd.idx, StorageCode.I64), at(cmd.out, StorageCode.I64), cmd.n, cmd.classes), cmd.check);
   }
 }
 

@@ -19,7 +19,7 @@
 import { exposeWorker, onPortMessage } from '../platform.js';
 import { Board } from './board.js';
 import { serveCalls } from './channel.js';
-import { readBatch, type Batch, type Command, type DeviceInfo, type HostMemory, type SyncTarget, type WorkerApi, type WorkerProfile } from './protocol.js';
+import { readBatch, type Batch, type Command, type DeviceInfo, type HostMemory, type SyncTarget, type TraceEntry, type WorkerApi, type WorkerProfile } from './protocol.js';
 import { Scheduler } from './scheduler.js';
 
 /** Runs `fn` after the tasks (messages) already queued: `setImmediate` in Node, a timeout elsewhere. */
@@ -37,8 +37,12 @@ export interface Backend {
   flush(): void;
   /** Reads bytes of a storage after all recorded work. */
   read(id: number, byteOffset: number, bytes: number): Promise<ArrayBuffer> | ArrayBuffer;
-  /** Writes bytes into a storage, ordered after all recorded work. */
-  write(id: number, byteOffset: number, data: ArrayBuffer): void;
+  /**
+   * Writes bytes into a storage, ordered after all recorded work; `data` may be a view of shared
+   * memory. A returned promise holds the stream (and, as a write is a fence, every stream) until
+   * the bytes are in the device's queue.
+   */
+  write(id: number, byteOffset: number, data: ArrayBuffer | Uint8Array): Promise<void> | void;
   /** Waits until all submitted work is complete. */
   idle(): Promise<void>;
   /**
@@ -50,11 +54,21 @@ export interface Backend {
   close(): Promise<void> | void;
   /** The cpu device's shared memory, for the other devices' pinned copies (ts/runtime/pinned.ts); null elsewhere. */
   hostMemory?(): HostMemory | null;
-  /** Starts (clearing) or stops timing the device's own work, where it can (GPU passes with timestamp queries). */
+  /** Starts (if not running) or stops timing the device's own work, where it can (GPU passes with timestamp queries). */
   timePasses?(on: boolean): void;
-  /** The device's milliseconds inside the passes timed since `timePasses(true)`, by command, once they have finished. */
-  passTimes?(): Promise<Record<string, { count: number; ms: number }> | null>;
+  /**
+   * The passes timed since the last call (each with its command's `traceSeq`), once they have
+   * finished; after `timePasses(false)`, the last ones, and the timer is released.
+   */
+  passTimes?(): Promise<NonNullable<WorkerProfile['passes']> | null>;
+  /** The trace number of the command about to run (-1: none), which the passes it records carry. */
+  traceSeq?(seq: number): void;
 }
+
+/** Commands that are bookkeeping, not kernels: left out of a profile's trace. */
+const UNTRACED: ReadonlySet<string> = new Set(['segment', 'release', 'dropScratch', 'connect']);
+/** The worker's clock as milliseconds since the epoch, comparable with the calling thread's. */
+const epochMs = (t: number) => performance.timeOrigin + t;
 
 /** The executor's side of a profile (see `WorkerProfile`). */
 class Profile {
@@ -63,6 +77,7 @@ class Profile {
   flushMs = 0;
   waitMs = 0;
   readonly commands: WorkerProfile['commands'] = {};
+  readonly trace: TraceEntry[] = [];
 
   add(kind: string, ms: number): void {
     const c = (this.commands[kind] ??= { count: 0, ms: 0 });
@@ -95,7 +110,21 @@ export function serve(backend: Backend): void {
     return new Uint8Array(h.memory.buffer, h.addresses[segment] + offset, bytes);
   };
   let failure: Error | null = null;
+  /**
+   * The profile that commands arriving now belong to. A command is counted in the profile that
+   * was on when it arrived (`owner`), whenever it runs: a profile switch takes effect at once for
+   * what arrives next, while the scheduler may still hold earlier commands.
+   */
   let profile: Profile | null = null;
+  const owner = new WeakMap<Command, Profile>();
+  /** Profiles switched off or replaced whose commands may still run (the GPU timer runs while any is). */
+  let pendingProfiles = 0;
+  /** Trace numbers, unique over the worker's life: a GPU pass names its command by one. */
+  let nextSeq = 0;
+  /** Passes drained for one profile that belong to a later one. */
+  let sparePasses: NonNullable<WorkerProfile['passes']> = [];
+  /** Per stream: the profiler's caller op its commands belong to (`opTag`). */
+  const opTags = new Map<number, number>();
   let board = Board.create(null);
   /** Per event slot: the version whose record has run here (a same-device `wait` needs no more). */
   const recorded = new Map<number, number>();
@@ -153,11 +182,8 @@ export function serve(backend: Backend): void {
         }
         return;
       case 'readHost': {
-        // Dawn cannot take a view of shared memory in writeBuffer: the bytes go through one copy here.
-        const bytes = new Uint8Array(cmd.bytes);
-        bytes.set(hostView(cmd.peer, cmd.src, cmd.srcOffset, cmd.bytes));
-        backend.write(cmd.id, cmd.byteOffset, bytes.buffer);
-        return;
+        // The backend copies from the shared view itself (the GPU through a mapped staging buffer).
+        return backend.write(cmd.id, cmd.byteOffset, hostView(cmd.peer, cmd.src, cmd.srcOffset, cmd.bytes));
       }
       case 'writeHost': {
         backend.flush();
@@ -183,7 +209,7 @@ export function serve(backend: Backend): void {
         backend.flush();
         return receive(cmd.peer, cmd.tag).then((data) => {
           if (data instanceof Error) throw data;
-          backend.write(cmd.id, cmd.byteOffset, data);
+          return backend.write(cmd.id, cmd.byteOffset, data);
         });
       case 'waitSignal':
         return receive(cmd.peer, cmd.tag).then((data) => {
@@ -213,17 +239,26 @@ export function serve(backend: Backend): void {
         return;
       case 'wait':
         return; // `ready` held it until its record had run; the queue orders the rest
-      default:
-        if (profile) {
-          const t = performance.now();
-          try {
-            backend.run(cmd);
-          } finally {
-            profile.add(cmd.k, performance.now() - t);
-          }
-        } else {
+      case 'write':
+        return backend.write(cmd.id, cmd.byteOffset, cmd.data);
+      case 'opTag':
+        opTags.set(stream, cmd.op);
+        return;
+      default: {
+        const p = owner.get(cmd);
+        if (!p) return backend.run(cmd);
+        const seq = UNTRACED.has(cmd.k) ? -1 : nextSeq++;
+        backend.traceSeq?.(seq);
+        const t = performance.now();
+        try {
           backend.run(cmd);
+        } finally {
+          const t1 = performance.now();
+          p.add(cmd.k, t1 - t);
+          if (seq >= 0) p.trace.push({ seq, op: opTags.get(stream) ?? 0, stream, name: cmd.k, t0: epochMs(t), t1: epochMs(t1) });
+          backend.traceSeq?.(-1);
         }
+      }
     }
   }
 
@@ -257,6 +292,7 @@ export function serve(backend: Backend): void {
   const submit = (batch: Batch | null): undefined => {
     if (!batch) return;
     const { cmds, streams } = readBatch(batch);
+    if (profile) for (const c of cmds) owner.set(c, profile);
     for (let i = 0; i < cmds.length; i++) scheduler.push(cmds[i], streams[i]);
     scheduler.pump();
     flushSoon();
@@ -301,23 +337,39 @@ export function serve(backend: Backend): void {
         return board.eventTime(target.slot);
       });
     },
-    profile: (on, batch) =>
-      submit(batch) ?? scheduler.whenDone().then(async () => {
-        const done = profile;
-        profile = null;
-        backend.timePasses?.(false);
-        if (on) {
-          profile = new Profile();
-          backend.timePasses?.(true);
-        }
-        if (!done) return null;
+    profile: (on, batch) => {
+      submit(batch);
+      const done = profile;
+      profile = on ? new Profile() : null;
+      if (on) backend.timePasses?.(true);
+      if (!done) return Promise.resolve(null);
+      pendingProfiles++;
+      // The profile's commands have all run once the commands before the switch have.
+      return scheduler.whenDone().then(async () => {
+        const last = --pendingProfiles === 0 && !profile;
+        if (last) backend.timePasses?.(false);
+        const drained = backend.passTimes ? await backend.passTimes() : null;
         const wallMs = performance.now() - done.start;
-        const gpu = backend.passTimes ? await backend.passTimes() : null;
+        let passes: WorkerProfile['passes'] = null, gpu: WorkerProfile['gpu'] = null;
+        if (drained) {
+          const mine = new Set(done.trace.map((e) => e.seq));
+          const all = sparePasses.concat(drained);
+          passes = all.filter((q) => mine.has(q.seq));
+          // Passes of later profiles wait for them (dropped once no profile is on).
+          sparePasses = last ? [] : all.filter((q) => !mine.has(q.seq));
+          gpu = {};
+          for (const q of passes) {
+            const e = (gpu[q.label] ??= { count: 0, ms: 0 });
+            e.count++;
+            e.ms += q.end - q.start;
+          }
+        }
         return {
           wallMs, batches: done.batches, commands: done.commands, flushMs: done.flushMs,
-          waitMs: done.waitMs, gpu,
+          waitMs: done.waitMs, gpu, trace: done.trace, passes,
         };
-      }),
+      });
+    },
     // A stream still waiting for another device (a signal or bytes that device will never send
     // once it is closed too) does not keep this one open: close waits for it a little, not forever.
     close: () => Promise.race([scheduler.whenDone(), new Promise((r) => setTimeout(r, CLOSE_WAIT_MS))]).then(() => backend.close()),

@@ -13,8 +13,8 @@
 import { StorageCode } from '../dtype.js';
 import { env, getGpu } from '../platform.js';
 import { MAX_X, WG, checksDivisor, mapInvocations, mapParamWords, mapParams, mapShader, mapVec4Shader, scatterShader, type MapKernel } from '../../wgsl/elementwise.js';
-import { computeType, elementsPerWord } from '../../wgsl/dtype.js';
-import { RWG, ReduceOp, reduceShader, rowDevice, rowForm, type RowDevice } from '../../wgsl/reduce.js';
+import { computeType, elementsPerWord, invocationsFor, valueClass, type ValueClass } from '../../wgsl/dtype.js';
+import { RWG, ReduceOp, reduce64Shader, reduceShader, rowDevice, rowForm, type RowDevice } from '../../wgsl/reduce.js';
 import { chooseMatmul, matmulVariantGrid, matmulVariantShader, tiledEligible } from '../../wgsl/matmul.js';
 import { rowNormKey, rowNormShader } from '../../wgsl/softmax.js';
 import { WINDOW_PARAMS, WINDOW_WG, windowKey, windowShader } from '../../wgsl/window.js';
@@ -73,7 +73,7 @@ let paramFloats = new Float32Array(params.buffer);
 let paramBytes = 0;
 let paramBuffer: GPUBuffer | null = null;
 /** A recorded dispatch; `label` names its command while the worker's profile times passes. */
-interface PendingDispatch { kernel: Kernel; buffers: GPUBuffer[]; offset: number; size: number; grid: [number, number, number]; label: string; at?: number[] }
+interface PendingDispatch { kernel: Kernel; buffers: GPUBuffer[]; offset: number; size: number; grid: [number, number, number]; label: string; seq: number; at?: number[] }
 /** While a launch runs in chunks (ts/worker/split.ts): the byte offset of each windowed buffer's binding. */
 let windowOf: Map<GPUBuffer, number> | null = null;
 /** The command being run, for the error of an op over a buffer larger than one binding. */
@@ -255,7 +255,7 @@ function queueDispatch(k: Kernel, bind: GPUBuffer[], at: number, words: number, 
     if (w !== undefined) (windows ??= bind.map(() => 0))[i] = w;
     else if (bind[i].size > maxBinding) throw tooLarge(currentCmd ? labelOf(currentCmd) : 'a kernel', bind[i].size, maxBinding);
   }
-  pendingBinds.push({ kernel: k, buffers: bind, offset: at * 4, size: words * 4, grid, label, at: windows });
+  pendingBinds.push({ kernel: k, buffers: bind, offset: at * 4, size: words * 4, grid, label, seq: traceSeq, at: windows });
 }
 
 /** Queues one dispatch with its params block `p`. */
@@ -319,7 +319,7 @@ const mapKernels = new Map<number, Kernel>();
  */
 function runMap(
   inputs: MapOperand[], shape: number[], out: GPUBuffer, outOffset: number, outDt: StorageCode,
-  expr: string, exprType: 'f32' | 'i32', scalars: number[] = NO_SCALARS, check?: DeviceCheck,
+  expr: string, exprType: ValueClass, scalars: number[] = NO_SCALARS, check?: DeviceCheck,
 ): void {
   let n = 1;
   for (const d of shape) n *= d;
@@ -378,9 +378,10 @@ function runMap(
   for (let j = 0; j < scalars.length; j++) paramFloats[sBase + j] = scalars[j];
   paramWords[sBase + 4] = code;
   paramWords[sBase + 5] = code && check?.overflow ? checkCode('binary', check.overflow) : 0;
-  // exprId (10 bits), rank (4), bound buffers (3), output dtype (3), expression type (1), vec4 (1), inputs (9 each, at most 3)
+  // exprId (10 bits), rank (4), bound buffers (3), output dtype (3), expression class (2), vec4 (1), inputs (9 each, at most 3)
   if (exprId >= 1024 || inputs.length > 3) throw new Error(`map kernel key overflow (${inputs.length} inputs, expression ${exprId})`);
-  const key = ((((exprId * 16 + shape.length) * 8 + bind.length) * 8 + outDt) * 4 + (exprType === 'f32' ? 2 : 0) + (vec4 ? 1 : 0)) * 2 ** 27 + inputKey;
+  const cls = exprType === 'f32' ? 2 : exprType === 'i64' ? 1 : 0;
+  const key = ((((exprId * 16 + shape.length) * 8 + bind.length) * 8 + outDt) * 8 + cls * 2 + (vec4 ? 1 : 0)) * 2 ** 27 + inputKey;
   let kernel = mapKernels.get(key);
   if (!kernel) {
     const k: MapKernel = { rank: shape.length, slots: code ? bind.length - 1 : bind.length, outDt, expr, exprType, prelude: WGSL_PRELUDE, inputs: mapInputs(inputs, bind, shape, vec4) };
@@ -393,12 +394,12 @@ function runMap(
 /** `runMap` over buffers larger than one binding: contiguous 32-bit operands, in chunks (ts/worker/split.ts). */
 function runMapChunks(
   inputs: MapOperand[], shape: number[], n: number, out: GPUBuffer, outOffset: number, outDt: StorageCode,
-  expr: string, exprType: 'f32' | 'i32', scalars: number[], check?: DeviceCheck,
+  expr: string, exprType: ValueClass, scalars: number[], check?: DeviceCheck,
 ): void {
   const views = inputs.filter((i): i is MapOperand & { r: ViewRef } => typeof i.r !== 'number');
   const biggest = Math.max(out.size, ...views.map((i) => (i.b ?? buf(i.r.id)).size));
   const label = currentCmd ? labelOf(currentCmd) : 'a map kernel';
-  if (elementsPerWord(outDt) !== 1 || views.some((i) => elementsPerWord(i.dt) !== 1 || !contiguousIn(i.r, shape))) throw tooLarge(label, biggest, maxBinding, 'it has strided or 16/8-bit operands');
+  if (elementsPerWord(outDt) !== 1 || views.some((i) => elementsPerWord(i.dt) !== 1 || !contiguousIn(i.r, shape))) throw tooLarge(label, biggest, maxBinding, 'it has strided, 16/8-bit or int64 operands');
   const spans = [{ b: out, start: outOffset }, ...views.map((i) => ({ b: i.b ?? buf(i.r.id), start: i.r.offset }))];
   for (const c of chunks(n, spans, maxBinding, paramAlign)) {
     windowOf = c.window;
@@ -424,7 +425,7 @@ function mapInputs(inputs: MapOperand[], bind: GPUBuffer[], shape: number[], vec
 
 /** Runs `write` into a 32-bit target (the output itself, or a scratch buffer cast into a packed output). */
 function viaScratch(out: Place, outDt: StorageCode, n: number, srcDt: StorageCode, write: (target: GPUBuffer, offset: number) => void): void {
-  if (elementsPerWord(outDt) === 1) return write(buf(out.id), out.offset);
+  if (elementsPerWord(outDt) === 1 || (outDt === StorageCode.I64 && srcDt === StorageCode.I64)) return write(buf(out.id), out.offset);
   const tmp = createScratch(device, Math.max(4, n * 4), GPUBufferUsage.STORAGE, false, 'a packed output');
   retired.push(tmp);
   write(tmp, 0);
@@ -522,18 +523,42 @@ function run(cmd: Command): void {
       // emptyCache: the calling thread took `accounted` bytes of cached scratch off already (scratch.ts)
       dropReadStaging();
       for (const [i, b] of operandScratch.entries()) if (b) retired.push(b), (operandScratch[i] = null);
+      dropUploads();
       settleDrop(cmd.accounted);
       return;
     }
     case 'write':
-      write(cmd.id, cmd.byteOffset, cmd.data);
-      return;
+      throw new Error('webtorch: a write reaches the GPU backend through Backend.write, not run');
     case 'fill': {
+      if (cmd.dt === StorageCode.I64) {
+        // the exact 64-bit value, as two 32-bit scalar operands (a number holds any int64 fill value exactly)
+        const [lo, hi] = words64(cmd.value);
+        runMap([{ r: lo, dt: StorageCode.I32 }, { r: hi, dt: StorageCode.I32 }], [cmd.n], buf(cmd.out.id), cmd.out.offset, cmd.dt,
+          'vec2<u32>(bitcast<u32>(x0), bitcast<u32>(x1))', 'i64');
+        return;
+      }
+      if (cmd.dt === StorageCode.I32) {
+        // exact: an f32 scalar option would round values beyond 2^24
+        runMap([{ r: cmd.value | 0, dt: StorageCode.I32 }], [cmd.n], buf(cmd.out.id), cmd.out.offset, cmd.dt, 'x0', 'i32');
+        return;
+      }
       const e = computeType(cmd.dt) === 'f32' ? 's0' : 'i32(s0)';
       runMap([], [cmd.n], buf(cmd.out.id), cmd.out.offset, cmd.dt, e, computeType(cmd.dt), [cmd.value]);
       return;
     }
     case 'arange': {
+      if (cmd.dt === StorageCode.I64) {
+        // the facade sends other int64 ranges as data (ts/ops/creation.ts, arange)
+        if (!Number.isInteger(cmd.start) || cmd.step !== (cmd.step | 0)) throw new Error(`arange: an int64 arange takes an integer start and a 32-bit step here (got ${cmd.start}, ${cmd.step})`);
+        const [lo, hi] = words64(cmd.start);
+        runMap([{ r: lo, dt: StorageCode.I32 }, { r: hi, dt: StorageCode.I32 }, { r: cmd.step, dt: StorageCode.I32 }], [cmd.n], buf(cmd.out.id), cmd.out.offset, cmd.dt,
+          'i64_add(vec2<u32>(bitcast<u32>(x0), bitcast<u32>(x1)), i64_mul(vec2<u32>(i, 0u), i64_from_i32(x2)))', 'i64');
+        return;
+      }
+      if (cmd.dt === StorageCode.I32 && Number.isInteger(cmd.start) && Number.isInteger(cmd.step)) {
+        runMap([{ r: cmd.start | 0, dt: StorageCode.I32 }, { r: cmd.step | 0, dt: StorageCode.I32 }], [cmd.n], buf(cmd.out.id), cmd.out.offset, cmd.dt, 'x0 + i32(i) * x1', 'i32');
+        return;
+      }
       const e = computeType(cmd.dt) === 'f32' ? 's0 + f32(i) * s1' : 'i32(s0) + i32(i) * i32(s1)';
       runMap([], [cmd.n], buf(cmd.out.id), cmd.out.offset, cmd.dt, e, computeType(cmd.dt), [cmd.start, cmd.step]);
       return;
@@ -542,9 +567,9 @@ function run(cmd: Command): void {
       runRandom(cmd);
       return;
     case 'copy':
-      // A checked float -> int64 cast goes through f2i_ck (wgsl/elementwise.ts).
-      if (cmd.check) runMap([{ r: cmd.src, dt: cmd.srcDt }], cmd.shape, buf(cmd.out.id), cmd.out.offset, cmd.dt, 'f2i_ck(x0)', 'i32', NO_SCALARS, cmd.check);
-      else runMap([{ r: cmd.src, dt: cmd.srcDt }], cmd.shape, buf(cmd.out.id), cmd.out.offset, cmd.dt, 'x0', computeType(cmd.srcDt));
+      // A checked float -> int64 cast goes through f2i64_ck (wgsl/int64.ts).
+      if (cmd.check) runMap([{ r: cmd.src, dt: cmd.srcDt }], cmd.shape, buf(cmd.out.id), cmd.out.offset, cmd.dt, 'f2i64_ck(x0)', 'i64', NO_SCALARS, cmd.check);
+      else runMap([{ r: cmd.src, dt: cmd.srcDt }], cmd.shape, buf(cmd.out.id), cmd.out.offset, cmd.dt, 'x0', valueClass(cmd.srcDt));
       return;
     case 'copyInto': {
       const n = cmd.shape.reduce((a, b) => a * b, 1);
@@ -557,8 +582,8 @@ function run(cmd: Command): void {
     case 'unary':
     case 'binary': {
       const op = (cmd.k === 'unary' ? UNARY : BINARY).get(cmd.op)!;
-      const t = computeType(cmd.dt);
-      const expr = t === 'f32' ? op.wgsl.f32 : cmd.check?.overflow ? op.wgsl.i32Checked : op.wgsl.i32;
+      const t = valueClass(cmd.dt);
+      const expr = t === 'f32' ? op.wgsl.f32 : t === 'i64' ? op.wgsl.i64 : op.wgsl.i32;
       if (!expr) throw new Error(`${op.name} has no ${t} kernel`);
       const ins: MapOperand[] = cmd.k === 'unary' ? [{ r: cmd.a, dt: cmd.dt }] : [{ r: cmd.a, dt: cmd.dt }, { r: cmd.b, dt: cmd.dt }];
       const scalars = cmd.k === 'unary' ? cmd.s : [cmd.alpha];
@@ -567,35 +592,40 @@ function run(cmd: Command): void {
     }
     case 'where':
       runMap([{ r: cmd.c, dt: StorageCode.Bool }, { r: cmd.a, dt: cmd.dt }, { r: cmd.b, dt: cmd.dt }], cmd.shape, buf(cmd.out.id), cmd.out.offset,
-        cmd.dt, `select(x2, x1, x0 != 0i)`, computeType(cmd.dt));
+        cmd.dt, `select(x2, x1, x0 != 0i)`, valueClass(cmd.dt));
       return;
     case 'reduce': {
       if (cmd.outer === 0) return;
       const indexOut = cmd.op === 4 || cmd.op === 5 || cmd.op === 6 || cmd.op === 7;
-      const kernelOut = indexOut || computeType(cmd.dt) === 'i32' ? StorageCode.I32 : StorageCode.F32;
+      // 64 bits (wgsl/reduce.ts, reduce64Shader): every reduction of int64, and integer sums and products (int64 out)
+      const wide = cmd.dt === StorageCode.I64 || (computeType(cmd.dt) === 'i32' && cmd.outDt === StorageCode.I64 && !indexOut);
+      const kernelOut = wide && !indexOut ? StorageCode.I64 : indexOut || computeType(cmd.dt) === 'i32' ? StorageCode.I32 : StorageCode.F32;
       const reduceRows = (outer: number, aOffset: number, target: GPUBuffer, offset: number) => {
         const { bind, slot } = slotsOf(target, [buf(cmd.a.id)]);
-        const { form, rows } = rowForm(outer, cmd.inner, rowDev, true);
-        // An int64 sum/prod checks that its result fits the 32 bits it is stored in (wgsl/reduce.ts).
-        const code = cmd.check ? checkCode(cmd.k, cmd.check.message) : 0;
-        const p = new Uint32Array([outer, cmd.inner, aOffset, offset, rows, code]).buffer;
-        dispatch(`reduce|${cmd.op}|${cmd.dt}|${slot[0]}|${bind.length}|${form}|${code ? 1 : 0}`, () => reduceShader(cmd.op, cmd.dt, slot[0], bind.length, form, code > 0),
-          code ? [...bind, deviceErrors!] : bind, p,
+        const { form, rows } = wide ? { form: 'tree' as const, rows: 1 } : rowForm(outer, cmd.inner, rowDev, true);
+        const p = new Uint32Array([outer, cmd.inner, aOffset, offset, rows]).buffer;
+        dispatch(`reduce|${cmd.op}|${cmd.dt}|${slot[0]}|${bind.length}|${form}|${wide ? 64 : 32}`,
+          () => (wide ? reduce64Shader(cmd.op, cmd.dt, slot[0], bind.length) : reduceShader(cmd.op, cmd.dt, slot[0], bind.length, form)), bind, p,
           form === 'short' ? grid1d(outer, RWG) : grid1d(form === 'subgroup' ? Math.ceil(outer / rows) : outer, 1));
       };
       const a = buf(cmd.a.id);
       if (a.size > maxBinding || buf(cmd.out.id).size > maxBinding) {
         // rows in chunks, each binding a window of the input (ts/worker/split.ts)
-        if (elementsPerWord(cmd.dt) !== 1 || elementsPerWord(cmd.outDt) !== 1) throw tooLarge(labelOf(cmd), a.size, maxBinding, 'it has 16/8-bit operands');
-        const out = buf(cmd.out.id);
-        for (const c of chunks(cmd.outer, [{ b: out, start: cmd.out.offset }, { b: a, start: cmd.a.offset }], maxBinding, paramAlign, cmd.inner, [1, cmd.inner])) {
-          windowOf = c.window;
-          try {
-            reduceRows(c.count, cmd.a.offset + c.first * cmd.inner - c.window.get(a)! / 4, out, cmd.out.offset + c.first - c.window.get(out)! / 4);
-          } finally {
-            windowOf = null;
+        // an int64 output: arg-reductions write i32 positions into a scratch widened afterwards, integer sums two words a row
+        const wideOut = cmd.outDt === StorageCode.I64;
+        if (elementsPerWord(cmd.dt) !== 1 || (elementsPerWord(cmd.outDt) !== 1 && !wideOut)) throw tooLarge(labelOf(cmd), a.size, maxBinding, 'it has 16/8-bit or int64 inputs');
+        const rowsInto = (out: GPUBuffer, outOffset: number, outWords: number) => {
+          for (const c of chunks(cmd.outer, [{ b: out, start: outOffset * outWords }, { b: a, start: cmd.a.offset }], maxBinding, paramAlign, cmd.inner, [outWords, cmd.inner])) {
+            windowOf = c.window;
+            try {
+              reduceRows(c.count, cmd.a.offset + c.first * cmd.inner - c.window.get(a)! / 4, out, outOffset + c.first - c.window.get(out)! / (4 * outWords));
+            } finally {
+              windowOf = null;
+            }
           }
-        }
+        };
+        if (wideOut && indexOut) viaScratch(cmd.out, StorageCode.I64, cmd.outer, StorageCode.I32, (target, offset) => rowsInto(target, offset, 1));
+        else rowsInto(buf(cmd.out.id), cmd.out.offset, wideOut ? 2 : 1);
         return;
       }
       viaScratch(cmd.out, cmd.outDt, cmd.outer, kernelOut, (target, offset) => reduceRows(cmd.outer, cmd.a.offset, target, offset));
@@ -665,7 +695,7 @@ function encodePending(): void {
   if (timer) {
     // Profiling: one timed pass per dispatch, so that the GPU's time is told per command.
     for (const d of pendingBinds) {
-      const p = encoder.beginComputePass({ timestampWrites: timer.next(encoder, d.label) });
+      const p = encoder.beginComputePass({ timestampWrites: timer.next(encoder, d.label, d.seq) });
       record(p, d, null);
       p.end();
     }
@@ -689,14 +719,17 @@ class PassTimer {
   private set = device.createQuerySet({ type: 'timestamp', count: 2 * TIMED_PASSES });
   private used = 0;
   /** Staging buffers holding resolved timestamp pairs, with how many pairs each holds. */
-  private readonly resolved: { staging: GPUBuffer; labels: string[] }[] = [];
+  private readonly resolved: { staging: GPUBuffer; labels: string[]; seqs: number[] }[] = [];
   private labels: string[] = [];
+  /** Each pass's entry in the profile's trace (-1: none). */
+  private seqs: number[] = [];
   private readonly full: GPUQuerySet[] = [];
 
   /** The timestamp writes of the next pass of `enc` (resolving the set into `enc` when it fills). */
-  next(enc: GPUCommandEncoder, label: string): GPUComputePassTimestampWrites {
+  next(enc: GPUCommandEncoder, label: string, seq: number): GPUComputePassTimestampWrites {
     if (this.used === TIMED_PASSES) this.resolve(enc);
     this.labels.push(label);
+    this.seqs.push(seq);
     const i = 2 * this.used++;
     return { querySet: this.set, beginningOfPassWriteIndex: i, endOfPassWriteIndex: i + 1 };
   }
@@ -710,14 +743,21 @@ class PassTimer {
     enc.copyBufferToBuffer(target, 0, staging, 0, bytes);
     retired.push(target);
     this.full.push(this.set);
-    this.resolved.push({ staging, labels: this.labels });
+    this.resolved.push({ staging, labels: this.labels, seqs: this.seqs });
     this.labels = [];
+    this.seqs = [];
     this.set = device.createQuerySet({ type: 'timestamp', count: 2 * TIMED_PASSES });
     this.used = 0;
   }
 
-  /** Milliseconds inside the timed passes by label, once they have run; releases the timer's resources. */
-  async total(): Promise<Record<string, { count: number; ms: number }>> {
+  /** The GPU's first timestamp: passes are told in ms after it. */
+  private base: bigint | null = null;
+
+  /**
+   * Each pass timed so far and not yet drained (start and end in ms after the timer's first
+   * timestamp), once they have run; `release` also frees the timer's query sets (it is done).
+   */
+  async drain(release: boolean): Promise<{ seq: number; label: string; start: number; end: number }[]> {
     if (this.used) {
       const enc = device.createCommandEncoder();
       this.resolve(enc);
@@ -725,24 +765,29 @@ class PassTimer {
       queueWork++;
     }
     flush();
-    const by: Record<string, { count: number; ms: number }> = {};
-    for (const { staging, labels } of this.resolved.splice(0)) {
+    const passes: { seq: number; label: string; start: number; end: number }[] = [];
+    const full = this.full.splice(0);
+    for (const { staging, labels, seqs } of this.resolved.splice(0)) {
       await staging.mapAsync(GPUMapMode.READ);
       const t = new BigUint64Array(staging.getMappedRange());
       labels.forEach((l, i) => {
-        const e = (by[l] ??= { count: 0, ms: 0 });
-        e.count++;
-        if (t[2 * i + 1] > t[2 * i]) e.ms += Number(t[2 * i + 1] - t[2 * i]) / 1e6;
+        const t0 = t[2 * i], t1 = t[2 * i + 1];
+        // A pass the device did not time (zeros) has no place on the timeline.
+        if (t0 === 0n || t1 < t0) return;
+        this.base ??= t0;
+        passes.push({ seq: seqs[i], label: l, start: Number(t0 - this.base) / 1e6, end: Number(t1 - this.base) / 1e6 });
       });
       staging.destroy();
     }
-    for (const q of this.full.splice(0)) q.destroy();
-    this.set.destroy();
-    return by;
+    for (const q of full) q.destroy();
+    if (release) this.set.destroy();
+    return passes;
   }
 }
 
 let timer: PassTimer | null = null;
+/** The profile's trace entry of the command being run (executor's `traceSeq`), for its passes. */
+let traceSeq = -1;
 /** The command whose dispatches are being recorded, while the profile is on. */
 let label = '';
 
@@ -800,12 +845,80 @@ function flush(): void {
   for (const b of retired.splice(0)) destroyBuffer(b);
 }
 
-function write(id: number, byteOffset: number, data: ArrayBuffer): void {
+/**
+ * Writes host bytes into a storage, after the work recorded so far. Small writes go through
+ * `queue.writeBuffer`; from `STAGED_WRITE` bytes up they go through the upload ring, since
+ * Dawn's `writeBuffer` moved about 1.1 GB/s on the H100 where a mapped staging buffer and a
+ * copy moved five times that (`bench/probe-upload.mjs`, BENCHMARKS.md). `data` may be a view of
+ * shared memory (a pinned tensor), which `writeBuffer` cannot take but a mapped range can.
+ */
+function write(id: number, byteOffset: number, data: ArrayBuffer | Uint8Array): Promise<void> | void {
+  const bytes = data instanceof Uint8Array ? data : new Uint8Array(data);
+  if (bytes.byteLength >= STAGED_WRITE) return writeStaged(id, byteOffset, bytes);
   flush();
-  const padded = data.byteLength % 4 ? new Uint8Array(Math.ceil(data.byteLength / 4) * 4) : new Uint8Array(data);
-  if (padded.buffer !== data) padded.set(new Uint8Array(data));
-  device.queue.writeBuffer(buf(id), byteOffset, padded);
+  const shared = typeof SharedArrayBuffer !== 'undefined' && bytes.buffer instanceof SharedArrayBuffer; // undefined without isolation
+  const aligned = bytes.byteLength % 4 === 0 && !shared;
+  const padded = aligned ? bytes : new Uint8Array(Math.ceil(bytes.byteLength / 4) * 4);
+  if (padded !== bytes) padded.set(bytes);
+  device.queue.writeBuffer(buf(id), byteOffset, padded as Uint8Array<ArrayBuffer>); // never a shared view (copied above)
   queueWork++;
+}
+
+// ---- The upload ring: mapped staging buffers for large writes ----
+
+const STAGED_WRITE = 1 << 20;
+const UPLOAD_CHUNK = 8 << 20;
+const UPLOAD_BUFFERS = 2;
+/** Staging buffers mapped for writing, ready to fill. */
+let uploadReady: GPUBuffer[] = [];
+/** Staging buffers being mapped again after their copy (null if the mapping failed: dropped). */
+let uploadMapping: Promise<GPUBuffer | null>[] = [];
+let uploadCount = 0;
+
+/** A staging buffer mapped for writing: a ready one, a new one while the ring is short, else the next to be mapped again. */
+async function takeUpload(): Promise<GPUBuffer> {
+  for (;;) {
+    const ready = uploadReady.pop();
+    if (ready) return ready;
+    if (uploadCount < UPLOAD_BUFFERS || !uploadMapping.length) {
+      uploadCount++;
+      return createScratch(device, UPLOAD_CHUNK, GPUBufferUsage.MAP_WRITE | GPUBufferUsage.COPY_SRC, true, 'an upload', true);
+    }
+    const again = await uploadMapping.shift()!;
+    if (again) return again;
+  }
+}
+
+/** Copies `data` into storage `id` chunk by chunk through the ring: fill a mapped buffer, unmap, copy, submit. */
+async function writeStaged(id: number, byteOffset: number, data: Uint8Array): Promise<void> {
+  const target = buf(id);
+  for (let off = 0; off < data.byteLength; off += UPLOAD_CHUNK) {
+    const n = Math.min(UPLOAD_CHUNK, data.byteLength - off), n4 = Math.ceil(n / 4) * 4;
+    const staging = await takeUpload();
+    const range = new Uint8Array(staging.getMappedRange(0, n4));
+    range.set(data.subarray(off, off + n));
+    if (n4 > n) range.fill(0, n);
+    staging.unmap();
+    encodePending();
+    encoder ??= device.createCommandEncoder();
+    encoder.copyBufferToBuffer(staging, 0, target, byteOffset + off, n4);
+    flush();
+    const ring = uploadMapping;
+    ring.push(staging.mapAsync(GPUMapMode.WRITE).then(() => {
+      if (ring !== uploadMapping) return null; // dropped meanwhile
+      return staging;
+    }, () => null));
+  }
+}
+
+/** Destroys the upload ring (emptyCache, memory pressure, close). */
+function dropUploads(): void {
+  for (const b of uploadReady) destroyBuffer(b);
+  const mapping = uploadMapping;
+  uploadReady = [];
+  uploadMapping = [];
+  uploadCount = 0;
+  for (const p of mapping) void p.then((b) => b && destroyBuffer(b));
 }
 
 /**
@@ -956,14 +1069,21 @@ function recordDeviceCheck(enc: GPUCommandEncoder): Promise<void> | null {
   return Promise.resolve().then(async () => {
     try {
       await staging.mapAsync(GPUMapMode.READ);
-      const [code, bad] = new Int32Array(staging.getMappedRange().slice(0));
+      const [code, lo, hi] = new Uint32Array(staging.getMappedRange().slice(0));
       staging.unmap();
-      if (code) throw new Error(messages[code - 1].replace('%d', String(bad)));
+      // the bad value's two words (wgsl/index.ts `fail64`): an int64
+      if (code) throw new Error(messages[code - 1].replace('%d', String(BigInt.asIntN(64, (BigInt(hi) << 32n) | BigInt(lo)))));
     } finally {
       if (staging === errorStaging) errorStagingTaken = false;
       else staging.destroy();
     }
   });
+}
+
+/** The low and high 32-bit words (as int32 bit patterns) of an integer-valued number in int64's range. */
+function words64(v: number): [number, number] {
+  const b = BigInt.asUintN(64, BigInt(Math.trunc(v)));
+  return [Number(b & 0xffffffffn) | 0, Number(b >> 32n) | 0];
 }
 
 // ---- The index family (wgsl/index.ts): gather, scatter, cumulative, sort, one_hot ----
@@ -977,18 +1097,19 @@ function runIndex(cmd: IndexCommand): void {
       if (!n) return;
       const { bind, slot } = slotsOf(buf(cmd.out.id), [buf(cmd.x.id), buf(cmd.idx.id)]);
       const p = indexParams(n, cmd.shape, cmd.out.offset, [cmd.x, cmd.idx], [cmd.dimStride, cmd.check.size, +cmd.check.wrap, checkCode(cmd.k, cmd.check.message)]);
-      dispatchCode(gatherShader(cmd.shape.length, cmd.dt, slot[0], slot[1], bind.length), [...bind, deviceErrors!], p, grid1d(Math.ceil(n / elementsPerWord(cmd.dt))));
+      dispatchCode(gatherShader(cmd.shape.length, cmd.dt, slot[0], slot[1], bind.length), [...bind, deviceErrors!], p, grid1d(invocationsFor(n, cmd.dt)));
       return;
     }
     case 'scatter': {
       const n = count(cmd.shape), m = count(cmd.idxShape), wdt = wordDt(cmd.dt);
       if (!n) return;
       viaScratch(cmd.out, cmd.dt, n, wdt, (target, offset) => {
-        runMap([{ r: cmd.x, dt: cmd.dt }], cmd.shape, target, offset, wdt, 'x0', computeType(cmd.dt));
+        runMap([{ r: cmd.x, dt: cmd.dt }], cmd.shape, target, offset, wdt, 'x0', valueClass(cmd.dt));
         if (!m) return;
         const { bind, slot } = slotsOf(target, [buf(cmd.idx.id), ...(cmd.src ? [buf(cmd.src.id)] : [])]);
         const views = [{ offset, strides: cmd.dstStrides }, cmd.idx, cmd.src ?? { offset: 0, strides: [] }];
-        const extra = [cmd.dimStride, cmd.check.size, +cmd.check.wrap, checkCode(cmd.k, cmd.check.message), scalarWord(cmd.value, computeType(cmd.dt))];
+        const extra = [cmd.dimStride, cmd.check.size, +cmd.check.wrap, checkCode(cmd.k, cmd.check.message),
+          ...(cmd.dt === StorageCode.I64 ? words64(cmd.value) : [scalarWord(cmd.value, computeType(cmd.dt))])];
         dispatchCode(scatterIndexShader(cmd.idxShape.length, cmd.dt, cmd.add, slot[0], cmd.src ? slot[1] : -1, bind.length), [...bind, deviceErrors!],
           indexParams(m, cmd.idxShape, 0, views, extra), grid1d(m));
       });
@@ -997,11 +1118,11 @@ function runIndex(cmd: IndexCommand): void {
     case 'cumulative': {
       const lines = count(cmd.lines);
       if (!lines || !cmd.len) return;
-      viaScratch(cmd.out, cmd.outDt, lines * cmd.len, wordDt(cmd.dt), (target, offset) => {
+      // integers run in 64 bits into the int64 output; floats in f32 (wgsl/index.ts)
+      viaScratch(cmd.out, cmd.outDt, lines * cmd.len, cmd.outDt === StorageCode.I64 ? StorageCode.I64 : wordDt(cmd.dt), (target, offset) => {
         const { bind, slot } = slotsOf(target, [buf(cmd.x.id)]);
-        const code = cmd.check ? checkCode(cmd.k, cmd.check.message) : 0;
-        dispatchCode(cumulativeShader(cmd.lines.length, cmd.dt, cmd.prod, slot[0], bind.length, code > 0), code ? [...bind, deviceErrors!] : bind,
-          indexParams(lines, cmd.lines, offset, [cmd.x], [cmd.len, cmd.dimStride, cmd.inner, code]), grid1d(lines));
+        dispatchCode(cumulativeShader(cmd.lines.length, cmd.dt, cmd.prod, slot[0], bind.length), bind,
+          indexParams(lines, cmd.lines, offset, [cmd.x], [cmd.len, cmd.dimStride, cmd.inner]), grid1d(lines));
       });
       return;
     }
@@ -1009,17 +1130,20 @@ function runIndex(cmd: IndexCommand): void {
       const { len, inner } = cmd, n = cmd.outer * len * inner;
       if (!n) return;
       const padded = 2 ** Math.ceil(Math.log2(len)), total = (n / len) * padded, blocks = Math.ceil(total / SORT_BLOCK);
-      const tmp = createScratch(device, total * 8, GPUBufferUsage.STORAGE, false, 'sort');
+      // int64 keys take two words (a third array of the scratch: wgsl/index.ts)
+      const wide = cmd.dt === StorageCode.I64;
+      const tmp = createScratch(device, total * (wide ? 12 : 8), GPUBufferUsage.STORAGE, false, 'sort');
       retired.push(tmp);
-      const params = (k = 0, j = 0) => sortParams(total, padded, len, inner, cmd.x.offset, k, j, cmd.out.offset, n);
+      const params = (k = 0, j = 0, outOffset = 0) => sortParams(total, padded, len, inner, cmd.x.offset, k, j, outOffset, n);
       const init = slotsOf(tmp, [buf(cmd.x.id)]);
       dispatchCode(sortInitShader(cmd.dt, cmd.descending, init.slot[0], init.bind.length), init.bind, params(), grid1d(total));
-      dispatchCode(sortLocalShader(false), [tmp], params(), grid1d(blocks * IWG));
+      dispatchCode(sortLocalShader(false, wide), [tmp], params(), grid1d(blocks * IWG));
       for (let k = 2 * SORT_BLOCK; k <= padded; k *= 2) {
-        for (let j = k / 2; j >= SORT_BLOCK; j /= 2) dispatchCode(sortGlobalShader(), [tmp], params(k, j), grid1d(total / 2));
-        dispatchCode(sortLocalShader(true), [tmp], params(k), grid1d(blocks * IWG));
+        for (let j = k / 2; j >= SORT_BLOCK; j /= 2) dispatchCode(sortGlobalShader(wide), [tmp], params(k, j), grid1d(total / 2));
+        dispatchCode(sortLocalShader(true, wide), [tmp], params(k), grid1d(blocks * IWG));
       }
-      dispatchCode(sortOutShader(), [buf(cmd.out.id), tmp], params(), grid1d(n));
+      // positions as i32 words, widened into the int64 output
+      viaScratch(cmd.out, StorageCode.I64, n, StorageCode.I32, (target, offset) => dispatchCode(sortOutShader(), [target, tmp], params(0, 0, offset), grid1d(n)));
       return;
     }
     case 'oneHot': {
@@ -1050,7 +1174,10 @@ export const gpuBackend: Backend = {
     for (const l of limitNames) requiredLimits[l] = found.limits[l];
     device = await found.requestDevice({ requiredFeatures: features, requiredLimits });
     countBuffers(device);
-    setPressureHandler(dropReadStaging);
+    setPressureHandler(() => {
+      dropReadStaging();
+      dropUploads();
+    });
     paramAlign = device.limits.minStorageBufferOffsetAlignment;
     maxBinding = device.limits.maxStorageBufferBindingSize;
     rowDev = rowDevice(device.features, found.info, env('WEBTORCH_ROWS'));
@@ -1074,14 +1201,21 @@ export const gpuBackend: Backend = {
   mark,
   timePasses(on) {
     flush();
-    if (on && device.features.has('timestamp-query')) timer = new PassTimer();
-    else if (!on) stopped = timer ?? stopped;
-    if (!on) timer = null;
+    if (on) {
+      if (!timer && device.features.has('timestamp-query')) timer = new PassTimer();
+    } else if (timer) {
+      stopped = timer;
+      timer = null;
+    }
+  },
+  traceSeq(seq) {
+    traceSeq = seq;
   },
   async passTimes() {
+    if (timer) return timer.drain(false);
     const t = stopped;
     stopped = null;
-    return t ? t.total() : null;
+    return t ? t.drain(true) : null;
   },
   async idle() {
     encodePending();
@@ -1103,6 +1237,7 @@ export const gpuBackend: Backend = {
     for (const b of buffers.values()) b.destroy();
     buffers.clear();
     dropReadStaging();
+    dropUploads();
     device?.destroy();
     adapter = null;
     gpu = null;

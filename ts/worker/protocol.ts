@@ -39,14 +39,13 @@ export type Command =
   | { k: 'fill'; out: Place; dt: StorageCode; n: number; value: number }
   | { k: 'arange'; out: Place; dt: StorageCode; n: number; start: number; step: number }
   | RandomCommand
-  /** `check`: a float -> int64 cast raises on NaN, infinities and values outside int64's 32-bit storage. */
+  /** `check`: a float -> int64 cast raises on NaN, infinities and values outside int64's range. */
   | { k: 'copy'; src: ViewRef; srcDt: StorageCode; out: Place; dt: StorageCode; shape: number[]; check?: DeviceCheck }
   | { k: 'copyInto'; src: ViewRef; srcDt: StorageCode; dst: ViewRef; dt: StorageCode; shape: number[] }
   | { k: 'unary'; op: number; a: ViewRef; dt: StorageCode; out: Place; outDt: StorageCode; shape: number[]; s: [number, number, number]; check?: DeviceCheck }
   | { k: 'binary'; op: number; a: Operand; b: Operand; dt: StorageCode; out: Place; outDt: StorageCode; shape: number[]; alpha: number; check?: DeviceCheck }
   | { k: 'where'; c: ViewRef; a: ViewRef; b: ViewRef; dt: StorageCode; out: Place; shape: number[] }
-  /** `check`: an integer sum or product must fit the output's 32-bit storage (int64 outputs). */
-  | { k: 'reduce'; op: number; a: ViewRef; dt: StorageCode; out: Place; outDt: StorageCode; outer: number; inner: number; check?: DeviceCheck }
+  | { k: 'reduce'; op: number; a: ViewRef; dt: StorageCode; out: Place; outDt: StorageCode; outer: number; inner: number }
   /**
    * A row normalisation of each row of a contiguous f32 [outer, inner] block: softmax or
    * log-softmax, or layer norm when `norm` is given (weight and bias optional). GPU devices only
@@ -85,6 +84,8 @@ export type Command =
   | { k: 'writeHost'; peer: string; dst: number; dstOffset: number; id: number; byteOffset: number; bytes: number }
   /** Worker-internal, never on the wire: a read or sync run in its stream's order (ts/worker/executor.ts). */
   | { k: 'call'; fn: () => void }
+  /** While the profiler (ts/profiler) records: the stream's later commands belong to caller op `op`. */
+  | { k: 'opTag'; op: number }
   | { k: 'send'; peer: string; tag: number; id: number; byteOffset: number; bytes: number }
   | { k: 'recv'; peer: string; tag: number; id: number; byteOffset: number }
   | IndexCommand;
@@ -206,6 +207,30 @@ export interface WorkerProfile {
    * shape), from timestamp queries around a pass per dispatch; null where the device cannot tell.
    */
   gpu: Record<string, { count: number; ms: number }> | null;
+  /**
+   * The profiler's timeline (ts/profiler): each kernel command run, in order, with the caller op
+   * it belongs to (`opTag`), its stream, and when the worker ran it (`t0`..`t1`, milliseconds
+   * since the epoch, `performance.timeOrigin + performance.now()`; on the cpu device this is the
+   * kernel's own time).
+   */
+  trace: TraceEntry[];
+  /**
+   * The GPU's timed passes, one per dispatch: the `trace` entry it belongs to (`seq`), its label,
+   * and its start and end in milliseconds on the GPU's clock (relative to the first pass);
+   * null where the device has no timestamp queries.
+   */
+  passes: { seq: number; label: string; start: number; end: number }[] | null;
+}
+
+/** One command in a worker profile's `trace`. */
+export interface TraceEntry {
+  /** Its number, unique in the worker (GPU passes name it). */
+  seq: number;
+  op: number;
+  stream: number;
+  name: string;
+  t0: number;
+  t1: number;
 }
 
 /**
@@ -214,15 +239,11 @@ export interface WorkerProfile {
  * replaced by that value) at the next sync point, naming the command. The GPU's kernels record
  * it in a small error buffer (wgsl/index.ts), the cpu's return a flag (ts/worker/cpu.ts).
  * Integer division checks ride on `binary` commands of floor_divide, trunc_divide and
- * remainder with an integer dtype; int64 overflow checks on `reduce` (sum, prod) and `binary`
- * (add, sub, mul) commands with an int64 output, since int64 is stored in 32 bits.
+ * remainder with an integer dtype; range checks on `copy` commands of float -> int64 casts.
  */
 export interface DeviceCheck {
   message: string;
-  /**
-   * An int64 overflow check (the op table's `wgsl.i32Checked` on the GPU): its message, which may
-   * differ from `message` (a division's zero-divisor check).
-   */
+  /** A second check of the same kernel (a float -> int64 cast's range on the GPU): its message. */
   overflow?: string;
 }
 
@@ -250,7 +271,7 @@ export interface IndexCheck extends DeviceCheck {
  * - `scatter`: copies `x` into `out`, then writes or adds src (or `value`, already in the
  *   dtype's range) at out + dstStrides·i + idx(i) * dimStride over the index's shape.
  * - `cumulative`: running sums or products along lines of x (`lines` is x's shape without the
- *   dim) into a contiguous `out`; `check`: every running value must fit in 32 bits (int64 out).
+ *   dim) into a contiguous `out` (int64 for integer inputs).
  * - `sort`: the stable sort order (int64) of the contiguous [outer, len, inner] block at `x`.
  * - `oneHot`: idx.numel() × classes int64 zeros and ones.
  */
@@ -258,7 +279,7 @@ export type IndexCommand =
   | { k: 'gather'; x: ViewRef; idx: ViewRef; dt: StorageCode; out: Place; shape: number[]; dimStride: number; check: IndexCheck }
   | { k: 'scatter'; add: boolean; x: ViewRef; dt: StorageCode; out: Place; shape: number[]; dstStrides: number[]; idx: ViewRef;
       src: ViewRef | null; value: number; idxShape: number[]; dimStride: number; check: IndexCheck }
-  | { k: 'cumulative'; prod: boolean; x: ViewRef; dt: StorageCode; out: Place; outDt: StorageCode; lines: number[]; len: number; check?: DeviceCheck;
+  | { k: 'cumulative'; prod: boolean; x: ViewRef; dt: StorageCode; out: Place; outDt: StorageCode; lines: number[]; len: number;
       dimStride: number; inner: number }
   | { k: 'sort'; x: Place; dt: StorageCode; descending: boolean; out: Place; outer: number; len: number; inner: number }
   | { k: 'oneHot'; idx: Place; out: Place; n: number; classes: number; check: IndexCheck };

@@ -88,9 +88,9 @@ function checkBudget(size: number, what: string): void {
 }
 
 /** A scratch buffer, counted in the allocator's reserved bytes until it is destroyed; within the budget, or throws. */
-export function createScratch(device: GPUDevice, size: number, usage: GPUBufferUsageFlags, cached = false, what = 'a kernel'): GPUBuffer {
+export function createScratch(device: GPUDevice, size: number, usage: GPUBufferUsageFlags, cached = false, what = 'a kernel', mappedAtCreation = false): GPUBuffer {
   checkBudget(size, what);
-  const b = device.createBuffer({ size, usage });
+  const b = device.createBuffer({ size, usage, mappedAtCreation });
   const slot = cached ? ScratchSlot.cached : ScratchSlot.transient;
   kinds.set(b, slot);
   if (cached) cachedLive += b.size;

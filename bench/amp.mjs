@@ -1,0 +1,76 @@
+// Mixed precision, a quick comparison: an MLP training step (784-256-256-10, batch 64, SGD) and a
+// small CNN step in float32 and under autocast + GradScaler, and a 512² matmul in float32, float16
+// and bfloat16, on each device. Figures are steps (or matmuls) per second, from the caller to the
+// sync point, over a fixed number of iterations after a warm-up. PyTorch's figures for the same
+// cases on this machine's CPU come from bench/amp_torch.py.
+//
+// Run: npm run build && node bench/amp.mjs [--devices cpu,gpu:0] [--iters 30]
+import { parseArgs } from 'node:util';
+import * as torch from '../dist/webtorch.js';
+
+const { values: args } = parseArgs({ options: { devices: { type: 'string', default: 'cpu,gpu:0' }, iters: { type: 'string', default: '30' } } });
+const iters = Number(args.iters);
+torch.gpu.configure({ allowSoftware: true });
+await torch.gpu.init();
+const { nn, F } = torch;
+
+/** Per second over `iters` calls of `step` after `warm` of them; `step` returns a tensor to sync on. */
+async function rate(step, warm = 5) {
+  for (let i = 0; i < warm; i++) { const t = await step(); await t.item(); t.dispose(); }
+  const t0 = performance.now();
+  let last = null;
+  for (let i = 0; i < iters; i++) { last?.dispose(); last = await step(); }
+  await last.item();
+  last.dispose();
+  return iters / ((performance.now() - t0) / 1000);
+}
+
+function trainer(dev, makeModel, x, y, amp, dtype) {
+  torch.manualSeed(0);
+  const model = makeModel().to(dev);
+  const opt = new torch.optim.SGD(model.parameters(), { lr: 0.01 });
+  const scaler = new torch.amp.GradScaler(dev.startsWith('gpu') ? 'gpu' : 'cpu', { enabled: amp });
+  const type = dev.startsWith('gpu') ? 'gpu' : 'cpu';
+  const step = async () => {
+    opt.zeroGrad();
+    const loss = torch.autocast(type, { enabled: amp, dtype }, () => torch.tidy(() => F.crossEntropy(model.call(x), y)));
+    torch.tidy(() => scaler.scale(loss).backward());
+    await scaler.step(opt);
+    scaler.update();
+    return loss;
+  };
+  const free = () => {
+    opt.zeroGrad();
+    scaler.dispose();
+    for (const st of opt.state.values()) for (const v of Object.values(st)) if (v instanceof torch.Tensor) v.dispose();
+    model.parameters().forEach((p) => p.dispose());
+  };
+  return { step, free };
+}
+
+const mlp = () => new nn.Sequential(new nn.Linear(784, 256), new nn.ReLU(), new nn.Linear(256, 256), new nn.ReLU(), new nn.Linear(256, 10));
+const cnn = () => new nn.Sequential(new nn.Conv2d(1, 8, 3, { padding: 1 }), new nn.ReLU(), new nn.MaxPool2d(2), new nn.Conv2d(8, 16, 3, { padding: 1 }), new nn.ReLU(),
+  new nn.MaxPool2d(2), new nn.Flatten(), new nn.Linear(16 * 7 * 7, 10));
+
+const rows = [];
+for (const dev of args.devices.split(',')) {
+  const low = dev.startsWith('gpu') ? 'float16' : 'bfloat16';
+  const xm = torch.randn([64, 784], { device: dev }), xc = torch.randn([32, 1, 28, 28], { device: dev });
+  const ym = torch.randint(0, 10, [64], { device: dev }), yc = torch.randint(0, 10, [32], { device: dev });
+  for (const [name, make, x, y] of [['MLP step', mlp, xm, ym], ['CNN step', cnn, xc, yc]]) {
+    for (const amp of [false, true]) {
+      const t = trainer(dev, make, x, y, amp, low);
+      rows.push({ case: name, dev, mode: amp ? `AMP ${low}` : 'float32', perSec: await rate(t.step) });
+      t.free();
+    }
+  }
+  for (const dt of ['float32', 'float16', 'bfloat16']) {
+    const a = torch.randn([512, 512], { device: dev }).to(dt), b = torch.randn([512, 512], { device: dev }).to(dt);
+    rows.push({ case: 'matmul 512²', dev, mode: dt, perSec: await rate(() => torch.tidy(() => a.matmul(b).sum())) });
+    [a, b].forEach((t) => t.dispose());
+  }
+  [xm, xc, ym, yc].forEach((t) => t.dispose());
+}
+console.log('| case | device | mode | per second |\n|---|---|---|---|');
+for (const r of rows) console.log(`| ${r.case} | ${r.dev} | ${r.mode} | ${r.perSec.toPrecision(3)} |`);
+await torch.shutdown();

@@ -1,0 +1,125 @@
+// The web app (npm run web): lists the devices and their adapters, trains the digits classifier
+// on the chosen device with live charts of loss/accuracy and of each device's allocated vs
+// reserved memory, and measures the page's own frame times while the device workers compute.
+// `window.app` exposes the app's state to the browser test (test/browser/app.test.ts).
+import * as torch from '/dist/webtorch.js';
+import { framesChart, lossChart, memoryChart } from './charts.js';
+import { loadDigits, train } from './train.js';
+
+const $ = (id) => document.getElementById(id);
+const state = { ready: false, running: false, stop: false, steps: 0, epochs: 0, lastAccuracy: null, frames: { count: 0, max: 0, over50: 0, p95: 0 }, error: null };
+window.app = state;
+
+function fail(e) {
+  state.error = String(e?.stack ?? e);
+  $('status').textContent = `Error: ${e?.message ?? e}`;
+  console.error(e);
+}
+
+// ---- Frame times: every animation frame, always; the stats are those of the current run ----
+let frameTimes = [];
+let last = performance.now();
+const t0 = performance.now();
+let frames;
+function frame(now) {
+  const dt = now - last;
+  last = now;
+  if (state.running) {
+    frameTimes.push(dt);
+    frames?.push((now - t0) / 1000, dt, 50);
+    if (frameTimes.length % 10 === 0) showFrames();
+  }
+  requestAnimationFrame(frame);
+}
+// Long tasks: stretches of 50 ms or more when this page's own thread was busy. A slow frame with
+// no long task was held up elsewhere (the browser's GPU process, which also runs WebGPU).
+let longTasks = [];
+try {
+  new PerformanceObserver((list) => {
+    if (state.running) longTasks.push(...list.getEntries().map((e) => e.duration));
+  }).observe({ type: 'longtask', buffered: false });
+} catch {
+  longTasks = null; // no Long Tasks API in this browser
+}
+function showFrames() {
+  const sorted = [...frameTimes].sort((a, b) => a - b);
+  const f = state.frames = {
+    count: sorted.length, max: sorted.at(-1) ?? 0, over50: sorted.filter((t) => t > 50).length,
+    p50: sorted[Math.floor(sorted.length * 0.5)] ?? 0, p95: sorted[Math.floor(sorted.length * 0.95)] ?? 0, mean: sorted.reduce((a, b) => a + b, 0) / (sorted.length || 1),
+  };
+  f.longTasks = longTasks?.length ?? null;
+  f.longestTask = longTasks?.length ? Math.max(...longTasks) : 0;
+  $('frames').textContent = `${f.count} frames while training: mean ${f.mean.toFixed(1)} ms, p95 ${f.p95.toFixed(1)} ms, max ${f.max.toFixed(1)} ms, ${f.over50} over 50 ms` +
+    (longTasks ? `; this page's thread: ${f.longTasks} long task${f.longTasks === 1 ? '' : 's'}${f.longTasks ? ` (longest ${f.longestTask.toFixed(0)} ms)` : ''}` : '');
+}
+
+async function main() {
+  // A software adapter (SwiftShader, lavapipe) is a GPU for this demo.
+  torch.gpu.configure({ allowSoftware: true });
+  const s = await torch.backends.summary();
+  state.summary = s;
+  const badge = (on, text) => `<span class="${on ? '' : 'off'}">${text}: ${on ? 'yes' : 'no'}</span>`;
+  $('isolation').innerHTML = badge(s.crossOriginIsolated, 'cross-origin isolated') + badge(s.pinnedMemory, 'pinned memory') + badge(s.cpuHelperThreads, `cpu threads (${s.cpuThreads})`) + badge(s.webgpu, 'WebGPU');
+  const devices = ['cpu', ...s.gpus.map((_, i) => `gpu:${i}`)];
+  const rows = [['cpu', 'AssemblyScript kernels on WebAssembly (SIMD)', `${s.cpuThreads} thread${s.cpuThreads > 1 ? 's' : ''}`]];
+  s.gpus.forEach((g, i) => rows.push([`gpu:${i}`, [g.vendor, g.architecture, g.description || g.device].filter(Boolean).join(' · '), g.isSoftware ? 'software adapter' : 'hardware']));
+  if (!s.gpus.length) rows.push(['gpu', '—', `no WebGPU device: ${s.gpuError ?? 'none found'}`]);
+  $('devices').tBodies[0].innerHTML = rows.map((r) => `<tr>${r.map((c) => `<td>${c}</td>`).join('')}</tr>`).join('');
+  $('device').innerHTML = devices.map((d) => `<option>${d}</option>`).join('');
+  $('device').value = devices.at(-1);
+
+  const losses = lossChart($('chart-loss'));
+  const memory = memoryChart($('chart-memory'), devices);
+  frames = framesChart($('chart-frames'));
+  // Memory: the allocator's figures are synchronous on this thread, so sample them a few times a second.
+  setInterval(() => {
+    if (!state.running) return;
+    memory.push((performance.now() - t0) / 1000, ...devices.flatMap((d) => [torch.gpu.memoryAllocated(d), torch.gpu.memoryReserved(d)]));
+  }, 200);
+  state.charts = { losses, memory, frames };
+
+  $('status').textContent = 'Loading the digits…';
+  const data = await loadDigits(torch);
+  $('status').textContent = `${data.train.n} training and ${data.test.n} test images. Pick a device and train.`;
+  $('train').disabled = false;
+  state.ready = true;
+
+  $('stop').onclick = () => (state.stop = true);
+  $('train').onclick = async () => {
+    const device = $('device').value, epochs = Number($('epochs').value), batchSize = Number($('batch').value), lr = Number($('lr').value);
+    Object.assign(state, { running: true, stop: false, steps: 0, epochs: 0, device });
+    frameTimes = [];
+    if (longTasks) longTasks = [];
+    losses.clear();
+    $('train').disabled = true;
+    $('stop').disabled = false;
+    const started = performance.now();
+    try {
+      await train(torch, data, { device, epochs, batchSize, lr }, {
+        shouldStop: () => state.stop,
+        onStep: ({ epoch, step, loss }) => {
+          state.steps = step;
+          if (step % 4 === 0) losses.push(epoch, loss, null);
+          $('status').textContent = `Training on ${device}: epoch ${Math.ceil(epoch)} of ${epochs}, step ${step}, loss ${loss.toFixed(4)}`;
+        },
+        onEpoch: ({ epoch, accuracy }) => {
+          state.epochs = epoch;
+          state.lastAccuracy = accuracy;
+          losses.push(epoch, null, accuracy);
+        },
+      });
+      const secs = ((performance.now() - started) / 1000).toFixed(1);
+      $('status').textContent = `Done on ${device}: ${state.epochs} epochs, ${state.steps} steps in ${secs} s, test accuracy ${(100 * (state.lastAccuracy ?? 0)).toFixed(1)}%`;
+    } catch (e) {
+      fail(e);
+    } finally {
+      showFrames();
+      state.running = false;
+      $('train').disabled = false;
+      $('stop').disabled = true;
+    }
+  };
+}
+
+requestAnimationFrame(frame);
+main().catch(fail);
