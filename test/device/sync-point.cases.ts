@@ -139,6 +139,16 @@ export function syncPointSuite(mode: 'slot' | 'message'): void {
         await end.synchronize();
         expect(start.elapsedTime(end), d).toBeGreaterThanOrEqual(0);
         expect(end.query(), d).toBe(true);
+        // an event recorded with nothing after it: the next synchronize covers its record too
+        for (let i = 0; i < 10; i++) {
+          const z = x.add(i);
+          const e = new torch.gpu.Event();
+          e.record(torch.gpu.currentStream(d));
+          await z.data();
+          await torch.gpu.synchronize(d);
+          expect(e.query(), `${d}: query() after synchronize (${i})`).toBe(true);
+          z.dispose();
+        }
         x.dispose();
         y.dispose();
       }

@@ -833,6 +833,8 @@ let submitEvery = 32;
  * finished: a `synchronize` with nothing handed over since asks the queue nothing.
  */
 let queueWork = 0, queueDone = 0;
+/** Marks (events' records) and dropped uploads still waiting on the device: a `synchronize` waits for them too. */
+let settling = 0;
 
 /** Submits everything recorded so far. */
 function flush(): void {
@@ -918,7 +920,13 @@ function dropUploads(): void {
   uploadReady = [];
   uploadMapping = [];
   uploadCount = 0;
-  for (const p of mapping) void p.then((b) => b && destroyBuffer(b));
+  for (const p of mapping) {
+    settling++;
+    void p.then((b) => {
+      settling--;
+      if (b) destroyBuffer(b);
+    });
+  }
 }
 
 /**
@@ -1000,6 +1008,15 @@ let timeBase: bigint | null = null;
  * the worker's clock when `onSubmittedWorkDone` resolves.
  */
 async function mark(timing: boolean): Promise<number> {
+  settling++;
+  try {
+    return await markNow(timing);
+  } finally {
+    settling--;
+  }
+}
+
+async function markNow(timing: boolean): Promise<number> {
   if (!timing || !device.features.has('timestamp-query')) {
     flush();
     await device.queue.onSubmittedWorkDone();
@@ -1219,8 +1236,9 @@ export const gpuBackend: Backend = {
   },
   async idle() {
     encodePending();
-    // Nothing recorded, handed over or left to check since a sync point saw the queue finish.
-    if (!encoder && !scoped && !checkCodes.size && !errorChecks.length && queueWork === queueDone) return;
+    // Nothing recorded, handed over, waited on or left to check since a sync point saw the queue
+    // finish: nothing to ask the queue (the flush only destroys the buffers retired since).
+    if (!encoder && !scoped && !checkCodes.size && !errorChecks.length && !settling && queueWork === queueDone) return flush();
     const deviceCheck = checkCodes.size ? recordDeviceCheck((encoder ??= device.createCommandEncoder())) : null;
     flush();
     closeScope();
