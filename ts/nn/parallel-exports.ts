@@ -1,0 +1,4 @@
+/** `torch.nn.parallel`: DataParallel and its building blocks. */
+export { DataParallel } from './parallel.js';
+export type { DataParallelOptions } from './parallel.js';
+export { scatter, replicate, parallelApply, gather } from './parallel-apply.js';
