@@ -27,6 +27,8 @@ export {
 } from './rng.js';
 export { Stream, currentStream, defaultStream, setStream, stream, withStream } from './runtime/streams.js';
 export { Event } from './runtime/events.js';
+/** `torch.gpu.comm` (PyTorch's `torch.cuda.comm`): collectives over a list of tensors on several devices (ts/distributed/comm.ts). */
+export * as comm from './distributed/comm.js';
 export type { LegacyTensorType } from './legacy.js';
 
 /** What `torch.gpu.configure` takes. */
