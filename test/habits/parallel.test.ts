@@ -2,8 +2,9 @@
  * The seeds' examples of several GPUs in one process, translated as setup.ts says: seed 001's
  * DataParallel (whose `gpu_ids=` is not a keyword of PyTorch's DataParallel: word for word it
  * raises PyTorch's TypeError, and with `deviceIds` it trains) and its model-parallel class;
- * seed 003's "DataParallel when there is more than one GPU". (Seed 003's DistributedDataParallel
- * needs torch.distributed, which webtorch does not have yet.)
+ * seed 003's "DataParallel when there is more than one GPU" and its DistributedDataParallel loop,
+ * each rank a `torch.distributed.spawn` task (the launcher's part: rank r on cuda:r, RANK and
+ * WORLD_SIZE given to initProcessGroup) with `backend: 'nccl'` as written ('webtorch''s alias).
  */
 import { describe, expect, it } from 'vitest';
 import * as torch from '../../dist/webtorch.js';
@@ -118,5 +119,48 @@ describe('seed 003: multi-GPU training', () => {
     const [a, b] = [(await y.values()) as number[], (await ref.values()) as number[]];
     a.forEach((v, i) => expect(Math.abs(v - b[i])).toBeLessThan(1e-5));
     for (const t of [x, y, ref, ...inner.parameters()]) t.dispose();
+  });
+});
+
+describe('seed 003: DistributedDataParallel', () => {
+  it('dist.init_process_group(backend=\'nccl\'); model = DDP(MyModel().cuda()); the training loop', async () => {
+    const dist = torch.distributed;
+    const DDP = torch.nn.parallel.DistributedDataParallel;
+    torch.manualSeed(4);
+    const X = torch.randn([16, 6]), Y = torch.tensor([0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2, 0]);
+    const finals = await dist.spawn(async (rank: number) => {
+      // Initialize process group
+      await dist.initProcessGroup({ backend: 'nccl' });
+      // Create model and move to GPU
+      torch.manualSeed(10 + rank); // each rank builds its own model: DDP starts them all from rank 0's
+      let model: torch.nn.Module = new MyNet().cuda();
+      const net = model;
+      model = new DDP(model);
+      const optimizer = new optim.SGD(model.parameters(), { lr: 0.1 });
+      const criterion = new nn.CrossEntropyLoss();
+      // this rank's half of the data, in batches of 4
+      const ds = new torch.TensorDataset(X.narrow(0, rank * 8, 8), Y.narrow(0, rank * 8, 8));
+      const dataloader = new torch.DataLoader(ds, { batchSize: 4 });
+      // Training loop
+      for await (const [input, target] of dataloader) {
+        // torch.tidy frees the cuda() copies and the output once the loss is made
+        const loss = torch.tidy(() => {
+          const output = model(input.cuda());
+          return criterion(output, target.cuda());
+        });
+        loss.backward();
+        optimizer.step();
+        for (const t of [input, target, loss]) t.dispose();
+        optimizer.zeroGrad(); // (the seed leaves it out; without it the gradients accumulate)
+      }
+      const w = (await net.parameters()[0].values()) as number[];
+      net.parameters().forEach((p) => p.dispose());
+      ds.tensors.forEach((t: torch.Tensor) => t.dispose());
+      return w;
+    }, { nprocs: 2 });
+    // DDP keeps the replicas equal: both ranks end with the same weights
+    expect(finals[1]).toEqual(finals[0]);
+    X.dispose();
+    Y.dispose();
   });
 });

@@ -120,15 +120,26 @@ const worlds = new Map<string, World>();
 /** The process group of the running rank (set by `initProcessGroup` inside `spawn`'s function). */
 const current = new ContextVar<ProcessGroup | null>('initProcessGroup', null);
 /** The world of the running `spawn` rank, for failure reports. */
-const spawnRank = new ContextVar<{ rank: number; group: ProcessGroup | null } | null>('spawn', null);
+const spawnRank = new ContextVar<SpawnedRank | null>('spawn', null);
+
+/** What `spawn` tells its ranks (PyTorch's launcher sets RANK and WORLD_SIZE the same way). */
+interface SpawnedRank {
+  rank: number;
+  nprocs: number;
+  key: string;
+  group: ProcessGroup | null;
+}
+let spawns = 0;
 
 /** `initProcessGroup`'s options, PyTorch's keywords. */
 export interface InitOptions {
-  /** `'webtorch'`: ranks in this process, one device each. */
+  /** `'webtorch'` (or `'nccl'`, its alias, as `'cuda'` is gpu's): ranks in this process, one device each. */
   backend?: string;
-  worldSize: number;
-  rank: number;
-  /** The rendezvous name (`'inproc://name'`; default `'inproc://default'`). */
+  /** The number of ranks (inside `spawn`: `nprocs` when omitted). */
+  worldSize?: number;
+  /** This rank (inside `spawn`: the spawned rank when omitted). */
+  rank?: number;
+  /** The rendezvous name (`'inproc://name'`; default: the enclosing `spawn`'s own, else `'inproc://default'`). */
   initMethod?: string;
   /** This rank's device (default: the current GPU, which `spawn` sets to `gpu:rank`). */
   device?: DeviceLike;
@@ -165,8 +176,10 @@ export class ProcessGroup {
  */
 export async function initProcessGroup(options: InitOptions): Promise<void> {
   checkOptions('initProcessGroup', options, ['backend', 'worldSize', 'rank', 'initMethod', 'device', 'timeout']);
-  const { backend = 'webtorch', worldSize, rank, initMethod = 'inproc://default', timeout = 30_000 } = options;
-  if (backend !== 'webtorch') throw new RangeError(`initProcessGroup: backend '${backend}' is not available (webtorch has 'webtorch': ranks in one process)`);
+  const who = spawnRank.get();
+  const { backend = 'webtorch', worldSize = who?.nprocs, rank = who?.rank, initMethod = who?.key ?? 'inproc://default', timeout = 30_000 } = options;
+  if (worldSize === undefined || rank === undefined) throw new TypeError('initProcessGroup: worldSize and rank are required outside torch.distributed.spawn (which sets them, as torchrun sets RANK and WORLD_SIZE)');
+  if (backend !== 'webtorch' && backend !== 'nccl') throw new RangeError(`initProcessGroup: backend '${backend}' is not available (webtorch has 'webtorch': ranks in one process)`);
   if (!Number.isInteger(worldSize) || worldSize < 1) throw new RangeError(`initProcessGroup: worldSize must be a positive integer, got ${String(worldSize)}`);
   if (!Number.isInteger(rank) || rank < 0 || rank >= worldSize) throw new RangeError(`initProcessGroup: rank must be in [0, ${worldSize}), got ${String(rank)}`);
   if (current.get()) throw new Error('initProcessGroup: trying to initialize the default process group twice!');
@@ -183,7 +196,6 @@ export async function initProcessGroup(options: InitOptions): Promise<void> {
   world.join(rank, dev);
   const group = new ProcessGroup(world, rank, dev);
   current.set(group);
-  const who = spawnRank.get();
   if (who) who.group = group;
   let timer: ReturnType<typeof setTimeout> | undefined;
   const late = new Promise<never>((_, rej) => {
@@ -231,8 +243,9 @@ export async function spawn<R>(fn: (rank: number, ...args: any[]) => R | Promise
   checkOptions('spawn', options, ['nprocs', 'args']);
   const { nprocs, args = [] } = options;
   if (!Number.isInteger(nprocs) || nprocs < 1) throw new RangeError(`spawn: nprocs must be a positive integer, got ${String(nprocs)}`);
+  const key = `inproc://spawn-${++spawns}`;
   const runs = Array.from({ length: nprocs }, (_, rank) => {
-    const who = { rank, group: null as ProcessGroup | null };
+    const who: SpawnedRank = { rank, nprocs, key, group: null };
     return spawnRank.run(who, () => current.run(null, async () => {
       try {
         return await withDevice(rank, async () => fn(rank, ...args));
