@@ -6,9 +6,9 @@
  * by line: snake_case → camelCase, `torch.cuda` → `torch.gpu`, `'cuda'` device strings as they are
  * (webtorch accepts them), `await` at the sync points, sizes as arrays (`torch.zeros([4, 3])`),
  * `with` blocks as callbacks, `a + b` as `a.add(b)`, `net[0]` as `net.at(0)`. Left to their own
- * issues, with no test here: CUDA graphs, AMP (autocast, GradScaler), TF32, DDP, the profiler,
- * NVTX, fork versus spawn. (RNG state is in rng.test.ts; streams, events and pinned memory in
- * streams.test.ts; DataParallel and model parallelism in parallel.test.ts.) `torch.cuda` is `torch.gpu`, so the
+ * issues, with no test here: CUDA graphs, AMP (autocast, GradScaler), TF32, the profiler, NVTX,
+ * fork versus spawn. (RNG state is in rng.test.ts; streams, events and pinned memory in
+ * streams.test.ts; DataParallel, model parallelism and DDP in parallel.test.ts.) `torch.cuda` is `torch.gpu`, so the
  * seeds' `torch.cuda.X` stays as it is where a test shows it (cuda-semantics.test.ts).
  */
 import { afterAll, beforeAll, expect } from 'vitest';
