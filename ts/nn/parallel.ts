@@ -40,12 +40,31 @@ type DPArgs = PyArgs<[deviceIds: DeviceLike[] | null, outputDevice: DeviceLike |
 export class DataParallel<M extends Module = Module> extends Module {
   /** The wrapped module (its parameters are the ones trained). */
   module!: M;
-  /** The devices used, in order (empty when there is no GPU: forward then calls the module). */
-  readonly deviceIds: Device[];
-  /** Where outputs are gathered. */
-  readonly outputDevice: Device | null;
   /** The scatter/gather dimension. */
   readonly dim: number;
+  private readonly _ids: Device[] | null;
+  private readonly _out: DeviceLike | null;
+  private _all: Device[] | null = null;
+
+  /**
+   * The devices used, in order. Without `deviceIds`, every GPU device, counted when first needed
+   * (after GPU discovery: `await torch.gpu.init()` or any GPU use); empty when there is no GPU,
+   * and forward then calls the module, as PyTorch's does without CUDA.
+   */
+  get deviceIds(): Device[] {
+    if (this._ids) return this._ids;
+    if (this._all) return this._all;
+    const n = knownGpuCount();
+    if (n === 0) return [];
+    return (this._all = Array.from({ length: n }, (_, i) => toDevice(i)));
+  }
+
+  /** Where outputs are gathered (`deviceIds[0]` unless given; null when there is no GPU). */
+  get outputDevice(): Device | null {
+    const ids = this.deviceIds;
+    if (ids.length === 0) return null;
+    return this._out == null ? ids[0] : this._out === -1 ? toDevice('cpu') : toDevice(this._out);
+  }
 
   constructor(module: M, ...args: DPArgs) {
     super();
@@ -58,29 +77,29 @@ export class DataParallel<M extends Module = Module> extends Module {
     if (o.deviceIds != null && !Array.isArray(o.deviceIds)) {
       throw new TypeError(`DataParallel(): deviceIds must be a list of devices, got ${typeof o.deviceIds}`);
     }
-    const ids = o.deviceIds ?? Array.from({ length: knownGpuCount() }, (_, i) => i);
-    this.deviceIds = ids.map((d) => {
+    this._ids = o.deviceIds == null ? null : o.deviceIds.map((d) => {
       const dev = toDevice(d);
       if (dev.type !== 'gpu') throw new RangeError(`DataParallel(): deviceIds must be GPU devices, got ${dev}`);
       return dev;
     });
-    const dup = this.deviceIds.find((d, i) => this.deviceIds.indexOf(d) !== i);
+    const ids = this._ids ?? [];
+    const dup = ids.find((d, i) => ids.indexOf(d) !== i);
     if (dup) throw new RangeError(`DataParallel(): deviceIds lists ${dup} more than once`);
-    if (o.deviceIds != null && this.deviceIds.length === 0) throw new RangeError('DataParallel(): deviceIds is empty');
-    this.outputDevice = this.deviceIds.length === 0 ? null
-      : o.outputDevice == null ? this.deviceIds[0] : o.outputDevice === -1 ? toDevice('cpu') : toDevice(o.outputDevice);
+    if (this._ids && this._ids.length === 0) throw new RangeError('DataParallel(): deviceIds is empty');
+    if (o.outputDevice != null && o.outputDevice !== -1) toDevice(o.outputDevice); // a bad name raises here
+    this._out = o.outputDevice;
   }
 
   /** Scatters the inputs, applies the replicas, gathers the outputs (see the file note). */
   forward(...inputs: unknown[]): any {
-    if (this.deviceIds.length === 0) return this.module.forward(...inputs);
-    const src = this.deviceIds[0];
-    checkOnDevice(this.module, src, 'deviceIds[0]');
+    const ids = this.deviceIds;
+    if (ids.length === 0) return this.module.forward(...inputs);
+    checkOnDevice(this.module, ids[0], 'deviceIds[0]');
     return tidy(() => {
-      let chunks = scatter(inputs, this.deviceIds, this.dim) as unknown[][];
+      let chunks = scatter(inputs, ids, this.dim) as unknown[][];
       if (chunks.length === 0) chunks = [[]];
-      if (this.deviceIds.length === 1) return this.module.forward(...chunks[0]);
-      const replicas = replicate(this.module, this.deviceIds.slice(0, chunks.length));
+      if (ids.length === 1) return this.module.forward(...chunks[0]);
+      const replicas = replicate(this.module, ids.slice(0, chunks.length));
       const outputs = parallelApply(replicas, chunks);
       return gather(outputs, this.outputDevice!, this.dim);
     });
