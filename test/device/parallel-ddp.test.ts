@@ -138,6 +138,58 @@ describe('DistributedDataParallel', () => {
     single.zeroGrad();
     free([X, T, x0, t0, total, ...single.parameters()]);
   });
+
+  it('broadcasts rank 0\'s buffers; refuses a module off the rank\'s device, wrong deviceIds, and unused parameters', async () => {
+    /** A module with a buffer (different on each rank before DDP) and a parameter forward may skip. */
+    class WithBuffer extends nn.Module {
+      fc = new nn.Linear(2, 2);
+      extra = new nn.Linear(2, 2);
+      useExtra = true;
+      constructor(rank: number) {
+        super();
+        this.registerBuffer('stats', torch.full([2], rank + 1, { dtype: 'float32' }));
+      }
+      forward(x: torch.Tensor): torch.Tensor {
+        return torch.tidy(() => (this.useExtra ? this.extra(this.fc(x)) : this.fc(x)));
+      }
+    }
+    const got = await dist.spawn(async (rank) => {
+      await dist.initProcessGroup({ worldSize: 2, rank, initMethod: 'inproc://buffers' });
+      const m = new WithBuffer(rank).to('cuda');
+      const errors: string[] = [];
+      const off = new WithBuffer(rank);   // on the cpu
+      try {
+        new nn.parallel.DistributedDataParallel(off);
+      } catch (e) {
+        errors.push((e as Error).message);
+      }
+      try {
+        new nn.parallel.DistributedDataParallel(m, { deviceIds: [1 - rank] });
+      } catch (e) {
+        errors.push((e as Error).message);
+      }
+      const ddp = new nn.parallel.DistributedDataParallel(m, { deviceIds: [rank] });
+      const stats = (await (m as unknown as { stats: torch.Tensor }).stats.values()) as number[];
+      const x = torch.ones([3, 2], { device: 'cuda' });
+      m.useExtra = false;                 // extra gets no gradient: its bucket never completes
+      const l = torch.tidy(() => ddp(x).sum());
+      l.backward();
+      try {
+        ddp(x);
+      } catch (e) {
+        errors.push((e as Error).message);
+      }
+      m.zeroGrad();
+      free([x, l, ...m.parameters(), ...m.buffers(), ...off.parameters(), ...off.buffers()]);
+      return { stats, errors };
+    }, { nprocs: 2 });
+    for (const rank of [0, 1]) {
+      expect(got[rank].stats).toEqual([1, 1]);   // rank 0's buffer everywhere
+      expect(got[rank].errors[0]).toBe(`DistributedDataParallel: module must have its parameters and buffers on rank ${rank}'s device gpu:${rank} but found one of them on device: cpu`);
+      expect(got[rank].errors[1]).toBe(`DistributedDataParallel(): deviceIds must be [gpu:${rank}] (this rank's device), got [${1 - rank}]`);
+      expect(got[rank].errors[2]).toMatch(/^Expected to have finished reduction in the prior iteration before starting a new one/);
+    }
+  });
 });
 
 describe('process group collectives', () => {

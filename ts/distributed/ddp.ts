@@ -162,6 +162,12 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
   private prepare(): void {
     const partial = this._buckets.some((b) => b.ready.size > 0 && b.ready.size < b.params.length);
     if (partial) {
+      // The unfinished buckets are dropped (every rank drops the same ones), then PyTorch's error.
+      for (const b of this._buckets) {
+        b.flat?.dispose();
+        b.flat = null;
+        b.ready.clear();
+      }
       throw new Error('Expected to have finished reduction in the prior iteration before starting a new one. This error indicates that your module has parameters that were not used in producing loss (webtorch\'s DistributedDataParallel needs every parameter in each backward).');
     }
     for (const b of this._buckets) {

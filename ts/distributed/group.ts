@@ -47,6 +47,7 @@ interface Pending {
 class World {
   devices: (Device | undefined)[];
   joined = 0;
+  left = 0;
   ready: Promise<void>;
   private open!: () => void;
   pending = new Map<number, Pending>();
@@ -228,8 +229,9 @@ export const isInitialized = (): boolean => current.get() !== null;
 /** `dist.destroyProcessGroup()`: leaves the group (the rendezvous name may be used again once every rank has left). */
 export function destroyProcessGroup(): void {
   const g = defaultGroup();
-  g.world.devices[g.rank] = undefined;
-  if (--g.world.joined === 0 && worlds.get(g.world.key) === g.world) worlds.delete(g.world.key);
+  // The world keeps every rank's device: the others may still issue their side of a collective
+  // this rank has already issued.
+  if (++g.world.left === g.world.worldSize && worlds.get(g.world.key) === g.world) worlds.delete(g.world.key);
   current.set(null);
 }
 
