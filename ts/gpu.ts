@@ -29,6 +29,8 @@ export { Stream, currentStream, defaultStream, setStream, stream, withStream } f
 export { Event } from './runtime/events.js';
 /** `torch.gpu.nvtx` (`torch.cuda.nvtx`): `rangePush`, `rangePop`, `range(name, fn)`, `mark`; ranges in the profiler (ts/profiler). */
 export * as nvtx from './profiler/nvtx.js';
+/** `torch.gpu.comm` (PyTorch's `torch.cuda.comm`): collectives over a list of tensors on several devices (ts/distributed/comm.ts). */
+export * as comm from './distributed/comm.js';
 export type { LegacyTensorType } from './legacy.js';
 /** `torch.gpu.amp` (`torch.cuda.amp`): `autocast(options?, fn)` and `GradScaler` for the GPU (ts/amp/gpu.ts). */
 export * as amp from './amp/gpu.js';

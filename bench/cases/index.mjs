@@ -5,6 +5,7 @@ import elementwise from './elementwise.mjs';
 import launch from './launch.mjs';
 import matmul from './matmul.mjs';
 import nn from './nn.mjs';
+import parallel from './parallel.mjs';
 import random from './random.mjs';
 import reduce from './reduce.mjs';
 import streams from './streams.mjs';
@@ -15,4 +16,4 @@ import transfer from './transfer.mjs';
 export { default as PENDING } from './pending.mjs';
 
 /** Every case, in table order. @type {import('./common.mjs').Case[]} */
-export const CASES = [...matmul, ...elementwise, ...random, ...reduce, ...nn, ...train, ...cnn, ...launch, ...transfer, ...streams, ...alloc];
+export const CASES = [...matmul, ...elementwise, ...random, ...reduce, ...nn, ...train, ...cnn, ...launch, ...transfer, ...streams, ...alloc, ...parallel];

@@ -253,7 +253,8 @@ const params = () => [torch.zeros([2], { requiresGrad: true })];
 const sgd = () => new optim.SGD(params(), 0.1);
 
 const nnRecipes: Record<string, Recipe> = {
-  Module: null, Parameter: null, Sequential: null, ModuleList: null, ModuleDict: null, functional: null,
+  Module: null, Parameter: null, Sequential: null, ModuleList: null, ModuleDict: null, functional: null, parallel: null,
+  DataParallel: (bad) => new nn.DataParallel(new nn.ReLU(), bad as never),
   Linear: (bad) => new nn.Linear(3, 2, bad),
   LazyLinear: (bad) => new nn.LazyLinear(2, bad),
   ReLU: (bad) => new nn.ReLU(bad), GELU: (bad) => new nn.GELU(bad), SiLU: (bad) => new nn.SiLU(bad),
@@ -322,6 +323,12 @@ const creationRecipes: Record<string, Recipe> = {
   indexPut_: (bad) => torch.indexPut_(t(), [torch.tensor([0])], 1, bad),
 };
 
+const parallelRecipes: Record<string, Recipe> = {
+  scatter: null, replicate: null, parallelApply: null, gather: null,
+  DataParallel: (bad) => new nn.parallel.DataParallel(new nn.ReLU(), bad as never),
+  DistributedDataParallel: (bad) => new nn.parallel.DistributedDataParallel(new nn.ReLU(), bad as never),
+};
+
 const memoryRecipes: Record<string, Recipe> = Object.fromEntries(
   ['memoryAllocated', 'maxMemoryAllocated', 'memoryReserved', 'maxMemoryReserved', 'memoryStats', 'memorySummary', 'memorySnapshot',
     'emptyCache', 'resetPeakMemoryStats', 'resetAccumulatedMemoryStats'].map((k) => [k, (bad: object) => (torch.gpu as unknown as Record<string, (o: object) => unknown>)[k]({ device: 'cpu', ...bad })]),
@@ -346,6 +353,7 @@ describe('every exported constructor and function refuses a misspelt option', ()
     });
   };
   walk('torch.nn', nn as unknown as Record<string, unknown>, nnRecipes);
+  walk('torch.nn.parallel', nn.parallel as unknown as Record<string, unknown>, parallelRecipes);
   walk('torch.F', F as unknown as Record<string, unknown>, fRecipes);
   walk('torch.optim', optim as unknown as Record<string, unknown>, optimRecipes);
   walk('torch.optim.lrScheduler', optim.lrScheduler as unknown as Record<string, unknown>, schedulerRecipes);

@@ -1,0 +1,183 @@
+/**
+ * The collectives of `torch.distributed`, each rank issuing its own side (see ts/distributed/
+ * group.ts): `allReduce` and `reduceScatter` as a ring over `torch.tensor_split` parts (so any
+ * size works), `broadcast` and `allGather` directly, `barrier` on the host.
+ *
+ * Without `asyncOp` a collective returns a promise that resolves once every rank has issued its
+ * side (PyTorch's call blocks until then too; the data moves in the devices' stream order either
+ * way); with `asyncOp: true` it returns a `Work` whose `wait()` is that promise.
+ */
+import type { Device } from '../device.js';
+import { withGradMode } from '../autograd/graph.js';
+import { Tensor } from '../tensor.js';
+import { binaryOp } from '../ops/elementwise.js';
+import { copyInto } from '../ops/copy.js';
+import { tidy } from '../ops/scoped.js';
+import { cat } from '../ops/shape.js';
+import { cast, contiguous, narrow, reshape } from '../ops/views.js';
+import { alloc } from '../runtime/dispatch.js';
+import { splitSizes, type ReduceOpName } from './comm.js';
+import { defaultGroup, recvFrom, sendTo, signature, type ProcessGroup, type Work } from './group.js';
+
+const COMBINE: Record<Exclude<ReduceOpName, 'avg'>, string> = { sum: 'add', max: 'maximum', min: 'minimum', product: 'mul' };
+const FLOATS = new Set(['float32', 'float16', 'bfloat16']);
+const mod = (a: number, k: number) => ((a % k) + k) % k;
+
+/** Options every collective takes. */
+export interface CollectiveOptions {
+  group?: ProcessGroup | null;
+  /** Return a `Work` handle at once instead of a promise. */
+  asyncOp?: boolean;
+}
+
+function checkTensor(what: string, t: unknown, g: ProcessGroup): Tensor {
+  if (!(t instanceof Tensor)) throw new TypeError(`${what}: expected a tensor, got ${typeof t}`);
+  t._check(what);
+  if (t.device !== g.device) throw new RangeError(`${what}: rank ${g.rank}'s tensor is on ${t.device}, but the rank's device is ${g.device}`);
+  return t;
+}
+
+function checkOp(what: string, op: unknown, dtype: string): ReduceOpName {
+  if (typeof op !== 'string' || !(op in COMBINE || op === 'avg')) throw new RangeError(`${what}: unknown reduction ${JSON.stringify(op)} (expected 'sum', 'avg', 'max', 'min' or 'product')`);
+  if (op === 'avg' && !FLOATS.has(dtype)) throw new TypeError(`${what}: op 'avg' needs a floating-point tensor, got ${dtype}`);
+  return op as ReduceOpName;
+}
+
+function result(p: { done: Promise<void> }, asyncOp: boolean | undefined): Work | Promise<void> {
+  let completed = false;
+  const done = p.done.then(() => {
+    completed = true;
+  });
+  done.catch(() => {}); // a Work nobody waits on does not make an unhandled rejection
+  return asyncOp ? { wait: () => done, isCompleted: () => completed } : done;
+}
+
+/** This rank's side of the ring reduce-scatter over `acc` (flat, contiguous): part `rank` ends reduced. */
+function ringReduceScatter(g: ProcessGroup, acc: Tensor, sizes: number[], combine: string, tag: (s: number, from: number) => number): void {
+  const k = g.worldSize, r = g.rank, next = g._deviceOf(mod(r + 1, k)), prev = g._deviceOf(mod(r - 1, k));
+  const offs = sizes.map((_, c) => sizes.slice(0, c).reduce((a, b) => a + b, 0));
+  const part = (c: number) => narrow(acc, 0, offs[c], sizes[c]);
+  for (let s = 0; s < k - 1; s++) {
+    const cs = mod(r - s - 1, k), cr = mod(r - s - 2, k);
+    if (sizes[cs]) sendTo(part(cs), next, tag(s, r));
+    if (sizes[cr]) {
+      const tmp = alloc([sizes[cr]], acc.dtype, acc.device);
+      recvFrom(tmp, prev, tag(s, mod(r - 1, k)));
+      const mine = part(cr);
+      copyInto(mine, binaryOp(combine, mine, tmp));
+    }
+  }
+}
+
+/**
+ * `dist.allReduce(tensor, {op, group, asyncOp})`: `tensor` becomes the reduction (`'sum'`,
+ * `'avg'`, `'max'`, `'min'`, `'product'`) of every rank's tensor, in place.
+ */
+export function allReduce(tensor: Tensor, options: CollectiveOptions & { op?: ReduceOpName } = {}): Work | Promise<void> {
+  const g = defaultGroup(options.group);
+  const t = checkTensor('allReduce', tensor, g);
+  const op = checkOp('allReduce', options.op ?? 'sum', t.dtype);
+  const k = g.worldSize, n = t.numel();
+  const p = g._arrive('allReduce', signature('allReduce', t, op), Math.max(1, 2 * k * k));
+  if (k > 1 && n > 0) {
+    const tag = (phase: number) => (s: number, from: number) => p.base + (phase * k + s) * k + from;
+    withGradMode(false, () => tidy(() => {
+      const acc = reshape(cast(t, t.dtype), [n]);
+      const sizes = splitSizes(n, k);
+      ringReduceScatter(g, acc, sizes, COMBINE[op === 'avg' ? 'sum' : op], tag(0));
+      const offs = sizes.map((_, c) => sizes.slice(0, c).reduce((a, b) => a + b, 0));
+      const next = g._deviceOf(mod(g.rank + 1, k)), prev = g._deviceOf(mod(g.rank - 1, k));
+      for (let s = 0; s < k - 1; s++) {
+        const cs = mod(g.rank - s, k), cr = mod(g.rank - 1 - s, k);
+        if (sizes[cs]) sendTo(narrow(acc, 0, offs[cs], sizes[cs]), next, tag(1)(s, g.rank));
+        if (sizes[cr]) recvFrom(narrow(acc, 0, offs[cr], sizes[cr]), prev, tag(1)(s, mod(g.rank - 1, k)));
+      }
+      copyInto(t, reshape(op === 'avg' ? binaryOp('div', acc, k) : acc, t.shape.slice()));
+    }));
+  } else if (op === 'avg' && n > 0) {
+    withGradMode(false, () => tidy(() => copyInto(t, binaryOp('div', t, k))));
+  }
+  return result(p, options.asyncOp);
+}
+
+/** `dist.broadcast(tensor, {src, group, asyncOp})`: every rank's `tensor` gets rank `src`'s values, in place. */
+export function broadcast(tensor: Tensor, options: CollectiveOptions & { src?: number } = {}): Work | Promise<void> {
+  const g = defaultGroup(options.group);
+  const t = checkTensor('broadcast', tensor, g);
+  const src = options.src ?? 0;
+  if (!Number.isInteger(src) || src < 0 || src >= g.worldSize) throw new RangeError(`broadcast: src must be a rank in [0, ${g.worldSize}), got ${String(src)}`);
+  const p = g._arrive('broadcast', signature('broadcast', t, `src=${src}`), g.worldSize);
+  withGradMode(false, () => tidy(() => {
+    if (g.rank === src) {
+      const c = t.isContiguous() ? t : contiguous(t);
+      for (let j = 0; j < g.worldSize; j++) if (j !== src) sendTo(c, g._deviceOf(j), p.base + j);
+    } else if (t.isContiguous()) {
+      recvFrom(t, g._deviceOf(src), p.base + g.rank);
+    } else {
+      const tmp = alloc(t.shape, t.dtype, t.device);
+      recvFrom(tmp, g._deviceOf(src), p.base + g.rank);
+      copyInto(t, tmp);
+    }
+  }));
+  return result(p, options.asyncOp);
+}
+
+/** `dist.allGather(tensorList, tensor, {group, asyncOp})`: `tensorList[j]` gets rank j's `tensor`, on every rank. */
+export function allGather(tensorList: Tensor[], tensor: Tensor, options: CollectiveOptions = {}): Work | Promise<void> {
+  const g = defaultGroup(options.group);
+  const t = checkTensor('allGather', tensor, g), k = g.worldSize;
+  if (!Array.isArray(tensorList) || tensorList.length !== k) throw new RangeError(`allGather: tensorList must hold ${k} tensors (one per rank), got ${Array.isArray(tensorList) ? tensorList.length : typeof tensorList}`);
+  tensorList.forEach((o, j) => {
+    checkTensor('allGather', o, g);
+    if (o.shape.join() !== t.shape.join() || o.dtype !== t.dtype) throw new RangeError(`allGather: tensorList[${j}] is ${signature('', o)} but the input is ${signature('', t)}`);
+  });
+  const p = g._arrive('allGather', signature('allGather', t), k * k);
+  withGradMode(false, () => tidy(() => {
+    const c = t.isContiguous() ? t : contiguous(t);
+    for (let j = 0; j < k; j++) if (j !== g.rank) sendTo(c, g._deviceOf(j), p.base + g.rank * k + j);
+    for (let j = 0; j < k; j++) {
+      const o = tensorList[j];
+      if (j === g.rank) copyInto(o, t);
+      else if (o.isContiguous()) recvFrom(o, g._deviceOf(j), p.base + j * k + g.rank);
+      else {
+        const tmp = alloc(o.shape, o.dtype, o.device);
+        recvFrom(tmp, g._deviceOf(j), p.base + j * k + g.rank);
+        copyInto(o, tmp);
+      }
+    }
+  }));
+  return result(p, options.asyncOp);
+}
+
+/**
+ * `dist.reduceScatter(output, inputList, {op, group, asyncOp})`: `output` on rank r gets the
+ * reduction over ranks of `inputList[r]` (inputs may differ in size; ranks must agree).
+ */
+export function reduceScatter(output: Tensor, inputList: Tensor[], options: CollectiveOptions & { op?: ReduceOpName } = {}): Work | Promise<void> {
+  const g = defaultGroup(options.group);
+  const out = checkTensor('reduceScatter', output, g), k = g.worldSize;
+  if (!Array.isArray(inputList) || inputList.length !== k) throw new RangeError(`reduceScatter: inputList must hold ${k} tensors (one per rank), got ${Array.isArray(inputList) ? inputList.length : typeof inputList}`);
+  inputList.forEach((t) => checkTensor('reduceScatter', t, g));
+  const mine = inputList[g.rank];
+  if (mine.numel() !== out.numel() || mine.dtype !== out.dtype) throw new RangeError(`reduceScatter: output is ${signature('', out)} but inputList[${g.rank}] is ${signature('', mine)}`);
+  const op = checkOp('reduceScatter', options.op ?? 'sum', out.dtype);
+  const sizes = inputList.map((t) => t.numel());
+  const p = g._arrive('reduceScatter', `reduceScatter([${sizes.join(', ')}], ${out.dtype}, ${op})`, Math.max(1, k * k));
+  withGradMode(false, () => tidy(() => {
+    const acc = cat(inputList.map((t) => reshape(cast(t, t.dtype), [t.numel()])), 0);
+    if (k > 1) ringReduceScatter(g, acc, sizes, COMBINE[op === 'avg' ? 'sum' : op], (s, from) => p.base + s * k + from);
+    const off = sizes.slice(0, g.rank).reduce((a, b) => a + b, 0);
+    const part = narrow(acc, 0, off, sizes[g.rank]);
+    copyInto(out, reshape(op === 'avg' ? binaryOp('div', part, k) : part, out.shape.slice()));
+  }));
+  return result(p, options.asyncOp);
+}
+
+/** `dist.barrier({group, asyncOp})`: resolves when every rank has reached it (host-side). */
+export function barrier(options: CollectiveOptions = {}): Work | Promise<void> {
+  const g = defaultGroup(options.group);
+  return result(g._arrive('barrier', 'barrier()', 1), options.asyncOp);
+}
+
+/** @internal The devices of a group, in rank order. */
+export const groupDevices = (g: ProcessGroup): Device[] => Array.from({ length: g.worldSize }, (_, r) => g._deviceOf(r));

@@ -1,0 +1,207 @@
+/**
+ * `nn.parallel.DistributedDataParallel` over the in-process process group (ts/distributed/group.ts).
+ *
+ * At construction rank 0's parameters and buffers are broadcast to every rank. Each forward (with
+ * grad enabled, outside `noSync`) runs the module with every parameter replaced by a recorded
+ * identity of it; when backward reaches that identity, the parameter's total gradient (plus any
+ * gradient accumulated under `noSync`) is copied into its slot of a flat bucket (parameters in
+ * reverse order, `bucketCapMb` per bucket, as PyTorch), and the parameter's `.grad` becomes a
+ * view of that slot. When a bucket's last gradient arrives, its averaging all-reduce is issued
+ * at once, in bucket order, still inside `backward()`: the reduction is queued on the devices
+ * ahead of the optimizer step, so `.grad` holds the average by the time anything reads it.
+ */
+import { isGradEnabled, op } from '../autograd/graph.js';
+import { Tensor } from '../tensor.js';
+import { binaryOp } from '../ops/elementwise.js';
+import { copyInto } from '../ops/copy.js';
+import { checkOptions } from '../ops/options.js';
+import { narrow, reshape } from '../ops/views.js';
+import { alloc } from '../runtime/dispatch.js';
+import { elementSize } from '../dtype.js';
+import { Module } from '../nn/module.js';
+import { untrack } from '../scope.js';
+import { allReduce, broadcast } from './collectives.js';
+import { defaultGroup, type ProcessGroup } from './group.js';
+import type { DeviceLike } from '../device.js';
+import { device as toDevice } from '../device.js';
+
+/** `DistributedDataParallel`'s keywords (PyTorch's, camelCase). */
+export interface DDPOptions {
+  /** `[this rank's device]` or omitted. */
+  deviceIds?: DeviceLike[] | null;
+  outputDevice?: DeviceLike | null;
+  /** Broadcast rank 0's buffers at each forward (default true). */
+  broadcastBuffers?: boolean;
+  processGroup?: ProcessGroup | null;
+  /** The most megabytes of gradients per all-reduce (default 25). */
+  bucketCapMb?: number;
+  /** Only false: every parameter must take part in each backward. */
+  findUnusedParameters?: boolean;
+}
+
+interface Bucket {
+  params: Tensor[];
+  offsets: number[];
+  numel: number;
+  flat: Tensor | null;
+  ready: Set<Tensor>;
+}
+
+/**
+ * `nn.parallel.DistributedDataParallel(module, {deviceIds, broadcastBuffers, processGroup,
+ * bucketCapMb})`: data parallelism across the ranks of a process group, one module per rank on
+ * the rank's device. Gradients are averaged across ranks during `backward()`; `noSync(fn)`
+ * accumulates them locally instead. `ddp.module` is the wrapped module.
+ */
+export class DistributedDataParallel<M extends Module = Module> extends Module {
+  module!: M;
+  /** The group the gradients are reduced over. */
+  readonly processGroup: ProcessGroup;
+  /** The bucket size limit in MB. */
+  readonly bucketCapMb: number;
+  readonly broadcastBuffers: boolean;
+  private readonly _buckets: Bucket[] = [];
+  private readonly _bucketOf = new Map<Tensor, [Bucket, number]>();
+  private _next = 0;
+  private _sync = true;
+
+  constructor(module: M, options: DDPOptions = {}) {
+    super();
+    checkOptions('DistributedDataParallel', options, ['deviceIds', 'outputDevice', 'broadcastBuffers', 'processGroup', 'bucketCapMb', 'findUnusedParameters']);
+    if (!(module instanceof Module)) throw new TypeError(`DistributedDataParallel(): expected module to be an nn.Module, but got ${typeof module}`);
+    const g = defaultGroup(options.processGroup);
+    this.processGroup = g;
+    this.registerModule('module', module);
+    this.bucketCapMb = options.bucketCapMb ?? 25;
+    this.broadcastBuffers = options.broadcastBuffers ?? true;
+    if (!(this.bucketCapMb > 0)) throw new RangeError(`DistributedDataParallel(): bucketCapMb must be positive, got ${String(options.bucketCapMb)}`);
+    if (options.findUnusedParameters) throw new RangeError('DistributedDataParallel(): findUnusedParameters is not supported by webtorch: every parameter must take part in each backward');
+    if (options.deviceIds != null && (options.deviceIds.length !== 1 || toDevice(options.deviceIds[0]) !== g.device)) {
+      throw new RangeError(`DistributedDataParallel(): deviceIds must be [${g.device}] (this rank's device), got [${options.deviceIds.map(String).join(', ')}]`);
+    }
+    for (const t of [...module.parameters(), ...module.buffers()]) {
+      if (t.device !== g.device) throw new Error(`DistributedDataParallel: module must have its parameters and buffers on rank ${g.rank}'s device ${g.device} but found one of them on device: ${t.device}`);
+    }
+    // Every rank starts from rank 0's state (in stream order: nothing waits here).
+    for (const t of [...module.parameters(), ...module.buffers()]) broadcast(t, { src: 0, group: g, asyncOp: true });
+    this.buildBuckets(module.parameters().filter((p) => p.requiresGrad));
+  }
+
+  private buildBuckets(params: Tensor[]): void {
+    const cap = this.bucketCapMb * 1024 * 1024;
+    let cur: Bucket | null = null, bytes = 0;
+    for (const p of [...params].reverse()) {
+      const b = p.numel() * elementSize(p.dtype);
+      if (!cur || (bytes + b > cap && cur.params.length) || cur.params[0].dtype !== p.dtype) {
+        cur = { params: [], offsets: [], numel: 0, flat: null, ready: new Set() };
+        this._buckets.push(cur);
+        bytes = 0;
+      }
+      this._bucketOf.set(p, [cur, cur.params.length]);
+      cur.params.push(p);
+      cur.offsets.push(cur.numel);
+      cur.numel += p.numel();
+      bytes += b;
+    }
+  }
+
+  /** The buckets' sizes in parameters, in reduction order (for tests and tuning). */
+  get bucketSizes(): number[] {
+    return this._buckets.map((b) => b.params.length);
+  }
+
+  /**
+   * `with ddp.no_sync():` as `ddp.noSync(() => …)` (sync or async): forwards and backwards inside
+   * accumulate gradients locally; the next synchronised backward reduces the accumulated total.
+   */
+  noSync<T>(fn: () => T): T {
+    this._sync = false;
+    let r: T;
+    try {
+      r = fn();
+    } catch (e) {
+      this._sync = true;
+      throw e;
+    }
+    if (r && typeof (r as { then?: unknown }).then === 'function') {
+      return (r as unknown as Promise<unknown>).finally(() => {
+        this._sync = true;
+      }) as T;
+    }
+    this._sync = true;
+    return r;
+  }
+
+  /** Runs the module on this rank's inputs, with the parameters hooked for the gradient all-reduce. */
+  forward(...inputs: unknown[]): any {
+    const g = this.processGroup;
+    if (this.broadcastBuffers && g.worldSize > 1) for (const b of this.module.buffers()) broadcast(b, { src: 0, group: g, asyncOp: true });
+    if (!isGradEnabled() || !this._sync || g.worldSize === 1) return this.module.forward(...inputs);
+    this.prepare();
+    const hooked = new Map<Tensor, Tensor>();
+    const restore: [Record<string, unknown>, string, Tensor][] = [];
+    for (const m of this.module.modules()) {
+      const own = m as unknown as Record<string, unknown>;
+      for (const k of (m as unknown as { _params: Map<string, unknown> })._params.keys()) {
+        const p = own[k];
+        if (!(p instanceof Tensor) || !this._bucketOf.has(p)) continue;
+        if (!hooked.has(p)) hooked.set(p, this.hook(p));
+        restore.push([own, k, p]);
+        own[k] = hooked.get(p);
+      }
+    }
+    try {
+      return this.module.forward(...inputs);
+    } finally {
+      for (const [own, k, p] of restore) own[k] = p;
+      for (const h of hooked.values()) h.dispose();
+    }
+  }
+
+  /** Starts an iteration's buckets; PyTorch's error when the last one did not finish its reduction. */
+  private prepare(): void {
+    const partial = this._buckets.some((b) => b.ready.size > 0 && b.ready.size < b.params.length);
+    if (partial) {
+      // The unfinished buckets are dropped (every rank drops the same ones), then PyTorch's error.
+      for (const b of this._buckets) {
+        b.flat?.dispose();
+        b.flat = null;
+        b.ready.clear();
+      }
+      throw new Error('Expected to have finished reduction in the prior iteration before starting a new one. This error indicates that your module has parameters that were not used in producing loss (webtorch\'s DistributedDataParallel needs every parameter in each backward).');
+    }
+    for (const b of this._buckets) {
+      b.ready.clear();
+      if (!b.flat) {
+        b.flat = alloc([b.numel], b.params[0].dtype, this.processGroup.device);
+        untrack(b.flat); // the bucket outlives a torch.tidy around the forward
+      }
+    }
+    this._next = 0;
+  }
+
+  /** An identity of `p` whose gradient rule hands the gradient to its bucket. */
+  private hook(p: Tensor): Tensor {
+    return op('ddpBucket', [p], () => new Tensor(p.storage, p.shape.slice(), p._strides.slice(), p._offset, p.dtype), () => ([g]) => [this.arrive(p, g!)]);
+  }
+
+  private arrive(p: Tensor, g: Tensor): Tensor {
+    const [b, i] = this._bucketOf.get(p)!;
+    if (!b.flat || b.ready.has(p)) throw new Error('DistributedDataParallel: a parameter\'s gradient arrived twice in one iteration (backward twice after one forward?)');
+    const slot = narrow(b.flat, 0, b.offsets[i], p.numel());
+    copyInto(slot, reshape(p.grad ? binaryOp('add', p.grad, g) : g, [p.numel()]));
+    if (p.grad) {
+      p.grad.dispose();
+      p.grad = null;
+    }
+    b.ready.add(p);
+    // Buckets are reduced in order, each as soon as it and the ones before it are complete.
+    while (this._next < this._buckets.length && this._buckets[this._next].ready.size === this._buckets[this._next].params.length) {
+      const done = this._buckets[this._next++];
+      allReduce(done.flat!, { op: 'avg', group: this.processGroup, asyncOp: true });
+      done.flat!.dispose(); // the gradients' views keep the storage
+      done.flat = null;
+    }
+    return reshape(slot, p.shape.slice());
+  }
+}

@@ -1,0 +1,287 @@
+/**
+ * `torch.distributed` in one process: ranks are async tasks (`spawn`), one per device, and a
+ * collective is issued by each rank on its own, as NCCL's are.
+ *
+ * Why each rank can issue alone: a collective is a set of worker-to-worker `send`/`recv` commands
+ * with agreed tags. Rank r queues only its side (its sends, its receives, its combines) on its own
+ * device; a `recv` holds that device's stream until the peer's bytes arrive (ts/worker/
+ * executor.ts), so rank r's later work (an optimizer step after the gradient all-reduce) waits
+ * for the other ranks on the device, never in the calling thread. This is what lets
+ * `loss.backward()` start each bucket's all-reduce synchronously in DistributedDataParallel.
+ *
+ * The host side is a rendezvous per collective (by each rank's call count): the first rank to
+ * reach collective n reserves its tags and records its shape, dtype and op; later ranks check
+ * theirs against it, so mismatched calls raise, naming both ranks. A collective that not every
+ * rank reaches within the group's `timeout` rejects its `wait()` with a message naming the
+ * missing ranks, and a rank whose `spawn` function throws makes the others' pending and later
+ * collectives reject, naming it. (The devices of the ranks that did issue their side stay held
+ * until the others do; see README "Many GPUs".)
+ */
+import { ContextVar } from '../context.js';
+import { Device, currentDevice, device as toDevice, withDevice, type DeviceLike } from '../device.js';
+import { elementSize } from '../dtype.js';
+import { fmt } from '../shape.js';
+import { Tensor } from '../tensor.js';
+import { connect, newTag } from '../ops/copy.js';
+import { checkOptions } from '../ops/options.js';
+import { launch } from '../runtime/dispatch.js';
+
+/** A collective's handle (`asyncOp: true`): `wait()` resolves once every rank has issued its side. */
+export interface Work {
+  wait(): Promise<void>;
+  isCompleted(): boolean;
+}
+
+interface Pending {
+  base: number;
+  sig: string;
+  first: number;
+  arrived: Set<number>;
+  resolve: () => void;
+  reject: (e: Error) => void;
+  done: Promise<void>;
+  timer: ReturnType<typeof setTimeout> | null;
+}
+
+/** The ranks of one `initMethod`: their devices, and the collectives under way. */
+class World {
+  devices: (Device | undefined)[];
+  joined = 0;
+  left = 0;
+  ready: Promise<void>;
+  private open!: () => void;
+  pending = new Map<number, Pending>();
+  failed: string | null = null;
+  constructor(readonly key: string, readonly worldSize: number, readonly timeout: number) {
+    this.devices = new Array(worldSize);
+    this.ready = new Promise((res) => {
+      this.open = res;
+    });
+  }
+
+  join(rank: number, dev: Device): void {
+    if (this.devices[rank]) throw new RangeError(`initProcessGroup: rank ${rank} joined ${this.key} twice`);
+    const other = this.devices.findIndex((d) => d === dev);
+    if (other >= 0) throw new RangeError(`initProcessGroup: rank ${rank} and rank ${other} are both on ${dev} (one device per rank)`);
+    this.devices[rank] = dev;
+    if (++this.joined === this.worldSize) {
+      const ds = this.devices as Device[];
+      for (let i = 0; i < ds.length; i++) for (let j = i + 1; j < ds.length; j++) connect(ds[i], ds[j]);
+      this.open();
+    }
+  }
+
+  /** Rank `rank` reaches collective `seq`: the tags, after checking its call against the first rank's. */
+  arrive(seq: number, rank: number, sig: string, tags: number, what: string): Pending {
+    if (this.failed) throw new Error(`${what}: ${this.failed}`);
+    let p = this.pending.get(seq);
+    if (!p) {
+      const base = newTag();
+      for (let i = 1; i < tags; i++) newTag();
+      let resolve!: () => void, reject!: (e: Error) => void;
+      const done = new Promise<void>((res, rej) => {
+        resolve = res;
+        reject = rej;
+      });
+      done.catch(() => {});
+      p = { base, sig, first: rank, arrived: new Set(), resolve, reject, done, timer: null };
+      const q = p;
+      q.timer = setTimeout(() => {
+        const missing = [...this.devices.keys()].filter((r) => !q.arrived.has(r));
+        this.pending.delete(seq);
+        q.reject(new Error(`${what} (collective ${seq}) timed out after ${this.timeout} ms: rank${missing.length > 1 ? 's' : ''} ${missing.join(', ')} never called it (called by rank${q.arrived.size > 1 ? 's' : ''} ${[...q.arrived].join(', ')})`));
+      }, this.timeout);
+      (q.timer as { unref?: () => void }).unref?.();
+      this.pending.set(seq, p);
+    } else if (p.sig !== sig) {
+      throw new Error(`${what} (collective ${seq}): rank ${rank} called ${sig} but rank ${p.first} called ${p.sig}`);
+    }
+    p.arrived.add(rank);
+    if (p.arrived.size === this.worldSize) {
+      clearTimeout(p.timer!);
+      this.pending.delete(seq);
+      p.resolve();
+    }
+    return p;
+  }
+
+  /** A rank failed: every pending and later collective rejects, naming it. */
+  fail(rank: number, e: unknown): void {
+    this.failed = `rank ${rank} failed: ${e instanceof Error ? e.message : String(e)}`;
+    for (const p of this.pending.values()) {
+      clearTimeout(p.timer!);
+      p.reject(new Error(this.failed));
+    }
+    this.pending.clear();
+  }
+}
+
+const worlds = new Map<string, World>();
+
+/** The process group of the running rank (set by `initProcessGroup` inside `spawn`'s function). */
+const current = new ContextVar<ProcessGroup | null>('initProcessGroup', null);
+/** The world of the running `spawn` rank, for failure reports. */
+const spawnRank = new ContextVar<SpawnedRank | null>('spawn', null);
+
+/** What `spawn` tells its ranks (PyTorch's launcher sets RANK and WORLD_SIZE the same way). */
+interface SpawnedRank {
+  rank: number;
+  nprocs: number;
+  key: string;
+  group: ProcessGroup | null;
+}
+let spawns = 0;
+
+/** `initProcessGroup`'s options, PyTorch's keywords. */
+export interface InitOptions {
+  /** `'webtorch'` (or `'nccl'`, its alias, as `'cuda'` is gpu's): ranks in this process, one device each. */
+  backend?: string;
+  /** The number of ranks (inside `spawn`: `nprocs` when omitted). */
+  worldSize?: number;
+  /** This rank (inside `spawn`: the spawned rank when omitted). */
+  rank?: number;
+  /** The rendezvous name (`'inproc://name'`; default: the enclosing `spawn`'s own, else `'inproc://default'`). */
+  initMethod?: string;
+  /** This rank's device (default: the current GPU, which `spawn` sets to `gpu:rank`). */
+  device?: DeviceLike;
+  /** Milliseconds a collective (and the rendezvous) waits for every rank (default 30000). */
+  timeout?: number;
+}
+
+/** One rank's view of a group of ranks (`dist.new_group`'s result; the default group is the one `initProcessGroup` makes). */
+export class ProcessGroup {
+  private seq = 0;
+  /** @internal */
+  constructor(readonly world: World, readonly rank: number, readonly device: Device) {}
+
+  get worldSize(): number {
+    return this.world.worldSize;
+  }
+
+  /** @internal Starts collective number `seq` for this rank; returns its tags and completion. */
+  _arrive(what: string, sig: string, tags: number): Pending {
+    return this.world.arrive(++this.seq, this.rank, sig, tags, what);
+  }
+
+  /** @internal The device of `rank`. */
+  _deviceOf(rank: number): Device {
+    return this.world.devices[rank]!;
+  }
+}
+
+/**
+ * `torch.distributed.initProcessGroup({backend: 'webtorch', worldSize, rank, initMethod})`: joins
+ * this rank (a `spawn` task) to the group; resolves when every rank has joined. Raises on a
+ * world size that differs from another rank's, a rank out of range or twice, two ranks on one
+ * device, and after `timeout` when ranks are missing.
+ */
+export async function initProcessGroup(options: InitOptions): Promise<void> {
+  checkOptions('initProcessGroup', options, ['backend', 'worldSize', 'rank', 'initMethod', 'device', 'timeout']);
+  const who = spawnRank.get();
+  const { backend = 'webtorch', worldSize = who?.nprocs, rank = who?.rank, initMethod = who?.key ?? 'inproc://default', timeout = 30_000 } = options;
+  if (worldSize === undefined || rank === undefined) throw new TypeError('initProcessGroup: worldSize and rank are required outside torch.distributed.spawn (which sets them, as torchrun sets RANK and WORLD_SIZE)');
+  if (backend !== 'webtorch' && backend !== 'nccl') throw new RangeError(`initProcessGroup: backend '${backend}' is not available (webtorch has 'webtorch': ranks in one process)`);
+  if (!Number.isInteger(worldSize) || worldSize < 1) throw new RangeError(`initProcessGroup: worldSize must be a positive integer, got ${String(worldSize)}`);
+  if (!Number.isInteger(rank) || rank < 0 || rank >= worldSize) throw new RangeError(`initProcessGroup: rank must be in [0, ${worldSize}), got ${String(rank)}`);
+  if (current.get()) throw new Error('initProcessGroup: trying to initialize the default process group twice!');
+  if (!initMethod.startsWith('inproc://')) throw new RangeError(`initProcessGroup: initMethod must be 'inproc://<name>' (ranks in this process), got '${initMethod}'`);
+  let world = worlds.get(initMethod);
+  if (world && world.worldSize !== worldSize) {
+    throw new RangeError(`initProcessGroup: rank ${rank} has worldSize ${worldSize} but the group ${initMethod} has worldSize ${world.worldSize}`);
+  }
+  if (!world) {
+    world = new World(initMethod, worldSize, timeout);
+    worlds.set(initMethod, world);
+  }
+  const dev = toDevice(options.device ?? currentDevice());
+  world.join(rank, dev);
+  const group = new ProcessGroup(world, rank, dev);
+  current.set(group);
+  if (who) who.group = group;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_, rej) => {
+    timer = setTimeout(() => {
+      const missing = [...world!.devices.keys()].filter((r) => !world!.devices[r]);
+      rej(new Error(`initProcessGroup: timed out after ${timeout} ms waiting for rank${missing.length > 1 ? 's' : ''} ${missing.join(', ')} to join ${initMethod}`));
+    }, timeout);
+  });
+  try {
+    await Promise.race([world.ready, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** The running rank's default group; PyTorch's error when there is none. */
+export function defaultGroup(group?: ProcessGroup | null): ProcessGroup {
+  const g = group ?? current.get();
+  if (!g) throw new Error('Default process group has not been initialized, please make sure to call initProcessGroup.');
+  return g;
+}
+
+/** `dist.getRank()`: this rank's index in its group. */
+export const getRank = (group?: ProcessGroup | null): number => defaultGroup(group).rank;
+/** `dist.getWorldSize()`: the number of ranks. */
+export const getWorldSize = (group?: ProcessGroup | null): number => defaultGroup(group).worldSize;
+/** `dist.isInitialized()`: whether this rank has joined a group. */
+export const isInitialized = (): boolean => current.get() !== null;
+
+/** `dist.destroyProcessGroup()`: leaves the group (the rendezvous name may be used again once every rank has left). */
+export function destroyProcessGroup(): void {
+  const g = defaultGroup();
+  // The world keeps every rank's device: the others may still issue their side of a collective
+  // this rank has already issued.
+  if (++g.world.left === g.world.worldSize && worlds.get(g.world.key) === g.world) worlds.delete(g.world.key);
+  current.set(null);
+}
+
+/**
+ * `torch.distributed.spawn(fn, {nprocs, args})` (as `torch.multiprocessing.spawn`): runs
+ * `fn(rank, ...args)` for each rank as concurrent tasks of this process, rank r with `gpu:r` as
+ * its current device. Resolves with their results; if a rank throws, the others' collectives
+ * reject naming it, and `spawn` rejects with PyTorch's "process N terminated" message.
+ */
+export async function spawn<R>(fn: (rank: number, ...args: any[]) => R | Promise<R>, options: { nprocs: number; args?: unknown[] }): Promise<R[]> {
+  checkOptions('spawn', options, ['nprocs', 'args']);
+  const { nprocs, args = [] } = options;
+  if (!Number.isInteger(nprocs) || nprocs < 1) throw new RangeError(`spawn: nprocs must be a positive integer, got ${String(nprocs)}`);
+  const key = `inproc://spawn-${++spawns}`;
+  const runs = Array.from({ length: nprocs }, (_, rank) => {
+    const who: SpawnedRank = { rank, nprocs, key, group: null };
+    return spawnRank.run(who, () => current.run(null, async () => {
+      try {
+        return await withDevice(rank, async () => fn(rank, ...args));
+      } catch (e) {
+        who.group?.world.fail(rank, e);
+        throw Object.assign(new Error(`\n\n-- Process ${rank} terminated with the following error:\n${e instanceof Error ? e.stack ?? e.message : String(e)}`), { cause: e });
+      } finally {
+        if (current.get()) destroyProcessGroup();
+      }
+    }));
+  });
+  const settled = await Promise.allSettled(runs);
+  const bad = settled.find((s) => s.status === 'rejected') as PromiseRejectedResult | undefined;
+  if (bad) throw bad.reason;
+  return settled.map((s) => (s as PromiseFulfilledResult<R>).value);
+}
+
+/** @internal A contiguous tensor's byte range, for send/recv. */
+export function bytesOf(t: Tensor): { id: number; byteOffset: number; bytes: number } {
+  const es = elementSize(t.dtype);
+  return { id: t.storage.id, byteOffset: t.storage.byteOffset + t._offset * es, bytes: t.numel() * es };
+}
+
+/** @internal Queues a send of contiguous `t` to `peer` (on `t`'s device). */
+export function sendTo(t: Tensor, peer: Device, tag: number): void {
+  const b = bytesOf(t);
+  if (b.bytes) launch(t.device, { k: 'send', peer: String(peer), tag, id: b.id, byteOffset: b.byteOffset, bytes: b.bytes });
+}
+
+/** @internal Queues a receive from `peer` into contiguous `t` (on `t`'s device). */
+export function recvFrom(t: Tensor, peer: Device, tag: number): void {
+  const b = bytesOf(t);
+  if (b.bytes) launch(t.device, { k: 'recv', peer: String(peer), tag, id: b.id, byteOffset: b.byteOffset });
+}
+
+/** @internal A collective's signature for the cross-rank check. */
+export const signature = (name: string, t: Tensor, extra = ''): string => `${name}(${fmt(t.shape)}, ${t.dtype}${extra ? `, ${extra}` : ''})`;

@@ -1,0 +1,10 @@
+/**
+ * `torch.distributed` for ranks in one process: `spawn` runs one task per rank (rank r on gpu:r),
+ * `initProcessGroup({backend: 'webtorch', worldSize, rank, initMethod})` joins them, and the
+ * collectives are issued by each rank on its own (ts/distributed/group.ts).
+ */
+export { initProcessGroup, destroyProcessGroup, getRank, getWorldSize, isInitialized, spawn, ProcessGroup } from './group.js';
+export type { InitOptions, Work } from './group.js';
+export { allReduce, broadcast, allGather, reduceScatter, barrier } from './collectives.js';
+export type { CollectiveOptions } from './collectives.js';
+export type { ReduceOpName } from './comm.js';
