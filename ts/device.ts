@@ -113,6 +113,11 @@ export function clientOf(d: Device): DeviceClient {
   return c;
 }
 
+/** @internal How a device's answers came back so far: through the shared reply slot, or by message (test/device/sync-point.test.ts). */
+export function replyCounts(d: DeviceLike): { slot: number; message: number; hasSlot: boolean } {
+  return clientOf(device(d)).answered;
+}
+
 /** @internal The adapter's limits (shared by every logical GPU device). */
 export function gpuLimits(): Record<string, number> {
   return limits;

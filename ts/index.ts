@@ -175,6 +175,8 @@ export { liveStorage as _liveStorage } from './runtime/storage.js';
 export { deviceBuffers as _deviceBuffers } from './runtime/memory.js';
 /** @internal Devices whose workers were started. */
 export { startedDevices as _startedDevices } from './device.js';
+/** @internal How a device's answers came back (shared reply slot or message). */
+export { replyCounts as _replyCounts } from './device.js';
 /** @internal A device worker's own profile (bench/profile-step.mjs). */
 export { profileWorker as _profileWorker } from './device.js';
 export type { WorkerProfile } from './worker/protocol.js';

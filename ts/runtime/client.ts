@@ -7,7 +7,9 @@
  * Commands are encoded as they are queued (`BatchWriter`: numbers in a transferred
  * Float64Array, not structured-cloned objects), and a read or sync carries the queued commands
  * with it, so `await x.add(1).item()` is one message. Messages go out through `post`, which
- * keeps commands, reads and syncs in the order the program issued them.
+ * keeps commands, reads and syncs in the order the program issued them. After `init` (comlink),
+ * they travel over the device's call port (ts/worker/channel.ts): numbered plain messages, small
+ * answers through a shared reply slot where the platform has one.
  *
  * Each command is queued on a stream (the device's current stream, ts/runtime/streams.ts); the
  * client numbers each stream's marks (the points `s.query()`, events and deferred frees ask the
@@ -20,7 +22,14 @@ import { spawnWorker, type WorkerHandle } from '../worker-scripts.js';
 import { onPortMessage } from '../platform.js';
 import { Board, STREAM_SLOTS, type BoardUpdate } from '../worker/board.js';
 import { streamId } from './current-stream.js';
+import { CallPort } from '../worker/channel.js';
 import { BatchWriter, DEVICE_COMMANDS, type Batch, type Command, type DeviceInfo, type SyncTarget, type WorkerApi, type WorkerProfile } from '../worker/protocol.js';
+
+/** Queued commands on their way: the batch and what moves with it. */
+interface Outgoing {
+  batch: Batch;
+  transfer: Transferable[];
+}
 
 /**
  * Words of queued commands at which a burst is sent without waiting for its microtask to end
@@ -43,9 +52,11 @@ export class DeviceClient {
   private transfers: Transferable[] = [];
   private scheduled = false;
   private handle: WorkerHandle | null = null;
-  private ready: Promise<Comlink.Remote<WorkerApi>> | null = null;
-  /** The started worker's API: messages go to it at once while none waits on `ready` (see `post`). */
-  private remote: Comlink.Remote<WorkerApi> | null = null;
+  private ready: Promise<CallPort> | null = null;
+  /** The started worker's call port: messages go to it at once while none waits on `ready` (see `post`). */
+  private remote: CallPort | null = null;
+  /** The worker's comlink API, used for `init` only (and released at close). */
+  private api: Comlink.Remote<WorkerApi> | null = null;
   /** Messages waiting for `ready`, to be sent in program order when it resolves. */
   private waitingOnStart = 0;
   /** Set when the worker could not start: every later sync point rethrows it. */
@@ -65,15 +76,19 @@ export class DeviceClient {
   constructor(readonly name: string, readonly kind: 'cpu' | 'gpu', readonly index: number) {}
 
   /** Starts the worker if needed; resolves with the device's description. */
-  start(): Promise<Comlink.Remote<WorkerApi>> {
+  start(): Promise<CallPort> {
     this.ready ??= (async () => {
       this.handle = await spawnWorker(this.kind);
-      const remote = Comlink.wrap<WorkerApi>(this.handle.endpoint);
+      const api = (this.api = Comlink.wrap<WorkerApi>(this.handle.endpoint));
       // Without shared memory the worker posts the board's updates on a port of its own.
       const channel = typeof SharedArrayBuffer === 'undefined' ? new MessageChannel() : null;
+      // Everything after init goes over a port of its own, answered through a shared slot where it can be.
+      const calls = new MessageChannel();
+      const remote = new CallPort(calls.port1);
       try {
-        const options = { name: this.name, index: this.index, board: channel?.port2 };
-        const { scratch, board, ...info } = await this.awaiting(() => remote.init(channel ? Comlink.transfer(options, [channel.port2]) : options));
+        const options = { name: this.name, index: this.index, board: channel?.port2, calls: calls.port2, slot: remote.slot };
+        const ports = channel ? [calls.port2, channel.port2] : [calls.port2];
+        const { scratch, board, ...info } = await this.awaiting(() => api.init(Comlink.transfer(options, ports)));
         this.info = info;
         this.scratch = scratch ?? null;
         if (board) this.board = new Board(board);
@@ -83,6 +98,7 @@ export class DeviceClient {
         }
       } catch (e) {
         this.startError = new Error(`webtorch: device ${this.name} failed to start: ${(e as Error).message}`);
+        remote.close();
         await this.handle.terminate();
         throw this.startError;
       }
@@ -90,6 +106,11 @@ export class DeviceClient {
       return remote;
     })();
     return this.ready;
+  }
+
+  /** How this device's answers came back so far: through the shared reply slot, or by message (for the tests). */
+  get answered(): { slot: number; message: number; hasSlot: boolean } {
+    return { ...(this.remote?.answered ?? { slot: 0, message: 0 }), hasSlot: !!this.remote?.slot };
   }
 
   /** Whether the worker was started. */
@@ -134,18 +155,18 @@ export class DeviceClient {
   /** Sends the queued commands now. */
   flush(): void {
     this.scheduled = false;
-    const batch = this.takeQueued();
-    if (batch) this.post((r) => r.submit(batch)).catch(() => undefined);
+    const out = this.takeQueued();
+    if (out) this.post((r) => r.send('submit', [out.batch], out.transfer)).catch(() => undefined);
   }
 
   /**
    * Sends one message in program order: at once (synchronously) once the worker is up and no
    * earlier message still waits for it to start, else after those.
    */
-  private async post<T>(send: (r: Comlink.Remote<WorkerApi>) => Promise<T>): Promise<T> {
+  private async post<T>(send: (r: CallPort) => T | Promise<T>): Promise<T> {
     if (this.remote && this.waitingOnStart === 0) return send(this.remote);
     this.waitingOnStart++;
-    let r: Comlink.Remote<WorkerApi>;
+    let r: CallPort;
     try {
       r = await this.start();
     } finally {
@@ -154,13 +175,18 @@ export class DeviceClient {
     return send(r);
   }
 
-  /** The queued commands as a batch marked for transfer (with the buffers queued with them), or null. */
-  private takeQueued(): Batch | null {
+  /** The queued commands as a batch, with what it transfers (its words, the buffers queued with it), or null. */
+  private takeQueued(): Outgoing | null {
     if (this.queue.empty) return null;
-    const batch = this.queue.take(), transfers = this.transfers;
-    transfers.push(batch.words.buffer);
+    const batch = this.queue.take(), transfer = this.transfers;
+    transfer.push(batch.words.buffer);
     this.transfers = [];
-    return Comlink.transfer(batch, transfers);
+    return { batch, transfer };
+  }
+
+  /** Calls a worker method that is answered, after the commands in `out`, which travel with it. */
+  private call<T>(method: keyof WorkerApi, args: unknown[], out: Outgoing | null): Promise<T> {
+    return this.awaiting(() => this.post((r) => r.call<T>(method, args, out?.transfer))).catch((e) => this.rethrow(e));
   }
 
   /**
@@ -187,8 +213,8 @@ export class DeviceClient {
   async read(id: number, byteOffset: number, bytes: number, stream = this.stream): Promise<ArrayBuffer> {
     if (this.closed) throw new Error(`webtorch: device ${this.name} was shut down; its tensors are gone`);
     // The queued commands travel with the read; `post` keeps it ahead of later ops.
-    const batch = this.takeQueued(), queued = this.queued[stream];
-    const data = await this.awaiting(() => this.post((r) => r.read(id, byteOffset, bytes, batch, stream))).catch((e) => this.rethrow(e));
+    const out = this.takeQueued(), queued = this.queued[stream];
+    const data = await this.call<ArrayBuffer>('read', [id, byteOffset, bytes, out?.batch ?? null, stream], out);
     // The read ran after the stream's earlier work had finished: as for a sync, the board says so.
     this.finishedUpTo(stream, queued);
     return data;
@@ -210,8 +236,8 @@ export class DeviceClient {
    */
   async sync(target: SyncTarget = { all: true }): Promise<void> {
     const queued = this.queued.slice();
-    const batch = this.takeQueued();
-    const time = await this.awaiting(() => this.post((r) => r.sync(batch, target) as Promise<number | void>)).catch((e) => this.rethrow(e));
+    const out = this.takeQueued();
+    const time = await this.call<number | void>('sync', [out?.batch ?? null, target], out);
     if ('slot' in target && typeof time === 'number') this.board.finishEvent(target.slot, target.version, time);
     // Every stream the sync covered has finished what was queued before it: a mark made here says so.
     if ('all' in target) for (let s = 0; s < STREAM_SLOTS; s++) this.finishedUpTo(s, queued[s]);
@@ -220,8 +246,8 @@ export class DeviceClient {
 
   /** Turns the worker's profile on (clearing it) or off; off resolves with it once the queued work is done (see `WorkerProfile`). */
   async profile(on: boolean): Promise<WorkerProfile | null> {
-    const batch = this.takeQueued();
-    return this.awaiting(() => this.post((r) => r.profile(on, batch))).catch((e) => this.rethrow(e));
+    const out = this.takeQueued();
+    return this.call<WorkerProfile | null>('profile', [on, out?.batch ?? null], out);
   }
 
   /** Turns a device's out-of-memory failure into `OutOfMemoryError`; other errors pass through. */
@@ -239,14 +265,16 @@ export class DeviceClient {
     if (!this.ready) return;
     try {
       const r = await this.ready;
-      await this.awaiting(() => r.close());
-      r[Comlink.releaseProxy]();
+      await this.awaiting(() => r.call('close', []));
+      r.close();
+      this.api?.[Comlink.releaseProxy]();
     } catch {
       /* a device that failed to start has nothing to close */
     }
     await this.handle?.terminate();
     this.ready = null;
     this.remote = null;
+    this.api = null;
     this.handle = null;
   }
 }

@@ -16,9 +16,9 @@
  * A copy is a (`send` on the source, `recv` on the destination) pair with a shared tag; a
  * cross-device event wait is a (`signal`, `waitSignal`) pair the same way, with no bytes.
  */
-import * as Comlink from 'comlink';
 import { exposeWorker, onPortMessage } from '../platform.js';
 import { Board } from './board.js';
+import { serveCalls } from './channel.js';
 import { readBatch, type Batch, type Command, type DeviceInfo, type HostMemory, type SyncTarget, type TraceEntry, type WorkerApi, type WorkerProfile } from './protocol.js';
 import { Scheduler } from './scheduler.js';
 
@@ -209,7 +209,7 @@ export function serve(backend: Backend): void {
         backend.flush();
         return receive(cmd.peer, cmd.tag).then((data) => {
           if (data instanceof Error) throw data;
-          backend.write(cmd.id, cmd.byteOffset, data);
+          return backend.write(cmd.id, cmd.byteOffset, data);
         });
       case 'waitSignal':
         return receive(cmd.peer, cmd.tag).then((data) => {
@@ -317,6 +317,7 @@ export function serve(backend: Backend): void {
     init: async (options) => {
       board = Board.create(options.board ?? null);
       const info = await backend.init(options);
+      if (options.calls) serveCalls(options.calls, api, options.slot ?? null);
       return { ...info, board: board.buffer };
     },
     submit,
@@ -324,7 +325,7 @@ export function serve(backend: Backend): void {
       submit(batch) ?? onStream(stream, async () => {
         const data = await (profile ? profile.wait(backend.read(id, byteOffset, bytes)) : backend.read(id, byteOffset, bytes));
         takeFailure();
-        return Comlink.transfer(data, [data]);
+        return data;
       }),
     sync: (batch, target: SyncTarget = { all: true }) => {
       submit(batch);

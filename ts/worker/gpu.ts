@@ -762,6 +762,7 @@ class PassTimer {
       const enc = device.createCommandEncoder();
       this.resolve(enc);
       device.queue.submit([enc.finish()]);
+      queueWork++;
     }
     flush();
     const passes: { seq: number; label: string; start: number; end: number }[] = [];
@@ -827,12 +828,21 @@ function record(p: GPUComputePassEncoder, d: PendingDispatch, current: GPUComput
  */
 let submitEvery = 32;
 
+/**
+ * Work handed to the queue (submits and writes) so far, and how much of it a sync point has seen
+ * finished: a `synchronize` with nothing handed over since asks the queue nothing.
+ */
+let queueWork = 0, queueDone = 0;
+/** Marks (events' records) and dropped uploads still waiting on the device: a `synchronize` waits for them too. */
+let settling = 0;
+
 /** Submits everything recorded so far. */
 function flush(): void {
   encodePending();
   if (encoder) {
     device.queue.submit([encoder.finish()]);
     encoder = null;
+    queueWork++;
   }
   for (const b of retired.splice(0)) destroyBuffer(b);
 }
@@ -853,6 +863,7 @@ function write(id: number, byteOffset: number, data: ArrayBuffer | Uint8Array): 
   const padded = aligned ? bytes : new Uint8Array(Math.ceil(bytes.byteLength / 4) * 4);
   if (padded !== bytes) padded.set(bytes);
   device.queue.writeBuffer(buf(id), byteOffset, padded as Uint8Array<ArrayBuffer>); // never a shared view (copied above)
+  queueWork++;
 }
 
 // ---- The upload ring: mapped staging buffers for large writes ----
@@ -909,7 +920,13 @@ function dropUploads(): void {
   uploadReady = [];
   uploadMapping = [];
   uploadCount = 0;
-  for (const p of mapping) void p.then((b) => b && destroyBuffer(b));
+  for (const p of mapping) {
+    settling++;
+    void p.then((b) => {
+      settling--;
+      if (b) destroyBuffer(b);
+    });
+  }
 }
 
 /**
@@ -934,31 +951,49 @@ async function read(id: number, byteOffset: number, bytes: number): Promise<Arra
   const start = byteOffset & ~3, size = Math.ceil((byteOffset + bytes) / 4) * 4 - start;
   const reuse = readStaging !== null && readStaging.size >= size;
   const staging = reuse ? readStaging! : createScratch(device, size, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST, true, 'a read');
-  // The copy rides in the same submit as the work still recorded: one submit per read, not two.
+  // The copy, and the device checks' copy, ride in the same submit as the work still recorded:
+  // one submit per read, then the mapping and the error scopes are awaited together.
   encodePending();
   encoder ??= device.createCommandEncoder();
   encoder.copyBufferToBuffer(buf(id), start, staging, 0, size);
+  const deviceCheck = recordDeviceCheck(encoder);
   flush();
   closeScope();
+  const handedOver = queueWork;
   if (reuse) readStaging = null;
-  try {
-    await staging.mapAsync(GPUMapMode.READ, 0, size);
-    const out = staging.getMappedRange(0, size).slice(byteOffset - start, byteOffset - start + bytes);
-    staging.unmap();
-    if (staging.size <= KEEP_STAGING && staging.size >= (readStaging?.size ?? 0)) {
-      dropReadStaging();
-      readStaging = staging;
-    } else {
+  const mapped = staging.mapAsync(GPUMapMode.READ, 0, size).then(
+    () => {
+      const out = staging.getMappedRange(0, size).slice(byteOffset - start, byteOffset - start + bytes);
+      staging.unmap();
+      if (staging.size <= KEEP_STAGING && staging.size >= (readStaging?.size ?? 0)) {
+        dropReadStaging();
+        readStaging = staging;
+      } else {
+        staging.destroy();
+      }
+      // The copy was the queue's last work when it was submitted: everything before it has finished.
+      queueDone = Math.max(queueDone, handedOver);
+      return out;
+    },
+    (e: unknown) => {
       staging.destroy();
-    }
-    return out;
-  } catch (e) {
-    staging.destroy();
-    throw e;
-  } finally {
-    await checkErrors();
-    await checkDeviceErrors();
-  }
+      throw e;
+    },
+  );
+  return settleSyncPoint(mapped, deviceCheck);
+}
+
+/**
+ * Waits for a sync point's parts together: `done` (the read's mapping, or the queue's end), the
+ * error scopes and the device checks. Throws the first error in that order of blame: a GPU
+ * error (validation, out of memory), then a failed device check, then `done`'s own failure.
+ */
+async function settleSyncPoint<T>(done: Promise<T>, deviceCheck: Promise<void> | null): Promise<T> {
+  const [value, scopes, checks] = await Promise.allSettled([done, checkErrors(), deviceCheck]);
+  if (scopes.status === 'rejected') throw scopes.reason;
+  if (checks.status === 'rejected') throw checks.reason;
+  if (value.status === 'rejected') throw value.reason;
+  return value.value;
 }
 
 // ---- Event marks (Backend.mark): the point of the queue an event's record stands for ----
@@ -973,6 +1008,15 @@ let timeBase: bigint | null = null;
  * the worker's clock when `onSubmittedWorkDone` resolves.
  */
 async function mark(timing: boolean): Promise<number> {
+  settling++;
+  try {
+    return await markNow(timing);
+  } finally {
+    settling--;
+  }
+}
+
+async function markNow(timing: boolean): Promise<number> {
   if (!timing || !device.features.has('timestamp-query')) {
     flush();
     await device.queue.onSubmittedWorkDone();
@@ -1005,6 +1049,8 @@ async function mark(timing: boolean): Promise<number> {
 let deviceErrors: GPUBuffer | null = null;
 /** The mappable copy of `deviceErrors` that sync points read, kept between them. */
 let errorStaging: GPUBuffer | null = null;
+/** Whether a sync point has recorded a copy into `errorStaging` and not yet read it. */
+let errorStagingTaken = false;
 const checkCodes = new Map<string, number>();
 
 /**
@@ -1019,26 +1065,36 @@ function checkCode(k: string, message: string): number {
   return code;
 }
 
-/** Throws the first failed check recorded since the last one (the sync points call it), and clears it. */
-async function checkDeviceErrors(): Promise<void> {
-  if (!checkCodes.size) return;
-  flush();
+/**
+ * For a sync point: records in `enc` the copy of the error words to a mappable buffer (and
+ * their clear), to go in the sync point's own submit. Returns null when no checking dispatch
+ * ran since the last check, else the check, which maps the copy once `enc` has been submitted
+ * (`flush`) and throws the first failed check with its message.
+ */
+function recordDeviceCheck(enc: GPUCommandEncoder): Promise<void> | null {
+  if (!checkCodes.size) return null;
   const messages = [...checkCodes.keys()];
   checkCodes.clear();
   // A kept staging buffer: creating a mappable buffer per check cost about 0.7 ms on the H100's
   // Vulkan driver, a tenth of that to reuse one (BENCHMARKS.md, "The sync point").
   errorStaging ??= contextBuffer(device.createBuffer({ size: 16, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST }));
-  const staging = errorStaging.mapState === 'unmapped' ? errorStaging : device.createBuffer({ size: 16, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
-  const enc = device.createCommandEncoder();
+  const staging = errorStaging.mapState === 'unmapped' && !errorStagingTaken ? errorStaging : device.createBuffer({ size: 16, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+  if (staging === errorStaging) errorStagingTaken = true;
   enc.copyBufferToBuffer(deviceErrors!, 0, staging, 0, 16);
   enc.clearBuffer(deviceErrors!);
-  device.queue.submit([enc.finish()]);
-  await staging.mapAsync(GPUMapMode.READ);
-  const [code, lo, hi] = new Uint32Array(staging.getMappedRange().slice(0));
-  staging.unmap();
-  if (staging !== errorStaging) staging.destroy();
-  // the bad value's two words (wgsl/index.ts `fail64`): an int64
-  if (code) throw new Error(messages[code - 1].replace('%d', String(BigInt.asIntN(64, (BigInt(hi) << 32n) | BigInt(lo)))));
+  // Mapped after the submit (a buffer pending a map cannot be used in one); the caller flushes first.
+  return Promise.resolve().then(async () => {
+    try {
+      await staging.mapAsync(GPUMapMode.READ);
+      const [code, lo, hi] = new Uint32Array(staging.getMappedRange().slice(0));
+      staging.unmap();
+      // the bad value's two words (wgsl/index.ts `fail64`): an int64
+      if (code) throw new Error(messages[code - 1].replace('%d', String(BigInt.asIntN(64, (BigInt(hi) << 32n) | BigInt(lo)))));
+    } finally {
+      if (staging === errorStaging) errorStagingTaken = false;
+      else staging.destroy();
+    }
+  });
 }
 
 /** The low and high 32-bit words (as int32 bit patterns) of an integer-valued number in int64's range. */
@@ -1179,11 +1235,16 @@ export const gpuBackend: Backend = {
     return t ? t.drain(true) : null;
   },
   async idle() {
+    encodePending();
+    // Nothing recorded, handed over, waited on or left to check since a sync point saw the queue
+    // finish: nothing to ask the queue (the flush only destroys the buffers retired since).
+    if (!encoder && !scoped && !checkCodes.size && !errorChecks.length && !settling && queueWork === queueDone) return flush();
+    const deviceCheck = checkCodes.size ? recordDeviceCheck((encoder ??= device.createCommandEncoder())) : null;
     flush();
     closeScope();
-    await device.queue.onSubmittedWorkDone();
-    await checkErrors();
-    await checkDeviceErrors();
+    const handedOver = queueWork;
+    await settleSyncPoint(device.queue.onSubmittedWorkDone(), deviceCheck);
+    queueDone = Math.max(queueDone, handedOver);
   },
   async close() {
     flush();
