@@ -86,14 +86,47 @@ describe('one seed gives the same numbers on every device', () => {
   it('a draw larger than one GPU binding runs in chunks and still equals the cpu\'s', async () => {
     const limit = (await torch.gpu.getDeviceProperties(0)).limits.maxStorageBufferBindingSize;
     const n = limit / 4 + 4099; // just over the limit in float32: two chunks, the second starting mid-draw
-    const got: Uint32Array[] = [];
-    for (const d of ['cpu', 'gpu:0']) {
-      const g = new torch.Generator({ device: d }).manualSeed(12);
-      got.push(await take(torch.randn([n], { device: d, generator: g })));
+    const seed = 12;
+    const gpu = torch.randn([n], { device: 'gpu:0', generator: new torch.Generator({ device: 'gpu:0' }).manualSeed(seed) });
+    try {
+      if (n * 4 <= 256 * 2 ** 20) {
+        // Small enough (lavapipe's 128 MiB binding): the cpu draws it all and every element is compared.
+        const want = await take(torch.randn([n], { generator: new torch.Generator({ device: 'cpu' }).manualSeed(seed) }));
+        const got = await bits(gpu);
+        let diff = 0;
+        for (let i = 0; i < n; i++) if (got[i] !== want[i]) diff++;
+        expect(diff, 'elements that differ').toBe(0);
+        return;
+      }
+      // Too large for the cpu's budget (a 2 GiB binding): Philox is counter-based (element i is word
+      // i % 4 of the block at counter offset + ⌊i / 4⌋, and a normal pairs words of one block), so a
+      // cpu generator set to the window's counter offset draws exactly the GPU's elements
+      // [start, start + len) when start is a multiple of 4. Three windows: the start, across the end
+      // of the first chunk (element limit / 4) and the end, each read from the GPU on its own.
+      const W = 1 << 16;
+      const windows: [string, number, number][] = [
+        ['first', 0, W],
+        ['chunk boundary', limit / 4 - W / 2, Math.min(W, n - (limit / 4 - W / 2))], // the second chunk is short
+        ['last', (n - W) & ~3, n - ((n - W) & ~3)],
+      ];
+      for (const [name, start, len] of windows) {
+        expect(start % 4, `${name} window starts on a block`).toBe(0);
+        const g = new torch.Generator({ device: 'cpu' }).manualSeed(seed);
+        const state = g.getState(), v = new DataView(state.buffer, state.byteOffset, state.byteLength);
+        const offset = start / 4;
+        v.setUint32(8, offset >>> 0, true);
+        v.setUint32(12, Math.floor(offset / 2 ** 32), true);
+        g.setState(state);
+        const want = await take(torch.randn([len], { generator: g }));
+        const got = await take(gpu.narrow(0, start, len));
+        expect(got.length, name).toBe(len);
+        let diff = 0;
+        for (let i = 0; i < len; i++) if (got[i] !== want[i]) diff++;
+        expect(diff, `elements that differ in the ${name} window [${start}, ${start + len})`).toBe(0);
+      }
+    } finally {
+      gpu.dispose();
     }
-    let diff = 0;
-    for (let i = 0; i < n; i++) if (got[0][i] !== got[1][i]) diff++;
-    expect(diff, 'elements that differ').toBe(0);
   });
 
   it('16-bit dtypes are the float32 draw rounded once', async () => {

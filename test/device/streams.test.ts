@@ -34,6 +34,67 @@ function longWork(x: torch.Tensor, steps: number): torch.Tensor {
   return y;
 }
 
+/**
+ * How long the hold-back must last: the tests that check a stream is *still* held back do so a
+ * few milliseconds after queueing it, so 1.5 s of work on the other device is a wide margin.
+ */
+const HOLD_MS = 1500;
+
+/** Per device: the side of the matrix and the number of steps that make long work last HOLD_MS. */
+const holdPlans = new Map<string, { k: number; steps: number }>();
+
+/** Milliseconds of `steps` identity products of a k×k matrix on `device`, timed by events there. */
+async function timeWork(device: string, k: number, steps: number): Promise<number> {
+  const x = torch.tidy(() => torch.arange(k * k, { device, dtype: 'float32' }).remainder(97).reshape([k, k]));
+  const stream = torch.gpu.currentStream(device);
+  const start = new torch.gpu.Event({ enableTiming: true }), end = new torch.gpu.Event({ enableTiming: true });
+  start.record(stream);
+  const y = longWork(x, steps);
+  end.record(stream);
+  await end.synchronize();
+  [x, y].forEach((t) => t.dispose());
+  return start.elapsedTime(end);
+}
+
+/**
+ * Measures, once per device, what long work on `device` lasts at least HOLD_MS (rather than
+ * assuming lavapipe's speed: on an H100, 24 products of 384² finish in well under a millisecond
+ * each). The matrix grows from N×N (doubling, up to 8N) until one product takes ≥ HOLD_MS / 200,
+ * then the steps are chosen to last HOLD_MS by the measurement, and never fewer than 24
+ * (the old fixed count, so lavapipe keeps its work).
+ */
+async function holdPlan(device: string): Promise<{ k: number; steps: number }> {
+  let plan = holdPlans.get(device);
+  if (plan) return plan;
+  let k = N, perStep = 0;
+  for (;;) {
+    await timeWork(device, k, 1); // compiles the kernels for this size
+    perStep = (await timeWork(device, k, 2)) / 2;
+    if (perStep >= HOLD_MS / 200 || k >= 8 * N) break;
+    k *= 2;
+  }
+  plan = { k, steps: Math.max(24, Math.ceil(HOLD_MS / Math.max(perStep, 1e-3))) };
+  holdPlans.set(device, plan);
+  console.log(`hold plan ${device}: ${JSON.stringify(plan)} (${perStep} ms a step)`);
+  return plan;
+}
+
+/**
+ * Long work on `src`'s device whose result is `src` exactly and that lasts at least HOLD_MS there
+ * (see `holdPlan`): identity products of `src` itself, or, where the device is fast, of a larger
+ * matrix whose product is added to `src` times zero (exact: its elements are small integers).
+ */
+async function holdBackWork(src: torch.Tensor): Promise<torch.Tensor> {
+  const { k, steps } = await holdPlan(String(src.device));
+  if (k === N) return longWork(src, steps);
+  const big = torch.tidy(() => torch.arange(k * k, { device: src.device, dtype: 'float32' }).remainder(97).reshape([k, k]));
+  const y = longWork(big, steps);
+  big.dispose();
+  const out = torch.tidy(() => src.add(y.narrow(0, 0, N).narrow(1, 0, N).mul(0)));
+  y.dispose();
+  return out;
+}
+
 /** Small integers, exact through products with the identity. */
 const data = (device: string) => torch.tidy(() => torch.arange(N * N, { device, dtype: 'float32' }).remainder(97).reshape([N, N]));
 
@@ -100,7 +161,7 @@ describe.each(['gpu:0', 'gpu:1'])('streams on %s', (d) => {
   it('waitStream orders a stream after another that is held back by long work on the other device', async () => {
     const s1 = new torch.gpu.Stream(d), s2 = new torch.gpu.Stream(d), s3 = new torch.gpu.Stream(d);
     const src = data(other);
-    const long = longWork(src, 24);
+    const long = await holdBackWork(src); // lasts ≥ HOLD_MS on the other device, measured
     let y!: torch.Tensor, r!: torch.Tensor, quick!: torch.Tensor;
     // s1 receives the long work's result: its later commands wait for the copy.
     torch.gpu.stream(s1, () => {
@@ -151,7 +212,7 @@ describe.each(['gpu:0', 'gpu:1'])('streams on %s', (d) => {
   it('a high-priority stream held back with a low-priority one has its work recorded first', async () => {
     const x = data(d);
     const src = data(other);
-    const long = longWork(src, 24);
+    const long = await holdBackWork(src); // lasts ≥ HOLD_MS on the other device, measured
     const a = new torch.gpu.Stream(d), lo = new torch.gpu.Stream(d), hi = new torch.gpu.Stream(d, { priority: -1 });
     let y!: torch.Tensor, loOut!: torch.Tensor, hiOut!: torch.Tensor;
     torch.gpu.stream(a, () => (y = long.to(d)));
@@ -175,7 +236,7 @@ describe.each(['gpu:0', 'gpu:1'])('streams on %s', (d) => {
 
   it('events order work across streams and across devices', async () => {
     const src = data(other);
-    const long = longWork(src, 24);
+    const long = await holdBackWork(src); // lasts ≥ HOLD_MS on the other device, measured
     const e = new torch.gpu.Event();
     e.record(torch.gpu.currentStream(other));
     // A stream of this device waits for the other device's event; an event recorded after the
