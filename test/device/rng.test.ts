@@ -85,7 +85,7 @@ describe('one seed gives the same numbers on every device', () => {
 
   it('a draw larger than one GPU binding runs in chunks and still equals the cpu\'s', async () => {
     const limit = (await torch.gpu.getDeviceProperties(0)).limits.maxStorageBufferBindingSize;
-    const n = limit / 4 + 4099; // just over the limit in float32: two chunks, the second starting mid-draw
+    const n = Math.floor(limit / 4) + 4099; // just over the limit in float32: two chunks, the second starting mid-draw
     const seed = 12;
     const gpu = torch.randn([n], { device: 'gpu:0', generator: new torch.Generator({ device: 'gpu:0' }).manualSeed(seed) });
     try {
@@ -104,9 +104,10 @@ describe('one seed gives the same numbers on every device', () => {
       // [start, start + len) when start is a multiple of 4. Three windows: the start, across the end
       // of the first chunk (element limit / 4) and the end, each read from the GPU on its own.
       const W = 1 << 16;
+      const edge = (Math.floor(limit / 4) - W / 2) & ~3; // a block's start (the H100's limit is 2^31 - 4 bytes: limit / 4 is odd)
       const windows: [string, number, number][] = [
         ['first', 0, W],
-        ['chunk boundary', limit / 4 - W / 2, Math.min(W, n - (limit / 4 - W / 2))], // the second chunk is short
+        ['chunk boundary', edge, Math.min(W, n - edge)], // the second chunk is short
         ['last', (n - W) & ~3, n - ((n - W) & ~3)],
       ];
       for (const [name, start, len] of windows) {

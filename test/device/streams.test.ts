@@ -58,24 +58,29 @@ async function timeWork(device: string, k: number, steps: number): Promise<numbe
 
 /**
  * Measures, once per device, what long work on `device` lasts at least HOLD_MS (rather than
- * assuming lavapipe's speed: on an H100, 24 products of 384² finish in well under a millisecond
- * each). The matrix grows from N×N (doubling, up to 8N) until one product takes ≥ HOLD_MS / 200,
- * then the steps are chosen to last HOLD_MS by the measurement, and never fewer than 24
- * (the old fixed count, so lavapipe keeps its work).
+ * assuming lavapipe's speed: on an H100, 24 products of 384² finish in milliseconds). A short
+ * measurement is mostly the round trip, so the measured run grows until it lasts ≥ HOLD_MS / 8:
+ * first to 16 steps of N×N, then the matrix (doubling up to 8N, each size compiled by one untimed
+ * product), then the steps again, each size timed twice (the faster run counts: a cold GPU's first
+ * run can be many times slower); the plan's steps last HOLD_MS at the measured rate. (Lavapipe
+ * stays at N×N with about 80 steps; the H100 goes to 8N×8N with about 800.)
  */
 async function holdPlan(device: string): Promise<{ k: number; steps: number }> {
   let plan = holdPlans.get(device);
   if (plan) return plan;
-  let k = N, perStep = 0;
+  let k = N, steps = 4, ms = 0;
+  await timeWork(device, k, 1); // compiles the kernels
   for (;;) {
-    await timeWork(device, k, 1); // compiles the kernels for this size
-    perStep = (await timeWork(device, k, 2)) / 2;
-    if (perStep >= HOLD_MS / 200 || k >= 8 * N) break;
-    k *= 2;
+    ms = Math.min(await timeWork(device, k, steps), await timeWork(device, k, steps)); // the less disturbed of two runs
+    if (ms >= HOLD_MS / 8) break;
+    if (steps >= 16 && k < 8 * N) {
+      k *= 2;
+      await timeWork(device, k, 1);
+    } else steps *= 2;
   }
-  plan = { k, steps: Math.max(24, Math.ceil(HOLD_MS / Math.max(perStep, 1e-3))) };
+  plan = { k, steps: Math.ceil((HOLD_MS * steps) / ms) };
   holdPlans.set(device, plan);
-  console.log(`hold plan ${device}: ${JSON.stringify(plan)} (${perStep} ms a step)`);
+  console.log(`hold plan ${device}: ${JSON.stringify(plan)} (${steps} steps of ${k}² took ${ms.toFixed(1)} ms)`);
   return plan;
 }
 
