@@ -51,3 +51,24 @@ export function suiteDevices(): string[] {
   });
   return devices;
 }
+
+/**
+ * The setup of a suite that needs `gpus` logical GPU devices on the one adapter (habits, multi-GPU
+ * suites): the devices (`cpu`, `gpu:0` … filled in `beforeAll`), the leak check after each test,
+ * and `torch.shutdown()` at the end. Under CI, no adapter is an error, never a skip.
+ */
+export function logicalGpuSuite(gpus: number, what: string): string[] {
+  const devices: string[] = [];
+  beforeAll(async () => {
+    torch.gpu.configure({ devices: gpus });
+    const ok = await torch.gpu.isAvailable();
+    if (!ok && process.env.CI) throw new Error(`${what} cannot run under CI without a WebGPU adapter`);
+    expect(ok, 'a WebGPU adapter (run .ci/run to install lavapipe)').toBe(true);
+    devices.push('cpu', ...Array.from({ length: gpus }, (_, i) => `gpu:${i}`));
+  });
+  leakCheck(() => devices);
+  afterAll(async () => {
+    await torch.shutdown();
+  });
+  return devices;
+}

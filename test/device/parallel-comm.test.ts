@@ -3,24 +3,13 @@
  * 2 and 3 logical GPU devices and the cpu, for sizes that do and do not divide by the number of
  * devices (including fewer elements than devices), and the errors for misuse.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import * as torch from '../../dist/webtorch.js';
-import { leakCheck } from '../devices.js';
+import { logicalGpuSuite } from '../devices.js';
 
 const { comm } = torch.gpu;
 const GPUS = 3;
-const devices: string[] = [];
-beforeAll(async () => {
-  torch.gpu.configure({ devices: GPUS });
-  const ok = await torch.gpu.isAvailable();
-  if (!ok && process.env.CI) throw new Error('collective tests cannot run under CI without a WebGPU adapter');
-  expect(ok, 'a WebGPU adapter (run .ci/run to install lavapipe)').toBe(true);
-  devices.push('cpu', ...Array.from({ length: GPUS }, (_, i) => `gpu:${i}`));
-});
-leakCheck(() => devices);
-afterAll(async () => {
-  await torch.shutdown();
-});
+const devices = logicalGpuSuite(GPUS, 'collective tests');
 
 const GROUPS = [['gpu:0', 'gpu:1'], ['gpu:0', 'gpu:1', 'gpu:2'], ['gpu:2', 'cpu', 'gpu:0']];
 const SHAPES = [[1], [2], [5], [7, 3], [64], [1001]];

@@ -5,24 +5,13 @@
  * divide by the world size), and misuse: mismatched world sizes and calls, a collective only some
  * ranks reach (a time-out naming them), a rank that throws (the others raise, naming it).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import * as torch from '../../dist/webtorch.js';
-import { leakCheck } from '../devices.js';
+import { logicalGpuSuite } from '../devices.js';
 
 const { nn, optim, distributed: dist } = torch;
 const GPUS = 3;
-const devices: string[] = [];
-beforeAll(async () => {
-  torch.gpu.configure({ devices: GPUS });
-  const ok = await torch.gpu.isAvailable();
-  if (!ok && process.env.CI) throw new Error('DDP tests cannot run under CI without a WebGPU adapter');
-  expect(ok, 'a WebGPU adapter (run .ci/run to install lavapipe)').toBe(true);
-  devices.push('cpu', ...Array.from({ length: GPUS }, (_, i) => `gpu:${i}`));
-});
-leakCheck(() => devices);
-afterAll(async () => {
-  await torch.shutdown();
-});
+logicalGpuSuite(GPUS, 'DDP tests');
 
 class MLP extends nn.Module {
   fc1 = new nn.Linear(8, 16);

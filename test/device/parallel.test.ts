@@ -4,24 +4,13 @@
  * computed on each device, PyTorch's scatter sizes (fewer devices for a small batch), gather
  * on another device or dim, `.module` and `module.` keys, and PyTorch's errors.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import * as torch from '../../dist/webtorch.js';
-import { leakCheck } from '../devices.js';
+import { logicalGpuSuite } from '../devices.js';
 
 const { nn, optim } = torch;
 const GPUS = 3;
-const devices: string[] = [];
-beforeAll(async () => {
-  torch.gpu.configure({ devices: GPUS });
-  const ok = await torch.gpu.isAvailable();
-  if (!ok && process.env.CI) throw new Error('DataParallel tests cannot run under CI without a WebGPU adapter');
-  expect(ok, 'a WebGPU adapter (run .ci/run to install lavapipe)').toBe(true);
-  devices.push('cpu', ...Array.from({ length: GPUS }, (_, i) => `gpu:${i}`));
-});
-leakCheck(() => devices);
-afterAll(async () => {
-  await torch.shutdown();
-});
+const devices = logicalGpuSuite(GPUS, 'DataParallel tests');
 
 /** The MLP both sides train, built from one seed so that every copy starts equal. */
 class MLP extends nn.Module {

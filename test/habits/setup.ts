@@ -11,24 +11,10 @@
  * AMP in amp.test.ts; DataParallel, model parallelism and DDP in parallel.test.ts.) `torch.cuda` is `torch.gpu`, so the
  * seeds' `torch.cuda.X` stays as it is where a test shows it (cuda-semantics.test.ts).
  */
-import { afterAll, beforeAll, expect } from 'vitest';
-import * as torch from '../../dist/webtorch.js';
-import { leakCheck } from '../devices.js';
+import { logicalGpuSuite } from '../devices.js';
 
 export const GPUS = 4;
 
 export function habitsSetup(): string[] {
-  const devices: string[] = [];
-  beforeAll(async () => {
-    torch.gpu.configure({ devices: GPUS });
-    const ok = await torch.gpu.isAvailable();
-    if (!ok && process.env.CI) throw new Error('GPU habits cannot run under CI without a WebGPU adapter');
-    expect(ok, 'a WebGPU adapter (run .ci/run to install lavapipe)').toBe(true);
-    devices.push('cpu', ...Array.from({ length: GPUS }, (_, i) => `gpu:${i}`));
-  });
-  leakCheck(() => devices);
-  afterAll(async () => {
-    await torch.shutdown();
-  });
-  return devices;
+  return logicalGpuSuite(GPUS, 'GPU habits');
 }
