@@ -117,13 +117,15 @@ const I32_MIN = -2147483648, I32_MAX = 2147483647;
 /** int64's range: [-2^63, 2^63). */
 export const I64_MIN = -(2n ** 63n), I64_MAX = 2n ** 63n - 1n;
 
-/** Checks that a number fits an integer dtype (int32 or int64) exactly; other dtypes take any number. */
+/** Checks that a number fits an integer dtype (int32, int64, uint8; PyTorch raises on overflow too); floats and bool take any number. */
 export function checkFits(value: number, dtype: DType, where: string): void {
-  if (dtype !== 'int64' && dtype !== 'int32') return;
+  if (dtype !== 'int64' && dtype !== 'int32' && dtype !== 'uint8') return;
   if (!Number.isFinite(value)) {
     throw new RangeError(`${where}: cannot convert ${value} to ${dtype} (value is not finite)`);
   }
-  const fits = dtype === 'int32' ? value >= I32_MIN && value <= I32_MAX : value >= -(2 ** 63) && value < 2 ** 63;
+  const fits = dtype === 'int32' ? value >= I32_MIN && value <= I32_MAX
+    : dtype === 'uint8' ? value > -1 && value < 256 // truncated toward zero, as PyTorch converts
+    : value >= -(2 ** 63) && value < 2 ** 63;
   if (!fits) throw new RangeError(`${where}: value ${value} does not fit in ${dtype}`);
 }
 
@@ -236,7 +238,7 @@ export function encode(values: ArrayLike<number | boolean | bigint>, dtype: DTyp
     const x = values[i];
     if (typeof x === 'bigint' && code === StorageCode.I32) checkBigFits(x, dtype, where);
     const v = Number(x);
-    if (code === StorageCode.I32) checkFits(v, dtype, where);
+    if (code === StorageCode.I32 || code === StorageCode.U8) checkFits(v, dtype, where);
     out[i] = code === StorageCode.F16 ? f32ToF16(v)
       : code === StorageCode.BF16 ? f32ToBF16(v)
       : code === StorageCode.Bool ? (v !== 0 ? 1 : 0)

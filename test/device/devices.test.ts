@@ -340,6 +340,9 @@ describe('bad input fails at the call, and no worker dies', () => {
       expect(() => b.neg()).toThrow('Negation, the `-` operator, on a bool tensor is not supported');
       expect(() => torch.tensor([3e9], { dtype: 'int32', device: d })).toThrow('value 3000000000 does not fit in int32');
       expect(() => torch.tensor([2 ** 64], { dtype: 'int64', device: d })).toThrow('value 18446744073709552000 does not fit in int64');
+      expect(() => torch.tensor([300], { dtype: 'uint8', device: d })).toThrow('value 300 does not fit in uint8');
+      expect(() => torch.tensor([-1], { dtype: 'uint8', device: d })).toThrow('value -1 does not fit in uint8');
+      expect(() => torch.full([2], 256, { dtype: 'uint8', device: d })).toThrow('value 256 does not fit in uint8');
       [i, f, b].forEach((t) => t.dispose());
     }
   });
