@@ -1,0 +1,73 @@
+/**
+ * The matmul family of the gpu worker: the variant `chooseMatmul` picks by shape and adapter
+ * (wgsl/matmul.ts), with a transposed operand copied row-major when the tiled kernel repays it.
+ */
+import { StorageCode } from '../../dtype.js';
+import { chooseMatmul, matmulVariantGrid, matmulVariantShader, tiledEligible } from '../../../wgsl/matmul.js';
+import type { Command } from '../protocol.js';
+import { createScratch } from '../scratch.js';
+import { buf, device, dispatch, matmulVariant, retired, rowDev, slotsOf } from './core.js';
+import { runMap, viaScratch } from './map.js';
+
+/** An operand of a matmul: a buffer, its element offset and (batch, row, column) strides. */
+interface MatmulOperand { b: GPUBuffer; offset: number; strides: [number, number, number] }
+
+/** Products of at least this many multiply-adds copy a transposed operand to run a tiled variant. */
+const COPY_FOR_TILED = 1 << 22;
+
+/**
+ * `batch` products of m×kk · kk×n. The tiled variants need rows that are contiguous in memory;
+ * an operand whose rows are not (a transposed weight, as `x @ W.T` has) is copied row-major
+ * into a scratch buffer first when the product is large enough for the tiled kernel to repay
+ * the copy: each element of B is read m times, of A n times, and the copy reads it once.
+ */
+export function runMatmul(cmd: Extract<Command, { k: 'matmul' }>): void {
+  const { m, n, kk, batch } = cmd;
+  if (batch * m * n === 0) return;
+  let a: MatmulOperand = { b: buf(cmd.a.id), offset: cmd.a.offset, strides: cmd.aStrides };
+  let b: MatmulOperand = { b: buf(cmd.b.id), offset: cmd.b.offset, strides: cmd.bStrides };
+  const f32 = cmd.dt === StorageCode.F32, storage = device.limits.maxComputeWorkgroupStorageSize;
+  if (f32 && !matmulVariant && kk % 4 === 0 && n % 4 === 0 && batch * m * n * kk >= COPY_FOR_TILED && chooseMatmul(m, n, kk, batch, true, 0, storage, rowDev.cpu) !== 1) {
+    if (a.strides[2] !== 1 && n >= 64) a = rowMajorCopy(a, batch, m, kk, 0);
+    if (b.strides[2] !== 1 && m >= 64) b = rowMajorCopy(b, batch, kk, n, 1);
+  }
+  viaScratch(cmd.out, cmd.dt, batch * m * n, StorageCode.F32, (target, offset) => {
+    const { bind, slot } = slotsOf(target, [a.b, b.b]);
+    const p = new Uint32Array([m, n, kk, a.offset, ...a.strides, b.offset, ...b.strides, offset]).buffer;
+    const tiled = f32 && tiledEligible(kk, n, a, b, offset);
+    const v = chooseMatmul(m, n, kk, batch, tiled, matmulVariant, storage, rowDev.cpu);
+    dispatch(`mm${v}|${cmd.dt}|${slot[0]}|${slot[1]}|${bind.length}`, () => matmulVariantShader(v, cmd.dt, slot[0], slot[1], bind.length), bind, p,
+      matmulVariantGrid(v, m, n, batch));
+  });
+}
+
+/**
+ * The scratch buffers of `rowMajorCopy`, one per operand, kept and grown: dispatches on one queue
+ * run in order, so the next product may overwrite what the last one read, and a fresh buffer per
+ * product cost a buffer and a bind group each time.
+ */
+const operandScratch: (GPUBuffer | null)[] = [null, null];
+
+/** Retires the kept operand copies (emptyCache). */
+export function dropOperandScratch(): void {
+  for (const [i, b] of operandScratch.entries()) if (b) retired.push(b), (operandScratch[i] = null);
+}
+/** Operands up to this size use the kept scratch buffers. */
+const KEPT_SCRATCH = 64 << 20;
+
+/** A row-major f32 copy of a (batch, rows, cols) operand in scratch buffer `slot` (one copy of a broadcast batch). */
+function rowMajorCopy(x: MatmulOperand, batch: number, rows: number, cols: number, slot: 0 | 1): MatmulOperand {
+  const copies = x.strides[0] === 0 ? 1 : batch, bytes = copies * rows * cols * 4;
+  let tmp = operandScratch[slot];
+  if (bytes > KEPT_SCRATCH) {
+    // a one-off for a large operand, not kept outside the allocator's accounting
+    tmp = createScratch(device, bytes, GPUBufferUsage.STORAGE, false, 'a matmul operand copy');
+    retired.push(tmp);
+  } else if (!tmp || tmp.size < bytes) {
+    if (tmp) retired.push(tmp);
+    tmp = operandScratch[slot] = createScratch(device, Math.ceil(bytes / (1 << 20)) << 20, GPUBufferUsage.STORAGE, true, 'a matmul operand copy');
+  }
+  runMap([{ r: { id: -1, offset: x.offset, strides: [x.strides[0], x.strides[1], x.strides[2]] }, dt: StorageCode.F32, b: x.b }],
+    [copies, rows, cols], tmp, 0, StorageCode.F32, 'x0', 'f32');
+  return { b: tmp, offset: 0, strides: [copies === 1 ? 0 : rows * cols, cols, 1] };
+}
