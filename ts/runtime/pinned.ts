@@ -19,9 +19,10 @@
  * copies the bytes in (`readHost`); the pinned block is recorded on a side stream of the cpu that
  * waits for the GPU's read, so freeing the tensor never lets the cpu reuse its memory before the
  * GPU has read it (PyTorch's CachingHostAllocator records an event for the same reason).
- * Device→host (`to('cpu', {nonBlocking})` makes a pinned result), the GPU worker writes the bytes
- * into the pinned tensor once the source's stream gets there (`writeHost`), and later cpu work
- * waits for it. As in CUDA, reading that tensor before an event recorded after the copy has
+ * Device→host (`to('cpu', {nonBlocking})` makes a pinned result), the source's stream first waits
+ * for the cpu's queued work (which makes the destination's segment, and may still use the
+ * destination), then the GPU worker writes the bytes into the pinned tensor (`writeHost`), and
+ * later cpu work waits for it. As in CUDA, reading that tensor before an event recorded after the copy has
  * completed (or a synchronize) is the caller's race.
  *
  * Where shared memory is not available, `pinMemory()` raises, saying why; everything else works.
@@ -130,6 +131,9 @@ export function downloadPinned(dst: Tensor, src: Tensor): void {
   if (!bytes) return;
   connect(src.device, CPU);
   const gpu = streamOf(src.device), e = eventsFor(src.device), es = elementSize(src.dtype);
+  // The cpu's queued work first: it makes the destination's segment, and may still read or write it.
+  e.ready.record(Stream.of(CPU, 0));
+  e.ready.wait(gpu);
   launch(src.device, {
     k: 'writeHost', peer: 'cpu', dst: dst.storage.id, dstOffset: dst.storage.byteOffset + dst._offset * es,
     id: src.storage.id, byteOffset: src.storage.byteOffset + src._offset * es, bytes,

@@ -35,8 +35,12 @@ export interface Backend {
   run(cmd: Command): void;
   /** Ends a batch (the GPU submits its encoder). */
   flush(): void;
-  /** Reads bytes of a storage after all recorded work. */
+  /**
+   * Reads bytes of a storage after all recorded work: into `into` where given and the backend
+   * can copy there directly (then it returns nothing), else as a new ArrayBuffer.
+   */
   read(id: number, byteOffset: number, bytes: number): Promise<ArrayBuffer> | ArrayBuffer;
+  read(id: number, byteOffset: number, bytes: number, into: Uint8Array): Promise<ArrayBuffer | void> | ArrayBuffer | void;
   /**
    * Writes bytes into a storage, ordered after all recorded work; `data` may be a view of shared
    * memory. A returned promise holds the stream (and, as a write is a fence, every stream) until
@@ -109,6 +113,20 @@ export function serve(backend: Backend): void {
     if (!h) throw new Error(`${peer} has no shared memory to copy pinned tensors through`);
     return new Uint8Array(h.memory.buffer, h.addresses[segment] + offset, bytes);
   };
+  /**
+   * Pinned copies waiting for the cpu's memory: the cpu sends it on the port right after its
+   * `connect`, and a pinned copy queued with the first `connect` can run before it arrives.
+   */
+  const hostWaiters = new Map<string, (() => void)[]>();
+  /** Runs `fn` once peer's shared memory is known (at once if it is); the stream waits meanwhile. */
+  const withHost = <T>(peer: string, fn: () => T): T | Promise<Awaited<T>> => {
+    if (hosts.has(peer) || !peers.has(peer)) return fn(); // no peer port: `hostView` says why
+    return new Promise<void>((go) => {
+      const list = hostWaiters.get(peer) ?? [];
+      list.push(go);
+      hostWaiters.set(peer, list);
+    }).then(fn) as Promise<Awaited<T>>;
+  };
   let failure: Error | null = null;
   /**
    * The profile that commands arriving now belong to. A command is counted in the profile that
@@ -166,7 +184,11 @@ export function serve(backend: Backend): void {
         peers.set(cmd.peer, cmd.port);
         onPortMessage(cmd.port, (msg) => {
           const { tag, data: bytes, error, host } = msg as { tag: number; data: ArrayBuffer; error?: string; host?: HostMemory };
-          if (host) return void hosts.set(cmd.peer, host);
+          if (host) {
+            hosts.set(cmd.peer, host);
+            for (const go of hostWaiters.get(cmd.peer)?.splice(0) ?? []) go();
+            return;
+          }
           const data = error === undefined ? bytes : new Error(`the copy from ${cmd.peer} failed: ${error}`);
           const key = `${cmd.peer}#${tag}`;
           const w = waiting.get(key);
@@ -181,17 +203,17 @@ export function serve(backend: Backend): void {
           if (host) cmd.port.postMessage({ host });
         }
         return;
-      case 'readHost': {
+      case 'readHost':
         // The backend copies from the shared view itself (the GPU through a mapped staging buffer).
-        return backend.write(cmd.id, cmd.byteOffset, hostView(cmd.peer, cmd.src, cmd.srcOffset, cmd.bytes));
-      }
-      case 'writeHost': {
+        return withHost(cmd.peer, () => backend.write(cmd.id, cmd.byteOffset, hostView(cmd.peer, cmd.src, cmd.srcOffset, cmd.bytes)));
+      case 'writeHost':
         backend.flush();
-        const { peer, dst, dstOffset, bytes } = cmd;
-        return Promise.resolve(backend.read(cmd.id, cmd.byteOffset, bytes)).then((data) => {
-          hostView(peer, dst, dstOffset, bytes).set(new Uint8Array(data));
+        return withHost(cmd.peer, () => {
+          const target = hostView(cmd.peer, cmd.dst, cmd.dstOffset, cmd.bytes);
+          return Promise.resolve(backend.read(cmd.id, cmd.byteOffset, cmd.bytes, target)).then((data) => {
+            if (data) target.set(new Uint8Array(data));
+          });
         });
-      }
       case 'send': {
         // The copy out is recorded now, in stream order; only posting the bytes waits for the device.
         backend.flush();

@@ -1,7 +1,14 @@
 /**
  * The gpu worker's transfers: writes (small ones through `queue.writeBuffer`, large ones through
- * a ring of mapped upload buffers), reads through a kept staging buffer, and the sync point that
- * settles a read's mapping with the error scopes and the device checks.
+ * a ring of mapped upload buffers), reads (small ones through a kept staging buffer, large ones
+ * through a ring of mapped download chunks), and the sync point that settles a read's mapping
+ * with the error scopes and the device checks.
+ *
+ * Both rings exist for the same reason: one whole-size mappable buffer per transfer costs its
+ * creation (a new mappable buffer took ~0.7 ms on the H100, more when large) and serialises the
+ * GPU's copy with the host's. In chunks, the GPU copies chunk k + 1 while the worker copies
+ * chunk k out of (or into) its mapping, and the bytes land in their destination with one host
+ * copy: a pinned tensor's shared memory, or the ArrayBuffer handed to the caller.
  */
 import { buf, checkErrors, closeScope, destroyBuffer, device, flush, handOver, openEncoder, queueWork, sawDone, settle } from './core.js';
 import { recordDeviceCheck } from './checks.js';
@@ -94,17 +101,39 @@ export function dropUploads(): void {
  * (`emptyCache`) and at close.
  */
 let readStaging: GPUBuffer | null = null;
-const KEEP_STAGING = 64 << 20;
+/** Reads up to the download ring's chunk size use it; larger ones take the ring. */
+const KEEP_STAGING = 8 << 20;
 
+/** Reads above this many bytes go through the download ring. */
+const DOWNLOAD_CHUNK = 8 << 20;
+/** Chunks in flight: one being copied out while the next ones are copied and mapped on the device. */
+const DOWNLOAD_BUFFERS = 3;
+/** The download ring's staging buffers, kept between reads (cached scratch, dropped with `readStaging`). */
+let downloads: GPUBuffer[] = [];
+
+/** Destroys the kept read staging and the download ring (emptyCache, memory pressure, close). */
 export function dropReadStaging(): void {
   readStaging?.destroy();
   readStaging = null;
+  for (const b of downloads.splice(0)) b.destroy();
 }
 
-export async function read(id: number, byteOffset: number, bytes: number): Promise<ArrayBuffer> {
+/**
+ * Reads `bytes` bytes of storage `id` from `byteOffset`, after the work recorded so far. With
+ * `into` (a pinned tensor's shared memory, or a peer's buffer) the bytes are copied there and
+ * nothing is returned; otherwise they come back as a new ArrayBuffer.
+ */
+export function read(id: number, byteOffset: number, bytes: number): Promise<ArrayBuffer>;
+export function read(id: number, byteOffset: number, bytes: number, into: Uint8Array): Promise<void>;
+export async function read(id: number, byteOffset: number, bytes: number, into?: Uint8Array): Promise<ArrayBuffer | void> {
   if (bytes === 0) {
     flush();
-    return new ArrayBuffer(0);
+    return into ? undefined : new ArrayBuffer(0);
+  }
+  if (bytes > DOWNLOAD_CHUNK) {
+    const out = into ?? new Uint8Array(bytes);
+    await readChunked(id, byteOffset, bytes, out);
+    return into ? undefined : out.buffer as ArrayBuffer;
   }
   const start = byteOffset & ~3, size = Math.ceil((byteOffset + bytes) / 4) * 4 - start;
   const reuse = readStaging !== null && readStaging.size >= size;
@@ -120,7 +149,10 @@ export async function read(id: number, byteOffset: number, bytes: number): Promi
   if (reuse) readStaging = null;
   const mapped = staging.mapAsync(GPUMapMode.READ, 0, size).then(
     () => {
-      const out = staging.getMappedRange(0, size).slice(byteOffset - start, byteOffset - start + bytes);
+      const range = staging.getMappedRange(0, size);
+      let out: ArrayBuffer | undefined;
+      if (into) into.set(new Uint8Array(range, byteOffset - start, bytes));
+      else out = range.slice(byteOffset - start, byteOffset - start + bytes);
       staging.unmap();
       if (staging.size <= KEEP_STAGING && staging.size >= (readStaging?.size ?? 0)) {
         dropReadStaging();
@@ -138,6 +170,55 @@ export async function read(id: number, byteOffset: number, bytes: number): Promi
     },
   );
   return settleSyncPoint(mapped, deviceCheck);
+}
+
+/**
+ * A large read through the download ring: chunk k's copy goes into ring buffer k mod
+ * `DOWNLOAD_BUFFERS` in a submit of its own (the first with the work still recorded and the
+ * device checks), and is mapped; as each mapping resolves in order, its bytes are copied into
+ * `out` and the buffer takes the next chunk. Reads run one at a time, so the ring is this read's.
+ */
+async function readChunked(id: number, byteOffset: number, bytes: number, out: Uint8Array): Promise<void> {
+  const start = byteOffset & ~3, end = Math.ceil((byteOffset + bytes) / 4) * 4;
+  const chunks = Math.ceil((end - start) / DOWNLOAD_CHUNK);
+  const source = buf(id);
+  while (downloads.length < Math.min(DOWNLOAD_BUFFERS, chunks)) {
+    downloads.push(createScratch(device, DOWNLOAD_CHUNK, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST, true, 'a read'));
+  }
+  const ring = downloads;
+  let deviceCheck: Promise<void> | null = null;
+  /** Copies chunk k into its ring buffer and maps it; resolves with the chunk's place. */
+  const begin = (k: number): Promise<{ b: GPUBuffer; lo: number; n: number }> => {
+    const b = ring[k % ring.length], lo = start + k * DOWNLOAD_CHUNK, n = Math.min(DOWNLOAD_CHUNK, end - lo);
+    const encoder = openEncoder();
+    encoder.copyBufferToBuffer(source, lo, b, 0, n);
+    if (k === 0) deviceCheck = recordDeviceCheck(encoder);
+    flush();
+    return b.mapAsync(GPUMapMode.READ, 0, n).then(() => ({ b, lo, n }));
+  };
+  const inFlight: Promise<{ b: GPUBuffer; lo: number; n: number }>[] = [];
+  for (let k = 0; k < Math.min(ring.length, chunks); k++) inFlight.push(begin(k));
+  closeScope();
+  const handedOver = queueWork + chunks - inFlight.length;
+  const copied = (async () => {
+    try {
+      for (let k = 0; k < chunks; k++) {
+        const { b, lo, n } = await inFlight[k];
+        // This chunk's part of [byteOffset, byteOffset + bytes): the ends may be inside a word.
+        const from = Math.max(lo, byteOffset), to = Math.min(lo + n, byteOffset + bytes);
+        out.set(new Uint8Array(b.getMappedRange(0, n), from - lo, to - from), from - byteOffset);
+        b.unmap();
+        if (k + ring.length < chunks) inFlight.push(begin(k + ring.length));
+      }
+      sawDone(handedOver);
+    } catch (e) {
+      // A failed mapping leaves the ring in an unknown state: make a new one next time.
+      if (downloads === ring) dropReadStaging();
+      await Promise.allSettled(inFlight);
+      throw e;
+    }
+  })();
+  return settleSyncPoint(copied, deviceCheck);
 }
 
 /**
