@@ -69,19 +69,20 @@ describe.each(devices)('the worker buffers of %s are in the allocator figures', 
     const x = torch.ones([12 * MiB], { device: d }); // 48 MiB
     await x.data();
     const reserved = torch.gpu.memoryReserved(d);
-    expect(reserved).toBeGreaterThanOrEqual(96 * MiB); // the tensor's segment and the kept staging
-    // a budget with room for 40 MiB more segments, but not with the 48 MiB of staging counted
-    const segments = reserved - 48 * MiB;
-    torch.gpu.setPerProcessMemoryFraction((segments + 40 * MiB) / CAPACITY, d);
+    // the tensor's segment and the kept download ring (three 8 MiB chunks: reads above 8 MiB take it)
+    expect(reserved).toBeGreaterThanOrEqual(72 * MiB);
+    // a budget with room for 20 MiB more segments, but not with the 24 MiB of the ring counted
+    const segments = reserved - 24 * MiB;
+    torch.gpu.setPerProcessMemoryFraction((segments + 20 * MiB) / CAPACITY, d);
     let caught: unknown;
     try {
-      torch.empty([8 * MiB], { device: d }).dispose(); // 32 MiB: a new segment
+      torch.empty([4 * MiB], { device: d }).dispose(); // 16 MiB: a new segment
     } catch (e) {
       caught = e;
     }
     expect(caught).toBeInstanceOf(torch.OutOfMemoryError);
-    torch.gpu.emptyCache(d); // drops the staging: now it fits
-    torch.empty([8 * MiB], { device: d }).dispose();
+    torch.gpu.emptyCache(d); // drops the ring: now it fits
+    torch.empty([4 * MiB], { device: d }).dispose();
     x.dispose();
     torch.gpu.setPerProcessMemoryFraction(1, d);
     torch.gpu.emptyCache(d);
@@ -91,10 +92,10 @@ describe.each(devices)('the worker buffers of %s are in the allocator figures', 
 
   it('raises out of memory when a scratch buffer would pass the budget', async () => {
     torch.gpu.emptyCache(d);
-    const x = torch.ones([8 * MiB], { device: d }); // 32 MiB; reading it needs 32 MiB of staging
+    const x = torch.ones([8 * MiB], { device: d }); // 32 MiB; reading it takes the download ring's three 8 MiB chunks
     await torch.gpu.synchronize(d);
-    torch.gpu.setPerProcessMemoryFraction((torch.gpu.memoryReserved(d) + 16 * MiB) / CAPACITY, d);
-    await expect(x.data()).rejects.toThrow(/OutOfMemoryError: Tried to allocate 32\.00 MiB of scratch memory for a read\. The device's budget is/);
+    torch.gpu.setPerProcessMemoryFraction((torch.gpu.memoryReserved(d) + 12 * MiB) / CAPACITY, d);
+    await expect(x.data()).rejects.toThrow(/OutOfMemoryError: Tried to allocate 8\.00 MiB of scratch memory for a read\. The device's budget is/);
     torch.gpu.setPerProcessMemoryFraction(1, d);
     expect(((await x.data()) as Float32Array)[8 * MiB - 1]).toBe(1);
     x.dispose();

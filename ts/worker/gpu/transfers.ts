@@ -182,10 +182,17 @@ async function readChunked(id: number, byteOffset: number, bytes: number, out: U
   const start = byteOffset & ~3, end = Math.ceil((byteOffset + bytes) / 4) * 4;
   const chunks = Math.ceil((end - start) / DOWNLOAD_CHUNK);
   const source = buf(id);
-  while (downloads.length < Math.min(DOWNLOAD_BUFFERS, chunks)) {
-    downloads.push(createScratch(device, DOWNLOAD_CHUNK, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST, true, 'a read'));
+  // The ring is this read's until it ends (taken out of `downloads`, as `readStaging` is), so that
+  // memory pressure meanwhile (dropReadStaging) cannot destroy a buffer in use.
+  const ring = downloads.splice(0);
+  try {
+    while (ring.length < Math.min(DOWNLOAD_BUFFERS, chunks)) {
+      ring.push(createScratch(device, DOWNLOAD_CHUNK, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST, true, 'a read'));
+    }
+  } catch (e) {
+    for (const b of ring) b.destroy();
+    throw e;
   }
-  const ring = downloads;
   let deviceCheck: Promise<void> | null = null;
   /** Copies chunk k into its ring buffer and maps it; resolves with the chunk's place. */
   const begin = (k: number): Promise<{ b: GPUBuffer; lo: number; n: number }> => {
@@ -211,10 +218,12 @@ async function readChunked(id: number, byteOffset: number, bytes: number, out: U
         if (k + ring.length < chunks) inFlight.push(begin(k + ring.length));
       }
       sawDone(handedOver);
+      if (downloads.length) for (const b of ring) b.destroy(); // another read kept its ring meanwhile
+      else downloads = ring;
     } catch (e) {
-      // A failed mapping leaves the ring in an unknown state: make a new one next time.
-      if (downloads === ring) dropReadStaging();
+      // A failed mapping leaves the ring in an unknown state: a new one is made next time.
       await Promise.allSettled(inFlight);
+      for (const b of ring) b.destroy();
       throw e;
     }
   })();
