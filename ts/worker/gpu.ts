@@ -28,6 +28,8 @@ import { IWG, SORT_BLOCK, cumulativeShader, gatherShader, indexParams, oneHotSha
   sortInitShader, sortLocalShader, sortOutShader, sortParams, wordDt } from '../../wgsl/index.js';
 import type { IndexCommand } from './protocol.js';
 // Random numbers.
+// Device loss (ts/worker/gpu-lost.ts): the one hook, in init.
+import { watchLoss } from './gpu-lost.js';
 import { RANDOM_PARAM_WORDS, RANDOM_WG, randomBlocks, randomShader } from '../../wgsl/random.js';
 import type { RandomCommand } from './protocol.js';
 
@@ -1190,6 +1192,7 @@ export const gpuBackend: Backend = {
     const requiredLimits: Record<string, number> = {};
     for (const l of limitNames) requiredLimits[l] = found.limits[l];
     device = await found.requestDevice({ requiredFeatures: features, requiredLimits });
+    watchLoss(device); // device loss: ts/worker/gpu-lost.ts
     countBuffers(device);
     setPressureHandler(() => {
       dropReadStaging();
