@@ -1,13 +1,14 @@
 // The web app (npm run web): lists the devices and their adapters, trains the digits classifier
 // on the chosen device with live charts of loss/accuracy and of each device's allocated vs
 // reserved memory, and measures the page's own frame times while the device workers compute.
-// `window.app` exposes the app's state to the browser test (test/browser/app.test.ts).
+// The profile button profiles a few training steps (torch.profiler) and downloads their Chrome
+// trace. `window.app` exposes the app's state to the browser test (test/browser/app.test.ts).
 import * as torch from '/dist/webtorch.js';
 import { framesChart, lossChart, memoryChart } from './charts.js';
-import { loadDigits, train } from './train.js';
+import { loadDigits, profileSteps, train } from './train.js';
 
 const $ = (id) => document.getElementById(id);
-const state = { ready: false, running: false, stop: false, steps: 0, epochs: 0, lastAccuracy: null, frames: { count: 0, max: 0, over50: 0, p95: 0 }, error: null };
+const state = { ready: false, running: false, profiling: false, trace: null, stop: false, steps: 0, epochs: 0, lastAccuracy: null, frames: { count: 0, max: 0, over50: 0, p95: 0 }, error: null };
 window.app = state;
 
 function fail(e) {
@@ -82,7 +83,29 @@ async function main() {
   const data = await loadDigits(torch);
   $('status').textContent = `${data.train.n} training and ${data.test.n} test images. Pick a device and train.`;
   $('train').disabled = false;
+  $('profile').disabled = false;
   state.ready = true;
+
+  // The profile button: a few steps on the chosen device, profiled, then their trace as a download.
+  $('profile').onclick = async () => {
+    const device = $('device').value, batchSize = Number($('batch').value), lr = Number($('lr').value), steps = 5;
+    state.profiling = true;
+    $('profile').disabled = $('train').disabled = true;
+    $('status').textContent = `Profiling ${steps} training steps on ${device}…`;
+    try {
+      const prof = await profileSteps(torch, data, { device, batchSize, lr, steps });
+      const name = `webtorch-trace-${device.replace(':', '')}.json`;
+      const json = await prof.exportChromeTrace(name); // in a page: offers the file as a download
+      const events = JSON.parse(json).traceEvents;
+      state.trace = { name, events: events.length, kernels: events.filter((e) => e.cat === 'kernel').length };
+      $('status').textContent = `Profiled ${steps} steps on ${device}: ${name} (${state.trace.kernels} kernels) downloaded; open it in https://ui.perfetto.dev`;
+    } catch (e) {
+      fail(e);
+    } finally {
+      state.profiling = false;
+      $('profile').disabled = $('train').disabled = false;
+    }
+  };
 
   $('stop').onclick = () => (state.stop = true);
   $('train').onclick = async () => {
@@ -91,7 +114,7 @@ async function main() {
     frameTimes = [];
     if (longTasks) longTasks = [];
     losses.clear();
-    $('train').disabled = true;
+    $('train').disabled = $('profile').disabled = true;
     $('stop').disabled = false;
     const started = performance.now();
     try {
@@ -115,7 +138,7 @@ async function main() {
     } finally {
       showFrames();
       state.running = false;
-      $('train').disabled = false;
+      $('train').disabled = $('profile').disabled = false;
       $('stop').disabled = true;
     }
   };
