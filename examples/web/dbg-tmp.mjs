@@ -1,0 +1,23 @@
+import { chromium } from 'playwright-core';
+import { startServer } from './server.mjs';
+const server = await startServer({ isolated: true });
+const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--enable-unsafe-webgpu'] });
+const page = await browser.newPage();
+await page.addInitScript(() => {
+  window.__lt = [];
+  new PerformanceObserver((l) => { for (const e of l.getEntries()) window.__lt.push({ start: Math.round(e.startTime), dur: Math.round(e.duration), steps: window.app?.steps, running: window.app?.running, attr: JSON.stringify(e.attribution?.map((a) => [a.name, a.containerType, a.containerSrc])) }); }).observe({ type: 'longtask' });
+  window.__slow = [];
+  let last = performance.now();
+  const f = (now) => { if (now - last > 40) window.__slow.push({ at: Math.round(now), dt: Math.round(now - last), steps: window.app?.steps, running: window.app?.running }); last = now; requestAnimationFrame(f); };
+  requestAnimationFrame(f);
+});
+await page.goto(`${server.url}/examples/web/`);
+await page.waitForFunction(() => window.app?.ready, null, { timeout: 60000 });
+await page.selectOption('#device', process.argv[2] ?? 'gpu:0');
+await page.fill('#epochs', '3');
+const t = await page.evaluate(() => performance.now());
+await page.click('#train');
+await page.waitForFunction(() => !window.app.running && window.app.epochs >= 3, null, { timeout: 200000 });
+console.log('click at', Math.round(t));
+console.log(JSON.stringify(await page.evaluate(() => ({ lt: window.__lt, slow: window.__slow, frames: window.app.frames })), null, 0));
+await browser.close(); await server.close();
