@@ -209,12 +209,14 @@ async function replaceLost(d: Device, old: DeviceClient): Promise<void> {
 /**
  * @internal Test-only (`torch.gpu._loseDevice(i)`): destroys gpu:i's GPUDevice in its worker, as
  * a browser losing the device would, and resolves once the worker has seen the loss. The next
- * sync point on the device raises `DeviceLostError`.
+ * sync point on the device raises `DeviceLostError`. `'crash'` kills the worker's thread instead
+ * (Node), which raises the same way.
  */
-export async function loseDevice(i: DeviceLike): Promise<void> {
+export async function loseDevice(i: DeviceLike, how: 'destroy' | 'crash' = 'destroy'): Promise<void> {
   const d = device(i);
   if (d.type !== 'gpu') throw new TypeError(`_loseDevice: expected a gpu device, got ${d}`);
-  await clientOf(d).lose();
+  if (how !== 'destroy' && how !== 'crash') throw new TypeError(`_loseDevice: how must be 'destroy' or 'crash', got ${String(how)}`);
+  await clientOf(d).lose(how);
 }
 
 /** Whether a GPU is available: a hardware WebGPU adapter, or a software one when allowed (`configure({allowSoftware})`). */

@@ -140,7 +140,29 @@ describe('device loss', () => {
     const ok = torch.ones([3], { device: 'gpu:0' });
     expect(await ok.tolist()).toEqual([1, 1, 1]);
     for (const t of [x, y, total, ok]) t.dispose();
-    // A non-GPU device cannot be lost.
+    // A non-GPU device cannot be lost, and a loss is a destroy or a crash.
+    await expect(torch.gpu._loseDevice(0, 'melt' as never)).rejects.toThrow("_loseDevice: how must be 'destroy' or 'crash', got melt");
     await expect(torch.gpu._loseDevice('cpu')).rejects.toThrow('_loseDevice: expected a gpu device, got cpu');
+  });
+
+  it("a GPU worker whose thread dies raises DeviceLostError naming why, never hangs; the others go on; init() brings it back", async () => {
+    const g0 = new Trainer('gpu:0'), g1 = new Trainer('gpu:1');
+    await g0.steps(1);
+    await torch.gpu._loseDevice(0, 'crash');
+    const pending = g0.step();
+    const err = await pending.item().catch((e: unknown) => e);
+    pending.dispose();
+    expect(err).toBeInstanceOf(torch.DeviceLostError);
+    expect((err as torch.DeviceLostError).reason).toBe('worker died');
+    expect((err as Error).message).toMatch(/^gpu:0 was lost \(reason: worker died: gpu:0's worker died: its thread (threw Error: webtorch test: the GPU worker was made to crash|exited with code 1)\)/);
+    expect(() => g0.step()).toThrow(torch.DeviceLostError);
+    expect((await g1.steps(2)).every(Number.isFinite)).toBe(true);
+    await torch.gpu.init();
+    const x = torch.ones([3], { device: 'gpu:0' }), total = x.sum();
+    expect(await total.item()).toBe(3);
+    x.dispose();
+    total.dispose();
+    g0.dispose();
+    g1.dispose();
   });
 });

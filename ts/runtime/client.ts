@@ -86,6 +86,8 @@ export class DeviceClient {
   private lossSeen: (() => void)[] = [];
   /** Set once the loss was raised at a sync point (or the device was replaced): op calls raise it from then on. */
   private lostRaised = false;
+  /** Set when the worker's thread died: nothing more is sent to it. */
+  private dead = false;
 
   constructor(readonly name: string, readonly kind: 'cpu' | 'gpu', readonly index: number) {}
 
@@ -93,6 +95,8 @@ export class DeviceClient {
   start(): Promise<CallPort> {
     this.ready ??= (async () => {
       this.handle = await spawnWorker(this.kind);
+      // A worker whose thread dies is a lost device: pending and later calls raise (ts/runtime/device-lost.ts).
+      this.handle.onDeath((why) => this.workerDied(why));
       const api = (this.api = Comlink.wrap<WorkerApi>(this.handle.endpoint));
       // Without shared memory the worker posts the board's updates on a port of its own.
       const channel = typeof SharedArrayBuffer === 'undefined' ? new MessageChannel() : null;
@@ -165,6 +169,13 @@ export class DeviceClient {
     for (const f of this.lossSeen.splice(0)) f();
   }
 
+  /** The worker's thread died (Node): the device is lost, and the calls waiting on it raise that. */
+  private workerDied(why: string): void {
+    this.dead = true;
+    this.noteLost({ reason: 'worker died', message: `${this.name}'s worker died: ${why}` });
+    this.remote?.close();
+  }
+
   /** Whether the worker's device was lost (raised yet or not): `torch.gpu.init()` replaces it. */
   get deviceLost(): boolean {
     return this.lostInfo !== null || this.lostRaised;
@@ -188,12 +199,18 @@ export class DeviceClient {
 
   /**
    * @internal Test-only: destroys the worker's GPUDevice, as a browser losing it would, and
-   * resolves once the worker has seen the loss (`torch.gpu._loseDevice`).
+   * resolves once the worker has seen the loss (`torch.gpu._loseDevice`); `'crash'` makes the
+   * worker's thread throw instead, and resolves once it has died (Node).
    */
-  async lose(): Promise<void> {
+  async lose(how: 'destroy' | 'crash' = 'destroy'): Promise<void> {
     if (this.kind !== 'gpu') throw new Error(`_loseDevice: ${this.name} is not a GPU device`);
     await this.start();
     if (this.lostInfo) return;
+    if (how === 'crash') {
+      const died = new Promise<void>((r) => this.lossSeen.push(r));
+      this.lossPort!.postMessage({ crash: true });
+      return this.awaiting(() => died);
+    }
     const seen = new Promise<void>((r) => this.lossSeen.push(r));
     this.lossPort!.postMessage({ lose: true });
     await this.awaiting(() => seen);
@@ -325,7 +342,7 @@ export class DeviceClient {
 
   /** Turns a device's out-of-memory failure into `OutOfMemoryError`; other errors pass through. */
   private rethrow(e: unknown): never {
-    const lost = lostInfoOf(e);
+    const lost = lostInfoOf(e) ?? (this.dead ? this.lostInfo : null);
     if (lost) {
       this.noteLost(lost);
       this.lostRaised = true;
@@ -344,7 +361,7 @@ export class DeviceClient {
     if (!this.ready) return;
     try {
       const r = await this.ready;
-      await this.awaiting(() => r.call('close', []));
+      if (!this.dead) await this.awaiting(() => r.call('close', []));
       r.close();
       this.lossPort?.close();
       this.api?.[Comlink.releaseProxy]();

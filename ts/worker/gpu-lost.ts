@@ -78,6 +78,12 @@ export function guardLoss(backend: Backend): Backend {
       if (port) {
         onPortMessage(port, (m) => {
           if ((m as { lose?: boolean }).lose) void lose().then(() => port?.postMessage({ lost }));
+          // Test-only: the worker's thread dies of an uncaught error (the caller's death path).
+          if ((m as { crash?: boolean }).crash) {
+            setTimeout(() => {
+              throw new Error('webtorch test: the GPU worker was made to crash');
+            });
+          }
         });
       }
       return backend.init(options);
