@@ -33,8 +33,12 @@ export async function runBrowser({ quick, devices, cases, log }) {
     const page = await browser.newPage();
     const errors = [];
     page.on('pageerror', (e) => errors.push(e.message));
+    page.on('response', (r) => {
+      if (r.status() >= 400 && !r.url().endsWith('/favicon.ico')) errors.push(`HTTP ${r.status()} for ${r.url()}`);
+    });
     page.on('console', (m) => {
-      if (m.type() === 'error') errors.push(m.text());
+      // A failed load is reported by the response handler, with its URL.
+      if (m.type() === 'error' && !m.text().startsWith('Failed to load resource')) errors.push(m.text());
       if (m.type() === 'log' && m.text().startsWith('[bench]')) log(m.text());
     });
     await page.goto(`${server.url}/build/bench-browser/index.html`);
