@@ -19,6 +19,8 @@ function fail(e) {
 
 // ---- Frame times: every animation frame, always; the stats are those of the current run ----
 let frameTimes = [];
+/** How many frames came before the first step finished: the first step compiles the kernels (see showFrames). */
+let firstStepFrames = null;
 let last = performance.now();
 const t0 = performance.now();
 let frames;
@@ -42,15 +44,25 @@ try {
 } catch {
   longTasks = null; // no Long Tasks API in this browser
 }
-function showFrames() {
-  const sorted = [...frameTimes].sort((a, b) => a - b);
-  const f = state.frames = {
+/** Count, max, frames over 50 ms, median, p95 and mean of some frame times. */
+function frameStats(times) {
+  const sorted = [...times].sort((a, b) => a - b);
+  return {
     count: sorted.length, max: sorted.at(-1) ?? 0, over50: sorted.filter((t) => t > 50).length,
     p50: sorted[Math.floor(sorted.length * 0.5)] ?? 0, p95: sorted[Math.floor(sorted.length * 0.95)] ?? 0, mean: sorted.reduce((a, b) => a + b, 0) / (sorted.length || 1),
   };
+}
+// The frames after the first step are shown apart: the first step compiles every kernel, and a
+// browser compiles WebGPU pipelines in its GPU process, which also draws the page, so frames may
+// wait there (with a software adapter, SwiftShader, for seconds) while this page's thread is idle.
+function showFrames() {
+  const f = state.frames = frameStats(frameTimes);
+  f.steady = firstStepFrames === null ? null : frameStats(frameTimes.slice(firstStepFrames));
   f.longTasks = longTasks?.length ?? null;
   f.longestTask = longTasks?.length ? Math.max(...longTasks) : 0;
+  const s = f.steady;
   $('frames').textContent = `${f.count} frames while training: mean ${f.mean.toFixed(1)} ms, p95 ${f.p95.toFixed(1)} ms, max ${f.max.toFixed(1)} ms, ${f.over50} over 50 ms` +
+    (s ? `; after the first step (which compiles the kernels): p95 ${s.p95.toFixed(1)} ms, ${s.over50} of ${s.count} over 50 ms` : '') +
     (longTasks ? `; this page's thread: ${f.longTasks} long task${f.longTasks === 1 ? '' : 's'}${f.longTasks ? ` (longest ${f.longestTask.toFixed(0)} ms)` : ''}` : '');
 }
 
@@ -112,6 +124,7 @@ async function main() {
     const device = $('device').value, epochs = Number($('epochs').value), batchSize = Number($('batch').value), lr = Number($('lr').value);
     Object.assign(state, { running: true, stop: false, steps: 0, epochs: 0, device });
     frameTimes = [];
+    firstStepFrames = null;
     if (longTasks) longTasks = [];
     losses.clear();
     $('train').disabled = $('profile').disabled = true;
@@ -122,6 +135,7 @@ async function main() {
         shouldStop: () => state.stop,
         onStep: ({ epoch, step, loss }) => {
           state.steps = step;
+          firstStepFrames ??= frameTimes.length;
           if (step % 4 === 0) losses.push(epoch, loss, null);
           $('status').textContent = `Training on ${device}: epoch ${Math.ceil(epoch)} of ${epochs}, step ${step}, loss ${loss.toFixed(4)}`;
         },

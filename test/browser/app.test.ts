@@ -72,10 +72,16 @@ describe.runIf(haveChromium())('the web app', () => {
     const mem = end.charts.memory.data as number[][]; // x, then allocated and reserved per device: cpu, gpu:0
     expect(Math.max(...mem[4])).toBeGreaterThan(0);
     mem[3].forEach((alloc, i) => expect(alloc).toBeLessThanOrEqual(mem[4][i]));
-    // The page measured its frames while training, and showed them; most came well within 50 ms.
+    // The page measured its frames while training, and showed them. After the first step (which
+    // compiles every kernel in the browser's GPU process, where frames may wait: see app.js), frames
+    // stay under 50 ms: p95 below it, and at most one in twenty over it (this machine is shared).
     expect(end.frames.count).toBeGreaterThan(10);
-    expect(end.framesText).toMatch(/frames while training: mean [\d.]+ ms, p95 [\d.]+ ms, max [\d.]+ ms/);
+    expect(end.framesText).toMatch(/frames while training: mean [\d.]+ ms, p95 [\d.]+ ms, max [\d.]+ ms, \d+ over 50 ms; after the first step \(which compiles the kernels\): p95 [\d.]+ ms, \d+ of \d+ over 50 ms/);
     expect(end.frames.p50).toBeLessThan(50);
+    const steady = end.frames.steady;
+    expect(steady.count, 'frames after the first step').toBeGreaterThan(10);
+    expect(steady.p95, 'p95 of the frames after the first step').toBeLessThan(50);
+    expect(steady.over50, 'frames over 50 ms after the first step').toBeLessThanOrEqual(Math.ceil(steady.count / 20));
     console.log(`web app: ${end.steps} steps on gpu:0; ${end.framesText}`);
     await page.close();
   }, 240_000);
