@@ -165,4 +165,20 @@ describe('device loss', () => {
     g0.dispose();
     g1.dispose();
   });
+
+  it('a copy from gpu:0 under way when it is lost fails on gpu:1 at its next sync point, naming the loss; gpu:1 goes on', async () => {
+    const src = torch.ones([1024], { device: 'gpu:0' });
+    await torch.gpu.synchronize('gpu:0');
+    await torch.gpu._loseDevice(0);
+    // Nobody has seen the loss at a sync point yet: the copy is queued, and the lost worker answers gpu:1 with the loss.
+    const dst = src.to('gpu:1');
+    const err = await dst.tolist().catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(Error);
+    expect((err as Error).message).toMatch(/the copy from gpu:0 failed: gpu:0 was lost \(reason: destroyed: .*destroyed.*\)/);
+    const ok = torch.full([3], 2, { device: 'gpu:1' }), total = ok.sum();
+    expect(await total.item()).toBe(6);
+    await expect(torch.gpu.synchronize('gpu:0')).rejects.toThrow(torch.DeviceLostError);
+    await torch.gpu.init();
+    for (const t of [src, dst, ok, total]) t.dispose();
+  });
 });

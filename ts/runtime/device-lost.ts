@@ -31,12 +31,17 @@ export interface LostInfo {
   message: string;
 }
 
-/** The worker's message for a lost device: `reason` and `message` travel as `<reason>|<message>` after this prefix. */
-export const LOST_PREFIX = 'webtorch-device-lost:';
+/**
+ * The worker's message for a lost device, readable where it surfaces as another device's error
+ * (a copy from the lost device fails on the receiving one), and parsed back by `lostInfoOf`.
+ */
+export function lostMessage(device: string, info: LostInfo): string {
+  return `${device} was lost (reason: ${info.reason}${info.message ? `: ${info.message}` : ''})`;
+}
 
-/** Parses a `DeviceLostError` that crossed the call port (its message is `LOST_PREFIX` + reason + '|' + message). */
+/** Parses a `DeviceLostError` that crossed the call port (its message is `lostMessage`'s). */
 export function lostInfoOf(e: unknown): LostInfo | null {
-  if (!(e instanceof Error) || e.name !== 'DeviceLostError' || !e.message.startsWith(LOST_PREFIX)) return null;
-  const rest = e.message.slice(LOST_PREFIX.length), bar = rest.indexOf('|');
-  return { reason: rest.slice(0, bar), message: rest.slice(bar + 1) };
+  if (!(e instanceof Error) || e.name !== 'DeviceLostError') return null;
+  const m = /^\S+ was lost \(reason: ([^:)]*)(?:: ([\s\S]*))?\)$/.exec(e.message);
+  return m ? { reason: m[1], message: m[2] ?? '' } : null;
 }

@@ -14,11 +14,13 @@
  */
 import type { Backend } from './executor.js';
 import { onPortMessage } from '../platform.js';
-import { LOST_PREFIX, type LostInfo } from '../runtime/device-lost.js';
+import { lostMessage, type LostInfo } from '../runtime/device-lost.js';
 
 let watched: GPUDevice | null = null;
 let lost: LostInfo | null = null;
 let port: MessagePort | null = null;
+/** The device's name (`gpu:0`), for the loss's message. */
+let name = 'gpu';
 /** Rejections of the calls waiting on the device, run when it is lost. */
 const waiters = new Set<(e: Error) => void>();
 
@@ -37,7 +39,7 @@ export function watchLoss(device: GPUDevice): void {
 
 /** The error every call answers with once the device is lost (rebuilt as a `DeviceLostError` by the caller). */
 function lostError(): Error {
-  const e = new Error(`${LOST_PREFIX}${lost!.reason}|${lost!.message}`);
+  const e = new Error(lostMessage(name, lost!));
   e.name = 'DeviceLostError';
   return e;
 }
@@ -75,6 +77,7 @@ export function guardLoss(backend: Backend): Backend {
     ...backend,
     async init(options) {
       port = (options as { lost?: MessagePort }).lost ?? null;
+      name = options.name;
       if (port) {
         onPortMessage(port, (m) => {
           if ((m as { lose?: boolean }).lose) void lose().then(() => port?.postMessage({ lost }));
