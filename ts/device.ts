@@ -182,8 +182,9 @@ export const onDeviceReplaced: ((d: Device) => void)[] = [];
 
 /**
  * `torch.gpu.init()`: discovers the GPUs (once), and brings back every GPU device that was lost
- * (ts/runtime/device-lost.ts) with a fresh worker, GPUDevice and allocator. Tensors made on a
- * lost device before stay on it, and raise `DeviceLostError` when used.
+ * (ts/runtime/device-lost.ts), or whose worker could not start, with a fresh worker, GPUDevice
+ * and allocator. Tensors made on a lost device before stay on it, and raise `DeviceLostError`
+ * when used.
  */
 export async function gpuInit(): Promise<void> {
   await init();

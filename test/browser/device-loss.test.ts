@@ -49,4 +49,67 @@ describe.runIf(haveChromium())('device loss in the browser', () => {
     expect(r.after).toEqual({ allocated: 0, live: 0 });
     await page.close();
   }, 120_000);
+
+  it("the browser's own loss (its GPU process crashes): every GPU device raises DeviceLostError, cpu goes on, torch.gpu.init() brings them back", async () => {
+    const { page, errors } = await open(browser, `${server.url}/test/browser/pages/train.html`);
+    const before = await page.evaluate(async () => {
+      const torch = (window as any).torch, w = window as any;
+      torch.gpu.configure({ devices: 2 });
+      await torch.gpu.init();
+      w.held = ['gpu:0', 'gpu:1'].map((d) => torch.ones([4], { device: d }));
+      return Promise.all(w.held.map(async (t: any) => {
+        const s = t.sum();
+        try {
+          return await s.item();
+        } finally {
+          s.dispose();
+        }
+      }));
+    });
+    expect(before).toEqual([4, 4]);
+    // Chromium's own loss: its GPU process, where every page's WebGPU devices live, crashes.
+    const cdp = await browser.newBrowserCDPSession();
+    await cdp.send('Browser.crashGpuProcess' as never);
+    const after = await page.evaluate(async () => {
+      const torch = (window as any).torch, w = window as any;
+      // Wait until each worker has heard of its loss (the browser settles GPUDevice.lost a little later).
+      const raised = async (fn: () => Promise<unknown>) => {
+        try {
+          await fn();
+          return null;
+        } catch (e: any) {
+          return { name: e.name, message: e.message, device: e.device, reason: e.reason };
+        }
+      };
+      const out: Record<string, unknown> = {};
+      for (let i = 0; i < 2; i++) {
+        const d = `gpu:${i}`;
+        for (let k = 0; k < 100; k++) {
+          const r = await raised(() => torch.gpu.synchronize(d));
+          if (r) {
+            out[d] = r;
+            break;
+          }
+          await new Promise((f) => setTimeout(f, 50));
+        }
+      }
+      out.cpu = await torch.ones([2]).sum().item();
+      await torch.gpu.init();
+      out.old = await raised(() => w.held[0].tolist());
+      const fresh = ['gpu:0', 'gpu:1'].map((d) => torch.full([3], 2, { device: d }));
+      out.fresh = await Promise.all(fresh.map((t: any) => t.tolist()));
+      for (const t of [...w.held, ...fresh]) t.dispose();
+      return out;
+    });
+    await cdp.detach();
+    for (const d of ['gpu:0', 'gpu:1']) {
+      expect(after[d], `${d} after the GPU process crashed`).toMatchObject({ name: 'DeviceLostError', device: d });
+      expect((after[d] as { message: string }).message).toMatch(new RegExp(`^${d} was lost \\(reason: `));
+    }
+    expect(after.cpu).toBe(2);
+    expect(after.old).toMatchObject({ name: 'DeviceLostError', device: 'gpu:0' });
+    expect(after.fresh).toEqual([[2, 2, 2], [2, 2, 2]]);
+    expect(errors).toEqual([]);
+    await page.close();
+  }, 120_000);
 });

@@ -176,9 +176,12 @@ export class DeviceClient {
     this.remote?.close();
   }
 
-  /** Whether the worker's device was lost (raised yet or not): `torch.gpu.init()` replaces it. */
+  /**
+   * Whether the worker's device was lost (raised yet or not), or the worker could not start (a
+   * browser restarting its GPU process has no adapter for a moment): `torch.gpu.init()` replaces it.
+   */
   get deviceLost(): boolean {
-    return this.lostInfo !== null || this.lostRaised;
+    return this.lostInfo !== null || this.lostRaised || this.startError !== null;
   }
 
   /** Whether the device was lost, and the loss already raised (op calls raise it). */
