@@ -2,7 +2,9 @@
 // and, in the same process on the same hardware, on TensorFlow.js (WebGPU on the same Dawn adapter,
 // or WASM for cpu), on raw Dawn where a floor makes sense, and on PyTorch through
 // bench/torch_peer.py when a Python with torch is found. Prints a table; `--json FILE` also writes
-// the results and an SVG chart next to them. See BENCHMARKS.md for how to read it.
+// the results and an SVG chart next to them. `--browser` adds the browser column: the same cases
+// in headless Chromium against TensorFlow.js in the same page (bench/lib/browser.mjs). See
+// BENCHMARKS.md for how to read it.
 import { spawnSync } from 'node:child_process';
 import { writeFileSync, mkdirSync } from 'node:fs';
 import os from 'node:os';
@@ -13,13 +15,17 @@ import { CASES, PENDING } from './cases/index.mjs';
 import { renderChart } from './chart.mjs';
 import { BUDGETS, measureRow } from './lib/harness.mjs';
 import { findPython, hostInfo, loadTf, setupDawn, tfSync } from './lib/peers.mjs';
-import { addRatios, figureOf, fmt, geomean, PEERS, table } from './lib/report.mjs';
+import { addRatios, figureOf, fmt, geomean, PEERS, speedRatio, table } from './lib/report.mjs';
+import { browserTable, mergeBrowser, runBrowser } from './lib/browser.mjs';
 import { runTorchPeer, torchHasCuda } from './lib/torch.mjs';
 
-const HELP = `usage: node bench/run.mjs [--quick] [--device gpu|cpu|all] [--cases a,b] [--json FILE]
+const HELP = `usage: node bench/run.mjs [--quick] [--device gpu|cpu|all] [--cases a,b] [--browser] [--json FILE]
   --quick        small sizes and short budgets (smoke runs, CI; ~2 min on 2 cores)
   --device D     gpu, cpu or all (default all; gpu rows need a WebGPU adapter)
   --cases a,b    cases or groups: ${[...new Set(CASES.flatMap((c) => [c.group, c.name]))].join(', ')}
+  --browser      also run the cases in headless Chromium (/usr/bin/chromium) against tfjs-webgpu,
+                 tfjs-wasm and the page's raw WebGPU device: the browser column (about as long
+                 again as the Node run; not in the default run)
   --json FILE    also write the results as JSON, and FILE's name with .svg as a chart
 environment: WEBTORCH_BENCH_PYTHON=python|off (default: the first python3 that imports torch),
   WEBTORCH_BENCH_TORCH_DEVICE=cpu (PyTorch on the CPU even with CUDA), WEBTORCH_BENCH_TORCH_THREADS=N`;
@@ -32,6 +38,7 @@ try {
       quick: { type: 'boolean', default: false },
       cases: { type: 'string' },
       device: { type: 'string', default: 'all' },
+      browser: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
   }));
@@ -159,6 +166,19 @@ const hold = setInterval(() => {}, 1000);
 await Promise.race([torch.shutdown(), new Promise((r) => setTimeout(r, 10_000))]);
 clearInterval(hold);
 
+// ---- the browser column, once Node's devices are closed (both may share the machine's cores) ----
+let browserInfo = null;
+if (opts.browser) {
+  try {
+    const b = await runBrowser({ quick: opts.quick, devices, cases: wanted, log });
+    mergeBrowser(rows, b, speedRatio);
+    browserInfo = b.info;
+  } catch (e) {
+    browserInfo = { error: e.message };
+    log(`browser column failed: ${e.message}`);
+  }
+}
+
 // ---- report ----
 const pending = [
   ...cases.filter((c) => c.requires?.(torch)).map((c) => {
@@ -185,6 +205,7 @@ const result = {
   devices: deviceInfo,
   peers: { tfjs: { version: tfjs.version, webgpu: tfjs.webgpu, webgpuCpuForward: false, wasm: tfjs.wasm, wasmThreads: tfjs.wasmThreads, errors: tfjs.errors }, torch: torchInfo, dawn: dawn ? 'main-thread GPUDevice on the same adapter' : null },
   budget,
+  ...(browserInfo ? { browser: browserInfo } : {}),
   summary,
   rows,
   pending,
@@ -200,6 +221,17 @@ console.log(table(rows, pending));
 for (const d of devices) {
   const s = Object.entries(summary[d]).map(([p, g]) => `${p} ${fmt(g)}×`).join(', ');
   if (s) console.log(`geometric mean of the ratios on ${d}: ${s}`);
+}
+
+if (browserInfo) {
+  console.log(`\nbrowser column: ${browserInfo.error ? `failed: ${browserInfo.error}` : `Chromium ${browserInfo.chromium}, gpu adapter ${browserInfo.adapter ?? '—'}, cross-origin isolated ${browserInfo.crossOriginIsolated}, tfjs ${browserInfo.tfjs} (wasm ${browserInfo.tfjsWasmThreads ?? '—'} thread(s)); (×) = webtorch / peer in the page`}`);
+  if (!browserInfo.error) {
+    console.log(browserTable(rows, fmt));
+    for (const d of devices) {
+      const s = ['tfjs', 'dawn'].map((p) => [p, geomean(rows.filter((r) => r.device === d && r.browser).map((r) => r.browser), p)]).filter(([, g]) => g).map(([p, g]) => `${p} ${fmt(g)}×`).join(', ');
+      if (s) console.log(`geometric mean of the browser's ratios on ${d}: ${s}`);
+    }
+  }
 }
 
 if (opts.json) {

@@ -177,6 +177,49 @@ export function init(): Promise<void> {
   return discovery;
 }
 
+/** Called with a device replaced after its loss (`gpuInit`): the allocator forgets it (ts/runtime/memory.ts). */
+export const onDeviceReplaced: ((d: Device) => void)[] = [];
+
+/**
+ * `torch.gpu.init()`: discovers the GPUs (once), and brings back every GPU device that was lost
+ * (ts/runtime/device-lost.ts), or whose worker could not start, with a fresh worker, GPUDevice
+ * and allocator. Tensors made on a lost device before stay on it, and raise `DeviceLostError`
+ * when used.
+ */
+export async function gpuInit(): Promise<void> {
+  await init();
+  const lost = [...clients].filter(([d, c]) => d.type === 'gpu' && c.deviceLost);
+  await Promise.all(lost.map(([d, c]) => replaceLost(d, c)));
+}
+
+/** Replaces a lost device's client: its old tensors raise; the other devices connect to the new worker afresh. */
+async function replaceLost(d: Device, old: DeviceClient): Promise<void> {
+  old.retire();
+  clients.delete(d);
+  for (const f of onDeviceReplaced) f(d);
+  for (const c of clients.values()) c.peers.delete(old.name);
+  const fresh = clientOf(d);
+  const [closed, started] = await Promise.allSettled([old.close(), fresh.start()]);
+  if (started.status === 'rejected') {
+    clients.delete(d);
+    throw new Error(`torch.gpu.init: ${d} was lost and could not be brought back: ${(started.reason as Error).message}`);
+  }
+  void closed;
+}
+
+/**
+ * @internal Test-only (`torch.gpu._loseDevice(i)`): destroys gpu:i's GPUDevice in its worker, as
+ * a browser losing the device would, and resolves once the worker has seen the loss. The next
+ * sync point on the device raises `DeviceLostError`. `'crash'` kills the worker's thread instead
+ * (Node), which raises the same way.
+ */
+export async function loseDevice(i: DeviceLike, how: 'destroy' | 'crash' = 'destroy'): Promise<void> {
+  const d = device(i);
+  if (d.type !== 'gpu') throw new TypeError(`_loseDevice: expected a gpu device, got ${d}`);
+  if (how !== 'destroy' && how !== 'crash') throw new TypeError(`_loseDevice: how must be 'destroy' or 'crash', got ${String(how)}`);
+  await clientOf(d).lose(how);
+}
+
 /** Whether a GPU is available: a hardware WebGPU adapter, or a software one when allowed (`configure({allowSoftware})`). */
 export async function isAvailable(): Promise<boolean> {
   await init();

@@ -10,7 +10,7 @@ import { checkOptions } from './ops/options.js';
 import { setGpuMemory } from './runtime/memory.js';
 
 export {
-  init, isAvailable, deviceCount, currentDevice, setDevice, withDevice, synchronize,
+  gpuInit as init, isAvailable, deviceCount, currentDevice, setDevice, withDevice, synchronize,
 } from './device.js';
 export { getDeviceName, getDeviceProperties, getDeviceCapability, getArchList } from './properties.js';
 export type { DeviceProperties, GpuArgs } from './properties.js';
@@ -27,6 +27,9 @@ export {
 } from './rng.js';
 export { Stream, currentStream, defaultStream, setStream, stream, withStream } from './runtime/streams.js';
 export { Event } from './runtime/events.js';
+export { DeviceLostError } from './runtime/device-lost.js';
+/** @internal Test-only: loses gpu:i's GPUDevice (`GPUDevice.destroy()` in its worker); see ts/runtime/device-lost.ts. */
+export { loseDevice as _loseDevice } from './device.js';
 /** `torch.gpu.nvtx` (`torch.cuda.nvtx`): `rangePush`, `rangePop`, `range(name, fn)`, `mark`; ranges in the profiler (ts/profiler). */
 export * as nvtx from './profiler/nvtx.js';
 /** `torch.gpu.comm` (PyTorch's `torch.cuda.comm`): collectives over a list of tensors on several devices (ts/distributed/comm.ts). */

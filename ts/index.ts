@@ -37,6 +37,7 @@ export { Device, CPU, device, tryGpu, tryAllGpus, numGpus, gpu, cpu };
 /** `torch.cuda`: the same module as `torch.gpu`, so that PyTorch code translates word for word. */
 export { gpu as cuda };
 export { OutOfMemoryError } from './memory/index.js';
+export { DeviceLostError } from './runtime/device-lost.js';
 export type { MemoryStats, SnapshotSegment } from './memory/index.js';
 
 /**

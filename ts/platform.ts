@@ -75,6 +75,12 @@ export interface WorkerHandle {
   terminate(): Promise<void>;
   /** Node: whether an idle worker keeps the process alive (only while a result is awaited). */
   keepAlive(on: boolean): void;
+  /**
+   * Node: calls `fn` with why, if the worker's thread ends without `terminate()` (an uncaught
+   * exception, `process.exit` in it), so that the device raises rather than waits forever
+   * (ts/runtime/device-lost.ts). Browsers have no such event.
+   */
+  onDeath(fn: (why: string) => void): void;
 }
 
 /**
@@ -98,18 +104,33 @@ export async function spawnWorker(kind: 'cpu' | 'gpu', open: () => Worker): Prom
       gates.add(gate);
       if (gates.size === 1 && !exitHooked) (exitHooked = true), process.on('exit', holdAtExit);
     }
+    // A thread that ends by itself is a device that died (without a listener, its error would be
+    // rethrown on this thread and end the program).
+    let stopping = false, died: ((why: string) => void) | null = null, why: string | null = null;
+    const death = (reason: string) => {
+      if (stopping || why) return;
+      why = reason;
+      died?.(why);
+    };
+    w.on('error', (e: Error) => death(`its thread threw ${e.name}: ${e.message}`));
+    w.on('exit', (code: number) => death(`its thread exited with code ${code}`));
     return {
       endpoint: nodeEndpoint(w),
       terminate: async () => {
+        stopping = true;
         await w.terminate();
         if (gate) gates.delete(gate);
       },
       keepAlive: (on) => (on ? w.ref() : w.unref()),
+      onDeath: (fn) => {
+        died = fn;
+        if (why) fn(why);
+      },
     };
   }
   const w = open();
   await workerStarted(w, kind === 'cpu' ? 'cpu' : 'gpu', WORKER_FILES[kind]);
-  return { endpoint: w, terminate: async () => w.terminate(), keepAlive: () => undefined };
+  return { endpoint: w, terminate: async () => w.terminate(), keepAlive: () => undefined, onDeath: () => undefined };
 }
 
 /** The message a browser worker posts once its API is exposed (comlink ignores it: it has no id). */

@@ -194,9 +194,10 @@ export class Tensor {
     this.dispose();
   }
 
-  /** @internal Throws if the tensor was disposed. */
+  /** @internal Throws if the tensor was disposed, or its device lost (`DeviceLostError`, ts/runtime/device-lost.ts). */
   _check(op: string): this {
     if (this._disposed) throw new Error(`${op}: cannot use a disposed tensor (shape [${this.shape.join(', ')}], ${this.dtype}, ${this.device})`);
+    this.storage.client.checkUsable();
     return this;
   }
 

@@ -85,21 +85,8 @@ export async function loadTf(want) {
   return out;
 }
 
-/**
- * The sync point of TensorFlow.js on WebGPU without a readback: submit what it has batched, then
- * wait for the queue. (`await t.data()` would add a copy to the host.) On WASM, ops are synchronous.
- * @param {any} tf
- * @returns {Promise<void>}
- */
-export async function tfSync(tf) {
-  const b = tf.backend();
-  if (b.device?.queue) {
-    b.ensureCommandEncoderReady();
-    b.endComputePassEncoder();
-    b.submitQueue();
-    await b.device.queue.onSubmittedWorkDone();
-  }
-}
+/** The sync point of TensorFlow.js without a readback (bench/lib/tf-sync.mjs, which the browser page shares). */
+export { tfSync } from './tf-sync.mjs';
 
 /**
  * The first Python that imports torch: $WEBTORCH_BENCH_PYTHON, python3, /usr/bin/python3, python.

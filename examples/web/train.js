@@ -1,7 +1,7 @@
 // The digits classifier of examples/train-digits.mjs, as the app runs it: the data goes to the
 // chosen device once, each step picks its batch there (indexSelect), and the page only queues
 // ops: the kernels run in the device's worker. Each step awaits its loss (a sync point), so the
-// page's event loop, and its frames, run between steps.
+// page's event loop, and its frames, run between steps. `profileSteps` profiles a few steps.
 
 /** Loads data/digits.u8 (65 bytes an image: 64 pixels 0..16, the label) into a train/test split. */
 export async function loadDigits(torch, url = '/data/digits.u8') {
@@ -31,10 +31,12 @@ export async function loadDigits(torch, url = '/data/digits.u8') {
 }
 
 /**
- * Trains on `device`, calling `onStep({ epoch, step, loss })` after every step and
- * `onEpoch({ epoch, loss, accuracy })` after every epoch; stops early when `shouldStop()`.
+ * The demo's model, optimizer and data on `device`, and one training step: `step(idx)` trains
+ * on the images `idx` (an int32 tensor on `device`) and resolves with the loss. `dispose()` frees
+ * it all. The forward, backward and optimizer step are profiler ranges (they cost nothing when
+ * no profile records).
  */
-export async function train(torch, data, { device, epochs, batchSize, lr, seed = 0 }, { onStep, onEpoch, shouldStop }) {
+function setup(torch, data, { device, lr, seed }) {
   torch.manualSeed(seed);
   const model = new torch.nn.Sequential(
     new torch.nn.Linear(64, 128), new torch.nn.ReLU(),
@@ -42,9 +44,36 @@ export async function train(torch, data, { device, epochs, batchSize, lr, seed =
     new torch.nn.Linear(64, 10),
   ).to(device);
   const opt = new torch.optim.SGD(model.parameters(), { lr, momentum: 0.9 });
-  const sched = new torch.optim.lrScheduler.CosineAnnealingLR(opt, epochs);
   const tensors = (part) => [torch.tensor(part.X).reshape(part.n, 64).to(device), torch.tensor(part.y, { dtype: 'int64' }).to(device)];
   const [X, y] = tensors(data.train), [testX, testY] = tensors(data.test);
+  const { recordFunction } = torch.profiler;
+  const step = async (idx) => {
+    const loss = recordFunction('forward', () => torch.tidy(() => torch.F.crossEntropy(model.call(X.indexSelect(0, idx)), y.indexSelect(0, idx))));
+    recordFunction('backward', () => {
+      opt.zeroGrad();
+      loss.backward();
+    });
+    recordFunction('optimizer.step', () => opt.step());
+    try {
+      return await loss.item();
+    } finally {
+      loss.dispose();
+    }
+  };
+  const dispose = () => {
+    opt.zeroGrad();
+    for (const t of [X, y, testX, testY, ...model.parameters()]) t.dispose();
+  };
+  return { model, opt, testX, testY, step, dispose };
+}
+
+/**
+ * Trains on `device`, calling `onStep({ epoch, step, loss })` after every step and
+ * `onEpoch({ epoch, loss, accuracy })` after every epoch; stops early when `shouldStop()`.
+ */
+export async function train(torch, data, { device, epochs, batchSize, lr, seed = 0 }, { onStep, onEpoch, shouldStop }) {
+  const { model, opt, testX, testY, step, dispose } = setup(torch, data, { device, lr, seed });
+  const sched = new torch.optim.lrScheduler.CosineAnnealingLR(opt, epochs);
   const steps = Math.ceil(data.train.n / batchSize);
   const g = new torch.Generator().manualSeed(seed);
   try {
@@ -54,12 +83,7 @@ export async function train(torch, data, { device, epochs, batchSize, lr, seed =
       let total = 0;
       for (let s = 0; s < steps && !shouldStop(); s++) {
         const idx = torch.tensor(Int32Array.from(order.slice(s * batchSize, (s + 1) * batchSize)), { device });
-        const loss = torch.tidy(() => torch.F.crossEntropy(model.call(X.indexSelect(0, idx)), y.indexSelect(0, idx)));
-        opt.zeroGrad();
-        loss.backward();
-        opt.step();
-        const value = await loss.item();
-        loss.dispose();
+        const value = await step(idx);
         idx.dispose();
         total += value;
         onStep({ epoch: epoch + (s + 1) / steps, step: epoch * steps + s + 1, loss: value });
@@ -73,7 +97,34 @@ export async function train(torch, data, { device, epochs, batchSize, lr, seed =
       onEpoch({ epoch: epoch + 1, loss: total / steps, accuracy });
     }
   } finally {
-    opt.zeroGrad();
-    for (const t of [X, y, testX, testY, ...model.parameters()]) t.dispose();
+    dispose();
+  }
+}
+
+/**
+ * Profiles `steps` training steps on `device` with `torch.profiler` (the calling thread's ops and
+ * ranges, the device's kernels) after one unprofiled step (so the trace shows steady steps, not
+ * the kernels' first compilation), and resolves with the finished profile: `exportChromeTrace`
+ * gives its Chrome trace.
+ */
+export async function profileSteps(torch, data, { device, batchSize, lr, steps = 5, seed = 0 }) {
+  const { step, dispose } = setup(torch, data, { device, lr, seed });
+  const { profile, ProfilerActivity, recordFunction } = torch.profiler;
+  const batch = (s) => torch.tensor(Int32Array.from({ length: batchSize }, (_, i) => (s * batchSize + i) % data.train.n), { device });
+  const run = async (s) => {
+    const idx = batch(s);
+    try {
+      return await step(idx);
+    } finally {
+      idx.dispose();
+    }
+  };
+  try {
+    await run(0);
+    return await profile({ activities: [ProfilerActivity.CPU, ProfilerActivity.CUDA], recordShapes: true }, async () => {
+      for (let s = 1; s <= steps; s++) await recordFunction(`step ${s}`, () => run(s));
+    });
+  } finally {
+    dispose();
   }
 }

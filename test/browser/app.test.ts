@@ -2,14 +2,15 @@
  * The web app (examples/web/, `npm run web`) in headless Chromium: it lists the devices, trains
  * the digits classifier in the device workers while its charts (loss/accuracy, memory, frame
  * times) update, and keeps drawing frames. A screenshot of it mid-training is saved to
- * build/browser-test/app.png.
+ * build/browser-test/app.png. The profile button downloads a Chrome trace of a few steps.
  */
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { haveChromium, launch, open, repo, serve } from './browser.js';
 
 type Server = Awaited<ReturnType<typeof serve>>;
+type TraceEvent = { name: string; ph: string; pid: number; tid: number; cat?: string; dur?: number; args?: Record<string, unknown> };
 
 /** The app's state (window.app) with each chart's point count and a fingerprint of its canvas. */
 const snapshot = (page: Page) => page.evaluate(() => {
@@ -71,11 +72,54 @@ describe.runIf(haveChromium())('the web app', () => {
     const mem = end.charts.memory.data as number[][]; // x, then allocated and reserved per device: cpu, gpu:0
     expect(Math.max(...mem[4])).toBeGreaterThan(0);
     mem[3].forEach((alloc, i) => expect(alloc).toBeLessThanOrEqual(mem[4][i]));
-    // The page measured its frames while training, and showed them; most came well within 50 ms.
+    // The page measured its frames while training, and showed them. After the first step (which
+    // compiles every kernel in the browser's GPU process, where frames may wait: see app.js), frames
+    // stay under 50 ms: p95 below it, and at most one in twenty over it (this machine is shared).
     expect(end.frames.count).toBeGreaterThan(10);
-    expect(end.framesText).toMatch(/frames while training: mean [\d.]+ ms, p95 [\d.]+ ms, max [\d.]+ ms/);
+    expect(end.framesText).toMatch(/frames while training: mean [\d.]+ ms, p95 [\d.]+ ms, max [\d.]+ ms, \d+ over 50 ms; after the first step \(which compiles the kernels\): p95 [\d.]+ ms, \d+ of \d+ over 50 ms/);
     expect(end.frames.p50).toBeLessThan(50);
+    const steady = end.frames.steady;
+    expect(steady.count, 'frames after the first step').toBeGreaterThan(10);
+    expect(steady.p95, 'p95 of the frames after the first step').toBeLessThan(50);
+    expect(steady.over50, 'frames over 50 ms after the first step').toBeLessThanOrEqual(Math.ceil(steady.count / 20));
     console.log(`web app: ${end.steps} steps on gpu:0; ${end.framesText}`);
+    await page.close();
+  }, 240_000);
+
+  it('the profile button downloads a Chrome trace of a few training steps, with the device tracks and ops', async () => {
+    const server = await serve(true);
+    servers.push(server);
+    const { page, errors } = await open(browser, `${server.url}/examples/web/`, 'app');
+    await page.waitForFunction(() => (window as any).app.ready || (window as any).app.error, null, { timeout: 60_000 });
+    await page.selectOption('#device', 'gpu:0');
+    const [download] = await Promise.all([page.waitForEvent('download', { timeout: 120_000 }), page.click('#profile')]);
+    expect(download.suggestedFilename()).toBe('webtorch-trace-gpu0.json');
+    const trace = JSON.parse(readFileSync(await download.path(), 'utf8')) as { traceEvents: TraceEvent[] };
+    await page.waitForFunction(() => !(window as any).app.profiling, null, { timeout: 60_000 });
+    const app = await page.evaluate(() => ({ error: (window as any).app.error, trace: (window as any).app.trace, status: document.getElementById('status')!.textContent }));
+    expect(app.error).toBeNull();
+    expect(errors).toEqual([]);
+    const ev = trace.traceEvents;
+    const pidOf = (name: string) => ev.find((e) => e.ph === 'M' && e.name === 'process_name' && e.args?.name === name)?.pid;
+    // The device track: gpu:0 is a process with a stream-0 thread holding the kernels.
+    const gpu = pidOf('gpu:0');
+    expect(gpu, 'a gpu:0 process in the trace').toBeGreaterThan(0);
+    expect(ev.some((e) => e.ph === 'M' && e.name === 'thread_name' && e.pid === gpu && e.args?.name === 'stream 0')).toBe(true);
+    const kernels = ev.filter((e) => e.cat === 'kernel' && e.pid === gpu);
+    expect(kernels.length, 'kernels on gpu:0').toBeGreaterThan(20);
+    expect(kernels.every((k) => k.name.startsWith('wgsl:') && k.dur! >= 0)).toBe(true);
+    // The calling thread's ops and the app's ranges: five steps, each with forward, backward and the optimizer step.
+    const ops = ev.filter((e) => e.pid === pidOf('caller') && e.cat === 'cpu_op');
+    expect(ops.length).toBeGreaterThan(20);
+    expect(ops.some((e) => /matmul|linear/.test(e.name))).toBe(true);
+    const ranges = ev.filter((e) => e.cat === 'user_annotation').map((e) => e.name);
+    for (let s = 1; s <= 5; s++) expect(ranges).toContain(`step ${s}`);
+    expect(ranges.filter((n) => n === 'forward').length).toBe(5);
+    expect(ranges.filter((n) => n === 'optimizer.step').length).toBe(5);
+    // Flow arrows from ops to their kernels.
+    expect(ev.filter((e) => e.ph === 'f' && e.pid === gpu).length).toBeGreaterThan(0);
+    expect(app.trace).toMatchObject({ name: 'webtorch-trace-gpu0.json', events: ev.length, kernels: ev.filter((e) => e.cat === 'kernel').length });
+    expect(app.status).toMatch(/^Profiled 5 steps on gpu:0: webtorch-trace-gpu0\.json/);
     await page.close();
   }, 240_000);
 

@@ -15,9 +15,15 @@
  * client numbers each stream's marks (the points `s.query()`, events and deferred frees ask the
  * worker about) and holds the device's stream board (ts/worker/board.ts), where the worker
  * writes which marks and events have finished.
+ *
+ * Device loss (ts/runtime/device-lost.ts): a GPU worker tells its client on the loss port when
+ * its GPUDevice is lost, and answers every later read and sync with the loss. The client
+ * raises `DeviceLostError` at the next sync point, and from then on at every op call
+ * (`checkUsable`, before anything is allocated); commands for the lost device are dropped.
  */
 import * as Comlink from 'comlink';
 import { OutOfMemoryError } from '../memory/errors.js';
+import { DeviceLostError, lostInfoOf, type LostInfo } from './device-lost.js';
 import { spawnWorker, type WorkerHandle } from '../worker-scripts.js';
 import { onPortMessage } from '../platform.js';
 import { Board, STREAM_SLOTS, type BoardUpdate } from '../worker/board.js';
@@ -72,6 +78,16 @@ export class DeviceClient {
   /** Per stream: commands queued so far, and how many its last mark stands for. */
   private readonly queued = new Float64Array(STREAM_SLOTS);
   private readonly marked = new Float64Array(STREAM_SLOTS);
+  /** GPU: the device-loss port (ts/worker/gpu-lost.ts): the worker says there when its device is lost. */
+  private lossPort: MessagePort | null = null;
+  /** What the worker said when its device was lost (null while it is not). */
+  private lostInfo: LostInfo | null = null;
+  /** Waiting for the loss to be seen (`lose`). */
+  private lossSeen: (() => void)[] = [];
+  /** Set once the loss was raised at a sync point (or the device was replaced): op calls raise it from then on. */
+  private lostRaised = false;
+  /** Set when the worker's thread died: nothing more is sent to it. */
+  private dead = false;
 
   constructor(readonly name: string, readonly kind: 'cpu' | 'gpu', readonly index: number) {}
 
@@ -79,15 +95,24 @@ export class DeviceClient {
   start(): Promise<CallPort> {
     this.ready ??= (async () => {
       this.handle = await spawnWorker(this.kind);
+      // A worker whose thread dies is a lost device: pending and later calls raise (ts/runtime/device-lost.ts).
+      this.handle.onDeath((why) => this.workerDied(why));
       const api = (this.api = Comlink.wrap<WorkerApi>(this.handle.endpoint));
       // Without shared memory the worker posts the board's updates on a port of its own.
       const channel = typeof SharedArrayBuffer === 'undefined' ? new MessageChannel() : null;
       // Everything after init goes over a port of its own, answered through a shared slot where it can be.
       const calls = new MessageChannel();
       const remote = new CallPort(calls.port1);
+      // A GPU worker says on a port of its own when its device is lost (ts/worker/gpu-lost.ts).
+      const loss = this.kind === 'gpu' ? new MessageChannel() : null;
+      if (loss) {
+        this.lossPort = loss.port1;
+        onPortMessage(loss.port1, (m) => this.noteLost((m as { lost: LostInfo | null }).lost));
+        (loss.port1 as { unref?: () => void }).unref?.();
+      }
       try {
-        const options = { name: this.name, index: this.index, board: channel?.port2, calls: calls.port2, slot: remote.slot };
-        const ports = channel ? [calls.port2, channel.port2] : [calls.port2];
+        const options = { name: this.name, index: this.index, board: channel?.port2, calls: calls.port2, slot: remote.slot, lost: loss?.port2 };
+        const ports = [calls.port2, ...(channel ? [channel.port2] : []), ...(loss ? [loss.port2] : [])];
         const { scratch, board, ...info } = await this.awaiting(() => api.init(Comlink.transfer(options, ports)));
         this.info = info;
         this.scratch = scratch ?? null;
@@ -138,9 +163,72 @@ export class DeviceClient {
     return streamId(this.name);
   }
 
+  /** Notes that the worker's device was lost (it said so on the loss port, or in a call's answer). */
+  private noteLost(info: LostInfo | null): void {
+    if (info && !this.lostInfo) this.lostInfo = info;
+    for (const f of this.lossSeen.splice(0)) f();
+  }
+
+  /** The worker's thread died (Node): the device is lost, and the calls waiting on it raise that. */
+  private workerDied(why: string): void {
+    this.dead = true;
+    this.noteLost({ reason: 'worker died', message: `${this.name}'s worker died: ${why}` });
+    this.remote?.close();
+  }
+
+  /**
+   * Whether the worker's device was lost (raised yet or not), or the worker could not start (a
+   * browser restarting its GPU process has no adapter for a moment): `torch.gpu.init()` replaces it.
+   */
+  get deviceLost(): boolean {
+    return this.lostInfo !== null || this.lostRaised || this.startError !== null;
+  }
+
+  /** Whether the device was lost, and the loss already raised (op calls raise it). */
+  get lost(): boolean {
+    return this.lostRaised;
+  }
+
+  /** The loss as an error to throw (a new one each time, so each stack is the caller's). */
+  private lostError(): DeviceLostError {
+    const info = this.lostInfo ?? { reason: 'unknown', message: '' };
+    return new DeviceLostError(this.name, info.reason, info.message);
+  }
+
+  /** Throws the device's loss once it was raised at a sync point: every op calls this before allocating or queuing. */
+  checkUsable(): void {
+    if (this.lostRaised) throw this.lostError();
+  }
+
+  /**
+   * @internal Test-only: destroys the worker's GPUDevice, as a browser losing it would, and
+   * resolves once the worker has seen the loss (`torch.gpu._loseDevice`); `'crash'` makes the
+   * worker's thread throw instead, and resolves once it has died (Node).
+   */
+  async lose(how: 'destroy' | 'crash' = 'destroy'): Promise<void> {
+    if (this.kind !== 'gpu') throw new Error(`_loseDevice: ${this.name} is not a GPU device`);
+    await this.start();
+    if (this.lostInfo) return;
+    if (how === 'crash') {
+      const died = new Promise<void>((r) => this.lossSeen.push(r));
+      this.lossPort!.postMessage({ crash: true });
+      return this.awaiting(() => died);
+    }
+    const seen = new Promise<void>((r) => this.lossSeen.push(r));
+    this.lossPort!.postMessage({ lose: true });
+    await this.awaiting(() => seen);
+  }
+
+  /** Marks this client as replaced after a loss (`torch.gpu.init()`): its tensors raise when used. */
+  retire(): void {
+    this.lostInfo ??= { reason: 'unknown', message: '' };
+    this.lostRaised = true;
+  }
+
   /** Queues a command on `stream` (device commands belong to no stream); `transfer` lists buffers or ports that move with it. */
   enqueue(cmd: Command, transfer?: Transferable[], stream = this.stream): void {
-    if (this.closed) return;
+    // A lost device's commands are dropped: the frees of its tensors, work already under way.
+    if (this.closed || this.lostRaised) return;
     this.queue.push(cmd, stream);
     if (!DEVICE_COMMANDS.has(cmd.k)) this.queued[stream]++;
     if (transfer) this.transfers.push(...transfer);
@@ -186,6 +274,11 @@ export class DeviceClient {
 
   /** Calls a worker method that is answered, after the commands in `out`, which travel with it. */
   private call<T>(method: keyof WorkerApi, args: unknown[], out: Outgoing | null): Promise<T> {
+    // A loss the worker already told about is raised at once, without asking it.
+    if (this.lostInfo) {
+      this.lostRaised = true;
+      return Promise.reject(this.lostError());
+    }
     return this.awaiting(() => this.post((r) => r.call<T>(method, args, out?.transfer))).catch((e) => this.rethrow(e));
   }
 
@@ -252,6 +345,12 @@ export class DeviceClient {
 
   /** Turns a device's out-of-memory failure into `OutOfMemoryError`; other errors pass through. */
   private rethrow(e: unknown): never {
+    const lost = lostInfoOf(e) ?? (this.dead ? this.lostInfo : null);
+    if (lost) {
+      this.noteLost(lost);
+      this.lostRaised = true;
+      throw this.lostError();
+    }
     if (e instanceof Error && e.name === 'OutOfMemoryError') {
       throw new OutOfMemoryError(`${this.name} ran out of memory: the device refused an allocation within the budget (${e.message}). Lower the budget with torch.gpu.configure({memory}) or setPerProcessMemoryFraction.`);
     }
@@ -265,8 +364,9 @@ export class DeviceClient {
     if (!this.ready) return;
     try {
       const r = await this.ready;
-      await this.awaiting(() => r.call('close', []));
+      if (!this.dead) await this.awaiting(() => r.call('close', []));
       r.close();
+      this.lossPort?.close();
       this.api?.[Comlink.releaseProxy]();
     } catch {
       /* a device that failed to start has nothing to close */

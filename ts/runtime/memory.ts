@@ -15,7 +15,7 @@
  * it); `cpu` defaults to 2 GiB of WebAssembly memory (`WEBTORCH_CPU_MEMORY`).
  * `setPerProcessMemoryFraction` scales either.
  */
-import { clientOf, currentDevice, device as toDevice, Device, gpuLimits, type DeviceLike } from '../device.js';
+import { clientOf, currentDevice, device as toDevice, Device, gpuLimits, onDeviceReplaced, type DeviceLike } from '../device.js';
 import { CachingAllocator, type Allocation, type MemoryStats, type SnapshotSegment } from '../memory/index.js';
 import { env } from '../platform.js';
 import { bindArgs, REQUIRED, type PyArgs } from '../ops/options.js';
@@ -89,6 +89,12 @@ export function allocatorOf(d: Device): CachingAllocator {
   publishers.set(a, publish);
   return a;
 }
+
+// A device brought back after its loss starts with a fresh allocator (ts/runtime/device-lost.ts).
+onDeviceReplaced.push((d) => {
+  allocators.delete(d);
+  waitingFrees.delete(d);
+});
 
 /** Frees waiting for stream marks, per device: the highest mark waited for on each stream. */
 const waitingFrees = new Map<Device, Map<number, number>>();

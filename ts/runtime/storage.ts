@@ -41,6 +41,8 @@ export class Storage {
     this.client = clientOf(device);
     this.allocator = allocatorOf(device);
     this.stream = this.client.stream;
+    // A lost device raises here, before anything is allocated (ts/runtime/device-lost.ts).
+    this.client.checkUsable();
     settleFrees(device);
     const a = this.allocator.malloc(bytes, this.stream);
     this.block = a.block;

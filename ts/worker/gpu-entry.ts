@@ -1,10 +1,12 @@
 /**
  * The `gpu` worker's entry point. Every backend call runs inside the exit gate (`exitGuard` in
  * ts/platform.ts), so that a program leaving through `process.exit()` or an uncaught exception
- * never has Node terminate this thread inside a Dawn call, which would abort the process.
+ * never has Node terminate this thread inside a Dawn call, which would abort the process; and
+ * inside the device-loss guard (ts/worker/gpu-lost.ts).
  */
 import { serve, type Backend } from './executor.js';
 import { gpuBackend } from './gpu.js';
+import { guardLoss } from './gpu-lost.js';
 import { exitGuard } from '../platform.js';
 
 const guard = exitGuard();
@@ -12,4 +14,5 @@ const guarded = Object.fromEntries(
   Object.entries(gpuBackend).map(([k, v]) => [k, typeof v === 'function' ? (...args: unknown[]) => guard(() => v.apply(gpuBackend, args)) : v]),
 ) as unknown as Backend;
 
-serve(guarded);
+// Device loss wraps the guarded calls (ts/worker/gpu-lost.ts).
+serve(guardLoss(guarded));

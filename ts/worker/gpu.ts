@@ -31,6 +31,8 @@ import { runReduce, runRowNorm } from './gpu/rows.js';
 import { runWindows } from './gpu/windows.js';
 import { runIndex } from './gpu/index-family.js';
 import { runRandom } from './gpu/random.js';
+// Device loss (ts/worker/gpu-lost.ts): the one hook, in init.
+import { watchLoss } from './gpu-lost.js';
 
 function run(cmd: Command): void {
   beginCommand(cmd);
@@ -156,6 +158,7 @@ export const gpuBackend: Backend = {
     const requiredLimits: Record<string, number> = {};
     for (const l of limitNames) requiredLimits[l] = found.limits[l];
     const device = await found.requestDevice({ requiredFeatures: features, requiredLimits });
+    watchLoss(device); // device loss: ts/worker/gpu-lost.ts
     // Dawn tears its instance down once the object from `create()` is collected: core keeps both alive.
     adopt(gpu, found, device, rowDevice(device.features, found.info, env('WEBTORCH_ROWS')), Number(env('WEBTORCH_MATMUL') ?? 0), Number(env('WEBTORCH_SUBMIT_EVERY') ?? submitEvery));
     countBuffers(device);

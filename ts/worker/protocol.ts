@@ -160,9 +160,9 @@ export interface WorkerApi {
    * Starts the device; resolves with its description, or rejects with why it cannot start.
    * `board`: where the worker posts its stream board's updates when it has no shared memory.
    * `calls`: the port every later call comes in on, and `slot` the shared reply slot for small
-   * answers (ts/worker/channel.ts).
+   * answers (ts/worker/channel.ts). `lost` (GPU workers): the device-loss port (ts/worker/gpu-lost.ts).
    */
-  init(options: { name: string; index: number; board?: MessagePort; calls?: MessagePort; slot?: SharedArrayBuffer | null }): Promise<DeviceInfo>;
+  init(options: { name: string; index: number; board?: MessagePort; calls?: MessagePort; slot?: SharedArrayBuffer | null; lost?: MessagePort }): Promise<DeviceInfo>;
   /** Appends a batch of commands to the device's streams. */
   submit(batch: Batch): void;
   /**
