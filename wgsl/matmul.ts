@@ -3,12 +3,30 @@
  * transposed operands and broadcast batches need no copy.
  *
  * A workgroup of 16×16 invocations computes a 64×64 tile of the output, each invocation a 4×4
- * block held in registers. A and B tiles of depth 16 are staged through workgroup memory. The
- * output is contiguous f32; 16-bit outputs are cast afterwards by the worker.
+ * block held in registers. A and B tiles of depth 16 are staged through workgroup memory. This
+ * kernel and the direct one (variant 26) write contiguous f32: the worker casts a 16-bit output
+ * afterwards. The vec4 kernels (variants 2 and up) read and write 16-bit storage themselves
+ * (`vecMatmulIo`), accumulating in f32.
  * Params: [M, N, K, aOff, aBS, aRS, aCS, bOff, bBS, bRS, bCS, outOff].
  */
-import type { StorageCode } from '../ts/dtype.js';
+import { StorageCode } from '../ts/dtype.js';
 import { load, slotBindings } from './dtype.js';
+import { ENABLE_F16, HALF_HELPERS, loadVec, slotKind, storeVec, vecBindings } from './half.js';
+
+/**
+ * The bindings of the vec4 matmul kernels (variants 2 and up) for operands and output of `dt`:
+ * `rdK(i)` returns elements 4i..4i+3 of slot K as a `vec4<f32>`, `store(q, v)` writes four
+ * outputs. f32 binds `vec4<f32>`; float16 and bfloat16 bind 8-byte words unpacked at the tile
+ * load and packed at the store (or `vec4<f16>` with `nativeF16`), see wgsl/half.ts. The tiles and
+ * the accumulators are f32 in every case, as PyTorch accumulates half products in float.
+ */
+function vecMatmulIo(dt: StorageCode, slots: number, nativeF16: boolean): { binds: string; store: (q: string, v: string) => string } {
+  const kind = slotKind([dt], nativeF16, true);
+  const kinds = Array.from({ length: slots }, () => kind);
+  let binds = (kind === 'h4' ? ENABLE_F16 : '') + vecBindings(kinds) + (kind === 'w2' ? HALF_HELPERS : '');
+  for (let k = 0; k < slots; k++) binds += `fn rd${k}(i: u32) -> vec4<f32> { return ${loadVec(dt, kind, k, 'i')}; }\n`;
+  return { binds, store: (q, v) => storeVec(dt, kind, q, v) };
+}
 
 /** Output tile edge. */
 export const TILE = 64;
@@ -98,7 +116,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 export const TILE_V4 = 128;
 
 /**
- * Whether the vectorised kernel applies: f32 operands whose rows are contiguous (column stride
+ * Whether the vectorised kernel applies: f32 (or 16-bit float, see `vecMatmulIo`) operands whose rows are contiguous (column stride
  * 1) and whose offsets, row strides, batch strides, K and N are multiples of 4, so every tile
  * row is read and written as whole vec4s.
  */
@@ -116,12 +134,8 @@ export function vec4Eligible(m: number, n: number, k: number, a: { offset: numbe
  * `array<vec4<f32>>` (one per distinct segment, as `slotBindings` explains); params as in
  * `matmulShader`, in elements.
  */
-export function matmulVec4Shader(aSlot: number, bSlot: number, slots: number, bk = 8): string {
-  let binds = `@group(0) @binding(0) var<storage, read> P: array<u32>;
-@group(0) @binding(1) var<storage, read_write> S0: array<vec4<f32>>;
-fn rd0(i: u32) -> vec4<f32> { return S0[i]; }
-`;
-  for (let k = 1; k < slots; k++) binds += `@group(0) @binding(${k + 1}) var<storage, read> S${k}: array<vec4<f32>>;\nfn rd${k}(i: u32) -> vec4<f32> { return S${k}[i]; }\n`;
+export function matmulVec4Shader(aSlot: number, bSlot: number, slots: number, bk = 8, dt: StorageCode = StorageCode.F32, nativeF16 = false): string {
+  const { binds, store } = vecMatmulIo(dt, slots, nativeF16);
   const reps = bk / 8;
   return `${binds}
 const BK = ${bk}u;
@@ -171,7 +185,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     if (r >= M) { break; }
     for (var h = 0u; h < 2u; h++) {
       let c = col0 + lid.x * 8u + h * 4u;
-      if (c < N) { S0[(oBase + r * N + c) / 4u] = acc[i * 2u + h]; }
+      if (c < N) { ${store('(oBase + r * N + c) / 4u', 'acc[i * 2u + h]')} }
     }
   }
 }
@@ -246,18 +260,14 @@ export function tilingGrid(t: MatmulTiling, m: number, n: number, batch: number)
  * (`vec4Eligible`: rows contiguous; K, N, offsets and strides multiples of 4), with any M; params,
  * bindings and output as there.
  */
-export function matmulTiledShader(aSlot: number, bSlot: number, slots: number, t: MatmulTiling): string {
+export function matmulTiledShader(aSlot: number, bSlot: number, slots: number, t: MatmulTiling, dt: StorageCode = StorageCode.F32, nativeF16 = false): string {
   const { wx, wy, rm, rn, bk, double, unroll2, swizzle, aSpread } = t;
   const threads = wx * wy;
   const [tm, tn] = tileOf(t);
   const aVecs = (tm * bk) / 4, bVecs = (tn * bk) / 4; // vec4s per K step
   const aRow = tm / 4, bRow = tn / 4; // vec4s per k row of As and Bs
   const bufA = aVecs, bufB = bVecs;
-  let binds = `@group(0) @binding(0) var<storage, read> P: array<u32>;
-@group(0) @binding(1) var<storage, read_write> S0: array<vec4<f32>>;
-fn rd0(i: u32) -> vec4<f32> { return S0[i]; }
-`;
-  for (let k = 1; k < slots; k++) binds += `@group(0) @binding(${k + 1}) var<storage, read> S${k}: array<vec4<f32>>;\nfn rd${k}(i: u32) -> vec4<f32> { return S${k}[i]; }\n`;
+  const { binds, store: put } = vecMatmulIo(dt, slots, nativeF16);
   const aMap = aSpread ? `let row = idx % ${tm}u; let kv = (idx / ${tm}u) * 4u;` : `let row = idx / ${bk / 4}u; let kv = (idx % ${bk / 4}u) * 4u;`;
   const loadsOf = (count: number) => Array.from({ length: Math.ceil(count / threads) }, (_, r) => r);
   const aReps = loadsOf(aVecs), bReps = loadsOf(bVecs);
@@ -308,7 +318,7 @@ fn rd0(i: u32) -> vec4<f32> { return S0[i]; }
   for (let i = 0; i < rm; i++) {
     const r = `row0 + ${(i >> 2) * (tm / ah)}u + ty * 4u + ${i & 3}u`;
     store += `  if (${r} < M) {\n`;
-    for (let h = 0; h < bh; h++) store += `    { let c = col0 + ${h * (tn / bh)}u + tx * 4u; if (c < N) { S0[(oBase + (${r}) * N + c) / 4u] = c${i}_${h}; } }\n`;
+    for (let h = 0; h < bh; h++) store += `    { let c = col0 + ${h * (tn / bh)}u + tx * 4u; if (c < N) { ${put(`(oBase + (${r}) * N + c) / 4u`, `c${i}_${h}`)} } }\n`;
     store += '  }\n';
   }
   // One double-buffered K step: prefetch the step at `next` into registers while computing from
@@ -379,7 +389,7 @@ ${store}}
 }
 
 /**
- * Whether a register-tiled variant (4 and up) applies: f32 operands with contiguous rows, and K, N,
+ * Whether a register-tiled variant (4 and up) applies: f32, float16 or bfloat16 operands with contiguous rows, and K, N,
  * offsets, row and batch strides multiples of 4 (every tile row moves as whole vec4s). Any M.
  */
 export function tiledEligible(k: number, n: number, a: { offset: number; strides: number[] }, b: { offset: number; strides: number[] }, outOffset: number): boolean {
@@ -388,13 +398,13 @@ export function tiledEligible(k: number, n: number, a: { offset: number; strides
 }
 
 /** WGSL of matmul variant `v` (1: `matmulShader` for `dt`; 2, 3: `matmulVec4Shader`; 4 and up: `matmulTiledShader`). */
-export function matmulVariantShader(v: number, dt: StorageCode, aSlot: number, bSlot: number, slots: number): string {
+export function matmulVariantShader(v: number, dt: StorageCode, aSlot: number, bSlot: number, slots: number, nativeF16 = false): string {
   if (v === 1) return matmulShader(dt, aSlot, bSlot, slots);
   if (v === DIRECT) return matmulDirectShader(dt, aSlot, bSlot, slots);
-  if (v === 2 || v === 3) return matmulVec4Shader(aSlot, bSlot, slots, v === 2 ? 8 : 16);
+  if (v === 2 || v === 3) return matmulVec4Shader(aSlot, bSlot, slots, v === 2 ? 8 : 16, dt, nativeF16);
   const t = MATMUL_TILINGS[v];
   if (!t) throw new Error(`no matmul variant ${v}`);
-  return matmulTiledShader(aSlot, bSlot, slots, t);
+  return matmulTiledShader(aSlot, bSlot, slots, t, dt, nativeF16);
 }
 
 /** The dispatch grid of variant `v` for `batch` m×n outputs. */

@@ -15,7 +15,9 @@ import { env, getGpu } from '../platform.js';
 import { MAX_X, WG, checksDivisor, mapInvocations, mapParamWords, mapParams, mapShader, mapVec4Shader, scatterShader, type MapKernel } from '../../wgsl/elementwise.js';
 import { computeType, elementsPerWord, invocationsFor, valueClass, type ValueClass } from '../../wgsl/dtype.js';
 import { RWG, ReduceOp, reduce64Shader, reduceShader, rowDevice, rowForm, type RowDevice } from '../../wgsl/reduce.js';
-import { chooseMatmul, matmulVariantGrid, matmulVariantShader, tiledEligible } from '../../wgsl/matmul.js';
+import { DIRECT, chooseMatmul, matmulVariantGrid, matmulVariantShader, tiledEligible } from '../../wgsl/matmul.js';
+import { vec4Dtype } from '../../wgsl/half.js'; // f16: 16-bit floats on the vec4 paths
+import { chooseF16Path, half } from './half.js'; // f16: which float16 path (shader-f16 or storage)
 import { rowNormKey, rowNormShader } from '../../wgsl/softmax.js';
 import { WINDOW_PARAMS, WINDOW_WG, windowKey, windowShader } from '../../wgsl/window.js';
 import { ELEMENTWISE, WGSL_PRELUDE } from '../ops/table.js';
@@ -337,12 +339,12 @@ function runMap(
   const bind = [out];
   // The vec4 path (wgsl/elementwise.ts): strided inputs need the 4 lanes of a word in one row.
   const rowsOf4 = shape.length <= 1 || shape[shape.length - 1] % 4 === 0;
-  let vec4 = elementsPerWord(outDt) === 1 && outOffset % 4 === 0;
+  let vec4 = vec4Dtype(outDt) && outOffset % 4 === 0; // f16: 16-bit floats too (wgsl/half.ts)
   // per input: 1 + dt + 16 × (0 scalar, 1 contiguous, 2 strided) + 48 × slot, in 9 bits each;
   // on the vec4 path, contiguous means 16-byte words (offset a multiple of 4)
   let inputKey = 0, vec4Key = 0;
   for (const inp of inputs) {
-    const wide = elementsPerWord(inp.dt) === 1;
+    const wide = vec4Dtype(inp.dt); // f16: 16-bit floats too
     if (typeof inp.r === 'number') {
       inputKey = inputKey * 512 + 1 + inp.dt;
       vec4Key = vec4Key * 512 + 1 + inp.dt;
@@ -384,7 +386,7 @@ function runMap(
   const key = ((((exprId * 16 + shape.length) * 8 + bind.length) * 8 + outDt) * 8 + cls * 2 + (vec4 ? 1 : 0)) * 2 ** 27 + inputKey;
   let kernel = mapKernels.get(key);
   if (!kernel) {
-    const k: MapKernel = { rank: shape.length, slots: code ? bind.length - 1 : bind.length, outDt, expr, exprType, prelude: WGSL_PRELUDE, inputs: mapInputs(inputs, bind, shape, vec4) };
+    const k: MapKernel = { rank: shape.length, slots: code ? bind.length - 1 : bind.length, outDt, expr, exprType, prelude: WGSL_PRELUDE, inputs: mapInputs(inputs, bind, shape, vec4), nativeF16: half.native };
     kernel = compile(vec4 ? mapVec4Shader(k) : mapShader(k));
     mapKernels.set(key, kernel);
   }
@@ -449,18 +451,24 @@ function runMatmul(cmd: Extract<Command, { k: 'matmul' }>): void {
   if (batch * m * n === 0) return;
   let a: MatmulOperand = { b: buf(cmd.a.id), offset: cmd.a.offset, strides: cmd.aStrides };
   let b: MatmulOperand = { b: buf(cmd.b.id), offset: cmd.b.offset, strides: cmd.bStrides };
-  const f32 = cmd.dt === StorageCode.F32, storage = device.limits.maxComputeWorkgroupStorageSize;
+  // f16: f32 and 16-bit floats run the vec4 tiles (16-bit ones unpack at the tile load, wgsl/half.ts)
+  const f32 = vec4Dtype(cmd.dt) && computeType(cmd.dt) === 'f32', storage = device.limits.maxComputeWorkgroupStorageSize;
   if (f32 && !matmulVariant && kk % 4 === 0 && n % 4 === 0 && batch * m * n * kk >= COPY_FOR_TILED && chooseMatmul(m, n, kk, batch, true, 0, storage, rowDev.cpu) !== 1) {
-    if (a.strides[2] !== 1 && n >= 64) a = rowMajorCopy(a, batch, m, kk, 0);
-    if (b.strides[2] !== 1 && m >= 64) b = rowMajorCopy(b, batch, kk, n, 1);
+    if (a.strides[2] !== 1 && n >= 64) a = rowMajorCopy(a, batch, m, kk, 0, cmd.dt);
+    if (b.strides[2] !== 1 && m >= 64) b = rowMajorCopy(b, batch, kk, n, 1, cmd.dt);
   }
-  viaScratch(cmd.out, cmd.dt, batch * m * n, StorageCode.F32, (target, offset) => {
+  const launch = (v: number, target: GPUBuffer, offset: number) => {
     const { bind, slot } = slotsOf(target, [a.b, b.b]);
     const p = new Uint32Array([m, n, kk, a.offset, ...a.strides, b.offset, ...b.strides, offset]).buffer;
-    const tiled = f32 && tiledEligible(kk, n, a, b, offset);
-    const v = chooseMatmul(m, n, kk, batch, tiled, matmulVariant, storage, rowDev.cpu);
-    dispatch(`mm${v}|${cmd.dt}|${slot[0]}|${slot[1]}|${bind.length}`, () => matmulVariantShader(v, cmd.dt, slot[0], slot[1], bind.length), bind, p,
+    dispatch(`mm${v}|${cmd.dt}|${slot[0]}|${slot[1]}|${bind.length}`, () => matmulVariantShader(v, cmd.dt, slot[0], slot[1], bind.length, half.native), bind, p,
       matmulVariantGrid(v, m, n, batch));
+  };
+  // f16: a 16-bit product the vec4 tiles take writes its output itself; variants 1 and 26 write f32 scratch, cast after
+  const own = f32 && cmd.dt !== StorageCode.F32 && tiledEligible(kk, n, a, b, cmd.out.offset) ? chooseMatmul(m, n, kk, batch, true, matmulVariant, storage, rowDev.cpu) : 1;
+  if (own !== 1 && own !== DIRECT) return launch(own, buf(cmd.out.id), cmd.out.offset);
+  viaScratch(cmd.out, cmd.dt, batch * m * n, StorageCode.F32, (target, offset) => {
+    const tiled = cmd.dt === StorageCode.F32 && tiledEligible(kk, n, a, b, offset);
+    launch(chooseMatmul(m, n, kk, batch, tiled, matmulVariant, storage, rowDev.cpu), target, offset);
   });
 }
 
@@ -473,9 +481,9 @@ const operandScratch: (GPUBuffer | null)[] = [null, null];
 /** Operands up to this size use the kept scratch buffers. */
 const KEPT_SCRATCH = 64 << 20;
 
-/** A row-major f32 copy of a (batch, rows, cols) operand in scratch buffer `slot` (one copy of a broadcast batch). */
-function rowMajorCopy(x: MatmulOperand, batch: number, rows: number, cols: number, slot: 0 | 1): MatmulOperand {
-  const copies = x.strides[0] === 0 ? 1 : batch, bytes = copies * rows * cols * 4;
+/** A row-major copy (in its dtype `dt`) of a (batch, rows, cols) operand in scratch buffer `slot` (one copy of a broadcast batch). */
+function rowMajorCopy(x: MatmulOperand, batch: number, rows: number, cols: number, slot: 0 | 1, dt: StorageCode): MatmulOperand {
+  const copies = x.strides[0] === 0 ? 1 : batch, bytes = copies * rows * cols * (4 / elementsPerWord(dt)); // f16: dt
   let tmp = operandScratch[slot];
   if (bytes > KEPT_SCRATCH) {
     // a one-off for a large operand, not kept outside the allocator's accounting
@@ -485,8 +493,8 @@ function rowMajorCopy(x: MatmulOperand, batch: number, rows: number, cols: numbe
     if (tmp) retired.push(tmp);
     tmp = operandScratch[slot] = createScratch(device, Math.ceil(bytes / (1 << 20)) << 20, GPUBufferUsage.STORAGE, true, 'a matmul operand copy');
   }
-  runMap([{ r: { id: -1, offset: x.offset, strides: [x.strides[0], x.strides[1], x.strides[2]] }, dt: StorageCode.F32, b: x.b }],
-    [copies, rows, cols], tmp, 0, StorageCode.F32, 'x0', 'f32');
+  runMap([{ r: { id: -1, offset: x.offset, strides: [x.strides[0], x.strides[1], x.strides[2]] }, dt, b: x.b }],
+    [copies, rows, cols], tmp, 0, dt, 'x0', 'f32'); // f16: dt
   return { b: tmp, offset: 0, strides: [copies === 1 ? 0 : rows * cols, cols, 1] };
 }
 
@@ -1203,7 +1211,8 @@ export const gpuBackend: Backend = {
     for (const l of limitNames) limits[l] = device.limits[l];
     return {
       name, kind: 'gpu', cpuAdapter: rowDev.cpu, vendor: info.vendor, architecture: info.architecture, device: info.device, description: info.description || info.device,
-      features: [...found.features].map(String).sort(), limits, nativeF16: features.includes('shader-f16'), scratch: scratchCounter(),
+      features: [...found.features].map(String).sort(), limits, scratch: scratchCounter(),
+      nativeF16: chooseF16Path(features.includes('shader-f16'), env('WEBTORCH_F16')), // f16: the float16 path (ts/worker/half.ts)
       eventTiming: features.includes('timestamp-query') ? 'gpu-timestamp' : 'host',
     };
   },
