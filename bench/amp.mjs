@@ -1,14 +1,16 @@
 // Mixed precision, a quick comparison: an MLP training step (784-256-256-10, batch 64, SGD) and a
-// small CNN step in float32 and under autocast + GradScaler, and a 512² matmul in float32, float16
-// and bfloat16, on each device. Figures are steps (or matmuls) per second, from the caller to the
-// sync point, over a fixed number of iterations after a warm-up. PyTorch's figures for the same
-// cases on this machine's CPU come from bench/amp_torch.py.
+// small CNN step in float32 and under autocast + GradScaler, and square matmuls (512² and 2048² by
+// default, `--sizes`) in float32, float16 and bfloat16, on each device. Figures are steps (or
+// matmuls) per second, from the caller to the sync point, over a fixed number of iterations after
+// a warm-up; a matmul row also gives TFLOP/s. Each GPU's float16 path is printed
+// (`getDeviceProperties().f16Path`: 'shader-f16' or 'storage'; `WEBTORCH_F16=storage` forces the
+// latter). PyTorch's figures for the same cases come from bench/amp_torch.py (cpu or cuda).
 //
-// Run: npm run build && node bench/amp.mjs [--devices cpu,gpu:0] [--iters 30]
+// Run: npm run build && node bench/amp.mjs [--devices cpu,gpu:0] [--iters 30] [--sizes 512,2048]
 import { parseArgs } from 'node:util';
 import * as torch from '../dist/webtorch.js';
 
-const { values: args } = parseArgs({ options: { devices: { type: 'string', default: 'cpu,gpu:0' }, iters: { type: 'string', default: '30' } } });
+const { values: args } = parseArgs({ options: { devices: { type: 'string', default: 'cpu,gpu:0' }, iters: { type: 'string', default: '30' }, sizes: { type: 'string', default: '512,2048' } } });
 const iters = Number(args.iters);
 torch.gpu.configure({ allowSoftware: true });
 await torch.gpu.init();
@@ -64,13 +66,20 @@ for (const dev of args.devices.split(',')) {
       t.free();
     }
   }
-  for (const dt of ['float32', 'float16', 'bfloat16']) {
-    const a = torch.randn([512, 512], { device: dev }).to(dt), b = torch.randn([512, 512], { device: dev }).to(dt);
-    rows.push({ case: 'matmul 512²', dev, mode: dt, perSec: await rate(() => torch.tidy(() => a.matmul(b).sum())) });
-    [a, b].forEach((t) => t.dispose());
+  for (const size of args.sizes.split(',').map(Number)) {
+    for (const dt of ['float32', 'float16', 'bfloat16']) {
+      const a = torch.tidy(() => torch.randn([size, size], { device: dev }).to(dt)), b = torch.tidy(() => torch.randn([size, size], { device: dev }).to(dt));
+      const perSec = await rate(() => torch.tidy(() => a.matmul(b).sum()));
+      rows.push({ case: `matmul ${size}²`, dev, mode: dt, perSec, tflops: (2 * size ** 3 * perSec) / 1e12 });
+      [a, b].forEach((t) => t.dispose());
+    }
   }
   [xm, xc, ym, yc].forEach((t) => t.dispose());
 }
-console.log('| case | device | mode | per second |\n|---|---|---|---|');
-for (const r of rows) console.log(`| ${r.case} | ${r.dev} | ${r.mode} | ${r.perSec.toPrecision(3)} |`);
+for (const dev of args.devices.split(',').filter((d) => d.startsWith('gpu'))) {
+  const p = await torch.gpu.getDeviceProperties(dev);
+  console.log(`${dev}: ${p.name}, shader-f16 ${p.shaderF16 ? 'offered' : 'not offered'}, float16 path: ${p.f16Path}`);
+}
+console.log('| case | device | mode | per second | TFLOP/s |\n|---|---|---|---|---|');
+for (const r of rows) console.log(`| ${r.case} | ${r.dev} | ${r.mode} | ${r.perSec.toPrecision(3)} | ${r.tflops ? r.tflops.toPrecision(3) : ''} |`);
 await torch.shutdown();
