@@ -18,7 +18,10 @@ await torch.shutdown();
 
 /** Largest |got - want| relative to a 16-bit float's spacing at |want| (1 = one unit in the last place). */
 async function ulps(got: torch.Tensor, want: torch.Tensor, dt: 'float16' | 'bfloat16'): Promise<number> {
-  const g = await got.to('cpu').float().data(), w = await want.float().data();
+  const [gt, wt] = torch.tidy(() => [got.to('cpu').float(), want.float()]);
+  const g = await gt.data(), w = await wt.data();
+  gt.dispose();
+  wt.dispose();
   expect(g.length).toBe(w.length);
   const mant = dt === 'float16' ? 10 : 7;
   let worst = 0;
@@ -50,50 +53,53 @@ describe.runIf(gpu).each(['native', 'storage'])('16-bit floats on gpu:0 with WEB
 
   for (const dt of ['float16', 'bfloat16'] as const) {
     it(`${dt} matmul on the tiled kernels: plain, transposed (copied row-major), batched and broadcast, at an offset`, async () => {
-      const owned: torch.Tensor[] = [];
-      const o = <T extends torch.Tensor>(t: T) => (owned.push(t), t);
       torch.manualSeed(1);
       const shapes: [number, number, number][] = [[64, 128, 96], [200, 256, 128], [300, 64, 512], [40, 32, 64], [17, 36, 20], [5, 8, 7]];
       for (const [m, k, n] of shapes) {
-        const a = o(o(torch.randn([m, k])).to(dt)), b = o(o(torch.randn([k, n])).to(dt)), btc = o(o(b.transpose(0, 1)).contiguous());
-        const want = o(o(o(a.float()).matmul(o(b.float()))).to(dt));
-        const ga = o(a.to('gpu:0')), gb = o(b.to('gpu:0')), gbt = o(o(btc.to('gpu:0')).transpose(0, 1));
-        const got = o(ga.matmul(gb)), gotT = o(ga.matmul(gbt));
+        const [got, gotT, want] = torch.tidy(() => {
+          const a = torch.randn([m, k]).to(dt), b = torch.randn([k, n]).to(dt);
+          const ga = a.to('gpu:0'), gbt = b.transpose(0, 1).contiguous().to('gpu:0').transpose(0, 1);
+          return [ga.matmul(b.to('gpu:0')), ga.matmul(gbt), a.float().matmul(b.float()).to(dt)];
+        });
         expect(got.dtype).toBe(dt);
         expect(await ulps(got, want, dt), `${m}x${k} @ ${k}x${n}`).toBeLessThanOrEqual(1);
         expect(await ulps(gotT, want, dt), `${m}x${k} @ (${n}x${k}).T`).toBeLessThanOrEqual(1);
+        [got, gotT, want].forEach((t) => t.dispose());
       }
-      // batched (3 products) and a broadcast right operand, and an operand at an element offset of 4
-      const a3 = o(o(torch.randn([3, 64, 68])).to(dt)), w = o(o(torch.randn([68 * 65])).to(dt));
-      const wv = o(o(w.narrow(0, 4, 68 * 64)).view([68, 64]));
-      const want3 = o(o(o(a3.float()).matmul(o(wv.float()))).to(dt));
-      const gw = o(w.to('gpu:0')), gwv = o(o(gw.narrow(0, 4, 68 * 64)).view([68, 64]));
-      const got3 = o(o(a3.to('gpu:0')).matmul(gwv));
+      // batched (3 products), a broadcast right operand at an element offset of 4
+      const [got3, want3] = torch.tidy(() => {
+        const a3 = torch.randn([3, 64, 68]).to(dt), w = torch.randn([68 * 65]).to(dt);
+        const gwv = w.to('gpu:0').narrow(0, 4, 68 * 64).view([68, 64]);
+        return [a3.to('gpu:0').matmul(gwv), a3.float().matmul(w.narrow(0, 4, 68 * 64).view([68, 64]).float()).to(dt)];
+      });
       expect(got3.shape).toEqual([3, 64, 64]);
       expect(await ulps(got3, want3, dt)).toBeLessThanOrEqual(1);
-      owned.forEach((t) => t.dispose());
+      [got3, want3].forEach((t) => t.dispose());
     });
 
     it(`${dt} elementwise ops and casts on the vec4 path: contiguous, broadcast, strided, misaligned, mixed with float32`, async () => {
-      const owned: torch.Tensor[] = [];
-      const o = <T extends torch.Tensor>(t: T) => (owned.push(t), t);
       torch.manualSeed(2);
-      const x32 = o(o(torch.randn([37, 64])).mul(50)), bias32 = o(torch.randn([64])), g32 = o(x32.to('gpu:0')), gb32 = o(bias32.to('gpu:0'));
-      const same = async (got: torch.Tensor, want: torch.Tensor, what: string) => {
+      // each op on gpu:0 and on cpu, from the same 16-bit inputs: exact float32 arithmetic rounded once, so equal bits
+      const ops: [string, (x: torch.Tensor, x32: torch.Tensor, bias: torch.Tensor) => torch.Tensor][] = [
+        ['float32 -> 16-bit cast', (_x, x32) => x32.to(dt)],
+        ['16-bit -> float32 cast', (x) => x.float()],
+        ['relu, times a scalar', (x) => x.relu().mul(3)],
+        ['plus a broadcast bias', (x, _x32, bias) => x.add(bias)],
+        ['16-bit plus float32 (promotes to float32)', (x, x32) => x.add(x32)],
+        ['a transposed operand', (x) => x.transpose(0, 1).mul(x.transpose(0, 1))],
+        ['a slice at an odd offset', (x) => { const s = x.view([-1]).narrow(0, 1, 1001); return s.sub(s.relu()); }],
+        ['where with a bool mask', (x) => torch.where(x.gt(0), x, x.neg())],
+      ];
+      const x32 = torch.tidy(() => torch.randn([37, 64]).mul(50)), bias32 = torch.randn([64]);
+      const g32 = x32.to('gpu:0'), gb32 = bias32.to('gpu:0');
+      for (const [what, f] of ops) {
+        const [got, want] = torch.tidy(() => [f(g32.to(dt), g32, gb32.to(dt)).to('cpu'), f(x32.to(dt), x32, bias32.to(dt))]);
         expect(got.dtype, what).toBe(want.dtype);
-        expect(Array.from(await o(got.to('cpu')).float().data()), what).toEqual(Array.from(await o(want.float()).data()));
-      };
-      const x = o(x32.to(dt)), gx = o(g32.to(dt)), b = o(bias32.to(dt)), gb = o(gb32.to(dt));
-      await same(gx, x, 'float32 -> 16-bit cast');
-      await same(o(gx.float()), o(x.float()), '16-bit -> float32 cast');
-      await same(o(o(gx.relu()).mul(3)), o(o(x.relu()).mul(3)), 'relu, times a scalar');
-      await same(o(gx.add(gb)), o(x.add(b)), 'plus a broadcast bias');
-      await same(o(gx.add(g32)), o(x.add(x32)), '16-bit plus float32 (promotes to float32)');
-      await same(o(gx.transpose(0, 1).mul(gx.transpose(0, 1))), o(x.transpose(0, 1).mul(x.transpose(0, 1))), 'a transposed operand');
-      const gs = o(gx.view([-1]).narrow(0, 1, 1001)), s = o(x.view([-1]).narrow(0, 1, 1001));
-      await same(o(gs.sub(o(gs.exp()))), o(s.sub(o(s.exp()))), 'a slice at an odd offset');
-      await same(o(torch.where(o(gx.gt(0)), gx, o(gx.neg()))), o(torch.where(o(x.gt(0)), x, o(x.neg()))), 'where with a bool mask');
-      owned.forEach((t) => t.dispose());
+        const [g, w] = torch.tidy(() => [got.float(), want.float()]);
+        expect(Array.from(await g.data()), what).toEqual(Array.from(await w.data()));
+        [got, want, g, w].forEach((t) => t.dispose());
+      }
+      [x32, bias32, g32, gb32].forEach((t) => t.dispose());
     });
   }
 
@@ -107,7 +113,7 @@ describe.runIf(gpu)('WEBTORCH_F16', () => {
     await torch.shutdown();
     process.env.WEBTORCH_F16 = 'fast';
     torch.gpu.configure({ devices: 1 });
-    await expect(torch.gpu.init()).rejects.toThrow("WEBTORCH_F16 must be 'storage' or 'native' (or unset), got 'fast'");
+    await expect(torch.gpu.getDeviceProperties(0)).rejects.toThrow("WEBTORCH_F16 must be 'storage' or 'native' (or unset), got 'fast'");
     await torch.shutdown();
   });
 });
