@@ -32,8 +32,18 @@ function vecMatmulIo(dt: StorageCode, slots: number, nativeF16: boolean): { bind
 export const TILE = 64;
 
 /** WGSL of the tiled matmul for input dtype `dt` (a float storage code), A and B in slots `aSlot`, `bSlot`. */
-export function matmulShader(dt: StorageCode, aSlot: number, bSlot: number, slots: number): string {
-  return `${slotBindings(slots)}const BK = 16u;
+export function matmulShader(dt: StorageCode, aSlot: number, bSlot: number, slots: number, packOut = false): string {
+  // A 16-bit output written here (packOut: N and the output offset even) packs columns j, j + 1 of an invocation into one word.
+  const store = packOut
+    ? `for (var j = 0u; j < 4u; j += 2u) {
+      let c = col0 + lid.x * 4u + j;
+      if (c < N) { S0[(oBase + r * N + c) >> 1u] = ${pack2(dt, 'acc[i][j]', 'acc[i][j + 1u]')}; }
+    }`
+    : `for (var j = 0u; j < 4u; j++) {
+      let c = col0 + lid.x * 4u + j;
+      if (c < N) { S0[oBase + r * N + c] = bitcast<u32>(acc[i][j]); }
+    }`;
+  return `${slotBindings(slots)}${packOut ? HALF_HELPERS : ''}const BK = 16u;
 var<workgroup> As: array<array<f32, 64>, 16>;
 var<workgroup> Bs: array<array<f32, 64>, 16>;
 
@@ -74,10 +84,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
   for (var i = 0u; i < 4u; i++) {
     let r = row0 + lid.y * 4u + i;
     if (r >= M) { continue; }
-    for (var j = 0u; j < 4u; j++) {
-      let c = col0 + lid.x * 4u + j;
-      if (c < N) { S0[oBase + r * N + c] = bitcast<u32>(acc[i][j]); }
-    }
+    ${store}
   }
 }
 `;
@@ -92,7 +99,8 @@ export const DIRECT = 26;
  * sum of split-K partials, a classifier's 10 outputs), where a 64×64 tile would be mostly
  * empty: its grid is 8×8 outputs per workgroup. Params as in `matmulShader`.
  */
-export function matmulDirectShader(dt: StorageCode, aSlot: number, bSlot: number, slots: number): string {
+export function matmulDirectShader(dt: StorageCode, aSlot: number, bSlot: number, slots: number, packOut = false): string {
+  if (packOut) return matmulDirectPackedShader(dt, aSlot, bSlot, slots);
   return `${slotBindings(slots)}@compute @workgroup_size(8, 8)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let M = P[0]; let N = P[1]; let K = P[2];
@@ -111,6 +119,36 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 }
 `;
 }
+
+/**
+ * Variant 26 for a 16-bit output written in place (N and the output offset even): each invocation
+ * computes two neighbouring columns and writes them as one word, so its grid is half as wide.
+ */
+function matmulDirectPackedShader(dt: StorageCode, aSlot: number, bSlot: number, slots: number): string {
+  return `${slotBindings(slots)}${HALF_HELPERS}@compute @workgroup_size(8, 8)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let M = P[0]; let N = P[1]; let K = P[2];
+  let r = gid.y; let c = gid.x * 2u;
+  if (r >= M || c >= N) { return; }
+  var a = P[3] + gid.z * P[4] + r * P[5];
+  var b = P[7] + gid.z * P[8] + c * P[10];
+  let aCS = P[6]; let bRS = P[9]; let bCS = P[10];
+  var acc0 = 0.0; var acc1 = 0.0;
+  for (var k = 0u; k < K; k++) {
+    let av = ${load(`rd${aSlot}`, dt, 'a')};
+    acc0 = fma(av, ${load(`rd${bSlot}`, dt, 'b')}, acc0);
+    acc1 = fma(av, ${load(`rd${bSlot}`, dt, 'b + bCS')}, acc1);
+    a += aCS;
+    b += bRS;
+  }
+  S0[(P[11] + gid.z * M * N + r * N + c) >> 1u] = ${pack2(dt, 'acc0', 'acc1')};
+}
+`;
+}
+
+/** An expression: the word of two 16-bit floats of `dt`, `lo` in the low half. */
+const pack2 = (dt: StorageCode, lo: string, hi: string): string =>
+  dt === StorageCode.BF16 ? `(bf16_round(${lo}) | (bf16_round(${hi}) << 16u))` : `pack2x16float(vec2<f32>(${lo}, ${hi}))`;
 
 /** Output tile edge of the vectorised kernel. */
 export const TILE_V4 = 128;
@@ -397,20 +435,24 @@ export function tiledEligible(k: number, n: number, a: { offset: number; strides
   return a.strides[2] === 1 && b.strides[2] === 1 && four(k, n, a.offset, b.offset, a.strides[0], a.strides[1], b.strides[0], b.strides[1], outOffset);
 }
 
-/** WGSL of matmul variant `v` (1: `matmulShader` for `dt`; 2, 3: `matmulVec4Shader`; 4 and up: `matmulTiledShader`). */
-export function matmulVariantShader(v: number, dt: StorageCode, aSlot: number, bSlot: number, slots: number, nativeF16 = false): string {
-  if (v === 1) return matmulShader(dt, aSlot, bSlot, slots);
-  if (v === DIRECT) return matmulDirectShader(dt, aSlot, bSlot, slots);
+/**
+ * WGSL of matmul variant `v` (1: `matmulShader` for `dt`; 2, 3: `matmulVec4Shader`; 4 and up:
+ * `matmulTiledShader`). Variants 2 and up write a 16-bit `dt` themselves; `packOut` makes variants 1
+ * and 26 do so too (else they write f32 for the worker to cast).
+ */
+export function matmulVariantShader(v: number, dt: StorageCode, aSlot: number, bSlot: number, slots: number, nativeF16 = false, packOut = false): string {
+  if (v === 1) return matmulShader(dt, aSlot, bSlot, slots, packOut);
+  if (v === DIRECT) return matmulDirectShader(dt, aSlot, bSlot, slots, packOut);
   if (v === 2 || v === 3) return matmulVec4Shader(aSlot, bSlot, slots, v === 2 ? 8 : 16, dt, nativeF16);
   const t = MATMUL_TILINGS[v];
   if (!t) throw new Error(`no matmul variant ${v}`);
   return matmulTiledShader(aSlot, bSlot, slots, t, dt, nativeF16);
 }
 
-/** The dispatch grid of variant `v` for `batch` m×n outputs. */
-export function matmulVariantGrid(v: number, m: number, n: number, batch: number): [number, number, number] {
+/** The dispatch grid of variant `v` for `batch` m×n outputs (`packOut` as in `matmulVariantShader`). */
+export function matmulVariantGrid(v: number, m: number, n: number, batch: number, packOut = false): [number, number, number] {
   if (v === 1) return [Math.ceil(n / TILE), Math.ceil(m / TILE), batch];
-  if (v === DIRECT) return [Math.ceil(n / 8), Math.ceil(m / 8), batch];
+  if (v === DIRECT) return [Math.ceil(n / (packOut ? 16 : 8)), Math.ceil(m / 8), batch];
   if (v === 2 || v === 3) return [Math.ceil(n / TILE_V4), Math.ceil(m / TILE_V4), batch];
   return tilingGrid(MATMUL_TILINGS[v], m, n, batch);
 }

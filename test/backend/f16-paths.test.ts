@@ -52,9 +52,12 @@ describe.runIf(gpu).each(['native', 'storage'])('16-bit floats on gpu:0 with WEB
   });
 
   for (const dt of ['float16', 'bfloat16'] as const) {
-    it(`${dt} matmul on the tiled kernels: plain, transposed (copied row-major), batched and broadcast, at an offset`, async () => {
+    it(`${dt} matmul on every kernel: tiled, plain and direct (16-bit output in place), odd N (cast), transposed, batched and broadcast, at an offset`, async () => {
       torch.manualSeed(1);
-      const shapes: [number, number, number][] = [[64, 128, 96], [200, 256, 128], [300, 64, 512], [40, 32, 64], [17, 36, 20], [5, 8, 7]];
+      // tiled (64, 128 and 16-row tiles), then the plain tiles and the direct kernel writing 16-bit pairs (K not a
+      // multiple of 4; 10 rows; 10 columns), and an odd N (f32 scratch, then a cast)
+      const shapes: [number, number, number][] = [[64, 128, 96], [200, 256, 128], [300, 64, 512], [40, 32, 64], [17, 36, 20],
+        [64, 10, 256], [33, 30, 50], [10, 64, 256], [64, 256, 10], [5, 8, 7], [70, 12, 33]];
       for (const [m, k, n] of shapes) {
         const [got, gotT, want] = torch.tidy(() => {
           const a = torch.randn([m, k]).to(dt), b = torch.randn([k, n]).to(dt);

@@ -15,7 +15,7 @@ import { env, getGpu } from '../platform.js';
 import { MAX_X, WG, checksDivisor, mapInvocations, mapParamWords, mapParams, mapShader, mapVec4Shader, scatterShader, type MapKernel } from '../../wgsl/elementwise.js';
 import { computeType, elementsPerWord, invocationsFor, valueClass, type ValueClass } from '../../wgsl/dtype.js';
 import { RWG, ReduceOp, reduce64Shader, reduceShader, rowDevice, rowForm, type RowDevice } from '../../wgsl/reduce.js';
-import { DIRECT, chooseMatmul, matmulVariantGrid, matmulVariantShader, tiledEligible } from '../../wgsl/matmul.js';
+import { chooseMatmul, matmulVariantGrid, matmulVariantShader, tiledEligible } from '../../wgsl/matmul.js';
 import { vec4Dtype } from '../../wgsl/half.js'; // f16: 16-bit floats on the vec4 paths
 import { chooseF16Path, half } from './half.js'; // f16: which float16 path (shader-f16 or storage)
 import { rowNormKey, rowNormShader } from '../../wgsl/softmax.js';
@@ -458,15 +458,16 @@ function runMatmul(cmd: Extract<Command, { k: 'matmul' }>): void {
     if (a.strides[2] !== 1 && n >= 64) a = rowMajorCopy(a, batch, m, kk, 0, cmd.dt);
     if (b.strides[2] !== 1 && m >= 64) b = rowMajorCopy(b, batch, kk, n, 1, cmd.dt);
   }
-  const launch = (v: number, target: GPUBuffer, offset: number) => {
+  const launch = (v: number, target: GPUBuffer, offset: number, pack = false) => {
     const { bind, slot } = slotsOf(target, [a.b, b.b]);
     const p = new Uint32Array([m, n, kk, a.offset, ...a.strides, b.offset, ...b.strides, offset]).buffer;
-    dispatch(`mm${v}|${cmd.dt}|${slot[0]}|${slot[1]}|${bind.length}`, () => matmulVariantShader(v, cmd.dt, slot[0], slot[1], bind.length, half.native), bind, p,
-      matmulVariantGrid(v, m, n, batch));
+    dispatch(`mm${v}|${cmd.dt}|${slot[0]}|${slot[1]}|${bind.length}|${+pack}`, () => matmulVariantShader(v, cmd.dt, slot[0], slot[1], bind.length, half.native, pack), bind, p,
+      matmulVariantGrid(v, m, n, batch, pack));
   };
-  // f16: a 16-bit product the vec4 tiles take writes its output itself; variants 1 and 26 write f32 scratch, cast after
-  const own = f32 && cmd.dt !== StorageCode.F32 && tiledEligible(kk, n, a, b, cmd.out.offset) ? chooseMatmul(m, n, kk, batch, true, matmulVariant, storage, rowDev.cpu) : 1;
-  if (own !== 1 && own !== DIRECT) return launch(own, buf(cmd.out.id), cmd.out.offset);
+  // f16: a 16-bit product writes its output itself where words hold whole column pairs (N, offset even); else f32 scratch, cast after
+  if (f32 && cmd.dt !== StorageCode.F32 && n % 2 === 0 && cmd.out.offset % 2 === 0) {
+    return launch(chooseMatmul(m, n, kk, batch, tiledEligible(kk, n, a, b, cmd.out.offset), matmulVariant, storage, rowDev.cpu), buf(cmd.out.id), cmd.out.offset, true);
+  }
   viaScratch(cmd.out, cmd.dt, batch * m * n, StorageCode.F32, (target, offset) => {
     const tiled = cmd.dt === StorageCode.F32 && tiledEligible(kk, n, a, b, offset);
     launch(chooseMatmul(m, n, kk, batch, tiled, matmulVariant, storage, rowDev.cpu), target, offset);
