@@ -64,10 +64,13 @@ describe.runIf(gpu).each(['native', 'storage'])('16-bit floats on gpu:0 with WEB
           const ga = a.to('gpu:0'), gbt = b.transpose(0, 1).contiguous().to('gpu:0').transpose(0, 1);
           return [ga.matmul(b.to('gpu:0')), ga.matmul(gbt), a.float().matmul(b.float()).to(dt)];
         });
-        expect(got.dtype).toBe(dt);
-        expect(await ulps(got, want, dt), `${m}x${k} @ ${k}x${n}`).toBeLessThanOrEqual(1);
-        expect(await ulps(gotT, want, dt), `${m}x${k} @ (${n}x${k}).T`).toBeLessThanOrEqual(1);
-        [got, gotT, want].forEach((t) => t.dispose());
+        try {
+          expect(got.dtype).toBe(dt);
+          expect(await ulps(got, want, dt), `${m}x${k} @ ${k}x${n}`).toBeLessThanOrEqual(1);
+          expect(await ulps(gotT, want, dt), `${m}x${k} @ (${n}x${k}).T`).toBeLessThanOrEqual(1);
+        } finally {
+          [got, gotT, want].forEach((t) => t.dispose());
+        }
       }
       // batched (3 products), a broadcast right operand at an element offset of 4
       const [got3, want3] = torch.tidy(() => {
@@ -75,9 +78,12 @@ describe.runIf(gpu).each(['native', 'storage'])('16-bit floats on gpu:0 with WEB
         const gwv = w.to('gpu:0').narrow(0, 4, 68 * 64).view([68, 64]);
         return [a3.to('gpu:0').matmul(gwv), a3.float().matmul(w.narrow(0, 4, 68 * 64).view([68, 64]).float()).to(dt)];
       });
-      expect(got3.shape).toEqual([3, 64, 64]);
-      expect(await ulps(got3, want3, dt)).toBeLessThanOrEqual(1);
-      [got3, want3].forEach((t) => t.dispose());
+      try {
+        expect(got3.shape).toEqual([3, 64, 64]);
+        expect(await ulps(got3, want3, dt)).toBeLessThanOrEqual(1);
+      } finally {
+        [got3, want3].forEach((t) => t.dispose());
+      }
     });
 
     it(`${dt} elementwise ops and casts on the vec4 path: contiguous, broadcast, strided, misaligned, mixed with float32`, async () => {
@@ -97,10 +103,13 @@ describe.runIf(gpu).each(['native', 'storage'])('16-bit floats on gpu:0 with WEB
       const g32 = x32.to('gpu:0'), gb32 = bias32.to('gpu:0');
       for (const [what, f] of ops) {
         const [got, want] = torch.tidy(() => [f(g32.to(dt), g32, gb32.to(dt)).to('cpu'), f(x32.to(dt), x32, bias32.to(dt))]);
-        expect(got.dtype, what).toBe(want.dtype);
         const [g, w] = torch.tidy(() => [got.float(), want.float()]);
-        expect(Array.from(await g.data()), what).toEqual(Array.from(await w.data()));
-        [got, want, g, w].forEach((t) => t.dispose());
+        try {
+          expect(got.dtype, what).toBe(want.dtype);
+          expect(Array.from(await g.data()), what).toEqual(Array.from(await w.data()));
+        } finally {
+          [got, want, g, w].forEach((t) => t.dispose());
+        }
       }
       [x32, bias32, g32, gb32].forEach((t) => t.dispose());
     });
