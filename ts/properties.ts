@@ -17,6 +17,8 @@
  * - `multiProcessorCount`: 0, meaning unknown: WebGPU has no way to count SMs or compute units.
  * - `maxStorageBufferBindingSize`, `maxBufferSize`: the adapter's limits (also in `limits`): the
  *   largest tensor a kernel can bind whole, and the largest segment.
+ * - `f16Path`: the worker's choice at start (ts/worker/half.ts): `'shader-f16'` where the adapter
+ *   has the feature and `WEBTORCH_F16` is not `storage`, else `'storage'`.
  */
 import { bindArgs, type PyArgs } from './ops/options.js';
 import { clientOf, currentDevice, device, Device, init, type DeviceLike } from './device.js';
