@@ -8,8 +8,9 @@
  * - `f4`: `array<vec4<f32>>`, f32 only (the matmul kernels' binding, as before);
  * - `w4`: `array<vec4<u32>>`, every user 32-bit: four elements per 16-byte word;
  * - `w2`: `array<vec2<u32>>`, a 16-bit user: four 16-bit elements per word, a 32-bit vec4 in two.
- *   float16 unpacks with `unpack2x16float`, bfloat16 by shifting; stores pack (bfloat16 rounds to
- *   nearest even, as PyTorch does);
+ *   float16 unpacks with `unpack2x16float`, bfloat16 by shifting; stores pack, rounding to nearest
+ *   even as PyTorch does (float16 through `f16_round`, wgsl/dtype.ts, not `pack2x16float`, whose
+ *   rounding and out-of-range results WGSL leaves to the implementation);
  * - `h4`: `array<vec4<f16>>`, float16 only, where the adapter has `shader-f16` and it is on
  *   (`WEBTORCH_F16` unset or `native`): loads and stores are f16 vectors converted to f32.
  * The arithmetic stays float32 in every case, as PyTorch's kernels compute half in float ("opmath")
@@ -18,7 +19,7 @@
  * multiples of 4 (the callers check it).
  */
 import { StorageCode } from '../ts/dtype.js';
-import { computeType, elementsPerWord, load } from './dtype.js';
+import { F16_ROUND, computeType, elementsPerWord, load } from './dtype.js';
 
 /** How a slot is bound (see the file's note). */
 export type SlotKind = 'f4' | 'w4' | 'w2' | 'h4';
@@ -86,9 +87,9 @@ export function loadLane(dt: StorageCode, kind: SlotKind, slot: number, e: strin
 }
 
 /** The helper functions `loadVec`/`storeVec` call on `w2` slots (unused ones cost nothing). */
-export const HALF_HELPERS = `fn unpack4xf16(w: vec2<u32>) -> vec4<f32> { return vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y)); }
+export const HALF_HELPERS = `${F16_ROUND}fn unpack4xf16(w: vec2<u32>) -> vec4<f32> { return vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y)); }
 fn unpack4xbf16(w: vec2<u32>) -> vec4<f32> { return bitcast<vec4<f32>>(vec4<u32>(w.x << 16u, w.x & 0xffff0000u, w.y << 16u, w.y & 0xffff0000u)); }
-fn pack4xf16(v: vec4<f32>) -> vec2<u32> { return vec2<u32>(pack2x16float(v.xy), pack2x16float(v.zw)); }
+fn pack4xf16(v: vec4<f32>) -> vec2<u32> { return vec2<u32>(f16_round(v.x) | (f16_round(v.y) << 16u), f16_round(v.z) | (f16_round(v.w) << 16u)); }
 fn bf16_round(v: f32) -> u32 {
   let x = bitcast<u32>(v);
   if ((x & 0x7fffffffu) > 0x7f800000u) { return 0x7fc0u; }

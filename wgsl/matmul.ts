@@ -148,7 +148,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 
 /** An expression: the word of two 16-bit floats of `dt`, `lo` in the low half. */
 const pack2 = (dt: StorageCode, lo: string, hi: string): string =>
-  dt === StorageCode.BF16 ? `(bf16_round(${lo}) | (bf16_round(${hi}) << 16u))` : `pack2x16float(vec2<f32>(${lo}, ${hi}))`;
+  dt === StorageCode.BF16 ? `(bf16_round(${lo}) | (bf16_round(${hi}) << 16u))` : `(f16_round(${lo}) | (f16_round(${hi}) << 16u))`;
 
 /** Output tile edge of the vectorised kernel. */
 export const TILE_V4 = 128;

@@ -32,6 +32,8 @@ async function ulps(got: torch.Tensor, want: torch.Tensor, dt: 'float16' | 'bflo
   return worst;
 }
 
+const dt16 = 'float16';
+
 describe.runIf(gpu).each(['native', 'storage'])('16-bit floats on gpu:0 with WEBTORCH_F16=%s', (mode) => {
   beforeAll(async () => {
     await torch.shutdown();
@@ -114,6 +116,44 @@ describe.runIf(gpu).each(['native', 'storage'])('16-bit floats on gpu:0 with WEB
       [x32, bias32, g32, gb32].forEach((t) => t.dispose());
     });
   }
+
+  it('rounds float32 to float16 as the cpu does (PyTorch: nearest even, overflow to inf, subnormals), on every store path', async () => {
+    // random bit patterns, half of them in float16's range, and the edges: inf, NaN, 65504..65520, subnormal ties, 2^-25
+    const n = 100000, bits = new Uint32Array(n);
+    let seed = 12345;
+    for (let i = 0; i < n; i++) {
+      seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+      bits[i] = i < n / 2 ? (seed & 0x807fffff) | ((100 + (seed % 44)) << 23) : seed;
+    }
+    bits.set([0x7f800000, 0xff800000, 0x7fc00000, 0x477fe000, 0x477fefff, 0x477ff000, 0x477ff001, 0x47800000, 0x38800000, 0x387fffff,
+      0x33800000, 0x33000000, 0x33000001, 0x32ffffff, 0x337fffff, 1, 0x80000000, 0x3f801000, 0x3f803000, 0x3f800fff, 0x33c00000, 0x34200000]);
+    const values = Array.from(new Float32Array(bits.buffer));
+    const ints = [2049, 2051, 4097, 65519, 65520, 70000, -70000, 1 << 30];
+    const x = torch.tensor(values), g = x.to('gpu:0'), xi = torch.tensor(ints), gi = xi.to('gpu:0');
+    const cases: [string, () => torch.Tensor, () => torch.Tensor][] = [
+      ['a cast (vec4 path)', () => g.to(dt16), () => x.to(dt16)],
+      ['a cast from an odd offset', () => g.narrow(0, 1, n - 1).to(dt16), () => x.narrow(0, 1, n - 1).to(dt16)],
+      ['int64 to float16 (word-packed path)', () => gi.to(dt16), () => xi.to(dt16)],
+      ['copy_ into a strided float16 view (scatter path)', () => {
+        const d = torch.zeros([2, n / 2], { dtype: dt16, device: 'gpu:0' });
+        d.transpose(0, 1).copy_(g.view([n / 2, 2]));
+        return d;
+      }, () => x.view([n / 2, 2]).transpose(0, 1).contiguous().to(dt16)],
+    ];
+    for (const [what, onGpu, onCpu] of cases) {
+      const [got, want] = torch.tidy(() => [onGpu().float().to('cpu'), onCpu().float()]);
+      const a = await got.data(), b = await want.data();
+      [got, want].forEach((t) => t.dispose());
+      let bad = 0, first = '';
+      for (let i = 0; i < b.length; i++) {
+        if (!Object.is(a[i], b[i]) && !(Number.isNaN(a[i]) && Number.isNaN(b[i]))) {
+          if (!bad++) first = `element ${i}: ${a[i]} where the cpu gives ${b[i]}`;
+        }
+      }
+      expect(bad, `${what}: ${first}`).toBe(0);
+    }
+    [x, g, xi, gi].forEach((t) => t.dispose());
+  });
 
   describe('the 16-bit goldens of the shared op suite', () => {
     goldenTests(cases, 'gpu:0');
