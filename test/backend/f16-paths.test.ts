@@ -140,19 +140,22 @@ describe.runIf(gpu).each(['native', 'storage'])('16-bit floats on gpu:0 with WEB
         return d;
       }, () => x.view([n / 2, 2]).transpose(0, 1).contiguous().to(dt16)],
     ];
-    for (const [what, onGpu, onCpu] of cases) {
-      const [got, want] = torch.tidy(() => [onGpu().float().to('cpu'), onCpu().float()]);
-      const a = await got.data(), b = await want.data();
-      [got, want].forEach((t) => t.dispose());
-      let bad = 0, first = '';
-      for (let i = 0; i < b.length; i++) {
-        if (!Object.is(a[i], b[i]) && !(Number.isNaN(a[i]) && Number.isNaN(b[i]))) {
-          if (!bad++) first = `element ${i}: ${a[i]} where the cpu gives ${b[i]}`;
+    try {
+      for (const [what, onGpu, onCpu] of cases) {
+        const [got, want] = torch.tidy(() => [onGpu().float().to('cpu'), onCpu().float()]);
+        const a = await got.data(), b = await want.data();
+        [got, want].forEach((t) => t.dispose());
+        let bad = 0, first = '';
+        for (let i = 0; i < b.length; i++) {
+          if (!Object.is(a[i], b[i]) && !(Number.isNaN(a[i]) && Number.isNaN(b[i]))) {
+            if (!bad++) first = `element ${i}: ${a[i]} where the cpu gives ${b[i]}`;
+          }
         }
+        expect(bad, `${what}: ${first}`).toBe(0);
       }
-      expect(bad, `${what}: ${first}`).toBe(0);
+    } finally {
+      [x, g, xi, gi].forEach((t) => t.dispose());
     }
-    [x, g, xi, gi].forEach((t) => t.dispose());
   });
 
   describe('the 16-bit goldens of the shared op suite', () => {
