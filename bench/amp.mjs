@@ -1,14 +1,19 @@
 // Mixed precision, a quick comparison: an MLP training step (784-256-256-10, batch 64, SGD) and a
-// small CNN step in float32 and under autocast + GradScaler, and a 512² matmul in float32, float16
-// and bfloat16, on each device. Figures are steps (or matmuls) per second, from the caller to the
-// sync point, over a fixed number of iterations after a warm-up. PyTorch's figures for the same
-// cases on this machine's CPU come from bench/amp_torch.py.
+// small CNN step in float32 and under autocast + GradScaler, and square matmuls (512² and 2048² by
+// default, `--sizes`) in float32, float16 and bfloat16, on each device. Figures are steps (or
+// matmuls) per second, from the caller to the sync point, over a fixed number of iterations after
+// a warm-up; a matmul row also gives TFLOP/s. Each GPU's float16 path is printed
+// (`getDeviceProperties().f16Path`: 'shader-f16' or 'storage'; `WEBTORCH_F16=storage` forces the
+// latter). PyTorch's figures for the same cases come from bench/amp_torch.py (cpu or cuda): with
+// `--torch PYTHON` this script runs it after its own runs (webtorch's devices released first) and
+// prints PyTorch's figure beside each row (cpu rows beside PyTorch's CPU, gpu rows beside CUDA).
 //
-// Run: npm run build && node bench/amp.mjs [--devices cpu,gpu:0] [--iters 30]
+// Run: npm run build && node bench/amp.mjs [--devices cpu,gpu:0] [--iters 30] [--sizes 512,2048] [--torch python3]
+import { execFileSync } from 'node:child_process';
 import { parseArgs } from 'node:util';
 import * as torch from '../dist/webtorch.js';
 
-const { values: args } = parseArgs({ options: { devices: { type: 'string', default: 'cpu,gpu:0' }, iters: { type: 'string', default: '30' } } });
+const { values: args } = parseArgs({ options: { devices: { type: 'string', default: 'cpu,gpu:0' }, iters: { type: 'string', default: '30' }, sizes: { type: 'string', default: '512,2048' }, torch: { type: 'string' } } });
 const iters = Number(args.iters);
 torch.gpu.configure({ allowSoftware: true });
 await torch.gpu.init();
@@ -64,13 +69,43 @@ for (const dev of args.devices.split(',')) {
       t.free();
     }
   }
-  for (const dt of ['float32', 'float16', 'bfloat16']) {
-    const a = torch.randn([512, 512], { device: dev }).to(dt), b = torch.randn([512, 512], { device: dev }).to(dt);
-    rows.push({ case: 'matmul 512²', dev, mode: dt, perSec: await rate(() => torch.tidy(() => a.matmul(b).sum())) });
-    [a, b].forEach((t) => t.dispose());
+  for (const size of args.sizes.split(',').map(Number)) {
+    for (const dt of ['float32', 'float16', 'bfloat16']) {
+      const a = torch.tidy(() => torch.randn([size, size], { device: dev }).to(dt)), b = torch.tidy(() => torch.randn([size, size], { device: dev }).to(dt));
+      const perSec = await rate(() => torch.tidy(() => a.matmul(b).sum()));
+      rows.push({ case: `matmul ${size}²`, dev, mode: dt, perSec, tflops: (2 * size ** 3 * perSec) / 1e12 });
+      [a, b].forEach((t) => t.dispose());
+    }
   }
   [xm, xc, ym, yc].forEach((t) => t.dispose());
 }
-console.log('| case | device | mode | per second |\n|---|---|---|---|');
-for (const r of rows) console.log(`| ${r.case} | ${r.dev} | ${r.mode} | ${r.perSec.toPrecision(3)} |`);
+for (const dev of args.devices.split(',').filter((d) => d.startsWith('gpu'))) {
+  const p = await torch.gpu.getDeviceProperties(dev);
+  console.log(`${dev}: ${p.name}, shader-f16 ${p.shaderF16 ? 'offered' : 'not offered'}, float16 path: ${p.f16Path}`);
+}
 await torch.shutdown();
+
+/** PyTorch's rows from bench/amp_torch.py on `dev` ('cpu' or 'cuda'), by "case|mode". */
+function torchRows(dev) {
+  let out;
+  try {
+    out = execFileSync(args.torch, [new URL('./amp_torch.py', import.meta.url).pathname, String(iters), dev, args.sizes], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  } catch (e) {
+    console.log(`PyTorch on ${dev} did not run: ${String(e.stderr ?? e.message).trim().split('\n').pop()}`);
+    return new Map();
+  }
+  const found = new Map();
+  for (const line of out.split('\n')) {
+    const cells = line.split('|').map((c) => c.trim());
+    if (cells.length >= 5 && cells[2] === `torch ${dev}`) found.set(`${cells[1]}|${cells[3]}`, Number(cells[4]));
+  }
+  return found;
+}
+const torchBy = new Map();
+if (args.torch) for (const t of new Set(rows.map((r) => (r.dev === 'cpu' ? 'cpu' : 'cuda')))) torchBy.set(t, torchRows(t));
+const fmt = (v) => (v === undefined || Number.isNaN(v) ? '—' : v.toPrecision(3));
+console.log(`| case | device | mode | per second | TFLOP/s |${args.torch ? ' PyTorch per second |' : ''}\n|---|---|---|---|---|${args.torch ? '---|' : ''}`);
+for (const r of rows) {
+  const peer = torchBy.get(r.dev === 'cpu' ? 'cpu' : 'cuda')?.get(`${r.case}|${r.mode}`);
+  console.log(`| ${r.case} | ${r.dev} | ${r.mode} | ${fmt(r.perSec)} | ${r.tflops ? r.tflops.toPrecision(3) : ''} |${args.torch ? ` ${fmt(peer)} |` : ''}`);
+}

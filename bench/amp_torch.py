@@ -1,7 +1,7 @@
 """PyTorch's side of bench/amp.mjs: the same MLP and CNN steps in float32 and under autocast, and
-the 512² matmul in float32 and the low dtype. On the CPU: bfloat16 autocast without GradScaler
+the 512² and 2048² matmuls (a third argument changes the sizes: 512,2048) in float32 and the low dtype. On the CPU: bfloat16 autocast without GradScaler
 (PyTorch 1.13's GradScaler is CUDA-only); on CUDA: float16 autocast with GradScaler.
-Run: /usr/bin/python3 bench/amp_torch.py [iters] [cpu|cuda]
+Run: /usr/bin/python3 bench/amp_torch.py [iters] [cpu|cuda] [sizes]
 """
 import sys
 import time
@@ -12,6 +12,7 @@ import torch.nn.functional as F
 
 ITERS = int(sys.argv[1]) if len(sys.argv) > 1 else 30
 DEV = sys.argv[2] if len(sys.argv) > 2 else 'cpu'
+SIZES = [int(v) for v in (sys.argv[3] if len(sys.argv) > 3 else '512,2048').split(',')]
 LOW = torch.float16 if DEV == 'cuda' else torch.bfloat16
 torch.manual_seed(0)
 if DEV == 'cpu':
@@ -51,7 +52,8 @@ for name, make, x, y in [('MLP step', mlp, torch.randn(64, 784), torch.randint(0
     for amp in (False, True):
         r = rate(trainer(make().to(DEV), x.to(DEV), y.to(DEV), amp))
         print(f"| {name} | torch {DEV} | {'AMP ' + str(LOW).replace('torch.', '') if amp else 'float32'} | {r:.3g} |")
-for dt in (torch.float32, LOW):
-    a, b = torch.randn(512, 512, device=DEV).to(dt), torch.randn(512, 512, device=DEV).to(dt)
-    r = rate(lambda: (a @ b).sum().item())
-    print(f"| matmul 512² | torch {DEV} | {str(dt).replace('torch.', '')} | {r:.3g} |")
+for size in SIZES:
+    for dt in (torch.float32, LOW):
+        a, b = torch.randn(size, size, device=DEV).to(dt), torch.randn(size, size, device=DEV).to(dt)
+        r = rate(lambda: (a @ b).sum().item())
+        print(f"| matmul {size}² | torch {DEV} | {str(dt).replace('torch.', '')} | {r:.3g} |")

@@ -17,6 +17,8 @@
  * - `multiProcessorCount`: 0, meaning unknown: WebGPU has no way to count SMs or compute units.
  * - `maxStorageBufferBindingSize`, `maxBufferSize`: the adapter's limits (also in `limits`): the
  *   largest tensor a kernel can bind whole, and the largest segment.
+ * - `f16Path`: the worker's choice at start (ts/worker/half.ts): `'shader-f16'` where the adapter
+ *   has the feature and `WEBTORCH_F16` is not `storage`, else `'storage'`.
  */
 import { bindArgs, type PyArgs } from './ops/options.js';
 import { clientOf, currentDevice, device, Device, init, type DeviceLike } from './device.js';
@@ -52,10 +54,17 @@ export interface DeviceProperties extends Omit<DeviceInfo, 'name' | 'scratch'>, 
   shaderF16: boolean;
   /**
    * How float16 and bfloat16 tensors compute here: `'float32'`, i.e. 16-bit storage with float32
-   * arithmetic in every kernel. webtorch's kernels do not use `shader-f16` yet, even where the
-   * adapter has it (`shaderF16`), so mixed precision saves memory and bandwidth, not arithmetic.
+   * arithmetic in every kernel, as PyTorch's CUDA kernels compute half in float and accumulate its
+   * matmuls in float. Mixed precision saves memory and bandwidth, not arithmetic.
    */
   halfPrecisionMath: 'float32';
+  /**
+   * How float16 kernels load and store: `'shader-f16'` (WGSL's `f16` types, `enable f16;`) where
+   * the adapter has `shader-f16` and `WEBTORCH_F16` is not `storage`; else `'storage'`: 16-bit
+   * words unpacked to float32 (`unpack2x16float`) and packed at the store. bfloat16 always takes
+   * the storage path (WGSL has no bfloat16 type). See wgsl/half.ts.
+   */
+  f16Path: 'shader-f16' | 'storage';
 }
 
 /** The first compute capability of each NVIDIA architecture, by the name Dawn's adapter info gives it. */
@@ -107,6 +116,7 @@ export async function getDeviceProperties(...args: GpuArgs): Promise<DevicePrope
     maxBufferSize: info.limits.maxBufferSize,
     shaderF16: info.features.includes('shader-f16'),
     halfPrecisionMath: 'float32',
+    f16Path: info.nativeF16 ? 'shader-f16' : 'storage',
     ...(await isolationInfo()),
   };
 }

@@ -97,13 +97,41 @@ export function bits(v: string, dt: StorageCode): string {
     case StorageCode.I64: throw new Error('int64 is two words: store it with storeI64');
     case StorageCode.F32: case StorageCode.I32: return `bitcast<u32>(${v})`;
     case StorageCode.U8: case StorageCode.Bool: return `(u32(${v}) & 0xffu)`;
-    case StorageCode.F16: return `(pack2x16float(vec2<f32>(${v}, 0.0)) & 0xffffu)`;
+    case StorageCode.F16: return `f16_round(${v})`;
     case StorageCode.BF16: return `bf16_bits(${v})`;
   }
 }
 
+/**
+ * `f16_round(v)`: the float16 bits of `v` (low 16 bits), rounded to nearest even with overflow to
+ * ±inf, NaN to a quiet NaN, and subnormals exact: PyTorch's conversion, in integer arithmetic.
+ * WGSL's `pack2x16float` leaves values outside float16's finite range indeterminate (SwiftShader
+ * gives NaN) and does not fix the rounding, so the kernels without `shader-f16` round here.
+ */
+export const F16_ROUND = `fn f16_round(v: f32) -> u32 {
+  let x = bitcast<u32>(v);
+  let s = (x >> 16u) & 0x8000u;
+  let a = x & 0x7fffffffu;
+  if (a > 0x7f800000u) { return s | 0x7e00u; }
+  if (a >= 0x477ff000u) { return s | 0x7c00u; }
+  if (a >= 0x38800000u) {
+    let r = a - 0x38000000u;
+    return s | ((r + 0xfffu + ((r >> 13u) & 1u)) >> 13u);
+  }
+  let e = a >> 23u;
+  if (e < 102u) { return s; }
+  let m = (a & 0x7fffffu) | 0x800000u;
+  let sh = 126u - e;
+  let q = m >> sh;
+  let rem = m & ((1u << sh) - 1u);
+  let hv = 1u << (sh - 1u);
+  return s | (q + select(0u, 1u, rem > hv || (rem == hv && (q & 1u) == 1u)));
+}
+`;
+
 /** Helper functions a kernel that stores `dt` needs. */
 export function helpers(dt: StorageCode): string {
+  if (dt === StorageCode.F16) return F16_ROUND;
   return dt === StorageCode.BF16
     ? `fn bf16_bits(v: f32) -> u32 {
   if (v != v) { return 0x7fc0u; }

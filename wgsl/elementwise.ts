@@ -18,6 +18,7 @@
 import { StorageCode } from '../ts/dtype.js';
 import { bits, computeType, convert, elementsPerWord, helpers, load, loadWide, slotBindings, valueClass, wgslType, type ValueClass } from './dtype.js';
 import { errorBinding } from './index.js';
+import { ENABLE_F16, HALF_HELPERS, loadLane, loadVec, needsF16, slotKind, storeVec, vecBindings, vecType } from './half.js';
 import { I64_PRELUDE, i64Checks } from './int64.js';
 
 /** Workgroup size of 1-D kernels. */
@@ -54,6 +55,8 @@ export interface MapKernel {
   exprType: ValueClass;
   /** Extra WGSL functions the expression calls. */
   prelude?: string;
+  /** The vec4 path binds float16-only storages as `vec4<f16>` (`shader-f16`, see wgsl/half.ts). */
+  nativeF16?: boolean;
 }
 
 /** Whether a map expression checks its divisors (see the module's note): its kernel binds the error buffer. */
@@ -182,37 +185,38 @@ ${write}
 }
 
 /**
- * The vec4 path of a map kernel: the output is 32-bit and its offset a multiple of 4, and each
- * invocation writes one 16-byte word (4 elements). An input contiguous with the output's shape at
- * an offset that is a multiple of 4 loads one 16-byte word too (its `contiguous` flag). Any
- * other strided input (a broadcast such as `x - x.max(-1, true).values` or a bias, a transpose,
- * a misaligned slice) computes its offset once per word, with the divisions, and steps by its
- * innermost stride for the other three lanes; that needs the 4 lanes in one row of the output
- * (rank ≤ 1, or an innermost size that is a multiple of 4). On lavapipe it cuts the integer
- * divisions, which run one lane at a time there, by four.
+ * The vec4 path of a map kernel: the output is 32-bit or a 16-bit float and its offset a multiple
+ * of 4, and each invocation writes 4 elements (one 16-byte word, or 8 bytes of 16-bit floats,
+ * see wgsl/half.ts; 8-bit and int64 operands take `mapShader`). An input contiguous with the
+ * output's shape at an offset that is a multiple of 4 loads its 4 elements as one word too (its
+ * `contiguous` flag). Any other strided input (a broadcast such as `x - x.max(-1, true).values` or
+ * a bias, a transpose, a misaligned slice) computes its offset once per word, with the divisions,
+ * and steps by its innermost stride for the other three lanes; that needs the 4 lanes in one row
+ * of the output (rank ≤ 1, or an innermost size that is a multiple of 4). On lavapipe it cuts the
+ * integer divisions, which run one lane at a time there, by four.
+ * Each binding's WGSL type depends on the dtypes that use it (`slotKind`); float16 binds as
+ * `vec4<f16>` with `nativeF16`. The lanes compute in f32 or i32 whatever the storage.
  * The last word may run past `n` by up to 3 elements: reads stay within the buffers (robust
  * access), and the extra writes land in the output block's padding (blocks are 512-byte
  * multiples, outputs start block-aligned), never in another tensor.
  */
 export function mapVec4Shader(k: MapKernel): string {
-  let binds = `@group(0) @binding(0) var<storage, read> P: array<u32>;\n@group(0) @binding(1) var<storage, read_write> S0: array<vec4<u32>>;\n`;
-  for (let s = 1; s < k.slots; s++) binds += `@group(0) @binding(${s + 1}) var<storage, read> S${s}: array<vec4<u32>>;\n`;
+  const kinds = Array.from({ length: k.slots }, (_, s) => slotKind(
+    [...(s === 0 ? [k.outDt] : []), ...k.inputs.filter((inp) => !inp.scalar && inp.slot === s).map((inp) => inp.dt)], k.nativeF16 ?? false));
   const sBase = 10 + k.inputs.length * 9;
   const strided = (inp: MapInput) => !inp.scalar && !inp.contiguous;
-  const offsets = k.inputs.map((inp, j) => (strided(inp) ? offsetFn(j, k.rank) : '')).join('');
+  const offsets = k.inputs.map((inp, j) => (strided(inp) ? offsetFn(j, k.rank) : '')).join('') + scalarReader(k);
   const scalars = [0, 1, 2, 3].map((j) => `  let s${j} = bitcast<f32>(P[${sBase + j}u]);`).join('\n');
   const words = k.inputs.map((inp, j) => (inp.scalar
-    ? `  let v${j} = vec4<u32>(P[${10 + j * 9}u]);`
+    ? `  let v${j} = ${load('rdP', inp.dt, `${(10 + j * 9) * elementsPerWord(inp.dt)}u`)};`
     : inp.contiguous
-      ? `  let v${j} = S${inp.slot}[P[${10 + j * 9}u] / 4u + w];`
+      ? `  let v${j} = ${loadVec(inp.dt, kinds[inp.slot], inp.slot, `P[${10 + j * 9}u] / 4u + w`)};`
       : `  let b${j} = off${j}(w * 4u);\n  let t${j} = P[${10 + j * 9 + Math.max(k.rank, 1)}u];`)).join('\n');
-  const lanes = k.inputs.map((inp, j) => {
-    const word = strided(inp) ? `S${inp.slot}[(b${j} + c * t${j}) >> 2u][(b${j} + c * t${j}) & 3u]` : `v${j}[c]`;
-    return `    let x${j} = ${computeType(inp.dt) === 'f32' ? `bitcast<f32>(${word})` : `bitcast<i32>(${word})`};`;
-  }).join('\n');
+  const lanes = k.inputs.map((inp, j) => `    let x${j} = ${inp.scalar ? `v${j}` : inp.contiguous ? `v${j}[c]` : loadLane(inp.dt, kinds[inp.slot], inp.slot, `b${j} + c * t${j}`)};`).join('\n');
   const value = convert(`(${k.expr})`, k.exprType, k.outDt);
   const check = checksDivisor(k.expr) ? divisorCheck(k.slots, sBase + 4, false) : '';
-  return `${binds}${check}${k.prelude ?? ''}
+  const wide = kinds.includes('w2');
+  return `${needsF16(kinds) ? ENABLE_F16 : ''}${vecBindings(kinds)}${wide ? HALF_HELPERS : ''}${check}${k.prelude ?? ''}
 ${offsets}
 @compute @workgroup_size(${WG})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
@@ -221,14 +225,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   if (w * 4u >= n) { return; }
 ${scalars}
 ${words}
-  var o: vec4<u32>;
+  var o: ${vecType(k.outDt)};
   for (var c = 0u; c < 4u; c++) {
     let i = w * 4u + c;
     if (i >= n) { break; }
 ${lanes}
-    o[c] = bitcast<u32>(${value});
+    o[c] = ${value};
   }
-  S0[P[9] / 4u + w] = o;
+  ${storeVec(k.outDt, kinds[0], 'P[9] / 4u + w', 'o')}
 }
 `;
 }

@@ -3,19 +3,47 @@
  * transposed operands and broadcast batches need no copy.
  *
  * A workgroup of 16×16 invocations computes a 64×64 tile of the output, each invocation a 4×4
- * block held in registers. A and B tiles of depth 16 are staged through workgroup memory. The
- * output is contiguous f32; 16-bit outputs are cast afterwards by the worker.
+ * block held in registers. A and B tiles of depth 16 are staged through workgroup memory. This
+ * kernel and the direct one (variant 26) write contiguous f32: the worker casts a 16-bit output
+ * afterwards. The vec4 kernels (variants 2 and up) read and write 16-bit storage themselves
+ * (`vecMatmulIo`), accumulating in f32.
  * Params: [M, N, K, aOff, aBS, aRS, aCS, bOff, bBS, bRS, bCS, outOff].
  */
-import type { StorageCode } from '../ts/dtype.js';
+import { StorageCode } from '../ts/dtype.js';
 import { load, slotBindings } from './dtype.js';
+import { ENABLE_F16, HALF_HELPERS, loadVec, slotKind, storeVec, vecBindings } from './half.js';
+
+/**
+ * The bindings of the vec4 matmul kernels (variants 2 and up) for operands and output of `dt`:
+ * `rdK(i)` returns elements 4i..4i+3 of slot K as a `vec4<f32>`, `store(q, v)` writes four
+ * outputs. f32 binds `vec4<f32>`; float16 and bfloat16 bind 8-byte words unpacked at the tile
+ * load and packed at the store (or `vec4<f16>` with `nativeF16`), see wgsl/half.ts. The tiles and
+ * the accumulators are f32 in every case, as PyTorch accumulates half products in float.
+ */
+function vecMatmulIo(dt: StorageCode, slots: number, nativeF16: boolean): { binds: string; store: (q: string, v: string) => string } {
+  const kind = slotKind([dt], nativeF16, true);
+  const kinds = Array.from({ length: slots }, () => kind);
+  let binds = (kind === 'h4' ? ENABLE_F16 : '') + vecBindings(kinds) + (kind === 'w2' ? HALF_HELPERS : '');
+  for (let k = 0; k < slots; k++) binds += `fn rd${k}(i: u32) -> vec4<f32> { return ${loadVec(dt, kind, k, 'i')}; }\n`;
+  return { binds, store: (q, v) => storeVec(dt, kind, q, v) };
+}
 
 /** Output tile edge. */
 export const TILE = 64;
 
 /** WGSL of the tiled matmul for input dtype `dt` (a float storage code), A and B in slots `aSlot`, `bSlot`. */
-export function matmulShader(dt: StorageCode, aSlot: number, bSlot: number, slots: number): string {
-  return `${slotBindings(slots)}const BK = 16u;
+export function matmulShader(dt: StorageCode, aSlot: number, bSlot: number, slots: number, packOut = false): string {
+  // A 16-bit output written here (packOut: N and the output offset even) packs columns j, j + 1 of an invocation into one word.
+  const store = packOut
+    ? `for (var j = 0u; j < 4u; j += 2u) {
+      let c = col0 + lid.x * 4u + j;
+      if (c < N) { S0[(oBase + r * N + c) >> 1u] = ${pack2(dt, 'acc[i][j]', 'acc[i][j + 1u]')}; }
+    }`
+    : `for (var j = 0u; j < 4u; j++) {
+      let c = col0 + lid.x * 4u + j;
+      if (c < N) { S0[oBase + r * N + c] = bitcast<u32>(acc[i][j]); }
+    }`;
+  return `${slotBindings(slots)}${packOut ? HALF_HELPERS : ''}const BK = 16u;
 var<workgroup> As: array<array<f32, 64>, 16>;
 var<workgroup> Bs: array<array<f32, 64>, 16>;
 
@@ -56,10 +84,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
   for (var i = 0u; i < 4u; i++) {
     let r = row0 + lid.y * 4u + i;
     if (r >= M) { continue; }
-    for (var j = 0u; j < 4u; j++) {
-      let c = col0 + lid.x * 4u + j;
-      if (c < N) { S0[oBase + r * N + c] = bitcast<u32>(acc[i][j]); }
-    }
+    ${store}
   }
 }
 `;
@@ -74,7 +99,8 @@ export const DIRECT = 26;
  * sum of split-K partials, a classifier's 10 outputs), where a 64×64 tile would be mostly
  * empty: its grid is 8×8 outputs per workgroup. Params as in `matmulShader`.
  */
-export function matmulDirectShader(dt: StorageCode, aSlot: number, bSlot: number, slots: number): string {
+export function matmulDirectShader(dt: StorageCode, aSlot: number, bSlot: number, slots: number, packOut = false): string {
+  if (packOut) return matmulDirectPackedShader(dt, aSlot, bSlot, slots);
   return `${slotBindings(slots)}@compute @workgroup_size(8, 8)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let M = P[0]; let N = P[1]; let K = P[2];
@@ -94,11 +120,41 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 `;
 }
 
+/**
+ * Variant 26 for a 16-bit output written in place (N and the output offset even): each invocation
+ * computes two neighbouring columns and writes them as one word, so its grid is half as wide.
+ */
+function matmulDirectPackedShader(dt: StorageCode, aSlot: number, bSlot: number, slots: number): string {
+  return `${slotBindings(slots)}${HALF_HELPERS}@compute @workgroup_size(8, 8)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let M = P[0]; let N = P[1]; let K = P[2];
+  let r = gid.y; let c = gid.x * 2u;
+  if (r >= M || c >= N) { return; }
+  var a = P[3] + gid.z * P[4] + r * P[5];
+  var b = P[7] + gid.z * P[8] + c * P[10];
+  let aCS = P[6]; let bRS = P[9]; let bCS = P[10];
+  var acc0 = 0.0; var acc1 = 0.0;
+  for (var k = 0u; k < K; k++) {
+    let av = ${load(`rd${aSlot}`, dt, 'a')};
+    acc0 = fma(av, ${load(`rd${bSlot}`, dt, 'b')}, acc0);
+    acc1 = fma(av, ${load(`rd${bSlot}`, dt, 'b + bCS')}, acc1);
+    a += aCS;
+    b += bRS;
+  }
+  S0[(P[11] + gid.z * M * N + r * N + c) >> 1u] = ${pack2(dt, 'acc0', 'acc1')};
+}
+`;
+}
+
+/** An expression: the word of two 16-bit floats of `dt`, `lo` in the low half. */
+const pack2 = (dt: StorageCode, lo: string, hi: string): string =>
+  dt === StorageCode.BF16 ? `(bf16_round(${lo}) | (bf16_round(${hi}) << 16u))` : `(f16_round(${lo}) | (f16_round(${hi}) << 16u))`;
+
 /** Output tile edge of the vectorised kernel. */
 export const TILE_V4 = 128;
 
 /**
- * Whether the vectorised kernel applies: f32 operands whose rows are contiguous (column stride
+ * Whether the vectorised kernel applies: f32 (or 16-bit float, see `vecMatmulIo`) operands whose rows are contiguous (column stride
  * 1) and whose offsets, row strides, batch strides, K and N are multiples of 4, so every tile
  * row is read and written as whole vec4s.
  */
@@ -116,12 +172,8 @@ export function vec4Eligible(m: number, n: number, k: number, a: { offset: numbe
  * `array<vec4<f32>>` (one per distinct segment, as `slotBindings` explains); params as in
  * `matmulShader`, in elements.
  */
-export function matmulVec4Shader(aSlot: number, bSlot: number, slots: number, bk = 8): string {
-  let binds = `@group(0) @binding(0) var<storage, read> P: array<u32>;
-@group(0) @binding(1) var<storage, read_write> S0: array<vec4<f32>>;
-fn rd0(i: u32) -> vec4<f32> { return S0[i]; }
-`;
-  for (let k = 1; k < slots; k++) binds += `@group(0) @binding(${k + 1}) var<storage, read> S${k}: array<vec4<f32>>;\nfn rd${k}(i: u32) -> vec4<f32> { return S${k}[i]; }\n`;
+export function matmulVec4Shader(aSlot: number, bSlot: number, slots: number, bk = 8, dt: StorageCode = StorageCode.F32, nativeF16 = false): string {
+  const { binds, store } = vecMatmulIo(dt, slots, nativeF16);
   const reps = bk / 8;
   return `${binds}
 const BK = ${bk}u;
@@ -171,7 +223,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     if (r >= M) { break; }
     for (var h = 0u; h < 2u; h++) {
       let c = col0 + lid.x * 8u + h * 4u;
-      if (c < N) { S0[(oBase + r * N + c) / 4u] = acc[i * 2u + h]; }
+      if (c < N) { ${store('(oBase + r * N + c) / 4u', 'acc[i * 2u + h]')} }
     }
   }
 }
@@ -246,18 +298,14 @@ export function tilingGrid(t: MatmulTiling, m: number, n: number, batch: number)
  * (`vec4Eligible`: rows contiguous; K, N, offsets and strides multiples of 4), with any M; params,
  * bindings and output as there.
  */
-export function matmulTiledShader(aSlot: number, bSlot: number, slots: number, t: MatmulTiling): string {
+export function matmulTiledShader(aSlot: number, bSlot: number, slots: number, t: MatmulTiling, dt: StorageCode = StorageCode.F32, nativeF16 = false): string {
   const { wx, wy, rm, rn, bk, double, unroll2, swizzle, aSpread } = t;
   const threads = wx * wy;
   const [tm, tn] = tileOf(t);
   const aVecs = (tm * bk) / 4, bVecs = (tn * bk) / 4; // vec4s per K step
   const aRow = tm / 4, bRow = tn / 4; // vec4s per k row of As and Bs
   const bufA = aVecs, bufB = bVecs;
-  let binds = `@group(0) @binding(0) var<storage, read> P: array<u32>;
-@group(0) @binding(1) var<storage, read_write> S0: array<vec4<f32>>;
-fn rd0(i: u32) -> vec4<f32> { return S0[i]; }
-`;
-  for (let k = 1; k < slots; k++) binds += `@group(0) @binding(${k + 1}) var<storage, read> S${k}: array<vec4<f32>>;\nfn rd${k}(i: u32) -> vec4<f32> { return S${k}[i]; }\n`;
+  const { binds, store: put } = vecMatmulIo(dt, slots, nativeF16);
   const aMap = aSpread ? `let row = idx % ${tm}u; let kv = (idx / ${tm}u) * 4u;` : `let row = idx / ${bk / 4}u; let kv = (idx % ${bk / 4}u) * 4u;`;
   const loadsOf = (count: number) => Array.from({ length: Math.ceil(count / threads) }, (_, r) => r);
   const aReps = loadsOf(aVecs), bReps = loadsOf(bVecs);
@@ -308,7 +356,7 @@ fn rd0(i: u32) -> vec4<f32> { return S0[i]; }
   for (let i = 0; i < rm; i++) {
     const r = `row0 + ${(i >> 2) * (tm / ah)}u + ty * 4u + ${i & 3}u`;
     store += `  if (${r} < M) {\n`;
-    for (let h = 0; h < bh; h++) store += `    { let c = col0 + ${h * (tn / bh)}u + tx * 4u; if (c < N) { S0[(oBase + (${r}) * N + c) / 4u] = c${i}_${h}; } }\n`;
+    for (let h = 0; h < bh; h++) store += `    { let c = col0 + ${h * (tn / bh)}u + tx * 4u; if (c < N) { ${put(`(oBase + (${r}) * N + c) / 4u`, `c${i}_${h}`)} } }\n`;
     store += '  }\n';
   }
   // One double-buffered K step: prefetch the step at `next` into registers while computing from
@@ -379,7 +427,7 @@ ${store}}
 }
 
 /**
- * Whether a register-tiled variant (4 and up) applies: f32 operands with contiguous rows, and K, N,
+ * Whether a register-tiled variant (4 and up) applies: f32, float16 or bfloat16 operands with contiguous rows, and K, N,
  * offsets, row and batch strides multiples of 4 (every tile row moves as whole vec4s). Any M.
  */
 export function tiledEligible(k: number, n: number, a: { offset: number; strides: number[] }, b: { offset: number; strides: number[] }, outOffset: number): boolean {
@@ -387,20 +435,24 @@ export function tiledEligible(k: number, n: number, a: { offset: number; strides
   return a.strides[2] === 1 && b.strides[2] === 1 && four(k, n, a.offset, b.offset, a.strides[0], a.strides[1], b.strides[0], b.strides[1], outOffset);
 }
 
-/** WGSL of matmul variant `v` (1: `matmulShader` for `dt`; 2, 3: `matmulVec4Shader`; 4 and up: `matmulTiledShader`). */
-export function matmulVariantShader(v: number, dt: StorageCode, aSlot: number, bSlot: number, slots: number): string {
-  if (v === 1) return matmulShader(dt, aSlot, bSlot, slots);
-  if (v === DIRECT) return matmulDirectShader(dt, aSlot, bSlot, slots);
-  if (v === 2 || v === 3) return matmulVec4Shader(aSlot, bSlot, slots, v === 2 ? 8 : 16);
+/**
+ * WGSL of matmul variant `v` (1: `matmulShader` for `dt`; 2, 3: `matmulVec4Shader`; 4 and up:
+ * `matmulTiledShader`). Variants 2 and up write a 16-bit `dt` themselves; `packOut` makes variants 1
+ * and 26 do so too (else they write f32 for the worker to cast).
+ */
+export function matmulVariantShader(v: number, dt: StorageCode, aSlot: number, bSlot: number, slots: number, nativeF16 = false, packOut = false): string {
+  if (v === 1) return matmulShader(dt, aSlot, bSlot, slots, packOut);
+  if (v === DIRECT) return matmulDirectShader(dt, aSlot, bSlot, slots, packOut);
+  if (v === 2 || v === 3) return matmulVec4Shader(aSlot, bSlot, slots, v === 2 ? 8 : 16, dt, nativeF16);
   const t = MATMUL_TILINGS[v];
   if (!t) throw new Error(`no matmul variant ${v}`);
-  return matmulTiledShader(aSlot, bSlot, slots, t);
+  return matmulTiledShader(aSlot, bSlot, slots, t, dt, nativeF16);
 }
 
-/** The dispatch grid of variant `v` for `batch` m×n outputs. */
-export function matmulVariantGrid(v: number, m: number, n: number, batch: number): [number, number, number] {
+/** The dispatch grid of variant `v` for `batch` m×n outputs (`packOut` as in `matmulVariantShader`). */
+export function matmulVariantGrid(v: number, m: number, n: number, batch: number, packOut = false): [number, number, number] {
   if (v === 1) return [Math.ceil(n / TILE), Math.ceil(m / TILE), batch];
-  if (v === DIRECT) return [Math.ceil(n / 8), Math.ceil(m / 8), batch];
+  if (v === DIRECT) return [Math.ceil(n / (packOut ? 16 : 8)), Math.ceil(m / 8), batch];
   if (v === 2 || v === 3) return [Math.ceil(n / TILE_V4), Math.ceil(m / TILE_V4), batch];
   return tilingGrid(MATMUL_TILINGS[v], m, n, batch);
 }

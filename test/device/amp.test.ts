@@ -338,13 +338,15 @@ describe('GradScaler', () => {
 });
 
 describe('devices', () => {
-  it('isBf16Supported and getDeviceProperties say how 16-bit math runs', async () => {
+  it('isBf16Supported and getDeviceProperties say how 16-bit math runs and which float16 path loads and stores', async () => {
     expect(torch.gpu.isBf16Supported()).toBe(true);
     expect(torch.gpu.isBf16Supported(false)).toBe(false);
     for (const d of devices.filter((x) => x !== 'cpu')) {
       const p = await torch.gpu.getDeviceProperties(d);
       expect(p.halfPrecisionMath).toBe('float32');
       expect(p.shaderF16).toBe(p.features.includes('shader-f16'));
+      // float16's path: shader-f16 where the adapter has it, unless WEBTORCH_F16=storage (amp-f16-storage.test.ts)
+      expect(p.f16Path).toBe(p.shaderF16 && process.env.WEBTORCH_F16 !== 'storage' ? 'shader-f16' : 'storage');
     }
   });
 });

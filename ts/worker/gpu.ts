@@ -33,6 +33,7 @@ import { runIndex } from './gpu/index-family.js';
 import { runRandom } from './gpu/random.js';
 // Device loss (ts/worker/gpu-lost.ts): the one hook, in init.
 import { watchLoss } from './gpu-lost.js';
+import { chooseF16Path } from './half.js'; // f16: which float16 path (shader-f16 or storage)
 
 function run(cmd: Command): void {
   beginCommand(cmd);
@@ -171,7 +172,8 @@ export const gpuBackend: Backend = {
     for (const l of limitNames) limits[l] = device.limits[l];
     return {
       name, kind: 'gpu', cpuAdapter: rowDev.cpu, vendor: info.vendor, architecture: info.architecture, device: info.device, description: info.description || info.device,
-      features: [...found.features].map(String).sort(), limits, nativeF16: features.includes('shader-f16'), scratch: scratchCounter(),
+      features: [...found.features].map(String).sort(), limits, scratch: scratchCounter(),
+      nativeF16: chooseF16Path(features.includes('shader-f16'), env('WEBTORCH_F16')), // f16: the float16 path (ts/worker/half.ts)
       eventTiming: features.includes('timestamp-query') ? 'gpu-timestamp' : 'host',
     };
   },

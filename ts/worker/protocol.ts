@@ -130,7 +130,7 @@ export interface DeviceInfo {
   description: string;
   features: string[];
   limits: Record<string, number>;
-  /** True when float16 runs natively (`shader-f16`); otherwise it is stored as 16 bits and computed in f32. */
+  /** True when float16 kernels load and store with `shader-f16` (the adapter has it and `WEBTORCH_F16` is not `storage`); otherwise 16-bit words are unpacked. Arithmetic is f32 either way. */
   nativeF16: boolean;
   /** The counter of the worker's scratch buffers (ts/worker/scratch.ts); null where SharedArrayBuffer does not exist or on cpu. */
   scratch?: SharedArrayBuffer | null;

@@ -6,6 +6,8 @@
 import { StorageCode } from '../../dtype.js';
 import { checksDivisor, mapInvocations, mapParamWords, mapShader, mapVec4Shader, type MapKernel } from '../../../wgsl/elementwise.js';
 import { computeType, elementsPerWord, type ValueClass } from '../../../wgsl/dtype.js';
+import { vec4Dtype } from '../../../wgsl/half.js'; // f16: 16-bit floats on the vec4 paths
+import { half } from '../half.js'; // f16: which float16 path (shader-f16 or storage)
 import { WGSL_PRELUDE } from '../../ops/table.js';
 import type { DeviceCheck, Place, ViewRef } from '../protocol.js';
 import { chunks, tooLarge } from '../split.js';
@@ -66,12 +68,12 @@ export function runMap(
   const bind = [out];
   // The vec4 path (wgsl/elementwise.ts): strided inputs need the 4 lanes of a word in one row.
   const rowsOf4 = shape.length <= 1 || shape[shape.length - 1] % 4 === 0;
-  let vec4 = elementsPerWord(outDt) === 1 && outOffset % 4 === 0;
+  let vec4 = vec4Dtype(outDt) && outOffset % 4 === 0 && out.size >= 16; // f16: 16-bit floats too (wgsl/half.ts); a binding holds a whole vec4
   // per input: 1 + dt + 16 × (0 scalar, 1 contiguous, 2 strided) + 48 × slot, in 9 bits each;
   // on the vec4 path, contiguous means 16-byte words (offset a multiple of 4)
   let inputKey = 0, vec4Key = 0;
   for (const inp of inputs) {
-    const wide = elementsPerWord(inp.dt) === 1;
+    const wide = vec4Dtype(inp.dt); // f16: 16-bit floats too
     if (typeof inp.r === 'number') {
       inputKey = inputKey * 512 + 1 + inp.dt;
       vec4Key = vec4Key * 512 + 1 + inp.dt;
@@ -81,6 +83,7 @@ export function runMap(
     const b = inp.b ?? buf(inp.r.id);
     let slot = bind.indexOf(b);
     if (slot < 0) slot = bind.push(b) - 1;
+    if (b.size < 16) vec4 = false; // f16: a binding holds a whole vec4
     const contiguous = contiguousIn(inp.r, shape), words = contiguous && inp.r.offset % 4 === 0;
     inputKey = inputKey * 512 + 1 + inp.dt + 16 * (contiguous ? 1 : 2) + 48 * slot;
     vec4Key = vec4Key * 512 + 1 + inp.dt + 16 * (words ? 1 : 2) + 48 * slot;
@@ -113,7 +116,7 @@ export function runMap(
   const key = ((((exprId * 16 + shape.length) * 8 + bind.length) * 8 + outDt) * 8 + cls * 2 + (vec4 ? 1 : 0)) * 2 ** 27 + inputKey;
   let kernel = mapKernels.get(key);
   if (!kernel) {
-    const k: MapKernel = { rank: shape.length, slots: code ? bind.length - 1 : bind.length, outDt, expr, exprType, prelude: WGSL_PRELUDE, inputs: mapInputs(inputs, bind, shape, vec4) };
+    const k: MapKernel = { rank: shape.length, slots: code ? bind.length - 1 : bind.length, outDt, expr, exprType, prelude: WGSL_PRELUDE, inputs: mapInputs(inputs, bind, shape, vec4), nativeF16: half.native };
     kernel = compile(vec4 ? mapVec4Shader(k) : mapShader(k));
     mapKernels.set(key, kernel);
   }
@@ -155,7 +158,7 @@ function mapInputs(inputs: MapOperand[], bind: GPUBuffer[], shape: number[], vec
 /** Runs `write` into a 32-bit target (the output itself, or a scratch buffer cast into a packed output). */
 export function viaScratch(out: Place, outDt: StorageCode, n: number, srcDt: StorageCode, write: (target: GPUBuffer, offset: number) => void): void {
   if (elementsPerWord(outDt) === 1 || (outDt === StorageCode.I64 && srcDt === StorageCode.I64)) return write(buf(out.id), out.offset);
-  const tmp = createScratch(device, Math.max(4, n * 4), GPUBufferUsage.STORAGE, false, 'a packed output');
+  const tmp = createScratch(device, Math.ceil(n / 4) * 16, GPUBufferUsage.STORAGE, false, 'a packed output'); // f16: whole vec4s, the cast's vec4 path reads them
   retired.push(tmp);
   write(tmp, 0);
   runMap([{ r: { id: -1, strides: [1], offset: 0 }, dt: srcDt, b: tmp }], [n], buf(out.id), out.offset, outDt, 'x0', computeType(srcDt));

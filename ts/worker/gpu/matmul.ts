@@ -4,6 +4,9 @@
  */
 import { StorageCode } from '../../dtype.js';
 import { chooseMatmul, matmulVariantGrid, matmulVariantShader, tiledEligible } from '../../../wgsl/matmul.js';
+import { computeType, elementsPerWord } from '../../../wgsl/dtype.js';
+import { vec4Dtype } from '../../../wgsl/half.js'; // f16: 16-bit floats on the vec4 paths
+import { half } from '../half.js'; // f16: which float16 path (shader-f16 or storage)
 import type { Command } from '../protocol.js';
 import { createScratch } from '../scratch.js';
 import { buf, device, dispatch, matmulVariant, retired, rowDev, slotsOf } from './core.js';
@@ -26,18 +29,25 @@ export function runMatmul(cmd: Extract<Command, { k: 'matmul' }>): void {
   if (batch * m * n === 0) return;
   let a: MatmulOperand = { b: buf(cmd.a.id), offset: cmd.a.offset, strides: cmd.aStrides };
   let b: MatmulOperand = { b: buf(cmd.b.id), offset: cmd.b.offset, strides: cmd.bStrides };
-  const f32 = cmd.dt === StorageCode.F32, storage = device.limits.maxComputeWorkgroupStorageSize;
-  if (f32 && !matmulVariant && kk % 4 === 0 && n % 4 === 0 && batch * m * n * kk >= COPY_FOR_TILED && chooseMatmul(m, n, kk, batch, true, 0, storage, rowDev.cpu) !== 1) {
-    if (a.strides[2] !== 1 && n >= 64) a = rowMajorCopy(a, batch, m, kk, 0);
-    if (b.strides[2] !== 1 && m >= 64) b = rowMajorCopy(b, batch, kk, n, 1);
+  // f16: f32 and 16-bit floats run the vec4 tiles (16-bit ones unpack at the tile load, wgsl/half.ts)
+  const vecFloat = vec4Dtype(cmd.dt) && computeType(cmd.dt) === 'f32', storage = device.limits.maxComputeWorkgroupStorageSize;
+  if (vecFloat && !matmulVariant && kk % 4 === 0 && n % 4 === 0 && batch * m * n * kk >= COPY_FOR_TILED && chooseMatmul(m, n, kk, batch, true, 0, storage, rowDev.cpu) !== 1) {
+    if (a.strides[2] !== 1 && n >= 64) a = rowMajorCopy(a, batch, m, kk, 0, cmd.dt);
+    if (b.strides[2] !== 1 && m >= 64) b = rowMajorCopy(b, batch, kk, n, 1, cmd.dt);
   }
-  viaScratch(cmd.out, cmd.dt, batch * m * n, StorageCode.F32, (target, offset) => {
+  const launch = (v: number, target: GPUBuffer, offset: number, pack = false) => {
     const { bind, slot } = slotsOf(target, [a.b, b.b]);
     const p = new Uint32Array([m, n, kk, a.offset, ...a.strides, b.offset, ...b.strides, offset]).buffer;
-    const tiled = f32 && tiledEligible(kk, n, a, b, offset);
-    const v = chooseMatmul(m, n, kk, batch, tiled, matmulVariant, storage, rowDev.cpu);
-    dispatch(`mm${v}|${cmd.dt}|${slot[0]}|${slot[1]}|${bind.length}`, () => matmulVariantShader(v, cmd.dt, slot[0], slot[1], bind.length), bind, p,
-      matmulVariantGrid(v, m, n, batch));
+    dispatch(`mm${v}|${cmd.dt}|${slot[0]}|${slot[1]}|${bind.length}|${+pack}`, () => matmulVariantShader(v, cmd.dt, slot[0], slot[1], bind.length, half.native, pack), bind, p,
+      matmulVariantGrid(v, m, n, batch, pack));
+  };
+  // f16: a 16-bit product writes its output itself where words hold whole column pairs (N, offset even); else f32 scratch, cast after
+  if (vecFloat && cmd.dt !== StorageCode.F32 && n % 2 === 0 && cmd.out.offset % 2 === 0) {
+    return launch(chooseMatmul(m, n, kk, batch, tiledEligible(kk, n, a, b, cmd.out.offset), matmulVariant, storage, rowDev.cpu), buf(cmd.out.id), cmd.out.offset, true);
+  }
+  viaScratch(cmd.out, cmd.dt, batch * m * n, StorageCode.F32, (target, offset) => {
+    const tiled = cmd.dt === StorageCode.F32 && tiledEligible(kk, n, a, b, offset);
+    launch(chooseMatmul(m, n, kk, batch, tiled, matmulVariant, storage, rowDev.cpu), target, offset);
   });
 }
 
@@ -55,9 +65,9 @@ export function dropOperandScratch(): void {
 /** Operands up to this size use the kept scratch buffers. */
 const KEPT_SCRATCH = 64 << 20;
 
-/** A row-major f32 copy of a (batch, rows, cols) operand in scratch buffer `slot` (one copy of a broadcast batch). */
-function rowMajorCopy(x: MatmulOperand, batch: number, rows: number, cols: number, slot: 0 | 1): MatmulOperand {
-  const copies = x.strides[0] === 0 ? 1 : batch, bytes = copies * rows * cols * 4;
+/** A row-major copy (in its dtype `dt`) of a (batch, rows, cols) operand in scratch buffer `slot` (one copy of a broadcast batch). */
+function rowMajorCopy(x: MatmulOperand, batch: number, rows: number, cols: number, slot: 0 | 1, dt: StorageCode): MatmulOperand {
+  const copies = x.strides[0] === 0 ? 1 : batch, bytes = copies * rows * cols * (4 / elementsPerWord(dt)); // f16: dt
   let tmp = operandScratch[slot];
   if (bytes > KEPT_SCRATCH) {
     // a one-off for a large operand, not kept outside the allocator's accounting
@@ -67,7 +77,7 @@ function rowMajorCopy(x: MatmulOperand, batch: number, rows: number, cols: numbe
     if (tmp) retired.push(tmp);
     tmp = operandScratch[slot] = createScratch(device, Math.ceil(bytes / (1 << 20)) << 20, GPUBufferUsage.STORAGE, true, 'a matmul operand copy');
   }
-  runMap([{ r: { id: -1, offset: x.offset, strides: [x.strides[0], x.strides[1], x.strides[2]] }, dt: StorageCode.F32, b: x.b }],
-    [copies, rows, cols], tmp, 0, StorageCode.F32, 'x0', 'f32');
+  runMap([{ r: { id: -1, offset: x.offset, strides: [x.strides[0], x.strides[1], x.strides[2]] }, dt, b: x.b }],
+    [copies, rows, cols], tmp, 0, dt, 'x0', 'f32'); // f16: dt
   return { b: tmp, offset: 0, strides: [copies === 1 ? 0 : rows * cols, cols, 1] };
 }
