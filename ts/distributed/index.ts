@@ -4,7 +4,10 @@
  * collectives are issued by each rank on its own (ts/distributed/group.ts).
  */
 export { initProcessGroup, destroyProcessGroup, getRank, getWorldSize, isInitialized, spawn, ProcessGroup } from './group.js';
-export type { InitOptions, Work } from './group.js';
+export type { InitOptions, Work, Group } from './group.js';
+export { SocketGroup } from './socket-group.js';
+export { TCPStore } from './store.js';
+export type { TCPStoreOptions } from './store.js';
 export { allReduce, broadcast, allGather, reduceScatter, barrier } from './collectives.js';
 export type { CollectiveOptions } from './collectives.js';
 export type { ReduceOpName } from './comm.js';
