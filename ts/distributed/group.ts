@@ -192,11 +192,11 @@ export class ProcessGroup {
 export async function initProcessGroup(options: InitOptions): Promise<void> {
   checkOptions('initProcessGroup', options, ['backend', 'worldSize', 'rank', 'initMethod', 'device', 'timeout']);
   const who = spawnRank.get();
-  const initMethod = options.initMethod ?? who?.key ?? (env('MASTER_ADDR') !== undefined ? 'env://' : 'inproc://default');
+  const initMethod = options.initMethod ?? who?.key ?? (env('MASTER_ADDR') ? 'env://' : 'inproc://default');
   const fromEnv = initMethod === 'env://';
   const envInt = (name: string): number | undefined => {
     const v = env(name);
-    if (v === undefined) throw new Error(`Error initializing torch.distributed using env:// rendezvous: environment variable ${name} expected, but not set`);
+    if (!v) throw new Error(`Error initializing torch.distributed using env:// rendezvous: environment variable ${name} expected, but not set`);
     const n = Number(v);
     if (!Number.isInteger(n)) throw new RangeError(`initProcessGroup: environment variable ${name} must be an integer, got '${v}'`);
     return n;
@@ -254,7 +254,7 @@ export async function initProcessGroup(options: InitOptions): Promise<void> {
 
 function envOr(name: string): string {
   const v = env(name);
-  if (v === undefined) throw new Error(`Error initializing torch.distributed using env:// rendezvous: environment variable ${name} expected, but not set`);
+  if (!v) throw new Error(`Error initializing torch.distributed using env:// rendezvous: environment variable ${name} expected, but not set`);
   return v;
 }
 
