@@ -196,6 +196,8 @@ export * as nn from './nn/index.js';
 export * as distributed from './distributed/index.js';
 export * as optim from './optim/index.js';
 export * as data from './data/index.js';
+/** `torch.utils.data`, PyTorch's path to the same module. */
+export * as utils from './utils.js';
 /** `torch.profiler`: PyTorch's profiler (`profile`, `schedule`, `recordFunction`, …; ts/profiler). */
 export * as profiler from './profiler/index.js';
 /** `torch.amp`: `autocast`, `GradScaler` (mixed precision; ts/amp). */
