@@ -10,7 +10,7 @@ const p = JSON.parse(process.argv[2]);
 const dist = torch.distributed;
 await torch.gpu.init();
 const local = Number(process.env.LOCAL_RANK ?? 0);
-torch.gpu.setDevice(local < torch.gpu.deviceCount() ? local : 0);
+torch.gpu.setDevice(local < (await torch.gpu.deviceCount()) ? local : 0);
 await dist.initProcessGroup({ backend: 'nccl' });
 const rank = dist.getRank(), k = dist.getWorldSize(), per = p.b / k;
 torch.manualSeed(0);
