@@ -18,6 +18,7 @@
  * - `maxStorageBufferBindingSize`, `maxBufferSize`: the adapter's limits (also in `limits`): the
  *   largest tensor a kernel can bind whole, and the largest segment.
  */
+import { busOf } from './runtime/physical.js';
 import { bindArgs, type PyArgs } from './ops/options.js';
 import { clientOf, currentDevice, device, Device, init, type DeviceLike } from './device.js';
 import { memoryBudget } from './runtime/memory.js';
@@ -56,6 +57,8 @@ export interface DeviceProperties extends Omit<DeviceInfo, 'name' | 'scratch'>, 
    * adapter has it (`shaderF16`), so mixed precision saves memory and bandwidth, not arithmetic.
    */
   halfPrecisionMath: 'float32';
+  /** The PCI bus of the physical GPU this device runs on (`'0000:00:07.0'`) where gpu:N map to several (ts/runtime/physical.ts); null for a logical device on the one adapter. */
+  pciBusId: string | null;
 }
 
 /** The first compute capability of each NVIDIA architecture, by the name Dawn's adapter info gives it. */
@@ -107,6 +110,7 @@ export async function getDeviceProperties(...args: GpuArgs): Promise<DevicePrope
     maxBufferSize: info.limits.maxBufferSize,
     shaderF16: info.features.includes('shader-f16'),
     halfPrecisionMath: 'float32',
+    pciBusId: busOf(d.index),
     ...(await isolationInfo()),
   };
 }

@@ -16,6 +16,7 @@
  * worker about) and holds the device's stream board (ts/worker/board.ts), where the worker
  * writes which marks and events have finished.
  */
+import { startOnPhysicalGpu } from './physical.js';
 import * as Comlink from 'comlink';
 import { OutOfMemoryError } from '../memory/errors.js';
 import { spawnWorker, type WorkerHandle } from '../worker-scripts.js';
@@ -77,7 +78,8 @@ export class DeviceClient {
 
   /** Starts the worker if needed; resolves with the device's description. */
   start(): Promise<CallPort> {
-    this.ready ??= (async () => {
+    // Physical GPUs (ts/runtime/physical.ts): DRI_PRIME names this worker's GPU while it starts.
+    this.ready ??= startOnPhysicalGpu(this.kind, this.index, async () => {
       this.handle = await spawnWorker(this.kind);
       const api = (this.api = Comlink.wrap<WorkerApi>(this.handle.endpoint));
       // Without shared memory the worker posts the board's updates on a port of its own.
@@ -104,7 +106,7 @@ export class DeviceClient {
       }
       this.remote = remote;
       return remote;
-    })();
+    });
     return this.ready;
   }
 
