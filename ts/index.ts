@@ -172,6 +172,7 @@ export type { Index } from './ops/views.js';
 
 /** @internal Live storages on a device; the test suites' leak check. */
 export { liveStorage as _liveStorage } from './runtime/storage.js';
+export { setCopyChunkBytes as _setCopyChunkBytes } from './ops/copy.js';
 export { identicalGpus as _identicalGpus, driPrime as _driPrime, physicalStarts as _physicalStarts } from './runtime/physical.js';
 export { deviceBuffers as _deviceBuffers } from './runtime/memory.js';
 /** @internal Devices whose workers were started. */
