@@ -256,19 +256,27 @@ export default [{
   group: 'parallel',
   unit: 'GB/s',
   higherIsBetter: true,
-  rows: (quick) => (quick ? [1 << 22] : [1 << 20, 1 << 25]).map((n) => ({ label: 'device→device (gpu:0→gpu:1)', size: bytesLabel(4 * n), params: { n } })),
+  // `chunk`: bytes per send/recv pair (0: the whole tensor in one, as before chunking).
+  rows: (quick) => (quick ? [[1 << 22, 4 << 20], [1 << 22, 0]] : [[1 << 20, 4 << 20], [1 << 25, 4 << 20], [1 << 25, 0], [1 << 25, 16 << 20]]).map(([n, chunk]) => ({
+    label: `device→device (gpu:0→gpu:1), ${chunk ? `${chunk >> 20} MiB chunks` : 'whole'}`, size: bytesLabel(4 * n), params: { n, chunk },
+  })),
   inputs: ({ n }) => ({ x: uniform(n, 92) }),
   check: ({ n }, { x }) => (out) => compare(out, n, (i) => [x[i], 0]),
   figure: ({ n }, sec) => (4 * n) / sec / 1e9,
   impls: {
-    webtorch(ctx, { n }, { x }) {
+    webtorch(ctx, p, { x }) {
       if (ctx.device !== 'gpu') return null;
       const { torch } = ctx;
       const src = torch.tensor(x, { device: 'gpu:0', dtype: 'float32' });
       const out = keepLastTensor();
+      const chunk = p.chunk || 2 ** 30;
       return {
         inner: 1,
-        launch: () => out.set(src.to('gpu:1')),
+        launch: () => {
+          const old = torch._setCopyChunkBytes?.(chunk);
+          out.set(src.to('gpu:1'));
+          if (old) torch._setCopyChunkBytes(old);
+        },
         // Both devices: the copy is done when gpu:1 has the bytes.
         sync: () => torch.gpu.synchronize('gpu:1'),
         output: () => out.get().data(),
