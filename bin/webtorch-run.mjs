@@ -12,6 +12,9 @@
  * `util.parseArgs` (no dependency).
  */
 import { spawn } from 'node:child_process';
+import { Worker } from 'node:worker_threads';
+import { pathToFileURL } from 'node:url';
+import { resolve as resolvePath } from 'node:path';
 import { createServer } from 'node:net';
 import { parseArgs } from 'node:util';
 
@@ -20,7 +23,9 @@ const USAGE = `usage: webtorch-run [--nproc N] [--master-addr HOST] [--master-po
   --nproc N           processes to start, one rank each (also --nproc-per-node, --nproc_per_node; default 1)
   --master-addr HOST  where rank 0 hosts the TCPStore (default 127.0.0.1)
   --master-port PORT  its port (default: a free port)
-  --grace SECONDS     after a rank fails, how long the others have to raise before they are stopped (default 10)`;
+  --grace SECONDS     after a rank fails, how long the others have to raise before they are stopped (default 10)
+  --threads           run the ranks as worker threads of this process instead of processes (each with
+                      the same environment variables; the ranks still talk over localhost sockets)`;
 
 const VALUED = new Set(['--nproc', '--nproc-per-node', '--nproc_per_node', '--master-addr', '--master_addr', '--master-port', '--master_port', '--grace']);
 
@@ -49,7 +54,7 @@ try {
       nproc: { type: 'string' }, 'nproc-per-node': { type: 'string' }, nproc_per_node: { type: 'string' },
       'master-addr': { type: 'string' }, master_addr: { type: 'string' },
       'master-port': { type: 'string' }, master_port: { type: 'string' },
-      grace: { type: 'string' }, help: { type: 'boolean', short: 'h' },
+      grace: { type: 'string' }, threads: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
     },
   }));
 } catch (e) {
@@ -89,7 +94,10 @@ let firstFailure = null;
 let killer = null;
 
 function stopAll(signal) {
-  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill(signal);
+  for (const c of children) {
+    if (c.terminate) c.terminate();
+    else if (c.exitCode === null && c.signalCode === null) c.kill(signal);
+  }
 }
 
 function done() {
@@ -109,15 +117,23 @@ for (let rank = 0; rank < nproc; rank++) {
     WORLD_SIZE: String(nproc), LOCAL_WORLD_SIZE: String(nproc),
     MASTER_ADDR: addr, MASTER_PORT: String(port),
   };
-  const child = spawn(process.execPath, [script, ...args], { env, stdio: 'inherit' });
+  // A thread's rank: the script as a worker thread with its own environment (process.env there) and argv.
+  const child = opts.threads
+    ? new Worker(pathToFileURL(resolvePath(script)), { env, argv: args })
+    : spawn(process.execPath, [script, ...args], { env, stdio: 'inherit' });
+  if (opts.threads) {
+    child.pid = `${process.pid}, thread ${child.threadId}`;
+    child.on('error', (e) => console.error(`webtorch-run: rank ${rank} (thread ${child.threadId}) threw:`, e));
+  }
   children.push(child);
-  child.on('error', (e) => {
+  if (!opts.threads) child.on('error', (e) => {
     exits[rank] ??= { how: `could not start: ${e.message}` };
     firstFailure ??= { rank, pid: child.pid, how: exits[rank].how };
     done();
   });
   child.on('exit', (code, signal) => {
     const how = signal ? `killed by ${signal}` : `exit code ${code}`;
+    if (exits[rank]) return;
     exits[rank] = { how };
     if ((code !== 0 || signal) && !firstFailure) {
       firstFailure = { rank, pid: child.pid, how };

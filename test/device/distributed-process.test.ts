@@ -3,6 +3,7 @@
  * (bin/webtorch-run.mjs, as torchrun) running test/fixtures/dist-rank.mjs: every collective
  * against a reference for sizes that do not divide by the world size (2 and 3 processes, cpu and
  * gpu:0 of each process), DDP across 2 processes giving one device's parameters over 20 steps,
+ * the same as worker threads of one process (`--threads`),
  * `TCPStore`, and misuse: a rank that dies (the other raises naming it, the launcher exits
  * non-zero naming it), a collective only some ranks call (a time-out naming them), mismatched
  * calls and world sizes, a missing environment variable.
@@ -69,6 +70,24 @@ describe('DistributedDataParallel across processes', () => {
     expect(b).toEqual(a); // every rank holds the same parameters, bit for bit
     const bad = a.findIndex((v, i) => !(Math.abs(v - ref[i]) <= 1e-5 * (1 + Math.abs(ref[i]))));
     expect(bad, `first mismatch at ${bad}: ${a[bad]} vs ${ref[bad]}`).toBe(-1);
+  }, 120_000);
+});
+
+describe('ranks as worker threads (webtorch-run --threads)', () => {
+  it('collectives on cpu, DDP on gpu:0 of each thread, and a dying rank', async () => {
+    const c = await launch(['--threads', '--nproc', '2', RANK, 'collectives']);
+    expect(c.code, c.stderr).toBe(0);
+    expect(c.results.map((x) => x.checked)).toEqual([77, 77]);
+    const d = await launch(['--threads', '--nproc', '2', RANK, 'ddp', 'gpu:0']);
+    expect(d.code, d.stderr).toBe(0);
+    const [r0, r1] = [0, 1].map((k) => d.results.find((x) => x.rank === k)!);
+    expect(flat(r1.got)).toEqual(flat(r0.got));
+    const ref = flat(r0.want), a = flat(r0.got);
+    expect(a.findIndex((v, i) => !(Math.abs(v - ref[i]) <= 1e-5 * (1 + Math.abs(ref[i]))))).toBe(-1);
+    const k = await launch(['--threads', '--nproc', '2', '--grace', '20', RANK, 'die']);
+    expect(k.code).toBe(1);
+    expect(k.stderr).toContain('rank 1 exited or lost its connection');
+    expect(k.stderr).toMatch(/webtorch-run: rank 1 \(pid \d+, thread \d+\) failed first: exit code 3/);
   }, 120_000);
 });
 

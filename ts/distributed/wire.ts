@@ -28,6 +28,7 @@ export function net(what: string): typeof import('node:net') {
 
 /** Writes one message to a socket. */
 export function writeFrame(sock: Socket, head: Record<string, unknown>, body: Uint8Array = EMPTY): void {
+  if (body.length > 0xffffffff) throw new RangeError(`a message between processes holds at most 4 GiB, got ${body.length} bytes (split the tensor)`);
   const h = enc.encode(JSON.stringify(head));
   const pre = new Uint8Array(8 + h.length);
   const dv = new DataView(pre.buffer);
