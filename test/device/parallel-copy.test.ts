@@ -47,6 +47,18 @@ describe('device-to-device copies in chunks', () => {
     [x, y, s, sx, five].forEach((t) => t.dispose());
   });
 
+  it('the default chunks: a 12 MiB copy (three 4 MiB chunks) gpu:0 → gpu:1 → cpu arrives whole', async () => {
+    const n = 3 << 20;
+    const x = torch.tidy(() => torch.arange(n, { dtype: 'int32' }).remainder(1000).to('gpu:0'));
+    const y = x.to('gpu:1');
+    const z = y.to('cpu');
+    const v = (await z.data()) as Int32Array;
+    expect(v.length).toBe(n);
+    const bad = v.findIndex((e, i) => e !== i % 1000);
+    expect(bad).toBe(-1);
+    [x, y, z].forEach((t) => t.dispose());
+  });
+
   it('refuses a chunk size that is not a positive multiple of 4', () => {
     expect(() => torch._setCopyChunkBytes(6)).toThrow('copy chunk must be a positive multiple of 4 bytes, got 6');
   });
