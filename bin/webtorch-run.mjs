@@ -9,10 +9,11 @@
  * themselves (its sockets close, ts/distributed/mesh.ts) and raise naming it, which is the most
  * useful message. After `--grace` seconds the launcher stops whatever is left (SIGTERM), and it
  * exits non-zero naming the first rank that failed. The options are parsed by Node's own
- * `util.parseArgs` (no dependency).
+ * `util.parseArgs` (no dependency). With `--threads` the ranks are worker threads of this process,
+ * joined by one MessageChannel per pair of ranks (given in `workerData.webtorch`).
  */
 import { spawn } from 'node:child_process';
-import { Worker } from 'node:worker_threads';
+import { MessageChannel, Worker } from 'node:worker_threads';
 import { pathToFileURL } from 'node:url';
 import { resolve as resolvePath } from 'node:path';
 import { createServer } from 'node:net';
@@ -25,7 +26,7 @@ const USAGE = `usage: webtorch-run [--nproc N] [--master-addr HOST] [--master-po
   --master-port PORT  its port (default: a free port)
   --grace SECONDS     after a rank fails, how long the others have to raise before they are stopped (default 10)
   --threads           run the ranks as worker threads of this process instead of processes (each with
-                      the same environment variables; the ranks still talk over localhost sockets)`;
+                      the same environment variables; the ranks talk over MessageChannels, not sockets)`;
 
 const VALUED = new Set(['--nproc', '--nproc-per-node', '--nproc_per_node', '--master-addr', '--master_addr', '--master-port', '--master_port', '--grace']);
 
@@ -110,6 +111,16 @@ function done() {
   process.exit(1);
 }
 
+// Threads: one MessageChannel per pair of ranks; each thread gets its ends (ts/distributed/port-mesh.ts).
+const ports = Array.from({ length: nproc }, () => ({}));
+if (opts.threads) {
+  for (let i = 0; i < nproc; i++) for (let j = i + 1; j < nproc; j++) {
+    const { port1, port2 } = new MessageChannel();
+    ports[i][j] = port1;
+    ports[j][i] = port2;
+  }
+}
+
 for (let rank = 0; rank < nproc; rank++) {
   const env = {
     ...process.env,
@@ -119,7 +130,10 @@ for (let rank = 0; rank < nproc; rank++) {
   };
   // A thread's rank: the script as a worker thread with its own environment (process.env there) and argv.
   const child = opts.threads
-    ? new Worker(pathToFileURL(resolvePath(script)), { env, argv: args })
+    ? new Worker(pathToFileURL(resolvePath(script)), {
+      env, argv: args,
+      workerData: { webtorch: { rank, worldSize: nproc, ports: ports[rank] } }, transferList: Object.values(ports[rank]),
+    })
     : spawn(process.execPath, [script, ...args], { env, stdio: 'inherit' });
   if (opts.threads) {
     child.pid = `${process.pid}, thread ${child.threadId}`;

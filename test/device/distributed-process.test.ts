@@ -73,11 +73,11 @@ describe('DistributedDataParallel across processes', () => {
   }, 120_000);
 });
 
-describe('ranks as worker threads (webtorch-run --threads)', () => {
+describe('ranks as worker threads (webtorch-run --threads, MessageChannels between them)', () => {
   it('collectives on cpu, DDP on gpu:0 of each thread, and a dying rank', async () => {
-    const c = await launch(['--threads', '--nproc', '2', RANK, 'collectives']);
+    const c = await launch(['--threads', '--nproc', '3', RANK, 'collectives']);
     expect(c.code, c.stderr).toBe(0);
-    expect(c.results.map((x) => x.checked)).toEqual([77, 77]);
+    expect(c.results.map((x) => x.checked)).toEqual([83, 83, 83]);
     const d = await launch(['--threads', '--nproc', '2', RANK, 'ddp', 'gpu:0']);
     expect(d.code, d.stderr).toBe(0);
     const [r0, r1] = [0, 1].map((k) => d.results.find((x) => x.rank === k)!);
@@ -86,7 +86,7 @@ describe('ranks as worker threads (webtorch-run --threads)', () => {
     expect(a.findIndex((v, i) => !(Math.abs(v - ref[i]) <= 1e-5 * (1 + Math.abs(ref[i]))))).toBe(-1);
     const k = await launch(['--threads', '--nproc', '2', '--grace', '20', RANK, 'die']);
     expect(k.code).toBe(1);
-    expect(k.stderr).toContain('rank 1 exited or lost its connection');
+    expect(k.stderr).toContain('allReduce (collective 1): rank 1 exited or lost its connection (its thread ended)');
     expect(k.stderr).toMatch(/webtorch-run: rank 1 \(pid \d+, thread \d+\) failed first: exit code 3/);
   }, 120_000);
 });

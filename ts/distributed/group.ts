@@ -27,6 +27,7 @@ import { checkOptions } from '../ops/options.js';
 import { launch } from '../runtime/dispatch.js';
 import { env } from '../platform.js';
 import { SocketGroup } from './socket-group.js';
+import { threadRanks } from './port-mesh.js';
 import { hostPort } from './wire.js';
 
 /** A collective's handle (`asyncOp: true`): `wait()` resolves once every rank has issued its side. */
@@ -215,7 +216,9 @@ export async function initProcessGroup(options: InitOptions): Promise<void> {
     const addr = fromEnv ? `${envOr('MASTER_ADDR')}:${envOr('MASTER_PORT')}` : initMethod.slice('tcp://'.length);
     const { host, port } = hostPort(what, addr);
     const dev = toDevice(options.device ?? (backend === 'gloo' ? 'cpu' : currentDevice()));
-    const group = await SocketGroup.connect(what, initMethod, host, port, rank, worldSize, dev, timeout);
+    // A rank thread of `webtorch-run --threads` uses the ports the launcher gave it, not sockets.
+    const threads = fromEnv ? threadRanks() : null;
+    const group = threads ? SocketGroup.fromThreads(what, threads, rank, worldSize, dev, timeout) : await SocketGroup.connect(what, initMethod, host, port, rank, worldSize, dev, timeout);
     if (current.get()) {
       group._close();
       throw new Error('initProcessGroup: trying to initialize the default process group twice!');

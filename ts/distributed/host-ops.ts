@@ -10,7 +10,7 @@
  */
 import type { DType } from '../dtype.js';
 import { splitSizes, type ReduceOpName } from './comm.js';
-import type { Mesh } from './mesh.js';
+import type { Transport as Mesh } from './socket-group.js';
 
 /** Tensors smaller than this are all-reduced directly rather than by the ring. */
 export const DIRECT_BYTES = 64 * 1024;

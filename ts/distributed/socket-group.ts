@@ -10,7 +10,20 @@
  */
 import type { Device } from '../device.js';
 import { Mesh } from './mesh.js';
+import { PortMesh, type ThreadRanks } from './port-mesh.js';
 import { TCPStore } from './store.js';
+
+/** How the ranks reach each other: sockets (`Mesh`) or the launcher's ports between threads (`PortMesh`). */
+export interface Transport {
+  readonly rank: number;
+  readonly worldSize: number;
+  /** Why the group can no longer be used, or null. */
+  readonly failed: string | null;
+  send(to: number, key: string, body?: Uint8Array): void;
+  recv(from: number, key: string): Promise<Uint8Array>;
+  die(why: string): void;
+  close(polite?: boolean): void;
+}
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
@@ -34,7 +47,7 @@ export class SocketGroup {
   private seen = new Map<number, Set<number>>();
 
   /** @internal */
-  constructor(readonly mesh: Mesh, readonly store: TCPStore, readonly rank: number, readonly device: Device, readonly timeout: number, readonly initMethod: string) {}
+  constructor(readonly mesh: Transport, readonly store: TCPStore | null, readonly rank: number, readonly device: Device, readonly timeout: number, readonly initMethod: string) {}
 
   get worldSize(): number {
     return this.mesh.worldSize;
@@ -59,6 +72,17 @@ export class SocketGroup {
       store.close();
       throw e;
     }
+  }
+
+  /**
+   * @internal Joins the ranks of `webtorch-run --threads` through the ports the launcher gave
+   * this thread; raises when the options contradict them.
+   */
+  static fromThreads(what: string, t: ThreadRanks, rank: number, worldSize: number, device: Device, timeout: number): SocketGroup {
+    if (rank !== t.rank || worldSize !== t.worldSize) {
+      throw new RangeError(`${what}: this thread is rank ${t.rank} of ${t.worldSize} (webtorch-run --threads), but rank ${rank} of worldSize ${worldSize} was asked`);
+    }
+    return new SocketGroup(new PortMesh(t), null, rank, device, timeout, 'threads (webtorch-run --threads)');
   }
 
   /** @internal Starts collective `what` with signature `sig`. */
@@ -109,6 +133,6 @@ export class SocketGroup {
   /** @internal Leaves the group: tells the others, closes the sockets and the store. */
   _close(): void {
     this.mesh.close(true);
-    this.store.close();
+    this.store?.close();
   }
 }
