@@ -99,6 +99,16 @@ describe('misuse between processes: errors, never a hang', () => {
     expect(r.stderr).toMatch(/webtorch-run: rank 1 \(pid \d+\) failed first: exit code 3; then rank 0: exit code 1/);
   }, 60_000);
 
+  it.each(['cpu', 'gpu:0'])('after a rank died (%s): the caught collective, a later one raising at once, the device\'s next sync naming it', async (dev) => {
+    const r = await launch(['--nproc', '2', '--grace', '20', RANK, 'die', dev], { DIE_CATCH: '1' });
+    expect(r.code).toBe(1); // rank 1's exit code 3
+    const why = 'rank 1 exited or lost its connection (its socket to rank 0 closed)';
+    expect(r.results).toEqual([{
+      rank: 0, first: `allReduce (collective 1): ${why}`, second: `allReduce: ${why}`,
+      after: `device: recv failed on device: the copy from host failed: allReduce (collective 1): ${why}`,
+    }]);
+  }, 60_000);
+
   it('a collective only some ranks call times out naming the missing rank', async () => {
     const r = await launch(['--nproc', '2', RANK, 'partial'], { DIST_TIMEOUT: '1500' });
     expect(r.code, r.stderr).toBe(0);

@@ -42,13 +42,21 @@ function receiveInto(t: Tensor): (d: Uint8Array | Error) => void {
 
 /** The host's part: runs after every rank arrived; a failure also releases the device's receives with the error. */
 function run(g: SocketGroup, what: string, sig: string, posts: ((d: Uint8Array | Error) => void)[], work: (key: string) => Promise<void>): Promise<void> {
-  const op = g._begin(what, sig);
+  let op: ReturnType<SocketGroup['_begin']>;
+  try {
+    op = g._begin(what, sig);
+  } catch (e) {
+    // Never leave a queued receive waiting: it would hold the device's stream.
+    posts.forEach((p) => p(e as Error));
+    throw e;
+  }
   void op.finish(() => work(op.key), (e) => posts.forEach((p) => p(e)));
   return op.done;
 }
 
 /** `allReduce` between processes. */
 export function socketAllReduce(g: SocketGroup, t: Tensor, op: ReduceOpName, sig: string): Promise<void> {
+  g._check('allReduce');
   const n = t.numel();
   if (n === 0) return run(g, 'allReduce', sig, [], async () => {});
   return issue(() => {
@@ -62,6 +70,7 @@ export function socketAllReduce(g: SocketGroup, t: Tensor, op: ReduceOpName, sig
 
 /** `broadcast` between processes. */
 export function socketBroadcast(g: SocketGroup, t: Tensor, src: number, sig: string): Promise<void> {
+  g._check('broadcast');
   if (t.numel() === 0) return run(g, 'broadcast', sig, [], async () => {});
   return issue(() => {
     if (g.rank === src) {
@@ -75,6 +84,7 @@ export function socketBroadcast(g: SocketGroup, t: Tensor, src: number, sig: str
 
 /** `allGather` between processes. */
 export function socketAllGather(g: SocketGroup, list: Tensor[], t: Tensor, sig: string): Promise<void> {
+  g._check('allGather');
   if (t.numel() === 0) return run(g, 'allGather', sig, [], async () => {});
   return issue(() => {
     const acc = flatCopy(t);
@@ -91,6 +101,7 @@ export function socketAllGather(g: SocketGroup, list: Tensor[], t: Tensor, sig: 
 
 /** `reduceScatter` between processes. */
 export function socketReduceScatter(g: SocketGroup, out: Tensor, inputs: Tensor[], op: ReduceOpName, sig: string): Promise<void> {
+  g._check('reduceScatter');
   const sizes = inputs.map((x) => x.numel());
   if (sizes.every((s) => s === 0)) return run(g, 'reduceScatter', sig, [], async () => {});
   return issue(() => {

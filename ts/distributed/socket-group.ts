@@ -85,6 +85,11 @@ export class SocketGroup {
     return new SocketGroup(new PortMesh(t), null, rank, device, timeout, 'threads (webtorch-run --threads)');
   }
 
+  /** @internal Raises when the group can no longer be used (a rank died). */
+  _check(what: string): void {
+    if (this.mesh.failed) throw new Error(`${what}: ${this.mesh.failed}`);
+  }
+
   /** @internal Starts collective `what` with signature `sig`. */
   _begin(what: string, sig: string): HostOp {
     if (this.mesh.failed) throw new Error(`${what}: ${this.mesh.failed}`);
