@@ -83,6 +83,16 @@ describe('nn.parallel.Pipe', () => {
     [X, T, Tg].forEach((t) => t.dispose());
   });
 
+  it('a batch smaller than the chunks makes fewer micro-batches (torch.chunk), with the plain run\'s output', async () => {
+    torch.manualSeed(5);
+    const X = torch.randn([2, 6]);
+    const m = model();
+    const y0 = plain(m, X), y1 = new nn.parallel.Pipe(m, { chunks: 4 })(X);
+    expect(y1.shape).toEqual([2, 3]);
+    closeTo((await y1.values()) as number[], (await y0.values()) as number[], 1e-6, 'output');
+    [X, y0, y1, ...m.parameters()].forEach((t) => t.dispose());
+  });
+
   it('misuse: PyTorch\'s messages', () => {
     const m = model();
     expect(() => new nn.parallel.Pipe(m, { chunks: 0 })).toThrow('Pipe: number of chunks must be positive integer, got 0');
