@@ -194,7 +194,7 @@ export const enableGrad = <T>(fn: () => T): T => scopedGradMode(true, fn);
 export { isGradEnabled } from './autograd/graph.js';
 export * as autograd from './autograd/api.js';
 export * as nn from './nn/index.js';
-/** `torch.distributed`: process groups of ranks in this process, collectives, spawn (ts/distributed/). */
+/** `torch.distributed`: process groups (ranks in this process, or processes and threads under `webtorch-run`), collectives, DDP, `TCPStore`, spawn (ts/distributed/). */
 export * as distributed from './distributed/index.js';
 export * as optim from './optim/index.js';
 export * as data from './data/index.js';
