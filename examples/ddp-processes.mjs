@@ -12,7 +12,9 @@ const onGpu = args.device.startsWith('gpu');
 if (onGpu) {
   torch.gpu.configure({ allowSoftware: true });
   await torch.gpu.init();
-  torch.gpu.setDevice(0);                                   // each process drives its own gpu:0
+  // As PyTorch's torch.cuda.set_device(local_rank): on a machine with several GPUs (mapped to
+  // gpu:N, see README), rank r takes gpu:r; with one GPU every process drives its own gpu:0.
+  torch.gpu.setDevice(Number(process.env.LOCAL_RANK ?? 0) % Math.max(1, await torch.gpu.deviceCount()));
 }
 await dist.initProcessGroup({ backend: onGpu ? 'nccl' : 'gloo' });
 const rank = dist.getRank(), dev = onGpu ? 'cuda' : 'cpu';
