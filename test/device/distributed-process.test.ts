@@ -48,7 +48,7 @@ function rankProcess(mode: string, env: Record<string, string>): Promise<Ran> {
 const flat = (x: any): number[] => (Array.isArray(x) ? x.flatMap(flat) : [x]);
 
 describe('collectives between processes', () => {
-  it.each([[2, 'cpu'], [3, 'cpu'], [2, 'gpu:0']])('%i processes on %s: every collective matches the reference', async (n, dev) => {
+  it.each([[1, 'cpu'], [2, 'cpu'], [3, 'cpu'], [2, 'gpu:0']])('%i processes on %s: every collective matches the reference', async (n, dev) => {
     const r = await launch(['--nproc', String(n), RANK, 'collectives', dev]);
     expect(r.code, r.stderr).toBe(0);
     expect(r.results.map((x) => x.rank).sort()).toEqual([...Array(n).keys()]);

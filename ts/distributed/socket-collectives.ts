@@ -58,7 +58,8 @@ function run(g: SocketGroup, what: string, sig: string, posts: ((d: Uint8Array |
 export function socketAllReduce(g: SocketGroup, t: Tensor, op: ReduceOpName, sig: string): Promise<void> {
   g._check('allReduce');
   const n = t.numel();
-  if (n === 0) return run(g, 'allReduce', sig, [], async () => {});
+  // Nothing to move: no elements, or one rank (whose reduction is its own tensor, avg included).
+  if (n === 0 || g.worldSize === 1) return run(g, 'allReduce', sig, [], async () => {});
   return issue(() => {
     const acc = flatCopy(t);
     const sent = toHost(acc);
@@ -71,7 +72,7 @@ export function socketAllReduce(g: SocketGroup, t: Tensor, op: ReduceOpName, sig
 /** `broadcast` between processes. */
 export function socketBroadcast(g: SocketGroup, t: Tensor, src: number, sig: string): Promise<void> {
   g._check('broadcast');
-  if (t.numel() === 0) return run(g, 'broadcast', sig, [], async () => {});
+  if (t.numel() === 0 || g.worldSize === 1) return run(g, 'broadcast', sig, [], async () => {});
   return issue(() => {
     if (g.rank === src) {
       const sent = toHost(t.isContiguous() ? t : contiguous(t));
