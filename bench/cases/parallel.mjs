@@ -38,6 +38,31 @@ function buildNet(torch, p) {
 /** A row's input shape for `rows` samples. */
 const inShape = (p, rows) => (p.model === 'CNN' ? [rows, 1, 28, 28] : [rows, p.din]);
 
+/**
+ * The scaling ratios of a case's rows: for each group of rows that differ only in `key`, each
+ * row's figure over the figure of the row with `key` = `base` (2 devices over 1: the ideal is 2).
+ */
+function ratios(key, base, what) {
+  return (rows) => {
+    const lines = [];
+    const groups = new Map();
+    for (const r of rows) {
+      const { [key]: k, ...rest } = r.params;
+      const g = JSON.stringify({ ...rest, device: r.device });
+      groups.set(g, [...(groups.get(g) ?? []), r]);
+    }
+    for (const rs of groups.values()) {
+      const b = rs.find((r) => r.params[key] === base)?.webtorch?.value;
+      for (const r of rs) {
+        const v = r.webtorch?.value;
+        if (r.params[key] === base || !(b > 0) || !(v > 0)) continue;
+        lines.push(`${r.label} (${r.size}): ${(v / b).toFixed(2)}× ${what}`);
+      }
+    }
+    return lines;
+  };
+}
+
 /** Rows for 1 and 2 devices of both models. */
 const dpRows = (quick, what, unit) => Object.entries(MODELS).flatMap(([model, m]) => [1, 2].map((n) => {
   const p = { ...m.params(quick), model, n };
@@ -47,6 +72,7 @@ const dpRows = (quick, what, unit) => Object.entries(MODELS).flatMap(([model, m]
 /** @type {import('./common.mjs').Case[]} */
 export default [{
   name: 'dp_train',
+  summary: ratios('n', 1, 'the 1-device row'),
   group: 'parallel',
   unit: 'steps/s',
   higherIsBetter: true,
@@ -89,6 +115,7 @@ export default [{
   torchJob: () => null,
 }, {
   name: 'ddp_train',
+  summary: ratios('n', 1, 'the 1-rank row'),
   group: 'parallel',
   unit: 'steps/s',
   higherIsBetter: true,
@@ -149,6 +176,7 @@ export default [{
   // environment): the gradients' all-reduce goes device → this process's host → sockets. Each
   // iteration sends every rank a `step`; the sync point asks every rank to finish and answer.
   name: 'ddp_proc',
+  summary: ratios('n', 1, 'the 1-process row'),
   group: 'parallel',
   unit: 'steps/s',
   higherIsBetter: true,
@@ -206,6 +234,7 @@ export default [{
   // in 4 micro-batches. The ratio of the two rows is the pipeline's gain; on one adapter (two
   // logical devices) it shows the schedule's overhead rather than a second GPU's work.
   name: 'pipe_train',
+  summary: ratios('chunks', 1, 'the 1-micro-batch row (the pipeline\'s gain)'),
   group: 'parallel',
   unit: 'steps/s',
   higherIsBetter: true,
@@ -253,6 +282,7 @@ export default [{
   torchJob: () => null,
 }, {
   name: 'd2d_copy',
+  summary: ratios('chunk', 0, 'the whole copy'),
   group: 'parallel',
   unit: 'GB/s',
   higherIsBetter: true,
