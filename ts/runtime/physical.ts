@@ -27,7 +27,12 @@ const fsModule = (): Fs | undefined => (isNode ? (process.getBuiltinModule?.('no
 
 /** Whether Mesa's device-select layer is installed (its manifest in an implicit-layer folder). */
 function hasDeviceSelectLayer(fs: Fs): boolean {
-  const dirs = [...LAYER_DIRS, ...(env('XDG_DATA_DIRS') ?? '').split(':').filter(Boolean).map((d) => `${d}/vulkan/implicit_layer.d`)];
+  const dirs = [
+    ...LAYER_DIRS,
+    ...(env('XDG_DATA_DIRS') ?? '').split(':').filter(Boolean).map((d) => `${d}/vulkan/implicit_layer.d`),
+    // The Vulkan loader's own overrides of the implicit-layer search path.
+    ...['VK_IMPLICIT_LAYER_PATH', 'VK_ADD_IMPLICIT_LAYER_PATH'].flatMap((v) => (env(v) ?? '').split(':').filter(Boolean)),
+  ];
   return dirs.some((d) => {
     try {
       return fs.readdirSync(d).some((f) => /device_select/i.test(f));
