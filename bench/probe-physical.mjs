@@ -39,7 +39,7 @@ for (const n of [1, 2]) {
     opt.step();
     return l;
   };
-  for (let i = 0; i < Math.min(5, steps); i++) step().dispose();
+  for (let i = 0; i < Math.min(5, Number(process.env.PROBE_STEPS ?? 50)); i++) step().dispose();
   await torch.gpu.synchronize();
   const t0 = performance.now(), steps = Number(process.env.PROBE_STEPS ?? 50);
   let last;
