@@ -19,7 +19,7 @@ import { resolve as resolvePath } from 'node:path';
 import { createServer } from 'node:net';
 import { parseArgs } from 'node:util';
 
-const USAGE = `usage: webtorch-run [--nproc N] [--master-addr HOST] [--master-port PORT] [--grace SECONDS] script.mjs [args...]
+const USAGE = `usage: webtorch-run [--nproc N] [--threads] [--master-addr HOST] [--master-port PORT] [--grace SECONDS] script.mjs [args...]
 
   --nproc N           processes to start, one rank each (also --nproc-per-node, --nproc_per_node; default 1)
   --master-addr HOST  where rank 0 hosts the TCPStore (default 127.0.0.1)
