@@ -222,6 +222,12 @@ for (const d of devices) {
   const s = Object.entries(summary[d]).map(([p, g]) => `${p} ${fmt(g)}×`).join(', ');
   if (s) console.log(`geometric mean of the ratios on ${d}: ${s}`);
 }
+// A case's own summary of its rows (bench/cases/parallel.mjs: the scaling ratios, 2 devices over 1).
+for (const c of cases) {
+  const lines = c.summary?.(rows.filter((r) => r.case === c.name)) ?? [];
+  if (lines.length) (result.caseSummaries ??= {})[c.name] = lines;
+  for (const l of lines) console.log(`${c.name}: ${l}`);
+}
 
 if (browserInfo) {
   console.log(`\nbrowser column: ${browserInfo.error ? `failed: ${browserInfo.error}` : `Chromium ${browserInfo.chromium}, gpu adapter ${browserInfo.adapter ?? '—'}, cross-origin isolated ${browserInfo.crossOriginIsolated}, tfjs ${browserInfo.tfjs} (wasm ${browserInfo.tfjsWasmThreads ?? '—'} thread(s)); (×) = webtorch / peer in the page`}`);

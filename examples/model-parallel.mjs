@@ -2,8 +2,15 @@
 // two sub-networks, the first on gpu:0 and the second on gpu:1, with the activation moved between
 // them in forward. to()/cuda() are differentiable, so backward carries the gradient from gpu:1
 // back to gpu:0 and one optimizer trains both halves.
-// Run: npm run build && node examples/model-parallel.mjs   (falls back to cpu without a WebGPU adapter)
+// With `--chunks N` (N > 1) the same model runs as a GPipe pipeline (nn.parallel.Pipe): each batch
+// is cut into N micro-batches, so gpu:1 works on one micro-batch while gpu:0 computes the next.
+// Run: npm run build && node examples/model-parallel.mjs [--chunks 4]   (cpu without a WebGPU adapter)
+import { parseArgs } from 'node:util';
 import * as torch from '../dist/webtorch.js';
+
+const { values: args } = parseArgs({ options: { chunks: { type: 'string', default: '1' } } });
+const chunks = Number(args.chunks);
+if (!Number.isInteger(chunks) || chunks < 1) throw new RangeError(`--chunks must be a positive integer, got ${args.chunks}`);
 
 const { nn, optim } = torch;
 
@@ -36,6 +43,9 @@ const X = torch.rand([512, 2]).mul(2).sub(1);
 const y = torch.tidy(() => X.select(1, 0).mul(X.select(1, 1)).gt(0).long());
 
 const model = new ModelParallel();
+// GPipe: the two sub-networks as the stages of a pipeline of `chunks` micro-batches.
+const net = chunks > 1 ? new nn.parallel.Pipe(new nn.Sequential(model.subNetwork1, model.subNetwork2), { chunks }) : model;
+if (chunks > 1) console.log(`GPipe: ${chunks} micro-batches over stages on ${net.stages.map((s) => s.device).join(', ')}`);
 const opt = new optim.Adam(model.parameters(), { lr: 0.02 });
 const lossFn = new nn.CrossEntropyLoss();
 const yOut = y.to(dev1); // the labels where the output is
@@ -43,7 +53,7 @@ const yOut = y.to(dev1); // the labels where the output is
 let first = 0, last = 0;
 for (let step = 0; step <= 150; step++) {
   opt.zeroGrad();
-  const loss = torch.tidy(() => lossFn(model(X), yOut));
+  const loss = torch.tidy(() => lossFn(net(X), yOut));
   loss.backward();
   opt.step();
   if (step % 50 === 0) {
@@ -54,7 +64,7 @@ for (let step = 0; step <= 150; step++) {
   loss.dispose();
 }
 
-const acc = await torch.noGrad(() => torch.tidy(() => model(X).argmax(1).eq(yOut).float().mean())).item();
+const acc = await torch.noGrad(() => torch.tidy(() => net(X).argmax(1).eq(yOut).float().mean())).item();
 console.log(`accuracy ${(acc * 100).toFixed(1)}%, subNetwork1.grad on ${model.subNetwork1.at(0).weight.grad.device}, subNetwork2.grad on ${model.subNetwork2.at(0).weight.grad.device}`);
 await torch.shutdown();
 if (!(last < first / 2 && acc > 0.9)) {

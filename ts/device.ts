@@ -17,6 +17,7 @@
  * `tryGpu`, `tryAllGpus`) unless the user opts in with `torch.gpu.configure({allowSoftware: true})`
  * or `WEBTORCH_ALLOW_SOFTWARE_GPU=1`; naming `'gpu:0'` still uses it.
  */
+import { physicalGpus } from './runtime/physical.js';
 import { env } from './platform.js';
 import { ContextVar } from './context.js';
 import { bindArgs, isKeywords, REQUIRED } from './ops/options.js';
@@ -167,7 +168,8 @@ export function init(): Promise<void> {
       limits = c.info!.limits;
       softwareAdapter = c.info!.cpuAdapter || c.info!.architecture === 'software';
       const fromEnv = Number(env('WEBTORCH_GPU_DEVICES'));
-      gpuCount = configured ?? (Number.isInteger(fromEnv) && fromEnv > 0 ? fromEnv : 1);
+      // One device per physical GPU where gpu:N map to several (ts/runtime/physical.ts), else one.
+      gpuCount = configured ?? (Number.isInteger(fromEnv) && fromEnv > 0 ? fromEnv : physicalGpus()?.length ?? 1);
     } catch (e) {
       discoveryError = (e as Error).message;
       clients.delete(Device.of('gpu', 0));

@@ -173,6 +173,8 @@ export type { Index } from './ops/views.js';
 
 /** @internal Live storages on a device; the test suites' leak check. */
 export { liveStorage as _liveStorage } from './runtime/storage.js';
+export { setCopyChunkBytes as _setCopyChunkBytes } from './ops/copy.js';
+export { identicalGpus as _identicalGpus, driPrime as _driPrime, physicalStarts as _physicalStarts } from './runtime/physical.js';
 export { deviceBuffers as _deviceBuffers } from './runtime/memory.js';
 /** @internal Devices whose workers were started. */
 export { startedDevices as _startedDevices } from './device.js';
@@ -193,10 +195,12 @@ export const enableGrad = <T>(fn: () => T): T => scopedGradMode(true, fn);
 export { isGradEnabled } from './autograd/graph.js';
 export * as autograd from './autograd/api.js';
 export * as nn from './nn/index.js';
-/** `torch.distributed`: process groups of ranks in this process, collectives, spawn (ts/distributed/). */
+/** `torch.distributed`: process groups (ranks in this process, or processes and threads under `webtorch-run`), collectives, DDP, `TCPStore`, spawn (ts/distributed/). */
 export * as distributed from './distributed/index.js';
 export * as optim from './optim/index.js';
 export * as data from './data/index.js';
+/** `torch.utils.data`, PyTorch's path to the same module. */
+export * as utils from './utils.js';
 /** `torch.profiler`: PyTorch's profiler (`profile`, `schedule`, `recordFunction`, …; ts/profiler). */
 export * as profiler from './profiler/index.js';
 /** `torch.amp`: `autocast`, `GradScaler` (mixed precision; ts/amp). */

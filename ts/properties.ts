@@ -20,6 +20,7 @@
  * - `f16Path`: the worker's choice at start (ts/worker/half.ts): `'shader-f16'` where the adapter
  *   has the feature and `WEBTORCH_F16` is not `storage`, else `'storage'`.
  */
+import { busOf } from './runtime/physical.js';
 import { bindArgs, type PyArgs } from './ops/options.js';
 import { clientOf, currentDevice, device, Device, init, type DeviceLike } from './device.js';
 import { memoryBudget } from './runtime/memory.js';
@@ -65,6 +66,8 @@ export interface DeviceProperties extends Omit<DeviceInfo, 'name' | 'scratch'>, 
    * the storage path (WGSL has no bfloat16 type). See wgsl/half.ts.
    */
   f16Path: 'shader-f16' | 'storage';
+  /** The PCI bus of the physical GPU this device runs on (`'0000:00:07.0'`) where gpu:N map to several (ts/runtime/physical.ts); null for a logical device on the one adapter. */
+  pciBusId: string | null;
 }
 
 /** The first compute capability of each NVIDIA architecture, by the name Dawn's adapter info gives it. */
@@ -117,6 +120,7 @@ export async function getDeviceProperties(...args: GpuArgs): Promise<DevicePrope
     shaderF16: info.features.includes('shader-f16'),
     halfPrecisionMath: 'float32',
     f16Path: info.nativeF16 ? 'shader-f16' : 'storage',
+    pciBusId: busOf(d.index),
     ...(await isolationInfo()),
   };
 }

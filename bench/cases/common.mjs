@@ -18,6 +18,7 @@ import { keepLast } from '../lib/harness.mjs';
  * @property {(p: any, device: 'gpu' | 'cpu') => (object | null)} [torchJob]  what bench/torch_peer.py runs for the row
  * @property {(torch: any) => (string | null)} [requires]  what this build of webtorch lacks for the case, or null
  * @property {number} [warmupMs]  a longer warm-up for every implementation of the case's full-size rows
+ * @property {(rows: any[]) => string[]} [summary]  lines printed after the table (and kept in the JSON) from the case's measured rows
  */
 
 /**

@@ -327,6 +327,7 @@ const parallelRecipes: Record<string, Recipe> = {
   scatter: null, replicate: null, parallelApply: null, gather: null,
   DataParallel: (bad) => new nn.parallel.DataParallel(new nn.ReLU(), bad as never),
   DistributedDataParallel: (bad) => new nn.parallel.DistributedDataParallel(new nn.ReLU(), bad as never),
+  Pipe: (bad) => new nn.parallel.Pipe(new nn.Sequential(new nn.ReLU()), bad as never),
 };
 
 const memoryRecipes: Record<string, Recipe> = Object.fromEntries(

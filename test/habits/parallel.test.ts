@@ -4,8 +4,16 @@
  * raises PyTorch's TypeError, and with `deviceIds` it trains) and its model-parallel class;
  * seed 003's "DataParallel when there is more than one GPU" and its DistributedDataParallel loop,
  * each rank a `torch.distributed.spawn` task (the launcher's part: rank r on cuda:r, RANK and
- * WORLD_SIZE given to initProcessGroup) with `backend: 'nccl'` as written ('webtorch''s alias).
+ * WORLD_SIZE given to initProcessGroup) with `backend: 'nccl'` as written ('webtorch''s alias),
+ * and the same loop as torchrun runs it: 2 Node processes started by `webtorch-run`, each reading
+ * RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT in `initProcessGroup`, its data from a
+ * `DistributedSampler` (PyTorch's usual dataloader for DDP).
  */
+import { execFile } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import * as torch from '../../dist/webtorch.js';
 import { habitsSetup } from './setup.js';
@@ -163,4 +171,56 @@ describe('seed 003: DistributedDataParallel', () => {
     X.dispose();
     Y.dispose();
   });
+});
+
+describe('seed 003: DistributedDataParallel under the launcher (ranks as processes)', () => {
+  it('webtorch-run --nproc 2 train.mjs: init_process_group(backend=\'nccl\'), DDP(MyModel().cuda()), a DistributedSampler loader', async () => {
+    const dist = new URL('../../dist/webtorch.js', import.meta.url).href;
+    // The seed's program, camelCase, as a script of its own (MyNet as above; the data from a fixed seed).
+    const script = `import * as torch from '${dist}';
+const { nn, optim } = torch;
+const dist = torch.distributed;
+const DDP = torch.nn.parallel.DistributedDataParallel;
+class MyNet extends nn.Module {
+  fc1 = new nn.Linear(6, 12);
+  fc2 = new nn.Linear(12, 3);
+  forward(x) { return torch.tidy(() => this.fc2(torch.relu(this.fc1(x)))); }
+}
+await torch.gpu.init();
+// Initialize process group
+await dist.initProcessGroup({ backend: 'nccl' });
+torch.manualSeed(4);
+const X = torch.randn([16, 6]), Y = torch.tensor([0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2, 0]);
+const dataset = new torch.TensorDataset(X, Y);
+const sampler = new torch.utils.data.DistributedSampler({ dataset });
+const dataloader = new torch.DataLoader(dataset, { batchSize: 4, sampler });
+// Create model and move to GPU
+torch.manualSeed(10 + dist.getRank());
+const net = new MyNet().cuda();
+const model = new DDP(net);
+const optimizer = new optim.SGD(model.parameters(), { lr: 0.1 });
+const criterion = new nn.CrossEntropyLoss();
+// Training loop
+for (const [input, target] of dataloader) {
+  const loss = torch.tidy(() => criterion(model(input.cuda()), target.cuda()));
+  loss.backward();
+  optimizer.step();
+  optimizer.zeroGrad();
+}
+console.log('RESULT ' + JSON.stringify({ rank: dist.getRank(), w: await net.parameters()[0].values(), n: sampler.length }));
+dist.destroyProcessGroup();
+`;
+    const dir = mkdtempSync(join(tmpdir(), 'wt-habit-'));
+    writeFileSync(join(dir, 'train.mjs'), script);
+    const run = fileURLToPath(new URL('../../bin/webtorch-run.mjs', import.meta.url));
+    const out = await new Promise<string>((resolve, reject) => {
+      execFile(process.execPath, [run, '--nproc', '2', join(dir, 'train.mjs')], { timeout: 100_000 }, (err, stdout, stderr) => (err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(stdout)));
+    });
+    const r = out.split('\n').filter((l) => l.startsWith('RESULT ')).map((l) => JSON.parse(l.slice(7)));
+    expect(r.map((x) => x.rank).sort()).toEqual([0, 1]);
+    expect(r.map((x) => x.n)).toEqual([8, 8]);
+    expect(r[0].w.length).toBe(72);
+    // DDP keeps the replicas equal across the processes
+    expect(r[1].w).toEqual(r[0].w);
+  }, 120_000);
 });

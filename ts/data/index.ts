@@ -2,3 +2,5 @@
 export { Dataset, TensorDataset } from './dataset.js';
 export { DataLoader } from './loader.js';
 export type { DataLoaderOptions } from './loader.js';
+export { DistributedSampler } from './sampler.js';
+export type { Sampler, DistributedSamplerOptions } from './sampler.js';

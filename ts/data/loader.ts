@@ -16,6 +16,7 @@ import { defaultGenerator, type Generator } from '../random.js';
 import { alloc, launch, place, ref, code } from '../runtime/dispatch.js';
 import type { Tensor } from '../tensor.js';
 import { Dataset, TensorDataset } from './dataset.js';
+import type { Sampler } from './sampler.js';
 
 /** DataLoader options (PyTorch's names in camelCase). */
 export interface DataLoaderOptions {
@@ -26,8 +27,9 @@ export interface DataLoaderOptions {
   prefetchFactor?: number;
   pinMemory?: boolean;
   generator?: Generator;
+  /** The order of the indices (a `DistributedSampler`, or any iterable of indices with a `length`); excludes `shuffle`. */
+  sampler?: Sampler | null;
   /** Accepted only as null/undefined: PyTorch's options that have no counterpart here yet. */
-  sampler?: null;
   batchSampler?: null;
   collateFn?: null;
   timeout?: number;
@@ -39,7 +41,7 @@ export interface DataLoaderOptions {
 /** PyTorch's positional order of DataLoader's parameters after the dataset. */
 const LOADER_PARAMS = ['batchSize', 'shuffle', 'sampler', 'batchSampler', 'numWorkers', 'collateFn', 'pinMemory', 'dropLast', 'timeout',
   'workerInitFn', 'multiprocessingContext', 'generator', 'prefetchFactor', 'persistentWorkers'] as const;
-type LoaderPositional = [batchSize: number, shuffle: boolean, sampler: null, batchSampler: null, numWorkers: number, collateFn: null,
+type LoaderPositional = [batchSize: number, shuffle: boolean, sampler: Sampler | null, batchSampler: null, numWorkers: number, collateFn: null,
   pinMemory: boolean, dropLast: boolean, timeout: number, workerInitFn: null, multiprocessingContext: null, generator: Generator];
 
 /** Stacks equally shaped tensors of one device into a new leading dim. */
@@ -70,16 +72,24 @@ export class DataLoader<T = Tensor[]> implements Iterable<Tensor[]> {
   readonly prefetchFactor: number;
   readonly pinMemory: boolean;
   private readonly generator: Generator;
+  /** Where the indices come from, when not from the dataset's order. */
+  readonly sampler: Sampler | null;
 
   constructor(readonly dataset: Dataset<T>, ...args: PyArgs<LoaderPositional, DataLoaderOptions>) {
     const o = bindArgs('DataLoader', LOADER_PARAMS, args, {} as DataLoaderOptions, 1);
-    for (const k of ['sampler', 'batchSampler', 'collateFn', 'workerInitFn', 'multiprocessingContext'] as const) {
+    for (const k of ['batchSampler', 'collateFn', 'workerInitFn', 'multiprocessingContext'] as const) {
       if (o[k] != null) throw new TypeError(`DataLoader: ${k} is not supported yet (it would be ignored)`);
     }
     if (o.timeout) throw new TypeError('DataLoader: timeout is not supported (batches are made on the calling thread)');
     if (o.persistentWorkers) throw new TypeError('DataLoader: persistentWorkers is not supported (there are no loader workers to keep)');
     this.batchSize = o.batchSize ?? 1;
     this.shuffle = o.shuffle ?? false;
+    if (o.sampler != null) {
+      if (this.shuffle) throw new RangeError('DataLoader: sampler option is mutually exclusive with shuffle');
+      const s = o.sampler as Partial<Sampler>;
+      if (typeof s[Symbol.iterator] !== 'function' || !Number.isInteger(s.length)) throw new TypeError('DataLoader: sampler must be an iterable of indices with a length (such as a DistributedSampler)');
+    }
+    this.sampler = o.sampler ?? null;
     this.dropLast = o.dropLast ?? false;
     this.numWorkers = o.numWorkers ?? 0;
     this.prefetchFactor = o.prefetchFactor ?? 2;
@@ -96,12 +106,13 @@ export class DataLoader<T = Tensor[]> implements Iterable<Tensor[]> {
 
   /** Number of batches per epoch. */
   get length(): number {
-    const n = this.dataset.length;
+    const n = this.sampler ? this.sampler.length : this.dataset.length;
     return this.dropLast ? Math.floor(n / this.batchSize) : Math.ceil(n / this.batchSize);
   }
 
   /** The sample order of one epoch (a Fisher–Yates shuffle from the generator when `shuffle`). */
   private order(): number[] {
+    if (this.sampler) return [...this.sampler];
     const idx = Array.from({ length: this.dataset.length }, (_, i) => i);
     if (this.shuffle) {
       const r = this.generator.words(idx.length);

@@ -17,7 +17,9 @@ import { cat } from '../ops/shape.js';
 import { cast, contiguous, narrow, reshape } from '../ops/views.js';
 import { alloc } from '../runtime/dispatch.js';
 import { splitSizes, type ReduceOpName } from './comm.js';
-import { defaultGroup, recvFrom, sendTo, signature, type ProcessGroup, type Work } from './group.js';
+import { defaultGroup, recvFrom, sendTo, signature, type Group, type ProcessGroup, type Work } from './group.js';
+import { SocketGroup } from './socket-group.js';
+import { socketAllGather, socketAllReduce, socketBarrier, socketBroadcast, socketReduceScatter } from './socket-collectives.js';
 
 const COMBINE: Record<Exclude<ReduceOpName, 'avg'>, string> = { sum: 'add', max: 'maximum', min: 'minimum', product: 'mul' };
 const FLOATS = new Set(['float32', 'float16', 'bfloat16']);
@@ -25,12 +27,12 @@ const mod = (a: number, k: number) => ((a % k) + k) % k;
 
 /** Options every collective takes. */
 export interface CollectiveOptions {
-  group?: ProcessGroup | null;
+  group?: Group | null;
   /** Return a `Work` handle at once instead of a promise. */
   asyncOp?: boolean;
 }
 
-function checkTensor(what: string, t: unknown, g: ProcessGroup): Tensor {
+function checkTensor(what: string, t: unknown, g: Group): Tensor {
   if (!(t instanceof Tensor)) throw new TypeError(`${what}: expected a tensor, got ${typeof t}`);
   t._check(what);
   if (t.device !== g.device) throw new RangeError(`${what}: rank ${g.rank}'s tensor is on ${t.device}, but the rank's device is ${g.device}`);
@@ -78,6 +80,7 @@ export function allReduce(tensor: Tensor, options: CollectiveOptions & { op?: Re
   const t = checkTensor('allReduce', tensor, g);
   const op = checkOp('allReduce', options.op ?? 'sum', t.dtype);
   const k = g.worldSize, n = t.numel();
+  if (g instanceof SocketGroup) return result({ done: socketAllReduce(g, t, op, signature('allReduce', t, op)) }, options.asyncOp);
   const p = g._arrive('allReduce', signature('allReduce', t, op), Math.max(1, 2 * k * k));
   if (k > 1 && n > 0) {
     const tag = (phase: number) => (s: number, from: number) => p.base + (phase * k + s) * k + from;
@@ -106,6 +109,7 @@ export function broadcast(tensor: Tensor, options: CollectiveOptions & { src?: n
   const t = checkTensor('broadcast', tensor, g);
   const src = options.src ?? 0;
   if (!Number.isInteger(src) || src < 0 || src >= g.worldSize) throw new RangeError(`broadcast: src must be a rank in [0, ${g.worldSize}), got ${String(src)}`);
+  if (g instanceof SocketGroup) return result({ done: socketBroadcast(g, t, src, signature('broadcast', t, `src=${src}`)) }, options.asyncOp);
   const p = g._arrive('broadcast', signature('broadcast', t, `src=${src}`), g.worldSize);
   withGradMode(false, () => tidy(() => {
     if (g.rank === src) {
@@ -131,6 +135,7 @@ export function allGather(tensorList: Tensor[], tensor: Tensor, options: Collect
     checkTensor('allGather', o, g);
     if (o.shape.join() !== t.shape.join() || o.dtype !== t.dtype) throw new RangeError(`allGather: tensorList[${j}] is ${signature('', o)} but the input is ${signature('', t)}`);
   });
+  if (g instanceof SocketGroup) return result({ done: socketAllGather(g, tensorList, t, signature('allGather', t)) }, options.asyncOp);
   const p = g._arrive('allGather', signature('allGather', t), k * k);
   withGradMode(false, () => tidy(() => {
     const c = t.isContiguous() ? t : contiguous(t);
@@ -162,6 +167,7 @@ export function reduceScatter(output: Tensor, inputList: Tensor[], options: Coll
   if (mine.numel() !== out.numel() || mine.dtype !== out.dtype) throw new RangeError(`reduceScatter: output is ${signature('', out)} but inputList[${g.rank}] is ${signature('', mine)}`);
   const op = checkOp('reduceScatter', options.op ?? 'sum', out.dtype);
   const sizes = inputList.map((t) => t.numel());
+  if (g instanceof SocketGroup) return result({ done: socketReduceScatter(g, out, inputList, op, `reduceScatter([${sizes.join(', ')}], ${out.dtype}, ${op})`) }, options.asyncOp);
   const p = g._arrive('reduceScatter', `reduceScatter([${sizes.join(', ')}], ${out.dtype}, ${op})`, Math.max(1, k * k));
   withGradMode(false, () => tidy(() => {
     const acc = cat(inputList.map((t) => reshape(cast(t, t.dtype), [t.numel()])), 0);
@@ -176,6 +182,7 @@ export function reduceScatter(output: Tensor, inputList: Tensor[], options: Coll
 /** `dist.barrier({group, asyncOp})`: resolves when every rank has reached it (host-side). */
 export function barrier(options: CollectiveOptions = {}): Work | Promise<void> {
   const g = defaultGroup(options.group);
+  if (g instanceof SocketGroup) return result({ done: socketBarrier(g) }, options.asyncOp);
   return result(g._arrive('barrier', 'barrier()', 1), options.asyncOp);
 }
 

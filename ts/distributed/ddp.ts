@@ -21,7 +21,7 @@ import { elementSize } from '../dtype.js';
 import { Module } from '../nn/module.js';
 import { untrack } from '../scope.js';
 import { allReduce, broadcast } from './collectives.js';
-import { defaultGroup, type ProcessGroup } from './group.js';
+import { defaultGroup, type Group } from './group.js';
 import type { DeviceLike } from '../device.js';
 import { device as toDevice } from '../device.js';
 
@@ -32,7 +32,7 @@ export interface DDPOptions {
   outputDevice?: DeviceLike | null;
   /** Broadcast rank 0's buffers at each forward (default true). */
   broadcastBuffers?: boolean;
-  processGroup?: ProcessGroup | null;
+  processGroup?: Group | null;
   /** The most megabytes of gradients per all-reduce (default 25). */
   bucketCapMb?: number;
   /** Only false: every parameter must take part in each backward. */
@@ -56,7 +56,7 @@ interface Bucket {
 export class DistributedDataParallel<M extends Module = Module> extends Module {
   module!: M;
   /** The group the gradients are reduced over. */
-  readonly processGroup: ProcessGroup;
+  readonly processGroup: Group;
   /** The bucket size limit in MB. */
   readonly bucketCapMb: number;
   readonly broadcastBuffers: boolean;

@@ -25,6 +25,10 @@ import { Tensor } from '../tensor.js';
 import { connect, newTag } from '../ops/copy.js';
 import { checkOptions } from '../ops/options.js';
 import { launch } from '../runtime/dispatch.js';
+import { env } from '../platform.js';
+import { SocketGroup } from './socket-group.js';
+import { threadRanks } from './port-mesh.js';
+import { hostPort } from './wire.js';
 
 /** A collective's handle (`asyncOp: true`): `wait()` resolves once every rank has issued its side. */
 export interface Work {
@@ -118,8 +122,11 @@ class World {
 
 const worlds = new Map<string, World>();
 
-/** The process group of the running rank (set by `initProcessGroup` inside `spawn`'s function). */
-const current = new ContextVar<ProcessGroup | null>('initProcessGroup', null);
+/** A group of ranks in this process (`ProcessGroup`) or of processes (`SocketGroup`). */
+export type Group = ProcessGroup | SocketGroup;
+
+/** The process group of the running rank (set by `initProcessGroup`; inside `spawn`, per rank). */
+const current = new ContextVar<Group | null>('initProcessGroup', null);
 /** The world of the running `spawn` rank, for failure reports. */
 const spawnRank = new ContextVar<SpawnedRank | null>('spawn', null);
 
@@ -128,21 +135,29 @@ interface SpawnedRank {
   rank: number;
   nprocs: number;
   key: string;
-  group: ProcessGroup | null;
+  group: Group | null;
 }
 let spawns = 0;
 
 /** `initProcessGroup`'s options, PyTorch's keywords. */
 export interface InitOptions {
-  /** `'webtorch'` (or `'nccl'`, its alias, as `'cuda'` is gpu's): ranks in this process, one device each. */
+  /**
+   * `'webtorch'` (or `'nccl'`, its alias, as `'cuda'` is gpu's): one GPU device per rank;
+   * `'gloo'`: between processes, the rank's device defaults to `cpu`.
+   */
   backend?: string;
-  /** The number of ranks (inside `spawn`: `nprocs` when omitted). */
+  /** The number of ranks (inside `spawn`: `nprocs`; with `env://`: `WORLD_SIZE`, when omitted). */
   worldSize?: number;
-  /** This rank (inside `spawn`: the spawned rank when omitted). */
+  /** This rank (inside `spawn`: the spawned rank; with `env://`: `RANK`, when omitted). */
   rank?: number;
-  /** The rendezvous name (`'inproc://name'`; default: the enclosing `spawn`'s own, else `'inproc://default'`). */
+  /**
+   * The rendezvous: `'inproc://name'` (ranks in this process), `'env://'` (ranks in separate
+   * processes, the store at `MASTER_ADDR:MASTER_PORT`, as torchrun and `webtorch-run` set) or
+   * `'tcp://host:port'`. Default: the enclosing `spawn`'s own; else `'env://'` when `MASTER_ADDR`
+   * is set; else `'inproc://default'`.
+   */
   initMethod?: string;
-  /** This rank's device (default: the current GPU, which `spawn` sets to `gpu:rank`). */
+  /** This rank's device (default: the current GPU, which `spawn` sets to `gpu:rank`; `cpu` for `gloo`). */
   device?: DeviceLike;
   /** Milliseconds a collective (and the rendezvous) waits for every rank (default 30000). */
   timeout?: number;
@@ -178,13 +193,41 @@ export class ProcessGroup {
 export async function initProcessGroup(options: InitOptions): Promise<void> {
   checkOptions('initProcessGroup', options, ['backend', 'worldSize', 'rank', 'initMethod', 'device', 'timeout']);
   const who = spawnRank.get();
-  const { backend = 'webtorch', worldSize = who?.nprocs, rank = who?.rank, initMethod = who?.key ?? 'inproc://default', timeout = 30_000 } = options;
-  if (worldSize === undefined || rank === undefined) throw new TypeError('initProcessGroup: worldSize and rank are required outside torch.distributed.spawn (which sets them, as torchrun sets RANK and WORLD_SIZE)');
-  if (backend !== 'webtorch' && backend !== 'nccl') throw new RangeError(`initProcessGroup: backend '${backend}' is not available (webtorch has 'webtorch': ranks in one process)`);
+  const initMethod = options.initMethod ?? who?.key ?? (env('MASTER_ADDR') ? 'env://' : 'inproc://default');
+  const fromEnv = initMethod === 'env://';
+  const envInt = (name: string): number | undefined => {
+    const v = env(name);
+    if (!v) throw new Error(`Error initializing torch.distributed using env:// rendezvous: environment variable ${name} expected, but not set`);
+    const n = Number(v);
+    if (!Number.isInteger(n)) throw new RangeError(`initProcessGroup: environment variable ${name} must be an integer, got '${v}'`);
+    return n;
+  };
+  const { backend = 'webtorch', timeout = 30_000 } = options;
+  const worldSize = options.worldSize ?? who?.nprocs ?? (fromEnv ? envInt('WORLD_SIZE') : undefined);
+  const rank = options.rank ?? who?.rank ?? (fromEnv ? envInt('RANK') : undefined);
+  if (worldSize === undefined || rank === undefined) throw new TypeError('initProcessGroup: worldSize and rank are required outside torch.distributed.spawn (which sets them) and env:// (RANK and WORLD_SIZE, as torchrun and webtorch-run set)');
+  if (backend !== 'webtorch' && backend !== 'nccl' && backend !== 'gloo') throw new RangeError(`initProcessGroup: backend '${backend}' is not available (webtorch has 'webtorch' and its alias 'nccl', and 'gloo')`);
+  if (!(typeof timeout === 'number' && timeout > 0)) throw new RangeError(`initProcessGroup: timeout must be a positive number of milliseconds, got ${String(timeout)}`);
   if (!Number.isInteger(worldSize) || worldSize < 1) throw new RangeError(`initProcessGroup: worldSize must be a positive integer, got ${String(worldSize)}`);
   if (!Number.isInteger(rank) || rank < 0 || rank >= worldSize) throw new RangeError(`initProcessGroup: rank must be in [0, ${worldSize}), got ${String(rank)}`);
   if (current.get()) throw new Error('initProcessGroup: trying to initialize the default process group twice!');
-  if (!initMethod.startsWith('inproc://')) throw new RangeError(`initProcessGroup: initMethod must be 'inproc://<name>' (ranks in this process), got '${initMethod}'`);
+  if (fromEnv || initMethod.startsWith('tcp://')) {
+    const what = 'initProcessGroup';
+    const addr = fromEnv ? `${envOr('MASTER_ADDR')}:${envOr('MASTER_PORT')}` : initMethod.slice('tcp://'.length);
+    const { host, port } = hostPort(what, addr);
+    const dev = toDevice(options.device ?? (backend === 'gloo' ? 'cpu' : currentDevice()));
+    // A rank thread of `webtorch-run --threads` uses the ports the launcher gave it, not sockets.
+    const threads = fromEnv ? threadRanks() : null;
+    const group = threads ? SocketGroup.fromThreads(what, threads, rank, worldSize, dev, timeout) : await SocketGroup.connect(what, initMethod, host, port, rank, worldSize, dev, timeout);
+    if (current.get()) {
+      group._close();
+      throw new Error('initProcessGroup: trying to initialize the default process group twice!');
+    }
+    current.set(group);
+    if (who) who.group = group;
+    return;
+  }
+  if (!initMethod.startsWith('inproc://')) throw new RangeError(`initProcessGroup: initMethod must be 'env://', 'tcp://host:port' or 'inproc://<name>' (ranks in this process), got '${initMethod}'`);
   let world = worlds.get(initMethod);
   if (world && world.worldSize !== worldSize) {
     throw new RangeError(`initProcessGroup: rank ${rank} has worldSize ${worldSize} but the group ${initMethod} has worldSize ${world.worldSize}`);
@@ -212,23 +255,31 @@ export async function initProcessGroup(options: InitOptions): Promise<void> {
   }
 }
 
+function envOr(name: string): string {
+  const v = env(name);
+  if (!v) throw new Error(`Error initializing torch.distributed using env:// rendezvous: environment variable ${name} expected, but not set`);
+  return v;
+}
+
 /** The running rank's default group; PyTorch's error when there is none. */
-export function defaultGroup(group?: ProcessGroup | null): ProcessGroup {
+export function defaultGroup(group?: Group | null): Group {
   const g = group ?? current.get();
   if (!g) throw new Error('Default process group has not been initialized, please make sure to call initProcessGroup.');
   return g;
 }
 
 /** `dist.getRank()`: this rank's index in its group. */
-export const getRank = (group?: ProcessGroup | null): number => defaultGroup(group).rank;
+export const getRank = (group?: Group | null): number => defaultGroup(group).rank;
 /** `dist.getWorldSize()`: the number of ranks. */
-export const getWorldSize = (group?: ProcessGroup | null): number => defaultGroup(group).worldSize;
+export const getWorldSize = (group?: Group | null): number => defaultGroup(group).worldSize;
 /** `dist.isInitialized()`: whether this rank has joined a group. */
 export const isInitialized = (): boolean => current.get() !== null;
 
 /** `dist.destroyProcessGroup()`: leaves the group (the rendezvous name may be used again once every rank has left). */
 export function destroyProcessGroup(): void {
   const g = defaultGroup();
+  current.set(null);
+  if (g instanceof SocketGroup) return g._close();
   // The world keeps every rank's device: the others may still issue their side of a collective
   // this rank has already issued.
   if (++g.world.left === g.world.worldSize && worlds.get(g.world.key) === g.world) worlds.delete(g.world.key);
@@ -252,7 +303,7 @@ export async function spawn<R>(fn: (rank: number, ...args: any[]) => R | Promise
       try {
         return await withDevice(rank, async () => fn(rank, ...args));
       } catch (e) {
-        who.group?.world.fail(rank, e);
+        if (who.group instanceof ProcessGroup) who.group.world.fail(rank, e);
         throw Object.assign(new Error(`\n\n-- Process ${rank} terminated with the following error:\n${e instanceof Error ? e.stack ?? e.message : String(e)}`), { cause: e });
       } finally {
         if (current.get()) destroyProcessGroup();

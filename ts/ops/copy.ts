@@ -20,6 +20,22 @@ import { cast, contiguous } from './views.js';
 
 let nextTag = 1;
 
+/**
+ * Bytes per chunk of a device-to-device copy (a multiple of 4; copies up to twice this go whole).
+ * Each chunk is its own `send`/`recv` pair in both devices' stream order, so the source's read of
+ * a chunk (through its reused read-staging buffer) overlaps the destination's upload of the one
+ * before, and the destination's later work waits only for the chunks it needs to have landed.
+ */
+let copyChunk = 4 << 20;
+
+/** @internal Sets the chunk size of device-to-device copies (bench rows, tests); returns the old one. */
+export function setCopyChunkBytes(bytes: number): number {
+  if (!Number.isInteger(bytes) || bytes < 4 || bytes % 4) throw new RangeError(`copy chunk must be a positive multiple of 4 bytes, got ${bytes}`);
+  const old = copyChunk;
+  copyChunk = bytes;
+  return old;
+}
+
 /** @internal A new tag for a message between two workers (a copy, an event's signal). */
 export const newTag = (): number => nextTag++;
 
@@ -44,9 +60,14 @@ function transfer(src: Tensor, dst: Device, nonBlocking = false): Tensor {
   const bytes = src.numel() * elementSize(src.dtype);
   if (bytes) {
     connect(src.device, dst);
-    const tag = nextTag++;
-    launch(src.device, { k: 'send', peer: String(dst), tag, id: c.storage.id, byteOffset: c.storage.byteOffset + c._offset * elementSize(src.dtype), bytes });
-    launch(dst, { k: 'recv', peer: String(src.device), tag, id: out.storage.id, byteOffset: out.storage.byteOffset });
+    const from = c.storage.byteOffset + c._offset * elementSize(src.dtype);
+    // Large copies go in chunks: the destination uploads chunk i while the source reads chunk i + 1.
+    const chunk = bytes > 2 * copyChunk ? copyChunk : bytes;
+    for (let off = 0; off < bytes; off += chunk) {
+      const n = Math.min(chunk, bytes - off), tag = nextTag++;
+      launch(src.device, { k: 'send', peer: String(dst), tag, id: c.storage.id, byteOffset: from + off, bytes: n });
+      launch(dst, { k: 'recv', peer: String(src.device), tag, id: out.storage.id, byteOffset: out.storage.byteOffset + off });
+    }
   }
   if (c !== src) c.dispose();
   return out;

@@ -21,6 +21,7 @@
  * raises `DeviceLostError` at the next sync point, and from then on at every op call
  * (`checkUsable`, before anything is allocated); commands for the lost device are dropped.
  */
+import { startOnPhysicalGpu } from './physical.js';
 import * as Comlink from 'comlink';
 import { OutOfMemoryError } from '../memory/errors.js';
 import { DeviceLostError, lostInfoOf, type LostInfo } from './device-lost.js';
@@ -93,7 +94,8 @@ export class DeviceClient {
 
   /** Starts the worker if needed; resolves with the device's description. */
   start(): Promise<CallPort> {
-    this.ready ??= (async () => {
+    // Physical GPUs (ts/runtime/physical.ts): DRI_PRIME names this worker's GPU while it starts.
+    this.ready ??= startOnPhysicalGpu(this.kind, this.index, async () => {
       this.handle = await spawnWorker(this.kind);
       // A worker whose thread dies is a lost device: pending and later calls raise (ts/runtime/device-lost.ts).
       this.handle.onDeath((why) => this.workerDied(why));
@@ -129,7 +131,7 @@ export class DeviceClient {
       }
       this.remote = remote;
       return remote;
-    })();
+    });
     return this.ready;
   }
 

@@ -1,0 +1,119 @@
+/**
+ * Each collective's device side for a group of processes (ts/distributed/socket-group.ts): the
+ * rank's device sends its bytes to the calling thread and queues a receive of the result, both in
+ * stream order (ts/distributed/bridge.ts); the host exchanges the bytes with the other ranks
+ * (ts/distributed/host-ops.ts) and posts the result. float16 and bfloat16 travel as float32.
+ */
+import { withGradMode } from '../autograd/graph.js';
+import type { DType } from '../dtype.js';
+import { copyInto } from '../ops/copy.js';
+import { tidy } from '../ops/scoped.js';
+import { cat } from '../ops/shape.js';
+import { cast, contiguous, reshape } from '../ops/views.js';
+import { alloc } from '../runtime/dispatch.js';
+import type { Tensor } from '../tensor.js';
+import { fromHost, toHost } from './bridge.js';
+import type { ReduceOpName } from './comm.js';
+import { hostAllGather, hostAllReduce, hostBroadcast, hostReduceScatter } from './host-ops.js';
+import type { SocketGroup } from './socket-group.js';
+
+const wire = (d: DType): DType => (d === 'float16' || d === 'bfloat16' ? 'float32' : d);
+
+/** Runs `fn` (which queues device work and starts the host part) with grad off, inside a `tidy`; its promise. */
+function issue(fn: () => Promise<void>): Promise<void> {
+  let p!: Promise<void>;
+  withGradMode(false, () => tidy(() => {
+    p = fn();
+  }));
+  return p;
+}
+
+/** A flat contiguous copy of `t` in its wire dtype (a new tensor, owned by the caller's tidy). */
+const flatCopy = (t: Tensor): Tensor => reshape(cast(t, wire(t.dtype)), [t.numel()]);
+
+/** Receives into `t` (through a temporary when it is not contiguous or travels as float32); returns the poster. */
+function receiveInto(t: Tensor): (d: Uint8Array | Error) => void {
+  if (t.isContiguous() && wire(t.dtype) === t.dtype) return fromHost(t);
+  const tmp = alloc(t.shape, wire(t.dtype), t.device);
+  const post = fromHost(tmp);
+  copyInto(t, tmp);
+  return post;
+}
+
+/** The host's part: runs after every rank arrived; a failure also releases the device's receives with the error. */
+function run(g: SocketGroup, what: string, sig: string, posts: ((d: Uint8Array | Error) => void)[], work: (key: string) => Promise<void>): Promise<void> {
+  let op: ReturnType<SocketGroup['_begin']>;
+  try {
+    op = g._begin(what, sig);
+  } catch (e) {
+    // Never leave a queued receive waiting: it would hold the device's stream.
+    posts.forEach((p) => p(e as Error));
+    throw e;
+  }
+  void op.finish(() => work(op.key), (e) => posts.forEach((p) => p(e)));
+  return op.done;
+}
+
+/** `allReduce` between processes. */
+export function socketAllReduce(g: SocketGroup, t: Tensor, op: ReduceOpName, sig: string): Promise<void> {
+  g._check('allReduce');
+  const n = t.numel();
+  // Nothing to move: no elements, or one rank (whose reduction is its own tensor, avg included).
+  if (n === 0 || g.worldSize === 1) return run(g, 'allReduce', sig, [], async () => {});
+  return issue(() => {
+    const acc = flatCopy(t);
+    const sent = toHost(acc);
+    const post = fromHost(acc);
+    copyInto(t, reshape(acc, t.shape.slice()));
+    return run(g, 'allReduce', sig, [post], async (key) => post(await hostAllReduce(g.mesh, key, await sent, acc.dtype, op)));
+  });
+}
+
+/** `broadcast` between processes. */
+export function socketBroadcast(g: SocketGroup, t: Tensor, src: number, sig: string): Promise<void> {
+  g._check('broadcast');
+  if (t.numel() === 0 || g.worldSize === 1) return run(g, 'broadcast', sig, [], async () => {});
+  return issue(() => {
+    if (g.rank === src) {
+      const sent = toHost(t.isContiguous() ? t : contiguous(t));
+      return run(g, 'broadcast', sig, [], async (key) => void (await hostBroadcast(g.mesh, key, await sent, src)));
+    }
+    const post = t.isContiguous() ? fromHost(t) : receiveInto(t);
+    return run(g, 'broadcast', sig, [post], async (key) => post(await hostBroadcast(g.mesh, key, null, src)));
+  });
+}
+
+/** `allGather` between processes. */
+export function socketAllGather(g: SocketGroup, list: Tensor[], t: Tensor, sig: string): Promise<void> {
+  g._check('allGather');
+  if (t.numel() === 0) return run(g, 'allGather', sig, [], async () => {});
+  return issue(() => {
+    const acc = flatCopy(t);
+    const sent = toHost(acc);
+    const posts = list.map((o, j) => (j === g.rank ? null : receiveInto(o)));
+    copyInto(list[g.rank], t);
+    const live = posts.filter((p): p is NonNullable<typeof p> => p !== null);
+    return run(g, 'allGather', sig, live, async (key) => {
+      const all = await hostAllGather(g.mesh, key, await sent);
+      posts.forEach((p, j) => p?.(all[j]));
+    });
+  });
+}
+
+/** `reduceScatter` between processes. */
+export function socketReduceScatter(g: SocketGroup, out: Tensor, inputs: Tensor[], op: ReduceOpName, sig: string): Promise<void> {
+  g._check('reduceScatter');
+  const sizes = inputs.map((x) => x.numel());
+  if (sizes.every((s) => s === 0)) return run(g, 'reduceScatter', sig, [], async () => {});
+  return issue(() => {
+    const acc = cat(inputs.map((x) => reshape(cast(x, wire(x.dtype)), [x.numel()])), 0);
+    const sent = toHost(acc);
+    const post = out.numel() ? receiveInto(out) : () => {};
+    return run(g, 'reduceScatter', sig, [post], async (key) => post(await hostReduceScatter(g.mesh, key, await sent, sizes, acc.dtype, op)));
+  });
+}
+
+/** `barrier` between processes: every rank has called it. */
+export function socketBarrier(g: SocketGroup): Promise<void> {
+  return run(g, 'barrier', 'barrier()', [], async () => {});
+}

@@ -1,0 +1,129 @@
+/**
+ * Mapping `gpu:N` to distinct physical GPUs on a machine with several identical ones (Node only).
+ *
+ * Why this is needed and how it works: Dawn lists every adapter but `requestAdapter()` returns
+ * the first, and its `adapter=NAME` toggle matches by name, so identical GPUs cannot be told
+ * apart from WebGPU. Mesa's device-select Vulkan layer can: it puts the GPU on the PCI bus named
+ * by `DRI_PRIME=pci-DDDD_BB_DD_F` first, reading the variable when a Vulkan instance is created.
+ * A worker's own `process.env` is a copy that never reaches native code, so the main thread sets
+ * `DRI_PRIME` in its own environment just before a GPU worker starts, and the GPU workers start
+ * one after another, each once the previous one has its adapter (../shared/gpu/README.md).
+ *
+ * It applies when the layer is installed (its manifest in a Vulkan implicit-layer folder) and the
+ * PCI bus lists at least two display controllers of the same vendor and device. Then gpu:i is the
+ * i-th of them (bus order; more devices than GPUs wrap around), and `getDeviceProperties` gives
+ * its bus. `WEBTORCH_GPU_BUSES=0000:00:07.0,0000:00:08.0` names the GPUs by hand (any machine, any
+ * order); `WEBTORCH_PHYSICAL_GPUS=0` turns the mapping off. Elsewhere (one GPU, browsers), every
+ * `gpu:N` is a logical device on the one adapter, as before.
+ */
+import { env, isNode } from '../platform.js';
+
+const LAYER_DIRS = ['/usr/share/vulkan/implicit_layer.d', '/etc/vulkan/implicit_layer.d', '/usr/local/share/vulkan/implicit_layer.d'];
+
+let buses: string[] | null | undefined;
+
+type Fs = typeof import('node:fs');
+const fsModule = (): Fs | undefined => (isNode ? (process.getBuiltinModule?.('node:fs') as Fs | undefined) : undefined);
+
+/** Whether Mesa's device-select layer is installed (its manifest in an implicit-layer folder). */
+function hasDeviceSelectLayer(fs: Fs): boolean {
+  const dirs = [
+    ...LAYER_DIRS,
+    ...(env('XDG_DATA_DIRS') ?? '').split(':').filter(Boolean).map((d) => `${d}/vulkan/implicit_layer.d`),
+    // The Vulkan loader's own overrides of the implicit-layer search path.
+    ...['VK_IMPLICIT_LAYER_PATH', 'VK_ADD_IMPLICIT_LAYER_PATH'].flatMap((v) => (env(v) ?? '').split(':').filter(Boolean)),
+  ];
+  return dirs.some((d) => {
+    try {
+      return fs.readdirSync(d).some((f) => /device_select/i.test(f));
+    } catch {
+      return false;
+    }
+  });
+}
+
+/** @internal The PCI bus ids of identical display controllers (at least two), from sysfs; [] otherwise. */
+export function identicalGpus(fs: Fs, root = '/sys/bus/pci/devices'): string[] {
+  let ids: string[];
+  try {
+    ids = fs.readdirSync(root).sort();
+  } catch {
+    return [];
+  }
+  const byModel = new Map<string, string[]>();
+  for (const id of ids) {
+    try {
+      const cls = fs.readFileSync(`${root}/${id}/class`, 'utf8').trim();
+      // 0x0300xx: VGA controller, 0x0302xx: 3D controller (data-centre GPUs).
+      if (!/^0x030[02]/.test(cls)) continue;
+      const model = `${fs.readFileSync(`${root}/${id}/vendor`, 'utf8').trim()}:${fs.readFileSync(`${root}/${id}/device`, 'utf8').trim()}`;
+      byModel.set(model, [...(byModel.get(model) ?? []), id]);
+    } catch {
+      // A device without these files is not a GPU we can map.
+    }
+  }
+  const best = [...byModel.values()].sort((a, b) => b.length - a.length)[0] ?? [];
+  return best.length >= 2 ? best : [];
+}
+
+/** The physical GPUs' bus ids when the mapping applies, else null (computed once). */
+export function physicalGpus(): string[] | null {
+  if (buses !== undefined) return buses;
+  buses = null;
+  const fs = fsModule();
+  if (!fs || /^(0|false|no|off)$/i.test(env('WEBTORCH_PHYSICAL_GPUS')?.trim() ?? '')) return buses;
+  const given = env('WEBTORCH_GPU_BUSES')?.split(',').map((s) => s.trim()).filter(Boolean);
+  if (given?.length) {
+    const bad = given.find((b) => !/^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-9a-f]$/i.test(b));
+    if (bad) throw new RangeError(`WEBTORCH_GPU_BUSES: '${bad}' is not a PCI bus id such as 0000:00:07.0 (nvidia-smi --query-gpu=pci.bus_id, without its leading 0000)`);
+    return (buses = given);
+  }
+  const found = identicalGpus(fs);
+  if (found.length && hasDeviceSelectLayer(fs)) buses = found;
+  return buses;
+}
+
+/** The PCI bus id of gpu:`index` (null where gpu:N are logical devices on one adapter). */
+export function busOf(index: number): string | null {
+  const b = physicalGpus();
+  return b ? b[index % b.length] : null;
+}
+
+/** `0000:00:07.0` → `pci-0000_00_07_0`, the device-select layer's form. */
+export const driPrime = (bus: string): string => `pci-${bus.replace(/[:.]/g, '_')}`;
+
+let chain: Promise<unknown> = Promise.resolve();
+/** What each mapped worker start saw (for the tests): its index, DRI_PRIME while it started, and when it started and ended. */
+const starts: { index: number; driPrime: string; t0: number; t1: number }[] = [];
+
+/** @internal The mapped worker starts so far. */
+export const physicalStarts = () => starts.slice();
+
+/**
+ * Starts GPU worker `index` through `start` (which resolves once the worker has its adapter) with
+ * `DRI_PRIME` naming its physical GPU, one worker at a time; where there is no mapping, just
+ * calls `start`.
+ */
+export function startOnPhysicalGpu<T>(kind: 'cpu' | 'gpu', index: number, start: () => Promise<T>): Promise<T> {
+  const bus = kind === 'gpu' ? busOf(index) : null;
+  if (!bus) return start();
+  const run = chain.then(async () => {
+    const before = process.env.DRI_PRIME;
+    process.env.DRI_PRIME = driPrime(bus);
+    const t0 = performance.now();
+    try {
+      return await start();
+    } finally {
+      starts.push({ index, driPrime: process.env.DRI_PRIME ?? '', t0, t1: performance.now() });
+      if (before === undefined) delete process.env.DRI_PRIME;
+      else process.env.DRI_PRIME = before;
+    }
+  });
+  chain = run.catch(() => {});
+  return run;
+}
+
+/** @internal For tests: forget the cached mapping. */
+export function resetPhysicalGpus(): void {
+  buses = undefined;
+}
