@@ -1,0 +1,74 @@
+/**
+ * Tensors larger than one binding (the adapter's maxStorageBufferBindingSize: 128 MiB on
+ * lavapipe) on a GPU: fills, elementwise ops, casts, reductions and data() round trips run in
+ * chunks over windows of the buffer (ts/worker/split.ts); an op that cannot says so, with its
+ * name, the tensor's size and the limit. One tensor just over the limit, to keep the test modest.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import * as torch from '../../dist/webtorch.js';
+import { leakCheck, testDevices } from '../devices.js';
+
+const devices = (await testDevices()).filter((d) => d === 'gpu:0');
+leakCheck(() => devices);
+afterAll(async () => {
+  await torch.shutdown();
+});
+
+describe.each(devices)('a tensor over one binding on %s', (d) => {
+  let limit = 0, n = 0, rows = 0;
+  const cols = 1024;
+  beforeAll(async () => {
+    limit = (await torch.gpu.getDeviceProperties(d)).limits.maxStorageBufferBindingSize;
+    rows = Math.ceil(limit / 4 / cols) + 1024; // 4 MiB over the limit in float32
+    n = rows * cols;
+  });
+
+  it('fills, adds, sums and reads back', async () => {
+    expect(n * 4).toBeGreaterThan(limit);
+    const x = torch.full([n], 2, { device: d, dtype: 'float32' });
+    const y = x.add(x).sub(1.5); // 2.5 everywhere
+    const y2 = y.reshape([rows, cols]), s = y.sum(), m = y2.mean(1), { values: last, indices } = y2.max(1); // row reductions: in row chunks
+    expect(await s.item()).toBeCloseTo(2.5 * n, -3);
+    const means = (await m.data()) as Float32Array;
+    expect(means.length).toBe(rows);
+    expect(means.every((v) => v === 2.5)).toBe(true);
+    expect(((await last.data()) as Float32Array).every((v) => v === 2.5)).toBe(true);
+    const values = (await y.data()) as Float32Array;
+    expect(values.length).toBe(n);
+    expect(values[0]).toBe(2.5);
+    expect(values[n - 1]).toBe(2.5);
+    expect(values.every((v) => v === 2.5)).toBe(true);
+    expect(Number(((await indices.data()) as ArrayLike<number | bigint>)[rows - 1])).toBe(0); // the first of equal values
+    [x, y, y2, s, m, last, indices].forEach((t) => t.dispose());
+  });
+
+  it('writes and reads back data and casts it', async () => {
+    const host = new Float32Array(n);
+    for (let i = 0; i < n; i++) host[i] = (i % 1000) - 500;
+    const x = torch.tensor(host, { device: d });
+    const back = (await x.data()) as Float32Array;
+    let same = back.length === n;
+    for (let i = 0; same && i < n; i++) same = back[i] === host[i];
+    expect(same).toBe(true);
+    const asInt = x.to({ dtype: 'int32' }), max = asInt.max();
+    expect(await max.item()).toBe(499);
+    const ints = (await asInt.data()) as Int32Array;
+    expect(ints[n - 1]).toBe(((n - 1) % 1000) - 500);
+    // an int32 sum gives int64 (two words a row, in row chunks)
+    const rowsI = asInt.reshape([rows, cols]), sums = rowsI.sum(1);
+    expect(sums.dtype).toBe('int64');
+    const got = (await sums.data()) as BigInt64Array;
+    let want = 0;
+    for (let j = 0; j < cols; j++) want += (((rows - 1) * cols + j) % 1000) - 500;
+    expect(got.length).toBe(rows);
+    expect(got[rows - 1]).toBe(BigInt(want));
+    [x, asInt, max, rowsI, sums].forEach((t) => t.dispose());
+  });
+
+  it('names the op, the size and the limit where it cannot split', async () => {
+    const x = torch.zeros([rows, cols], { device: d });
+    const xt = x.T, t = xt.exp(); // a strided operand over more than one binding
+    await expect(t.data()).rejects.toThrow(new RegExp(`exp.*a tensor of ${n * 4} bytes exceeds the GPU's per-binding limit \\(maxStorageBufferBindingSize, ${limit} bytes\\)`));
+    [x, xt, t].forEach((v) => v.dispose());
+  });
+});
