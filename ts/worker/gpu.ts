@@ -31,6 +31,7 @@ import { runReduce, runRowNorm } from './gpu/rows.js';
 import { runWindows } from './gpu/windows.js';
 import { runIndex } from './gpu/index-family.js';
 import { runRandom } from './gpu/random.js';
+import { captureGraph, dropGraph, replayGraph } from './gpu/graphs.js';
 
 function run(cmd: Command): void {
   beginCommand(cmd);
@@ -178,6 +179,9 @@ export const gpuBackend: Backend = {
     if (submitEvery && pendingBinds.length >= submitEvery) flush();
   },
   flush,
+  captureGraph: (id, cmds) => captureGraph(id, cmds, run),
+  replayGraph,
+  dropGraph,
   read,
   write,
   mark,
