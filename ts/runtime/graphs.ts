@@ -22,6 +22,7 @@
  */
 import { clientOf, currentDevice, device as toDevice, type Device, type DeviceLike } from '../device.js';
 import type { Command } from '../worker/protocol.js';
+import type { Generator } from '../random.js';
 import { allocatorOf } from './memory.js';
 import { currentStream, Stream, withStream } from './streams.js';
 
@@ -105,6 +106,9 @@ class Capture implements CaptureHook {
   readonly heldFrees: (() => void)[] = [];
   /** Why the capture was discarded, once it was. */
   error: Error | null = null;
+  /** The generator the captured random ops draw from, and the counter offset of the first draw. */
+  generator: Generator | null = null;
+  rngStart = 0;
 
   constructor(readonly graph: Graph, readonly device: Device, readonly stream: number, readonly pool: GraphPool, readonly mode: CaptureErrorMode) {
     this.streams.add(stream);
@@ -187,6 +191,8 @@ interface Captured {
   device: Device;
   pool: GraphPool;
   heldFrees: (() => void)[];
+  /** The captured draws: their generator, first counter offset, and the blocks they span. */
+  rng: { g: Generator; start: number; span: number } | null;
 }
 
 /** Resets graphs that were garbage-collected without `reset()` (as tensors free their storage). */
@@ -269,7 +275,12 @@ export class Graph {
     captures.delete(c.device);
     client.enqueue({ k: 'captureEnd', graph: this.id, fuse: this.#fuse }, undefined, c.stream);
     this.#capture = null;
-    this.#captured = { device: c.device, pool: c.pool, heldFrees: c.heldFrees };
+    let rng: Captured['rng'] = null;
+    if (c.generator) {
+      const end = c.generator._draw(0).counter;
+      rng = { g: c.generator, start: c.rngStart, span: end[0] + end[1] * 2 ** 32 - c.rngStart };
+    }
+    this.#captured = { device: c.device, pool: c.pool, heldFrees: c.heldFrees, rng };
     collected.register(this, { id: this.id, at: this.#captured }, this);
   }
 
@@ -284,7 +295,7 @@ export class Graph {
     client.enqueue({ k: 'captureEnd', graph: this.id, fuse: false }, undefined, c.stream);
     this.#capture = null;
     this.#lastError = c.error;
-    releaseGraph(this.id, { device: c.device, pool: c.pool, heldFrees: c.heldFrees });
+    releaseGraph(this.id, { device: c.device, pool: c.pool, heldFrees: c.heldFrees, rng: null });
   }
 
   /** Replays the captured work on the current stream of the graph's device (one command). */
@@ -294,7 +305,13 @@ export class Graph {
       throw new Error(`${this.label()}: Called CUDAGraph::replay without a preceding successful capture${this.#lastError ? ` (the capture was discarded: ${this.#lastError.message})` : this.#wasReset ? ' (the graph was reset)' : ''}.`);
     }
     const client = clientOf(at.device);
-    client.enqueue({ k: 'replay', graph: this.id }, undefined, at.device.type === 'cpu' ? 0 : client.stream);
+    let rng: { key: [number, number]; delta: number } | undefined;
+    if (at.rng) {
+      // this replay's draws: the next `span` blocks of the generator, `delta` past the captured ones
+      const { key, counter } = at.rng.g._draw(at.rng.span * 4);
+      rng = { key, delta: counter[0] + counter[1] * 2 ** 32 - at.rng.start };
+    }
+    client.enqueue({ k: 'replay', graph: this.id, rng }, undefined, at.device.type === 'cpu' ? 0 : client.stream);
   }
 
   #wasReset = false;
@@ -407,6 +424,34 @@ export function isCurrentStreamCapturing(device?: DeviceLike): boolean {
   const c = captures.get(dev);
   if (!c) return false;
   return c.streams.has(dev.type === 'cpu' ? 0 : clientOf(dev).stream);
+}
+
+/**
+ * Raises under capture on `device`'s current stream: op `op`'s output shape depends on the data
+ * (`nonzero`, `maskedSelect`), which a graph cannot have (its shapes are fixed at capture).
+ */
+export function dataDependentShape(op: string, device: Device): void {
+  const c = captures.get(device);
+  if (c && c.streams.has(device.type === 'cpu' ? 0 : clientOf(device).stream)) {
+    c.fail(`${op}'s output shape depends on the data (a sync point), so it cannot be captured: a graph's shapes are fixed at capture; use a static-shape form (e.g. where() with a mask) instead`);
+  }
+}
+
+/**
+ * A random op on `device` drew from `g` at counter offset `first`. Under capture, the graph
+ * notes it: each replay then draws fresh numbers, as PyTorch's graph-safe generators do (the
+ * worker adds the replay's offset to every captured draw's Philox counter).
+ */
+export function noteDraw(device: Device, g: Generator, first: number): void {
+  const c = captures.get(device);
+  if (!c || !c.streams.has(device.type === 'cpu' ? 0 : clientOf(device).stream)) return;
+  if (c.generator && c.generator !== g) {
+    c.fail('the captured random ops draw from two generators; a graph replays the draws of one (the default generator, or one torch.Generator)');
+  }
+  if (!c.generator) {
+    c.generator = g;
+    c.rngStart = first;
+  }
 }
 
 /** `torch.cpu`'s: whether the cpu is capturing a graph. */

@@ -19,7 +19,7 @@
 import { exposeWorker, onPortMessage } from '../platform.js';
 import { Board } from './board.js';
 import { serveCalls } from './channel.js';
-import { readBatch, type Batch, type Command, type DeviceInfo, type GraphInfo, type HostMemory, type SyncTarget, type TraceEntry, type WorkerApi, type WorkerProfile } from './protocol.js';
+import { bumpCounter, readBatch, type ReplayRng, type Batch, type Command, type DeviceInfo, type GraphInfo, type HostMemory, type SyncTarget, type TraceEntry, type WorkerApi, type WorkerProfile } from './protocol.js';
 import { Scheduler } from './scheduler.js';
 
 /** Runs `fn` after the tasks (messages) already queued: `setImmediate` in Node, a timeout elsewhere. */
@@ -69,8 +69,8 @@ export interface Backend {
    * replayed by the executor, command by command through `run` (no messages per op either way).
    */
   captureGraph?(id: number, cmds: Command[], fuse: boolean): number;
-  /** Replays graph `id` after the work recorded so far. */
-  replayGraph?(id: number): void;
+  /** Replays graph `id` after the work recorded so far (`rng`: its draws' key and counter offset). */
+  replayGraph?(id: number, rng?: ReplayRng): void;
   /** Forgets graph `id`. */
   dropGraph?(id: number): void;
 }
@@ -213,8 +213,9 @@ export function serve(backend: Backend): void {
         const g = graphs.get(cmd.graph);
         if (!g) throw new Error(`replay: graph ${cmd.graph} was never captured on this device, or was reset`);
         if (g.error) throw new Error(`replay: the capture of graph ${cmd.graph} failed: ${g.error.message}`);
-        if (backend.replayGraph) return backend.replayGraph(cmd.graph);
-        for (const c of g.cmds) backend.run(c);
+        if (backend.replayGraph) return backend.replayGraph(cmd.graph, cmd.rng);
+        const rng = cmd.rng;
+        for (const c of g.cmds) backend.run(rng && c.k === 'random' ? { ...c, key: rng.key, counter: bumpCounter(c.counter, rng.delta) } : c);
         return;
       }
       case 'graphReset':

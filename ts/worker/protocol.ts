@@ -95,7 +95,8 @@ export type Command =
    */
   | { k: 'captureBegin'; graph: number }
   | { k: 'captureEnd'; graph: number; fuse: boolean }
-  | { k: 'replay'; graph: number }
+  /** `rng`: the generator's key now, and how many Philox blocks past the captured draws this replay's draws start. */
+  | { k: 'replay'; graph: number; rng?: ReplayRng }
   | { k: 'graphReset'; graph: number }
   | { k: 'send'; peer: string; tag: number; id: number; byteOffset: number; bytes: number }
   | { k: 'recv'; peer: string; tag: number; id: number; byteOffset: number }
@@ -127,6 +128,18 @@ export const DEVICE_COMMANDS: ReadonlySet<Command['k']> = new Set(['segment', 'r
 
 /** What a sync waits for: everything, one stream's work so far, or one event's record. */
 export type SyncTarget = { all: true } | { stream: number } | { slot: number; version: number };
+
+/** A replay's random numbers: every captured draw's counter moves `delta` blocks on, under `key`. */
+export interface ReplayRng {
+  key: [number, number];
+  delta: number;
+}
+
+/** The Philox counter of a captured draw moved `delta` blocks on (the low and high words of a 64-bit count). */
+export function bumpCounter(counter: readonly number[], delta: number): [number, number, number, number] {
+  const v = counter[0] + counter[1] * 2 ** 32 + delta;
+  return [v % 2 ** 32 >>> 0, Math.floor(v / 2 ** 32) >>> 0, counter[2], counter[3]];
+}
 
 /** What a captured graph holds (`WorkerApi.graphInfo`). */
 export interface GraphInfo {

@@ -11,9 +11,9 @@
  * The buffers a graph binds are held (core.ts `holdBuffer`): a segment released, or a scratch
  * buffer retired meanwhile, is destroyed only once the last graph binding it is reset.
  */
-import type { Command } from '../protocol.js';
+import { bumpCounter, type Command, type ReplayRng } from '../protocol.js';
 import { contextBuffer } from '../scratch.js';
-import { device, flush, holdBuffer, maxBinding, openEncoder, retired, submitEvery, takeRecorded, unholdBuffer } from './core.js';
+import { device, flush, handOver, holdBuffer, maxBinding, openEncoder, pendingBinds, retired, submitEvery, takeRecorded, unholdBuffer } from './core.js';
 import { armChecks, collectChecks } from './checks.js';
 
 /** One dispatch of a graph, ready to encode. */
@@ -28,6 +28,9 @@ interface GraphDispatch {
 interface GpuGraph {
   dispatches: GraphDispatch[];
   params: GPUBuffer | null;
+  /** The params as written at capture, and the first word of each random dispatch's (wgsl/random.ts: key at +4, counter at +6). */
+  hostParams: Uint32Array;
+  randoms: number[];
   /** Every buffer the graph binds (held until reset). */
   held: GPUBuffer[];
   /** The device checks its kernels make. */
@@ -46,8 +49,13 @@ export function captureGraph(id: number, cmds: Command[], run: (cmd: Command) =>
   const retiredBefore = retired.length;
   collectChecks(checks);
   let taken: ReturnType<typeof takeRecorded>;
+  const randomAt: number[] = [];
   try {
-    for (const cmd of cmds) run(cmd);
+    for (const cmd of cmds) {
+      const first = pendingBinds.length;
+      run(cmd);
+      if (cmd.k === 'random') for (let i = first; i < pendingBinds.length; i++) randomAt.push(pendingBinds[i].offset / 4);
+    }
   } finally {
     collectChecks(null);
     taken = takeRecorded();
@@ -73,15 +81,29 @@ export function captureGraph(id: number, cmds: Command[], run: (cmd: Command) =>
   for (const b of held) holdBuffer(b);
   // the owned scratch buffers are destroyed with the graph (held back until then)
   for (const b of owned) retired.push(b);
-  graphs.set(id, { dispatches, params, held: [...held], checks });
+  const hostParams = new Uint32Array(taken.params.buffer, taken.params.byteOffset, taken.params.byteLength / 4);
+  graphs.set(id, { dispatches, params, hostParams, randoms: randomAt, held: [...held], checks });
   return dispatches.length;
 }
 
 /** Encodes graph `id`'s dispatches after the work recorded so far (one pass). */
-export function replayGraph(id: number): void {
+export function replayGraph(id: number, rng?: ReplayRng): void {
   const g = graphs.get(id);
   if (!g) throw new Error(`graph ${id} was never captured on this device (or was reset)`);
   if (!g.dispatches.length) return;
+  if (rng && g.randoms.length) {
+    // this replay's draws: the params' key and counter words, written once for the whole graph
+    // after the work recorded so far is submitted (a write lands before the next submit)
+    const words = g.hostParams.slice();
+    for (const w of g.randoms) {
+      const c = bumpCounter([g.hostParams[w + 6], g.hostParams[w + 7], g.hostParams[w + 8], g.hostParams[w + 9]], rng.delta);
+      words.set(rng.key, w + 4);
+      words.set(c, w + 6);
+    }
+    flush();
+    device.queue.writeBuffer(g.params!, 0, words);
+    handOver();
+  }
   const enc = openEncoder();
   const p = enc.beginComputePass();
   let current: GPUComputePipeline | null = null;
