@@ -43,10 +43,17 @@ function transfer(src: Tensor, dst: Device, nonBlocking = false): Tensor {
   const out = alloc(src.shape, src.dtype, dst);
   const bytes = src.numel() * elementSize(src.dtype);
   if (bytes) {
-    connect(src.device, dst);
-    const tag = nextTag++;
-    launch(src.device, { k: 'send', peer: String(dst), tag, id: c.storage.id, byteOffset: c.storage.byteOffset + c._offset * elementSize(src.dtype), bytes });
-    launch(dst, { k: 'recv', peer: String(src.device), tag, id: out.storage.id, byteOffset: out.storage.byteOffset });
+    try {
+      connect(src.device, dst);
+      const tag = nextTag++;
+      launch(src.device, { k: 'send', peer: String(dst), tag, id: c.storage.id, byteOffset: c.storage.byteOffset + c._offset * elementSize(src.dtype), bytes });
+      launch(dst, { k: 'recv', peer: String(src.device), tag, id: out.storage.id, byteOffset: out.storage.byteOffset });
+    } catch (e) {
+      // (a graph's capture refuses copies between devices)
+      out.dispose();
+      if (c !== src) c.dispose();
+      throw e;
+    }
   }
   if (c !== src) c.dispose();
   return out;

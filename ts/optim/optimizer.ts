@@ -96,9 +96,13 @@ export abstract class Optimizer {
               continue;
             }
             if (inPlace && typeof v === 'object' && old === undefined) {
+              value.dispose();
+              for (const u of Object.values(updates)) if (typeof u === 'object' && !Object.values(state).includes(u)) u.dispose();
               throw new Error(`${this.constructor.name}.step() under graph capture made its state '${k}' during capture, so every replay would take a first step again: run a few eager steps before capture (warmup, as in PyTorch's whole-network capture), so that the state exists`);
             }
             if (inPlace && typeof v === 'number' && v !== old) {
+              value.dispose();
+              for (const u of Object.values(updates)) if (typeof u === 'object' && !Object.values(state).includes(u)) u.dispose();
               throw new Error(`${this.constructor.name}.step() under graph capture keeps '${k}' as a host number, which a replay cannot advance: construct the optimizer with {capturable: true} (device step counts, as PyTorch's)`);
             }
             if (typeof old === 'object' && old !== v) old.dispose();

@@ -124,9 +124,7 @@ class Capture implements CaptureHook {
       this.fail(`a ${cmd.k === 'write' ? 'copy from the host' : 'copy between devices'} ('${cmd.k}') cannot be captured: a graph replays device work only; copy into a static input tensor before replay instead`);
     }
     if (!captured) {
-      if (stream === 0 && this.device.type === 'gpu' && this.mode !== 'relaxed') {
-        this.fail(`work on the default stream of ${this.device} while another stream of it is capturing would make the default stream depend on the capture (operation not permitted when stream is capturing; run it on another stream, or capture with captureErrorMode 'relaxed')`);
-      }
+      if (stream === 0 && this.device.type === 'gpu' && this.mode !== 'relaxed') this.defaultStreamWork();
       return stream;
     }
     if (stream !== this.stream) {
@@ -165,7 +163,14 @@ class Capture implements CaptureHook {
   }
 
   allocStream(stream: number): number {
-    return this.streams.has(stream) ? this.pool.stream : stream;
+    if (this.streams.has(stream)) return this.pool.stream;
+    // (before the op's output is allocated, so that nothing is left over)
+    if (stream === 0 && this.device.type === 'gpu' && this.mode !== 'relaxed') this.defaultStreamWork();
+    return stream;
+  }
+
+  private defaultStreamWork(): never {
+    this.fail(`work on the default stream of ${this.device} while another stream of it is capturing would make the default stream depend on the capture (operation not permitted when stream is capturing; run it on another stream, or capture with captureErrorMode 'relaxed')`);
   }
 
   holdFree(allocStream: number, free: () => void): boolean {
