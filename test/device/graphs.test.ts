@@ -4,6 +4,7 @@
  * private pool's memory, and each capture error, which raises, discards the capture and leaves
  * the runtime usable.
  */
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import * as torch from '../../dist/webtorch.js';
 import { suiteDevices } from '../devices.js';
@@ -356,6 +357,91 @@ describe('capture errors raise at capture time, discard the capture and leave th
       loss!.dispose();
       free(m, o);
       X.dispose();
+    }
+  });
+});
+
+describe('makeGraphedCallables', () => {
+  /** The digits (data/digits.u8, as the demo and amp.test.ts load them): train and test sets on `d`. */
+  function digits(d: string) {
+    const raw = readFileSync(new URL('../../data/digits.u8', import.meta.url));
+    const n = raw.length / 65, nTest = 360;
+    const order = [...Array(n).keys()];
+    let seed = 1234;
+    for (let i = n - 1; i > 0; i--) {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      const j = seed % (i + 1);
+      [order[i], order[j]] = [order[j], order[i]];
+    }
+    const px = new Float32Array(n * 64), lab: number[] = [];
+    order.forEach((src, i) => {
+      for (let j = 0; j < 64; j++) px[i * 64 + j] = raw[src * 65 + j] / 16;
+      lab.push(raw[src * 65 + 64]);
+    });
+    const X = torch.tidy(() => torch.tensor(px, { device: d }).reshape(n, 64)), Y = torch.tensor(Int32Array.from(lab), { dtype: 'int64', device: d });
+    return { n, nTest, X, Y };
+  }
+
+  it('forward and backward as two graphs train the digits model to the demo\'s accuracy, inside an eager loop', async () => {
+    for (const d of devices) {
+      const { n, nTest, X, Y } = digits(d);
+      torch.manualSeed(0);
+      const model = new nn.Sequential(new nn.Linear(64, 128), new nn.ReLU(), new nn.Linear(128, 64), new nn.ReLU(), new nn.Linear(64, 10)).to(d);
+      const opt = new optim.SGD(model.parameters(), { lr: 0.05, momentum: 0.9 });
+      const bs = 64, m = n - nTest;
+      const sample = torch.zeros([bs, 64], { device: d });
+      const graphed = await torch.gpu.makeGraphedCallables(model, [sample]) as torch.nn.Sequential;
+      expect(graphed).toBe(model);
+      const losses: number[] = [];
+      for (let epoch = 0; epoch < 10; epoch++) {
+        for (let i = 0; i + bs <= m; i += bs) {
+          const [xb, yb] = [X.narrow(0, nTest + i, bs), Y.narrow(0, nTest + i, bs)];
+          opt.zeroGrad();
+          const loss = torch.tidy(() => torch.nn.functional.crossEntropy(graphed.call(xb), yb));
+          loss.backward();
+          opt.step();
+          if (i === 0) losses.push(Number(await loss.item()));
+          for (const t of [xb, yb, loss]) t.dispose();
+        }
+      }
+      // eval mode runs the module's own forward (captured in training mode), as PyTorch's
+      model.eval();
+      const correct = torch.noGrad(() => torch.tidy(() => model.call(X.narrow(0, 0, nTest)).argmax(1).eq(Y.narrow(0, 0, nTest)).sum()));
+      const acc = Number(await correct.item()) / nTest;
+      expect(acc, `${d} accuracy`).toBeGreaterThan(0.9);
+      expect(losses[9]).toBeLessThan(losses[0] / 4);
+      const [fwd, bwd] = (model as unknown as { graphed: { graphs: torch.gpu.Graph[] } }).graphed.graphs;
+      expect((await fwd.info()).commands).toBeGreaterThan(0);
+      expect((await bwd.info()).commands).toBeGreaterThan(0);
+      (model as unknown as { graphed: { reset(): void } }).graphed.reset();
+      correct.dispose();
+      free(model, opt);
+      for (const t of [X, Y, sample]) t.dispose();
+    }
+  }, 300_000);
+
+  it('a graphed function gives the eager function\'s outputs and input gradients', async () => {
+    for (const d of devices) {
+      const w = torch.randn([5, 3], { device: d });
+      const fn = (x: torch.Tensor) => torch.tidy(() => x.matmul(w).tanh());
+      const sample = torch.randn([4, 5], { device: d }).requiresGrad_();
+      const graphed = await torch.gpu.makeGraphedCallables(fn, [sample]) as ((x: torch.Tensor) => torch.Tensor) & { reset(): void };
+      const x = torch.randn([4, 5], { device: d }).requiresGrad_();
+      const y = graphed(x);
+      const loss = torch.tidy(() => y.square().sum());
+      loss.backward();
+      const gGraphed = await x.grad!.data();
+      const yGraphed = await y.data();
+      x.grad!.dispose();
+      x.grad = null;
+      const y2 = fn(x);
+      const loss2 = torch.tidy(() => y2.square().sum());
+      loss2.backward();
+      const gEager = await x.grad!.data(), yEager = await y2.data();
+      yGraphed.forEach((v, i) => expect(v).toBeCloseTo(yEager[i], 5));
+      gGraphed.forEach((v, i) => expect(v).toBeCloseTo(gEager[i], 5));
+      graphed.reset();
+      for (const t of [w, sample, x, x.grad!, y, y2, loss, loss2]) t.dispose();
     }
   });
 });

@@ -459,6 +459,19 @@ export function noteDraw(device: Device, g: Generator, first: number): void {
   }
 }
 
+/** Tensors that captured graphs read as static inputs (makeGraphedCallables' parameters). */
+const graphStatic = new WeakSet<object>();
+
+/** @internal Marks `t` as read by a graph: its data must change in place (an optimizer copies into it). */
+export function markGraphStatic(t: object): void {
+  graphStatic.add(t);
+}
+
+/** @internal Whether a graph reads `t` (see `markGraphStatic`). */
+export function isGraphStatic(t: object): boolean {
+  return graphStatic.has(t);
+}
+
 /** `torch.cpu`'s: whether the cpu is capturing a graph. */
 export function cpuIsCurrentStreamCapturing(): boolean {
   return captures.has(toDevice('cpu'));

@@ -104,6 +104,10 @@ export function replayGraph(id: number, rng?: ReplayRng): void {
     device.queue.writeBuffer(g.params!, 0, words);
     handOver();
   }
+  // Eager dispatches recorded before the replay go to the queue first: their params block is
+  // written when they are encoded, and the next eager batch reuses it from offset 0, so it must
+  // not share an encoder (one submit) with them.
+  if (pendingBinds.length) flush();
   const enc = openEncoder();
   const p = enc.beginComputePass();
   let current: GPUComputePipeline | null = null;
