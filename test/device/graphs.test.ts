@@ -213,6 +213,59 @@ describe('capture and replay', () => {
   });
 });
 
+describe('capturable optimizers', () => {
+  it('Adam({capturable: true}) keeps its step count on the device: eager steps match Adam, 10 replays match 10 eager steps; plain Adam refuses capture', async () => {
+    for (const d of devices) {
+      const X = torch.randn([16, 8], { device: d }), Y = torch.randint(0, 4, [16], { device: d });
+      const lossFn = new nn.CrossEntropyLoss();
+      const step = (m: torch.nn.Module, o: torch.optim.Optimizer) => {
+        o.zeroGrad();
+        const l = torch.tidy(() => lossFn.call(m.call(X), Y));
+        l.backward();
+        o.step();
+        l.dispose();
+      };
+      const a = mlp(d), oa = new optim.Adam(a.parameters(), { lr: 0.01 });
+      for (let i = 0; i < 13; i++) step(a, oa);
+      const b = mlp(d), ob = new optim.Adam(b.parameters(), { lr: 0.01, capturable: true });
+      for (let i = 0; i < 3; i++) step(b, ob);
+      const stepT = ob.state.get([...b.parameters()][0])!.step as torch.Tensor;
+      expect(stepT).toBeInstanceOf(torch.Tensor);
+      expect(String(stepT.device)).toBe(d);
+      ob.zeroGrad();
+      const g = newGraph(d);
+      let loss: torch.Tensor | null = null;
+      await capture(d, g, () => {
+        loss = torch.tidy(() => lossFn.call(b.call(X), Y));
+        loss.backward();
+        ob.step();
+      });
+      for (let i = 0; i < 10; i++) g.replay();
+      expect(await stepT.item()).toBe(13);
+      const want = await values(a.parameters()), got = await values(b.parameters());
+      got.forEach((v, i) => expect(Math.abs(v - want[i]), `${d} parameter element ${i}`).toBeLessThanOrEqual(1e-4 * (1 + Math.abs(want[i]))));
+      g.reset();
+      loss!.dispose();
+      // plain Adam keeps its step on the host: capture refuses it, as PyTorch does
+      const c = mlp(d), oc = new optim.Adam(c.parameters(), { lr: 0.01 });
+      step(c, oc);
+      oc.zeroGrad();
+      let l2: torch.Tensor | null = null;
+      await expect(capture(d, g, () => {
+        l2 = torch.tidy(() => lossFn.call(c.call(X), Y));
+        l2.backward();
+        oc.step();
+      })).rejects.toThrow("Attempting CUDA graph capture of step() for an instance of Adam but param_groups' capturable is False.");
+      l2!.dispose();
+      free(a, oa);
+      free(b, ob);
+      free(c, oc);
+      X.dispose();
+      Y.dispose();
+    }
+  });
+});
+
 describe('the private memory pool', () => {
   it('allocations during capture come from the graph\'s pool, kept from emptyCache until the graph is reset; then the memory goes back', async () => {
     for (const d of devices) {

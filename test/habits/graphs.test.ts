@@ -24,7 +24,7 @@ describe('torch.cuda overview: CUDA Graphs', () => {
     const g = new torch.cuda.CUDAGraph();
 
     await torch.cuda.graph(g, () => {
-      staticOutput = staticInput.matmul(staticInput.T);
+      staticOutput = torch.tidy(() => staticInput.matmul(staticInput.T)); // static_input @ static_input.T
     });
 
     // Replay graph (much faster)
@@ -33,7 +33,7 @@ describe('torch.cuda overview: CUDA Graphs', () => {
     }
 
     // what the replays computed: the product, as eager computes it
-    const eager = staticInput.matmul(staticInput.T);
+    const eager = torch.tidy(() => staticInput.matmul(staticInput.T));
     const [got, want] = [await staticOutput.data(), await eager.data()];
     expect(staticOutput).not.toBe(empty); // the capture made a new (pool) tensor, as in PyTorch
     for (const i of [0, 1001, 999_999, 123_456]) expect(got[i]).toBeCloseTo(want[i], 3);
