@@ -86,6 +86,16 @@ export interface CaptureHook {
   allocStream(stream: number): number;
   /** Whether the free of a block of allocator stream `allocStream` waits for the graph (`free` runs then). */
   holdFree(allocStream: number, free: () => void): boolean;
+  /** A storage allocated during capture (what is alive at capture end goes with `captureEnd`, for fusion). */
+  noteAlloc(s: CapturedStorage): void;
+}
+
+/** What the capture needs of a storage. */
+export interface CapturedStorage {
+  readonly id: number;
+  readonly byteOffset: number;
+  readonly bytes: number;
+  readonly freed: boolean;
 }
 
 /** Commands that are the facade's bookkeeping, not device work: they pass on any stream. */
@@ -104,6 +114,8 @@ class Capture implements CaptureHook {
   private readonly events = new Map<string, { stream: number; work: number }>();
   /** Frees of general-pool blocks held until the graph is reset. */
   readonly heldFrees: (() => void)[] = [];
+  /** Storages allocated during capture. */
+  readonly allocated: CapturedStorage[] = [];
   /** Why the capture was discarded, once it was. */
   error: Error | null = null;
   /** The generator the captured random ops draw from, and the counter offset of the first draw. */
@@ -173,6 +185,15 @@ class Capture implements CaptureHook {
     this.fail(`work on the default stream of ${this.device} while another stream of it is capturing would make the default stream depend on the capture (operation not permitted when stream is capturing; run it on another stream, or capture with captureErrorMode 'relaxed')`);
   }
 
+  noteAlloc(s: CapturedStorage): void {
+    this.allocated.push(s);
+  }
+
+  /** The blocks allocated during capture and alive now: (segment, byte offset, bytes) triples. */
+  live(): number[] {
+    return this.allocated.filter((s) => !s.freed).flatMap((s) => [s.id, s.byteOffset, s.bytes]);
+  }
+
   holdFree(allocStream: number, free: () => void): boolean {
     if (allocStream === this.pool.stream || allocStream >= POOL_STREAM_BASE) return false;
     this.heldFrees.push(free);
@@ -213,7 +234,10 @@ function releaseGraph(id: number, at: Captured): void {
 
 /** Options of `captureBegin` beyond PyTorch's (webtorch's fusion flag). */
 export interface CaptureOptions {
-  /** Fuse chains of elementwise ops into one kernel at capture end where the backend can (default true). */
+  /**
+   * Fuse chains of float32 elementwise ops whose intermediates are dead at capture end into one
+   * kernel each, where the backend can (the gpu; default true). `false` replays every op's kernel.
+   */
   fuse?: boolean;
 }
 
@@ -278,7 +302,7 @@ export class Graph {
     const client = clientOf(c.device);
     client.capture = null;
     captures.delete(c.device);
-    client.enqueue({ k: 'captureEnd', graph: this.id, fuse: this.#fuse }, undefined, c.stream);
+    client.enqueue({ k: 'captureEnd', graph: this.id, fuse: this.#fuse, live: this.#fuse ? c.live() : [] }, undefined, c.stream);
     this.#capture = null;
     let rng: Captured['rng'] = null;
     if (c.generator) {

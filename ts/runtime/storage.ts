@@ -50,6 +50,7 @@ export class Storage {
     this.block = a.block;
     this.id = a.segment;
     this.byteOffset = a.offset;
+    this.client.capture?.noteAlloc(this);
   }
 
   /** Allocates `bytes` on a device; throws `OutOfMemoryError` at the call when it cannot. */

@@ -65,10 +65,11 @@ export interface Backend {
   traceSeq?(seq: number): void;
   /**
    * Prepares captured commands as graph `id` for replay (`fuse`: fusing elementwise chains where
-   * the backend can); returns the dispatches a replay makes. A backend without it has its graphs
+   * the backend can, whose intermediates are not in `live`, the blocks alive at capture end as
+   * (segment, byte offset, bytes) triples); returns the dispatches a replay makes. A backend without it has its graphs
    * replayed by the executor, command by command through `run` (no messages per op either way).
    */
-  captureGraph?(id: number, cmds: Command[], fuse: boolean): number;
+  captureGraph?(id: number, cmds: Command[], fuse: boolean, live: number[]): number;
   /** Replays graph `id` after the work recorded so far (`rng`: its draws' key and counter offset). */
   replayGraph?(id: number, rng?: ReplayRng): void;
   /** Forgets graph `id`. */
@@ -200,7 +201,7 @@ export function serve(backend: Backend): void {
         let info: GraphInfo | null = null, error = c.error;
         if (!error) {
           try {
-            const dispatches = backend.captureGraph ? backend.captureGraph(cmd.graph, c.cmds, cmd.fuse) : c.cmds.length;
+            const dispatches = backend.captureGraph ? backend.captureGraph(cmd.graph, c.cmds, cmd.fuse, cmd.live ?? []) : c.cmds.length;
             info = { commands: c.cmds.length, dispatches };
           } catch (e) {
             error = e instanceof Error ? e : new Error(String(e));

@@ -179,7 +179,7 @@ export const gpuBackend: Backend = {
     if (submitEvery && pendingBinds.length >= submitEvery) flush();
   },
   flush,
-  captureGraph: (id, cmds) => captureGraph(id, cmds, run),
+  captureGraph: (id, cmds, fuse, live) => captureGraph(id, cmds, run, fuse, live),
   replayGraph,
   dropGraph,
   read,

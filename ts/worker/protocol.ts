@@ -90,11 +90,11 @@ export type Command =
    * Graphs (ts/runtime/graphs.ts). `captureBegin`: the stream's later commands, up to its
    * `captureEnd`, are kept as graph `graph` instead of run (as CUDA, capture runs nothing).
    * `captureEnd` prepares them for replay (`fuse`: the elementwise chains fused, where the
-   * backend fuses). `replay`: the graph's commands, in this stream's order. `graphReset` (a device
+   * backend fuses; `live`: the blocks alive at capture end, as (segment, byte offset, bytes)). `replay`: the graph's commands, in this stream's order. `graphReset` (a device
    * command, run after every command received before it): forgets the graph.
    */
   | { k: 'captureBegin'; graph: number }
-  | { k: 'captureEnd'; graph: number; fuse: boolean }
+  | { k: 'captureEnd'; graph: number; fuse: boolean; live?: number[] }
   /** `rng`: the generator's key now, and how many Philox blocks past the captured draws this replay's draws start. */
   | { k: 'replay'; graph: number; rng?: ReplayRng }
   | { k: 'graphReset'; graph: number }

@@ -1,7 +1,7 @@
 /**
  * Captured graphs on the gpu worker (`torch.gpu.graph`, ts/runtime/graphs.ts).
  *
- * Capture runs the graph's commands through the ordinary launch paths once, at capture end,
+ * Capture runs the graph's commands (fused where it can: gpu/fuse.ts) through the ordinary launch paths once, at capture end,
  * with nothing submitted: what they record (pipelines, buffers, grids and one params block) is
  * taken out of the batch, the params go into one buffer of the graph's own, written once, and
  * every dispatch's bind group is built then. A replay is then only the encode loop: one pass,
@@ -15,6 +15,7 @@ import { bumpCounter, type Command, type ReplayRng } from '../protocol.js';
 import { contextBuffer } from '../scratch.js';
 import { device, flush, handOver, holdBuffer, maxBinding, openEncoder, pendingBinds, retired, submitEvery, takeRecorded, unholdBuffer } from './core.js';
 import { armChecks, collectChecks } from './checks.js';
+import { fuseChains, runFused } from './fuse.js';
 
 /** One dispatch of a graph, ready to encode. */
 interface GraphDispatch {
@@ -43,7 +44,9 @@ const graphs = new Map<number, GpuGraph>();
  * Captures `cmds` (a stream's commands between capture begin and end) as graph `id`, running
  * each through `run` with nothing submitted. Returns how many dispatches a replay encodes.
  */
-export function captureGraph(id: number, cmds: Command[], run: (cmd: Command) => void): number {
+export function captureGraph(id: number, captured: Command[], run: (cmd: Command) => void, fuse = false, live: number[] = []): number {
+  // fusion is a rewrite of the list (gpu/fuse.ts)
+  const cmds = fuse ? fuseChains(captured, live) : captured;
   flush();
   const checks = new Map<string, number>();
   const retiredBefore = retired.length;
@@ -53,7 +56,8 @@ export function captureGraph(id: number, cmds: Command[], run: (cmd: Command) =>
   try {
     for (const cmd of cmds) {
       const first = pendingBinds.length;
-      run(cmd);
+      if (cmd.k === 'fused') runFused(cmd);
+      else run(cmd);
       if (cmd.k === 'random') for (let i = first; i < pendingBinds.length; i++) randomAt.push(pendingBinds[i].offset / 4);
     }
   } finally {
