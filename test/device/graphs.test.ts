@@ -266,6 +266,113 @@ describe('capturable optimizers', () => {
   });
 });
 
+describe('fusion at capture end', () => {
+  /** Captures a chain of 8 elementwise ops (fuse on or off); returns its output, what it keeps, the dispatches. */
+  async function chain(d: string, fuse: boolean, keep: boolean) {
+    const x = torch.linspace(-2, 2, 1000, { device: d }), w = torch.full([1000], 0.5, { device: d });
+    const g = newGraph(d);
+    let out: torch.Tensor | null = null, kept: torch.Tensor | null = null;
+    await capture(d, g, () => {
+      const steps = [(a: torch.Tensor) => a.mul(2), (a: torch.Tensor) => a.add(w), (a: torch.Tensor) => a.relu(), (a: torch.Tensor) => a.sub(0.25),
+        (a: torch.Tensor) => a.exp(), (a: torch.Tensor) => a.mul(a), (a: torch.Tensor) => a.div(3), (a: torch.Tensor) => a.tanh()];
+      let t = x;
+      steps.forEach((f, i) => {
+        const next = f(t);
+        if (t !== x && t !== kept) t.dispose();
+        if (keep && i === 3) kept = next; // alive at capture end: written out, so the chain is cut after it
+        t = next;
+      });
+      out = t;
+    }, { fuse });
+    const dispatches = await g.dispatchCount();
+    g.replay();
+    const result = { out: Array.from(await out!.data()), kept: kept ? Array.from(await (kept as torch.Tensor).data()) : null, dispatches };
+    g.reset();
+    for (const t of [x, w, out!, kept]) t?.dispose();
+    return result;
+  }
+
+  it('a chain of elementwise ops replays as one generated kernel on a GPU, with eager\'s results; {fuse: false} replays every op', async () => {
+    for (const d of devices) {
+      const fused = await chain(d, true, false), plain = await chain(d, false, false);
+      expect(plain.dispatches).toBe(8);
+      expect(fused.dispatches, d).toBe(d === 'cpu' ? 8 : 1); // the cpu replays its commands (no fusion there yet)
+      const x = torch.linspace(-2, 2, 1000, { device: d });
+      const e = torch.tidy(() => x.mul(2).add(0.5).relu().sub(0.25).exp().square().div(3).tanh());
+      const eager = await e.data();
+      e.dispose();
+      fused.out.forEach((v, i) => expect(Math.abs(v - eager[i]), `${d} element ${i}`).toBeLessThanOrEqual(1e-6 * (1 + Math.abs(eager[i]))));
+      expect(plain.out).toEqual(Array.from(eager));
+      x.dispose();
+    }
+  });
+
+  it('an intermediate alive at capture end is written out: the chain is cut there', async () => {
+    for (const d of devices.filter((x) => x !== 'cpu')) {
+      const r = await chain(d, true, true), plain = await chain(d, false, true);
+      expect(r.dispatches).toBe(2);
+      r.kept!.forEach((v, i) => expect(v).toBeCloseTo(plain.kept![i], 6));
+      r.out.forEach((v, i) => expect(v).toBeCloseTo(plain.out[i], 6));
+    }
+  });
+
+  it('the chain of 1,000 adds replays in 16 dispatches; a fused MLP training step matches the unfused one', async () => {
+    for (const d of devices.filter((x) => x !== 'cpu')) {
+      const X = torch.ones([4], { device: d }), g = newGraph(d);
+      let y: torch.Tensor | null = null;
+      await capture(d, g, () => {
+        let t = X;
+        for (let i = 0; i < 1000; i++) {
+          const next = t.add(X);
+          if (t !== X) t.dispose();
+          t = next;
+        }
+        y = t;
+      });
+      expect(await g.info()).toEqual({ commands: 1000, dispatches: 16 });
+      g.replay();
+      g.replay();
+      expect(await y!.tolist()).toEqual([1001, 1001, 1001, 1001]);
+      g.reset();
+      y!.dispose();
+      X.dispose();
+      // a training step, fused and not
+      const Xb = torch.randn([32, 8], { device: d }), Yb = torch.randint(0, 4, [32], { device: d });
+      const lossFn = new nn.CrossEntropyLoss();
+      const trained = async (fuse: boolean) => {
+        const m = mlp(d), o = new optim.SGD(m.parameters(), { lr: 0.1, momentum: 0.9 });
+        for (let i = 0; i < 2; i++) {
+          o.zeroGrad();
+          const l = torch.tidy(() => lossFn.call(m.call(Xb), Yb));
+          l.backward();
+          o.step();
+          l.dispose();
+        }
+        o.zeroGrad();
+        const gr = newGraph(d);
+        let loss: torch.Tensor | null = null;
+        await capture(d, gr, () => {
+          loss = torch.tidy(() => lossFn.call(m.call(Xb), Yb));
+          loss.backward();
+          o.step();
+        }, { fuse });
+        const info = await gr.info();
+        for (let i = 0; i < 10; i++) gr.replay();
+        const v = await values(m.parameters());
+        gr.reset();
+        loss!.dispose();
+        free(m, o);
+        return { v, info };
+      };
+      const a = await trained(true), b = await trained(false);
+      expect(a.info.dispatches).toBeLessThan(b.info.dispatches);
+      a.v.forEach((v, i) => expect(Math.abs(v - b.v[i]), `${d} parameter element ${i}`).toBeLessThanOrEqual(1e-5 * (1 + Math.abs(b.v[i]))));
+      Xb.dispose();
+      Yb.dispose();
+    }
+  });
+});
+
 describe('the private memory pool', () => {
   it('allocations during capture come from the graph\'s pool, kept from emptyCache until the graph is reset; then the memory goes back', async () => {
     for (const d of devices) {
