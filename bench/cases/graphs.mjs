@@ -3,7 +3,8 @@
 // and its torch.cuda.graphs replay in the same run; and the chain of 1,000 tiny adds replayed, in
 // µs per op (against the eager `launch` row). Each replay row logs the dispatches a replay makes
 // and the commands the eager step sends (`[graphs] ...` lines), the dispatches per step.
-// Fusion of elementwise chains at capture is not built yet: the `fuse` flag changes nothing.
+// Replays fuse elementwise chains on the GPU (ts/worker/gpu/fuse.ts); the `, unfused` rows replay
+// with {fuse: false}, for comparison.
 import { compare } from '../lib/harness.mjs';
 import cnn from './cnn.mjs';
 import train from './train.mjs';
@@ -11,16 +12,16 @@ import train from './train.mjs';
 const OPS = 1000, N = 4;
 
 /** A case that replays what `base` runs eagerly: its rows, check and inputs, webtorch captured. */
-function replayed(base, name, label) {
+function replayed(base, name, label, fuse = true) {
   return {
     ...base,
     name,
     group: 'graphs',
     requires: (torch) => base.requires?.(torch) ?? (typeof torch.gpu?.graph === 'function' ? null : 'torch.gpu.graph'),
-    rows: (quick, device, ctx) => base.rows(quick, device, ctx).map((r) => ({ ...r, label: `${label}, replayed` })),
+    rows: (quick, device, ctx) => base.rows(quick, device, ctx).map((r) => ({ ...r, label: `${label}, replayed${fuse ? '' : ', unfused'}` })),
     impls: {
       webtorch(ctx, p, inp) {
-        const graphed = {};
+        const graphed = { fuse };
         const impl = base.impls.webtorch({ ...ctx, graphed }, p, inp);
         const launch = impl.launch;
         let told = false;
@@ -28,19 +29,20 @@ function replayed(base, name, label) {
           const r = launch();
           if (r && !told) {
             told = true;
-            return r.then(() => console.error(`[graphs] ${label} on ${ctx.device}: a step is ${graphed.info.commands} commands and ${graphed.info.dispatches} dispatches; eager sends the commands, a replay is 1 command with the same dispatches`));
+            return r.then(() => console.error(`[graphs] ${label}${fuse ? '' : ' (unfused)'} on ${ctx.device}: a step is ${graphed.info.commands} commands and ${graphed.info.dispatches} dispatches; eager sends the commands, a replay is 1 command with the same dispatches`));
           }
           return r;
         };
         return impl;
       },
     },
-    torchJob: (p, device) => ({ ...base.torchJob(p, device), op: `${base.torchJob(p, device).op}_graph` }),
+    // PyTorch's replay once (its graphs do not fuse)
+    torchJob: fuse ? (p, device) => ({ ...base.torchJob(p, device), op: `${base.torchJob(p, device).op}_graph` }) : undefined,
   };
 }
 
 /** The chain of 1,000 adds captured once; a launch replays it and the sync point reads the result. */
-function chainReplay(ctx, { ops }) {
+function chainReplay(ctx, { ops, fuse }) {
   const { torch } = ctx;
   const ns = ctx.wt.type === 'cpu' ? torch.cpu : torch.gpu;
   const X = torch.ones([N], { device: ctx.wt });
@@ -59,9 +61,9 @@ function chainReplay(ctx, { ops }) {
             t = next;
           }
           y = t;
-        });
+        }, { fuse });
         const info = await g.info();
-        console.error(`[graphs] chain of ${ops} adds on ${ctx.device}: ${info.commands} commands, ${info.dispatches} dispatches per replay`);
+        console.error(`[graphs] chain of ${ops} adds${fuse ? '' : ' (unfused)'} on ${ctx.device}: ${info.commands} commands, ${info.dispatches} dispatches per replay`);
         g.replay();
       })();
     },
@@ -74,17 +76,22 @@ function chainReplay(ctx, { ops }) {
 /** @type {import('./common.mjs').Case[]} */
 export default [
   replayed(train[0], 'mlp_train_graph', 'MLP train step (SGD)'),
+  replayed(train[0], 'mlp_train_graph_unfused', 'MLP train step (SGD)', false),
   replayed(cnn[0], 'cnn_train_graph', 'small CNN train step (SGD)'),
+  replayed(cnn[0], 'cnn_train_graph_unfused', 'small CNN train step (SGD)', false),
   {
     name: 'launch_graph',
     group: 'graphs',
     unit: 'µs/op',
     higherIsBetter: false,
     requires: (torch) => (typeof torch.gpu?.graph === 'function' ? null : 'torch.gpu.graph'),
-    rows: () => [{ label: 'launch: chain of 1000 adds, replayed', size: `[${N}]`, params: { ops: OPS } }],
+    rows: () => [
+      { label: 'launch: chain of 1000 adds, replayed', size: `[${N}]`, params: { ops: OPS, fuse: true } },
+      { label: 'launch: chain of 1000 adds, replayed, unfused', size: `[${N}]`, params: { ops: OPS, fuse: false } },
+    ],
     check: ({ ops }) => (out) => compare(out, N, () => [ops + 1, 0]),
     figure: ({ ops }, sec) => (sec * 1e6) / ops,
     impls: { webtorch: chainReplay },
-    torchJob: ({ ops }) => ({ op: 'chain_add_graph', n: N, ops }),
+    torchJob: ({ ops, fuse }) => (fuse ? { op: 'chain_add_graph', n: N, ops } : null),
   },
 ];
