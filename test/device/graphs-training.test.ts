@@ -106,6 +106,24 @@ describe('fusion at capture end', () => {
     }
   });
 
+  it('a chain with a broadcast operand (a bias over rows) and a transposed one fuses, with eager\'s results', async () => {
+    for (const d of devices.filter((x) => x !== 'cpu')) {
+      const x = torch.randn([6, 5], { device: d }), b = torch.randn([5], { device: d }), m = torch.randn([5, 6], { device: d });
+      const g = newGraph(d);
+      let out: torch.Tensor | null = null;
+      await capture(d, g, () => {
+        out = torch.tidy(() => x.add(b).relu().mul(m.T).sub(b));
+      });
+      expect(await g.dispatchCount()).toBe(1);
+      g.replay();
+      const e = torch.tidy(() => x.add(b).relu().mul(m.T).sub(b));
+      const [got, want] = [await out!.data(), await e.data()];
+      got.forEach((v, i) => expect(v).toBeCloseTo(want[i], 6));
+      g.reset();
+      for (const t of [x, b, m, out!, e]) t.dispose();
+    }
+  });
+
   it('an intermediate alive at capture end is written out: the chain is cut there', async () => {
     for (const d of devices.filter((x) => x !== 'cpu')) {
       const r = await chain(d, true, true), plain = await chain(d, false, true);

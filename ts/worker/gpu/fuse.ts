@@ -1,8 +1,8 @@
 /**
  * Fusion at capture end: a rewrite of a graph's captured command list (ts/worker/gpu/graphs.ts).
  *
- * A chain is a run of consecutive float32 `unary`/`binary` commands over contiguous operands of
- * one size, each reading the output of the one before; it becomes one fused kernel
+ * A chain is a run of consecutive float32 `unary`/`binary` commands of one shape (operands
+ * contiguous, or strided forward such as a broadcast bias), each reading the output of the one before; it becomes one fused kernel
  * (wgsl/fused.ts) when every intermediate output is dead: not alive at capture end (the facade
  * sends the live blocks with `captureEnd`), and not read by any later command before a command
  * writes it again. Reads are told conservatively: an operand of another dtype, or one whose
@@ -21,6 +21,7 @@ import { BINARY, UNARY, buf, dispatchCode } from './core.js';
 export interface FusedCommand {
   k: 'fused';
   n: number;
+  shape: number[];
   out: Place;
   inputs: ViewRef[];
   steps: string[];
@@ -53,7 +54,8 @@ function exprOf(cmd: Command): string | null {
   const e = op.wgsl.f32;
   if (!e || checksDivisor(e) || /\bi\b/.test(e)) return null;
   const ops: Operand[] = cmd.k === 'unary' ? [cmd.a] : [cmd.a, cmd.b];
-  for (const o of ops) if (typeof o !== 'number' && !contiguous(o, cmd.shape)) return null;
+  // contiguous operands, or strided ones reading forward (a broadcast bias: stride 0)
+  for (const o of ops) if (typeof o !== 'number' && !contiguous(o, cmd.shape) && (o.strides.length !== cmd.shape.length || o.strides.some((t) => t < 0))) return null;
   return e;
 }
 
@@ -102,14 +104,28 @@ function deadAfter(cmds: (Command | FusedCommand)[], from: number, id: number, s
   return true;
 }
 
-/** Whether `n` elements from `a` and from `b` share memory. */
-const overlaps = (a: Place, b: Place, n: number): boolean => a.id === b.id && a.offset < b.offset + n && b.offset < a.offset + n;
+/** How many elements from its offset a view of `shape` spans. */
+const extentOf = (r: Place, shape: number[]): number => {
+  const strides = (r as ViewRef).strides;
+  if (!strides) return numel(shape);
+  let e = 1;
+  for (let d = 0; d < shape.length; d++) e += (shape[d] - 1) * Math.abs(strides[d]);
+  return e;
+};
+
+/** Whether view `a` and `n` contiguous elements from `b` share memory (`a` over `shape`). */
+const overlaps = (a: Place, b: Place, n: number, shape: number[]): boolean => a.id === b.id && a.offset < b.offset + n && b.offset < a.offset + extentOf(a, shape);
+
+/** Whether an operand is the contiguous view of `prev` (the last step's output). */
+const isPrev = (o: Operand, prev: Place, shape: number[]): o is ViewRef => typeof o !== 'number' && o.id === prev.id && o.offset === prev.offset && contiguous(o, shape);
+
+const sameView = (a: ViewRef, b: ViewRef) => a.id === b.id && a.offset === b.offset && String(a.strides) === String(b.strides);
 
 /** Reads an operand as a chain step's argument: the last step, a (new or known) input, or a literal. */
-function argOf(o: Operand, prev: Place | null, inputs: ViewRef[]): string {
+function argOf(o: Operand, prev: Place | null, inputs: ViewRef[], shape: number[]): string {
   if (typeof o === 'number') return `bitcast<f32>(${o >>> 0}u)`;
-  if (prev && o.id === prev.id && o.offset === prev.offset) return 'PREV';
-  let j = inputs.findIndex((r) => r.id === o.id && r.offset === o.offset);
+  if (prev && isPrev(o, prev, shape)) return 'PREV';
+  let j = inputs.findIndex((r) => sameView(r, o));
   if (j < 0) j = inputs.push(o) - 1;
   return `a${j}`;
 }
@@ -121,7 +137,7 @@ const lit = (x: number) => ((F[0] = x), `bitcast<f32>(${U[0]}u)`);
 /** One step's WGSL: the op's expression with its operands and scalars substituted. */
 function stepOf(cmd: MapCmd, expr: string, prev: Place | null, inputs: ViewRef[], k: number): string {
   const ops: Operand[] = cmd.k === 'unary' ? [cmd.a] : [cmd.a, cmd.b];
-  const args = ops.map((o) => argOf(o, prev, inputs).replace('PREV', `t${k - 1}`));
+  const args = ops.map((o) => argOf(o, prev, inputs, cmd.shape).replace('PREV', `t${k - 1}`));
   const scalars = cmd.k === 'unary' ? cmd.s : [cmd.alpha];
   return `(${expr.replace(/\b([xs])(\d)\b/g, (_, v: string, d: string) => (v === 'x' ? args[Number(d)] : lit(scalars[Number(d)] ?? 0)))})`;
 }
@@ -145,13 +161,13 @@ export function fuseChains(cmds: Command[], live: number[]): (Command | FusedCom
       const next = cmds[end + 1], e = exprOf(next);
       if (!e) break;
       const c = next as MapCmd;
-      if (numel(c.shape) !== n) break;
+      if (String(c.shape) !== String(c0.shape)) break;
       const ops: Operand[] = c.k === 'unary' ? [c.a] : [c.a, c.b];
-      if (!ops.some((o) => typeof o !== 'number' && o.id === prev.id && o.offset === prev.offset)) break;
+      if (!ops.some((o) => isPrev(o, prev, c.shape))) break;
       // the intermediate `prev` must be dead once `next` has read it
       if (!deadAfter(cmds, end + 1, prev.id, prev.offset, prev.offset + n, live)) break;
       // no other operand of `next` may read what a step of the chain wrote (it is not written out)
-      if (ops.some((o) => typeof o !== 'number' && !(o.id === prev.id && o.offset === prev.offset) && written.some((w) => overlaps(o, w, n)))) break;
+      if (ops.some((o) => typeof o !== 'number' && !isPrev(o, prev, c.shape) && written.some((w) => overlaps(o, w, n, c.shape)))) break;
       const trial = inputs.slice();
       const step = stepOf(c, e, prev, trial, steps.length);
       inputs.length = 0;
@@ -163,13 +179,13 @@ export function fuseChains(cmds: Command[], live: number[]): (Command | FusedCom
     }
     // an input sharing memory with the output must be the output's own elements (each invocation
     // reads its element before writing it; a shifted view would race with the others' writes)
-    if (inputs.some((r) => overlaps(r, prev, n) && !(r.id === prev.id && r.offset === prev.offset))) end = i;
+    if (inputs.some((r) => overlaps(r, prev, n, c0.shape) && !isPrev(r, prev, c0.shape))) end = i;
     if (end === i) {
       out.push(first);
       i++;
       continue;
     }
-    out.push({ k: 'fused', n, out: prev, inputs, steps, count: end - i + 1 });
+    out.push({ k: 'fused', n, shape: c0.shape, out: prev, inputs, steps, count: end - i + 1 });
     i = end + 1;
   }
   return out;
@@ -187,6 +203,7 @@ export function runFused(cmd: FusedCommand): void {
   p[0] = cmd.n;
   p[1] = cmd.out.offset;
   cmd.inputs.forEach((r, j) => (p[2 + j] = r.offset));
-  const code = fusedShader({ slots: bind.length, inputSlots, steps: cmd.steps, prelude: WGSL_PRELUDE });
+  const inputStrides = cmd.inputs.map((r) => (contiguous(r, cmd.shape) ? null : r.strides));
+  const code = fusedShader({ slots: bind.length, inputSlots, inputStrides, shape: cmd.shape, steps: cmd.steps, prelude: WGSL_PRELUDE });
   dispatchCode(code, bind, p.buffer, fusedGrid(cmd.n));
 }
