@@ -29,7 +29,7 @@ function replayed(base, name, label, fuse = true) {
           const r = launch();
           if (r && !told) {
             told = true;
-            return r.then(() => console.error(`[graphs] ${label}${fuse ? '' : ' (unfused)'} on ${ctx.device}: a step is ${graphed.info.commands} commands and ${graphed.info.dispatches} dispatches; eager sends the commands, a replay is 1 command with the same dispatches`));
+            return r.then(() => console.error(`[graphs] ${label}${fuse ? '' : ' (unfused)'} on ${ctx.device}: a step is ${graphed.info.commands} commands, each sent by eager code (the unfused row's dispatches are eager's); a replay is 1 command making ${graphed.info.dispatches} dispatches`));
           }
           return r;
         };
