@@ -237,6 +237,21 @@ describe('the private memory pool', () => {
     }
   });
 
+  it('a raw block (cachingAllocatorAlloc) taken during capture comes from the pool too', async () => {
+    for (const d of devices) {
+      const g = newGraph(d);
+      let raw: torch.gpu.RawBlock | null = null;
+      await capture(d, g, () => {
+        raw = torch.gpu.cachingAllocatorAlloc(4096, d);
+      });
+      const snapshot = torch.gpu.memorySnapshot(d);
+      const seg = snapshot.find((s) => s.blocks.some((b) => b.state === 'active_allocated' && b.size >= 4096 && s.stream >= 2 ** 30));
+      expect(seg, `${d}: the block is in a pool segment (allocator stream 2^30 + pool)`).toBeDefined();
+      torch.gpu.cachingAllocatorDelete(raw!);
+      g.reset();
+    }
+  });
+
   it('graphs share a pool through graphPoolHandle() or pool(), and each replays right', async () => {
     for (const d of devices) {
       const x = torch.ones([8], { device: d });
