@@ -229,7 +229,70 @@ def train_job(model, x, y, lr):
     return j
 
 
-def mlp_train(b, din, h, dout, lr):
+def graph_train_job(model, x, y, lr):
+    """train_job's step captured once with torch.cuda.graph (PyTorch's whole-network capture) and
+    replayed: warm-up steps on a side stream, then capture; the weights are put back to where they
+    started (in place: the graph reads them), so the checked replay is the first step. None on the CPU."""
+    if not CUDA:
+        return None
+    j = train_job(model, x, y, lr)
+    start = [p.detach().clone() for p in model.parameters()]
+    opt = torch.optim.SGD(model.parameters(), lr=lr)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            opt.zero_grad(set_to_none=True)
+            F.cross_entropy(model(x), y).backward()
+            opt.step()
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    opt.zero_grad(set_to_none=True)
+    with torch.cuda.graph(g):
+        static_loss = F.cross_entropy(model(x), y)
+        static_loss.backward()
+        opt.step()
+    with torch.no_grad():
+        for p, v in zip(model.parameters(), start):
+            p.copy_(v)
+
+    def launch():
+        g.replay()
+        j.last = static_loss
+
+    j.launch = launch
+    return j
+
+
+def chain_add_graph(n, ops):
+    """chain_add captured once and replayed (None on the CPU)."""
+    if not CUDA:
+        return None
+    j = chain_add(n, ops)
+    x = torch.ones(n, device=DEV)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        y = x
+        for _ in range(ops):
+            y = y + x
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        y = x
+        for _ in range(ops):
+            y = y + x
+    static = y
+
+    def launch():
+        g.replay()
+        j.pending = static
+
+    j.launch = launch
+    return j
+
+
+def mlp_train(b, din, h, dout, lr, graph=False):
     torch.manual_seed(0)
     model = torch.nn.Sequential(
         torch.nn.Linear(din, h), torch.nn.ReLU(), torch.nn.Linear(h, h), torch.nn.ReLU(), torch.nn.Linear(h, dout)
@@ -237,10 +300,10 @@ def mlp_train(b, din, h, dout, lr):
     g = torch.Generator().manual_seed(80)
     x = torch.rand(b, din, generator=g).to(DEV)
     y = torch.randint(0, dout, (b,), generator=g).to(DEV)
-    return train_job(model, x, y, lr)
+    return (graph_train_job if graph else train_job)(model, x, y, lr)
 
 
-def cnn_train(b, lr):
+def cnn_train(b, lr, graph=False):
     torch.manual_seed(0)
     model = torch.nn.Sequential(
         torch.nn.Conv2d(1, 8, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
@@ -250,7 +313,7 @@ def cnn_train(b, lr):
     g = torch.Generator().manual_seed(96)
     x = torch.rand(b, 1, 28, 28, generator=g).to(DEV)
     y = torch.randint(0, 10, (b,), generator=g).to(DEV)
-    return train_job(model, x, y, lr)
+    return (graph_train_job if graph else train_job)(model, x, y, lr)
 
 
 def draw(fn, n, lo, hi, mean, std):
@@ -304,6 +367,10 @@ OPS = {
     "conv2d": lambda p: conv2d(p["n"], p["c"], p["h"], p["w"], p["k"]),
     "mlp_train": lambda p: mlp_train(p["b"], p["din"], p["h"], p["dout"], p["lr"]),
     "cnn_train": lambda p: cnn_train(p["b"], p["lr"]),
+    # graphs (bench/cases/graphs.mjs): the same, captured with torch.cuda.graph and replayed
+    "mlp_train_graph": lambda p: mlp_train(p["b"], p["din"], p["h"], p["dout"], p["lr"], graph=True),
+    "cnn_train_graph": lambda p: cnn_train(p["b"], p["lr"], graph=True),
+    "chain_add_graph": lambda p: chain_add_graph(p["n"], p["ops"]),
 }
 
 

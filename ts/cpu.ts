@@ -30,3 +30,6 @@ export async function synchronize(): Promise<void> {
   const c = clientOf(CPU);
   if (c.inUse) await c.sync();
 }
+
+// Graphs on the cpu (ts/runtime/graphs.ts): capture once, replay without a message per op.
+export { CpuGraph as Graph, cpuGraph as graph, graphPoolHandle, cpuIsCurrentStreamCapturing as isCurrentStreamCapturing } from './runtime/graphs.js';

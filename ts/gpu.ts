@@ -89,3 +89,9 @@ export const CharTensor = legacyType('CharTensor', 'gpu');
 export const ByteTensor = legacyType('ByteTensor', 'gpu');
 /** `torch.cuda.BoolTensor`: bool on the current GPU. */
 export const BoolTensor = legacyType('BoolTensor', 'gpu');
+
+// Graphs: capture once, replay with one command (ts/runtime/graphs.ts).
+export { Graph, Graph as CUDAGraph, graph, graphPoolHandle, isCurrentStreamCapturing, GraphPool } from './runtime/graphs.js';
+export type { GraphOptions, CaptureErrorMode, CaptureOptions } from './runtime/graphs.js';
+export { makeGraphedCallables } from './runtime/graphed.js';
+export type { GraphedOptions, GraphedFunction } from './runtime/graphed.js';

@@ -163,8 +163,36 @@ function isWholeFreeSegment(r: i32): bool {
   return unchecked(recState[r]) == ST_FREE && !isSplit(r);
 }
 
+/**
+ * Streams whose segments are kept: a captured graph's private pool (the host gives each pool a
+ * stream of its own). Their free blocks are what the graph's kernels use at replay, so no
+ * emptyCache or out-of-memory retry releases them while the pool lives.
+ */
+const keptStreams: Array<i32> = [];
+
+function isKept(stream: i32): bool {
+  for (let i = 0; i < keptStreams.length; i++) if (unchecked(keptStreams[i]) == stream) return true;
+  return false;
+}
+
+/** Keeps (or stops keeping) the segments of `stream` from being released. */
+export function keepStream(stream: i32, kept: bool): void {
+  const i = keptStreams.indexOf(stream);
+  if (kept && i < 0) keptStreams.push(stream);
+  else if (!kept && i >= 0) keptStreams.splice(i, 1);
+}
+
+/** Releases the fully free segments of `stream` (a pool that is no longer kept). */
+export function releaseStreamSegments(stream: i32): void {
+  const n = segHead.length;
+  for (let id = 1; id < n; id++) {
+    const r = unchecked(segHead[id]);
+    if (r != 0 && unchecked(segStream[id]) == stream && isWholeFreeSegment(r)) releaseSegment(id);
+  }
+}
+
 function releaseOversize(pool: i32, stream: i32, size: i64): bool {
-  if (maxSplit == UNLIMITED) return false;
+  if (maxSplit == UNLIMITED || (keptStreams.length > 0 && isKept(stream))) return false;
   const key = size < maxSplit ? maxSplit : size;
   const arr = poolArray(pool);
   const i = lowerBound(arr, stream, key, 0, 0);
@@ -209,7 +237,7 @@ export function releaseCached(): bool {
   const n = segHead.length;
   for (let id = 1; id < n; id++) {
     const r = unchecked(segHead[id]);
-    if (r != 0 && isWholeFreeSegment(r)) releaseSegment(id);
+    if (r != 0 && isWholeFreeSegment(r) && (keptStreams.length == 0 || !isKept(unchecked(segStream[id])))) releaseSegment(id);
   }
   return true;
 }

@@ -19,7 +19,7 @@
 
 import {
   allocate, allocationSize, capacity, completeStream, configureCapacity, configureFraction,
-  configureMaxSplit, fraction, maxSplit, oomAllocSize, release, releaseCached, resultOffset,
+  configureMaxSplit, fraction, keepStream, maxSplit, oomAllocSize, release, releaseCached, releaseStreamSegments, resultOffset,
   resultSegment, resultSize, roundSize, useOnStream,
 } from "./core";
 import {
@@ -27,7 +27,7 @@ import {
   segStream, setHandleBase, setStreamMark,
 } from "./blocks";
 import { resetAccumulated, resetPeaks, STATS, STATS_LENGTH } from "./stats";
-import { UNLIMITED } from "./constants";
+import { ERR_BAD_STREAM, UNLIMITED } from "./constants";
 
 /** Sets the device capacity, usable fraction, maxSplitSize (>= 2^53 = unlimited) and handle base. */
 export function init(capacityBytes: f64, usableFraction: f64, maxSplitBytes: f64, handleBase: f64): i32 {
@@ -118,6 +118,20 @@ export function streamMark(stream: i32, mark: f64): i32 {
 /** Releases every fully free segment through env.releaseSegment. */
 export function emptyCache(): void {
   releaseCached();
+}
+
+/** Keeps `stream`'s segments (a graph's private pool) from emptyCache and OOM retries (kept = 1), or stops (0). */
+export function keepPool(stream: i32, kept: i32): i32 {
+  if (stream < 0) return ERR_BAD_STREAM;
+  keepStream(stream, kept != 0);
+  return 0;
+}
+
+/** Releases the fully free segments of `stream` through env.releaseSegment. */
+export function releasePool(stream: i32): i32 {
+  if (stream < 0) return ERR_BAD_STREAM;
+  releaseStreamSegments(stream);
+  return 0;
 }
 
 /** Block size a request of `bytes` rounds to. */

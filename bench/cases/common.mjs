@@ -77,6 +77,7 @@ export function wtTrainImpl(ctx, { lossOf, params, lr, output, free }) {
   const { torch } = ctx;
   const opt = new torch.optim.SGD(params, { lr });
   let loss = null;
+  if (ctx.graphed) return wtGraphTrainImpl(ctx, { lossOf, opt, output, free });
   return {
     launch() {
       loss?.dispose();
@@ -88,6 +89,36 @@ export function wtTrainImpl(ctx, { lossOf, params, lr, output, free }) {
     sync: ctx.wtSync,
     output: () => output(loss),
     dispose() { loss?.dispose(); free(); },
+  };
+}
+
+/**
+ * `wtTrainImpl` with `ctx.graphed` (bench/cases/graphs.mjs): the first launch captures one step
+ * (`torch.gpu.graph`, fusion as `ctx.graphed.fuse`) and every launch replays it: one command.
+ * `ctx.graphed.info` receives what the graph holds (commands, dispatches).
+ */
+function wtGraphTrainImpl(ctx, { lossOf, opt, output, free }) {
+  const { torch } = ctx;
+  const ns = ctx.wt.type === 'cpu' ? torch.cpu : torch.gpu;
+  let g = null, loss = null;
+  return {
+    launch() {
+      if (g) return void g.replay();
+      return (async () => {
+        opt.zeroGrad();
+        g = new ns.Graph();
+        await ns.graph(g, () => {
+          loss = torch.tidy(lossOf);
+          loss.backward();
+          opt.step();
+        }, { fuse: ctx.graphed.fuse ?? true });
+        ctx.graphed.info = await g.info();
+        g.replay();
+      })();
+    },
+    sync: ctx.wtSync,
+    output: () => output(loss),
+    dispose() { g?.reset(); loss?.dispose(); free(); },
   };
 }
 

@@ -2,6 +2,7 @@
 import alloc from './alloc.mjs';
 import cnn from './cnn.mjs';
 import elementwise from './elementwise.mjs';
+import graphs from './graphs.mjs';
 import launch from './launch.mjs';
 import matmul from './matmul.mjs';
 import nn from './nn.mjs';
@@ -16,4 +17,4 @@ import transfer from './transfer.mjs';
 export { default as PENDING } from './pending.mjs';
 
 /** Every case, in table order. @type {import('./common.mjs').Case[]} */
-export const CASES = [...matmul, ...elementwise, ...random, ...reduce, ...nn, ...train, ...cnn, ...launch, ...transfer, ...streams, ...alloc, ...parallel];
+export const CASES = [...matmul, ...elementwise, ...random, ...reduce, ...nn, ...train, ...cnn, ...launch, ...graphs, ...transfer, ...streams, ...alloc, ...parallel];

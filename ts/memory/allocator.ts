@@ -299,6 +299,24 @@ export class CachingAllocator {
     });
   }
 
+  /**
+   * Keeps the segments of `stream` (a captured graph's private pool, which has a stream of its
+   * own) from being released by emptyCache or an out-of-memory retry, or stops keeping them.
+   */
+  keepPool(stream: number, kept: boolean): void {
+    checkStream("keepPool: stream", stream);
+    this.#enter((w) => w.keepPool(stream, kept ? 1 : 0));
+  }
+
+  /** Releases the fully free segments of `stream` (a pool no graph keeps any more). */
+  releasePool(stream: number): void {
+    checkStream("releasePool: stream", stream);
+    this.#enter((w) => {
+      w.releasePool(stream);
+      this.#throwReleaseError();
+    });
+  }
+
   /** Limits this allocator to `fraction` of the capacity (0 < fraction <= 1). */
   setMemoryFraction(fraction: number): void {
     checkFraction(fraction);

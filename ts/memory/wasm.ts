@@ -38,6 +38,8 @@ export interface AllocatorExports {
   streamDoneUpTo(stream: number, mark: number): number;
   streamMark(stream: number, mark: number): number;
   emptyCache(): void;
+  keepPool(stream: number, kept: number): number;
+  releasePool(stream: number): number;
   roundedSize(bytes: number): number;
   segmentSizeFor(rounded: number): number;
   statsPointer(): number;

@@ -19,6 +19,7 @@
  * A mask's positions come from a stable descending sort of the mask (true first, in order) and
  * its count from a sum: one scalar is read back, never the mask.
  */
+import { dataDependentShape } from '../runtime/graphs.js';
 import { isFloating, type DType } from '../dtype.js';
 import { device as toDevice } from '../device.js';
 import { alloc, code, launch, place, ref, sameDevice } from '../runtime/dispatch.js';
@@ -213,6 +214,7 @@ setAdvancedIndex(advancedIndex);
 /** The row-major positions (int64 [n]) of the nonzero elements of x; reads one count from the device. */
 async function flatNonzero(op: string, x: Tensor): Promise<Tensor> {
   sameDevice(op, [x]);
+  dataDependentShape(op, x.device); // (graphs: raises under capture)
   const { count, order } = withGradMode(false, () => tidy(() => {
     const m = x.dtype === 'bool' ? x : binaryOp('ne', x, 0);
     const flat = reshape(m, [-1]);

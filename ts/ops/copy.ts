@@ -59,14 +59,21 @@ function transfer(src: Tensor, dst: Device, nonBlocking = false): Tensor {
   const out = alloc(src.shape, src.dtype, dst);
   const bytes = src.numel() * elementSize(src.dtype);
   if (bytes) {
-    connect(src.device, dst);
-    const from = c.storage.byteOffset + c._offset * elementSize(src.dtype);
-    // Large copies go in chunks: the destination uploads chunk i while the source reads chunk i + 1.
-    const chunk = bytes > 2 * copyChunk ? copyChunk : bytes;
-    for (let off = 0; off < bytes; off += chunk) {
-      const n = Math.min(chunk, bytes - off), tag = nextTag++;
-      launch(src.device, { k: 'send', peer: String(dst), tag, id: c.storage.id, byteOffset: from + off, bytes: n });
-      launch(dst, { k: 'recv', peer: String(src.device), tag, id: out.storage.id, byteOffset: out.storage.byteOffset + off });
+    try {
+      connect(src.device, dst);
+      const from = c.storage.byteOffset + c._offset * elementSize(src.dtype);
+      // Large copies go in chunks: the destination uploads chunk i while the source reads chunk i + 1.
+      const chunk = bytes > 2 * copyChunk ? copyChunk : bytes;
+      for (let off = 0; off < bytes; off += chunk) {
+        const n = Math.min(chunk, bytes - off), tag = nextTag++;
+        launch(src.device, { k: 'send', peer: String(dst), tag, id: c.storage.id, byteOffset: from + off, bytes: n });
+        launch(dst, { k: 'recv', peer: String(src.device), tag, id: out.storage.id, byteOffset: out.storage.byteOffset + off });
+      }
+    } catch (e) {
+      // (a graph's capture refuses copies between devices)
+      out.dispose();
+      if (c !== src) c.dispose();
+      throw e;
     }
   }
   if (c !== src) c.dispose();

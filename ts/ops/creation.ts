@@ -89,7 +89,12 @@ export function fromHost(values: ArrayLike<number | boolean | bigint>, shape: nu
 
 /** Writes encoded host values into a fresh tensor. */
 function upload(t: Tensor, host: ReturnType<typeof encode>): Tensor {
-  if (host.length) launch(t.device, { k: 'write', id: t.storage.id, byteOffset: t.storage.byteOffset, data: host.buffer as ArrayBuffer }, [host.buffer as ArrayBuffer]);
+  try {
+    if (host.length) launch(t.device, { k: 'write', id: t.storage.id, byteOffset: t.storage.byteOffset, data: host.buffer as ArrayBuffer }, [host.buffer as ArrayBuffer]);
+  } catch (e) {
+    t.dispose(); // (a graph's capture refuses host copies)
+    throw e;
+  }
   return t;
 }
 

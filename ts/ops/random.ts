@@ -7,6 +7,7 @@
  *
  * Also the in-place fills (`normal_`, `uniform_`, `bernoulli_`).
  */
+import { noteDraw } from '../runtime/graphs.js';
 import type { Device } from '../device.js';
 import { isFloating, scalarName, storageCode, StorageCode } from '../dtype.js';
 import { Generator } from '../random.js';
@@ -46,6 +47,7 @@ export function drawInto(t: Tensor, dist: Dist, g: Generator, a: number, b: numb
   const direct = storageCode(t.dtype) === word;
   const target = direct ? t : alloc(t.shape, word === StorageCode.I32 ? 'int32' : 'float32', t.device);
   const { key, counter } = g._draw(n);
+  noteDraw(t.device, g, counter[0] + counter[1] * 2 ** 32); // (graphs: a captured draw advances at every replay)
   launch(t.device, { k: 'random', out: place(target), n, dist, key, counter: [counter[0], counter[1], 0, 0], a: a >>> 0, b: b >>> 0 });
   if (!direct) {
     launch(t.device, { k: 'copy', src: ref(target), srcDt: word, out: place(t), dt: storageCode(t.dtype), shape: t.shape.slice() });

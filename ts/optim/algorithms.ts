@@ -4,6 +4,7 @@
  */
 import { binaryOp as bin, unaryOp } from '../ops/elementwise.js';
 import type { Tensor } from '../tensor.js';
+import { full } from '../ops/creation.js';
 import { bindArgs, type PyArgs } from '../ops/options.js';
 import { Optimizer, type Params, type ParamGroup, type ParamState } from './optimizer.js';
 
@@ -40,9 +41,16 @@ export class SGD extends Optimizer {
 }
 
 /** Options of `Adam` and `AdamW`. */
-export interface AdamOptions { lr?: number; betas?: [number, number]; eps?: number; weightDecay?: number; amsgrad?: boolean }
-type AdamPositional = [lr: number, betas: [number, number], eps: number, weightDecay: number, amsgrad: boolean];
-const ADAM_PARAMS = ['lr', 'betas', 'eps', 'weightDecay', 'amsgrad'] as const;
+export interface AdamOptions {
+  lr?: number; betas?: [number, number]; eps?: number; weightDecay?: number; amsgrad?: boolean;
+  /**
+   * PyTorch's `capturable`: the step count is a device tensor and the bias corrections are
+   * computed on the device, so that `step()` can be captured in a graph (default false).
+   */
+  capturable?: boolean;
+}
+type AdamPositional = [lr: number, betas: [number, number], eps: number, weightDecay: number, amsgrad: boolean, capturable: boolean];
+const ADAM_PARAMS = ['lr', 'betas', 'eps', 'weightDecay', 'amsgrad', 'capturable'] as const;
 
 /** `torch.optim.Adam(params, lr = 1e-3, betas = [0.9, 0.999], eps = 1e-8, weightDecay = 0, amsgrad = false)`. */
 export class Adam extends Optimizer {
@@ -50,7 +58,7 @@ export class Adam extends Optimizer {
 
   constructor(params: Params, ...args: PyArgs<AdamPositional, AdamOptions>) {
     const decoupled = new.target === AdamW;
-    const o = bindArgs(decoupled ? 'AdamW' : 'Adam', ADAM_PARAMS, args, { lr: 1e-3, betas: [0.9, 0.999] as [number, number], eps: 1e-8, weightDecay: decoupled ? 1e-2 : 0, amsgrad: false }, 1);
+    const o = bindArgs(decoupled ? 'AdamW' : 'Adam', ADAM_PARAMS, args, { lr: 1e-3, betas: [0.9, 0.999] as [number, number], eps: 1e-8, weightDecay: decoupled ? 1e-2 : 0, amsgrad: false, capturable: false }, 1);
     const [b1, b2] = o.betas;
     if (!(b1 >= 0 && b1 < 1)) throw new RangeError(`Invalid beta parameter at index 0: ${b1}`);
     if (!(b2 >= 0 && b2 < 1)) throw new RangeError(`Invalid beta parameter at index 1: ${b2}`);
@@ -60,7 +68,14 @@ export class Adam extends Optimizer {
     this.decoupled = decoupled;
   }
 
+  protected override checkCapturable(group: ParamGroup): void {
+    if (!group.capturable) {
+      throw new Error(`Attempting CUDA graph capture of step() for an instance of ${this.constructor.name} but param_groups' capturable is False. (construct it with {capturable: true})`);
+    }
+  }
+
   protected update(p: Tensor, grad: Tensor, s: ParamState, g: ParamGroup) {
+    if (g.capturable) return this.deviceUpdate(p, grad, s, g);
     const [b1, b2] = g.betas as [number, number];
     const wd = g.weightDecay as number, lr = g.lr;
     const param = wd && this.decoupled ? mul(p, 1 - lr * wd) : p;
@@ -73,6 +88,24 @@ export class Adam extends Optimizer {
     const bc1 = 1 - b1 ** step, bc2 = 1 - b2 ** step;
     const denom = add(mul(unaryOp('sqrt', v), 1 / Math.sqrt(bc2)), g.eps as number);
     return { value: add(param, bin('div', expAvg, denom), -lr / bc1), updates };
+  }
+
+  /** `capturable`: the step count a 0-dim device tensor, the bias corrections b^step computed on the device. */
+  private deviceUpdate(p: Tensor, grad: Tensor, s: ParamState, g: ParamGroup) {
+    const [b1, b2] = g.betas as [number, number];
+    const wd = g.weightDecay as number, lr = g.lr;
+    const param = wd && this.decoupled ? mul(p, 1 - lr * wd) : p;
+    const d = wd && !this.decoupled ? add(grad, p, wd) : grad;
+    const old = s.step;
+    const step = typeof old === 'object' ? add(old, 1) : full([], ((old as number | undefined) ?? 0) + 1, { device: p.device });
+    const expAvg = ema(s.expAvg, d, b1), expAvgSq = ema(s.expAvgSq, mul(d, d), b2);
+    const updates: ParamState = { step, expAvg, expAvgSq };
+    let v = expAvgSq;
+    if (g.amsgrad) v = updates.maxExpAvgSq = s.maxExpAvgSq === undefined ? expAvgSq.clone() : bin('maximum', s.maxExpAvgSq as Tensor, expAvgSq);
+    // 1 - b^step as 1 - exp(step · ln b)
+    const correction = (b: number) => add(mul(unaryOp('exp', mul(step, Math.log(b))), -1), 1);
+    const denom = add(bin('div', unaryOp('sqrt', v), unaryOp('sqrt', correction(b2))), g.eps as number);
+    return { value: add(param, bin('div', bin('div', expAvg, denom), correction(b1)), -lr), updates };
   }
 }
 

@@ -8,6 +8,7 @@
  */
 import { withGradMode } from '../autograd/graph.js';
 import { tidy } from '../ops/scoped.js';
+import { isCurrentStreamCapturing, isGraphStatic } from '../runtime/graphs.js';
 import type { Tensor } from '../tensor.js';
 
 /** Options shared by every parameter of a group. */
@@ -81,19 +82,44 @@ export abstract class Optimizer {
             }
           }
           const grad = p.grad;
+          // Under a graph's capture (ts/runtime/graphs.ts) the update writes into the parameter's
+          // and the state's own storage, so that every replay reads what the last one wrote.
+          const capturing = isCurrentStreamCapturing(p.device);
+          if (capturing) this.checkCapturable(group);
+          // a parameter a graph reads (makeGraphedCallables) is updated in place too
+          const inPlace = capturing || isGraphStatic(p);
           // Every temporary of the update is disposed; the new value and state tensors are kept.
           const { value, updates } = tidy(() => this.update(p, grad.device === p.device ? grad : grad.to(p.device), state, group));
           for (const [k, v] of Object.entries(updates)) {
             const old = state[k];
+            if (capturing && typeof v === 'object' && typeof old === 'object' && old !== v && old.dtype === v.dtype && String(old.shape) === String(v.shape)) {
+              old.copy_(v);
+              v.dispose();
+              continue;
+            }
+            if (capturing && typeof v === 'object' && old === undefined) {
+              value.dispose();
+              for (const u of Object.values(updates)) if (typeof u === 'object' && !Object.values(state).includes(u)) u.dispose();
+              throw new Error(`${this.constructor.name}.step() under graph capture made its state '${k}' during capture, so every replay would take a first step again: run a few eager steps before capture (warmup, as in PyTorch's whole-network capture), so that the state exists`);
+            }
+            if (capturing && typeof v === 'number' && v !== old) {
+              value.dispose();
+              for (const u of Object.values(updates)) if (typeof u === 'object' && !Object.values(state).includes(u)) u.dispose();
+              throw new Error(`${this.constructor.name}.step() under graph capture keeps '${k}' as a host number, which a replay cannot advance: construct the optimizer with {capturable: true} (device step counts, as PyTorch's)`);
+            }
             if (typeof old === 'object' && old !== v) old.dispose();
             state[k] = v;
           }
-          p._setData(value);
+          if (inPlace) p.copy_(value);
+          else p._setData(value);
           value.dispose();
         }
       }
     });
   }
+
+  /** Raises when the group's updates cannot be captured in a graph (PyTorch's `capturable` check). */
+  protected checkCapturable(_group: ParamGroup): void {}
 
   /**
    * Computes a parameter's new value and its new state entries (read the old ones from

@@ -30,7 +30,8 @@ import { onPortMessage } from '../platform.js';
 import { Board, STREAM_SLOTS, type BoardUpdate } from '../worker/board.js';
 import { streamId } from './current-stream.js';
 import { CallPort } from '../worker/channel.js';
-import { BatchWriter, DEVICE_COMMANDS, type Batch, type Command, type DeviceInfo, type SyncTarget, type WorkerApi, type WorkerProfile } from '../worker/protocol.js';
+import type { CaptureHook } from './graphs.js';
+import { BatchWriter, DEVICE_COMMANDS, type Batch, type Command, type DeviceInfo, type GraphInfo, type SyncTarget, type WorkerApi, type WorkerProfile } from '../worker/protocol.js';
 
 /** Queued commands on their way: the batch and what moves with it. */
 interface Outgoing {
@@ -89,6 +90,9 @@ export class DeviceClient {
   private lostRaised = false;
   /** Set when the worker's thread died: nothing more is sent to it. */
   private dead = false;
+
+  /** The graph capture running on this device (ts/runtime/graphs.ts), consulted by every command, sync point and allocation. */
+  capture: CaptureHook | null = null;
 
   constructor(readonly name: string, readonly kind: 'cpu' | 'gpu', readonly index: number) {}
 
@@ -231,6 +235,7 @@ export class DeviceClient {
   enqueue(cmd: Command, transfer?: Transferable[], stream = this.stream): void {
     // A lost device's commands are dropped: the frees of its tensors, work already under way.
     if (this.closed || this.lostRaised) return;
+    if (this.capture !== null) stream = this.capture.route(cmd, stream);
     this.queue.push(cmd, stream);
     if (!DEVICE_COMMANDS.has(cmd.k)) this.queued[stream]++;
     if (transfer) this.transfers.push(...transfer);
@@ -307,6 +312,7 @@ export class DeviceClient {
   /** Reads bytes of a storage once the earlier work of `stream` has run. */
   async read(id: number, byteOffset: number, bytes: number, stream = this.stream): Promise<ArrayBuffer> {
     if (this.closed) throw new Error(`webtorch: device ${this.name} was shut down; its tensors are gone`);
+    this.capture?.syncPoint('reading a tensor (data(), item(), tolist(), print)', stream);
     // The queued commands travel with the read; `post` keeps it ahead of later ops.
     const out = this.takeQueued(), queued = this.queued[stream];
     const data = await this.call<ArrayBuffer>('read', [id, byteOffset, bytes, out?.batch ?? null, stream], out);
@@ -330,6 +336,7 @@ export class DeviceClient {
    * first asynchronous error since the last sync. What it proves finished goes on the board.
    */
   async sync(target: SyncTarget = { all: true }): Promise<void> {
+    this.capture?.syncPoint(`synchronize (${'stream' in target ? 'a stream' : 'slot' in target ? 'an event' : 'the device'})`, 'stream' in target ? target.stream : null);
     const queued = this.queued.slice();
     const out = this.takeQueued();
     const time = await this.call<number | void>('sync', [out?.batch ?? null, target], out);
@@ -337,6 +344,12 @@ export class DeviceClient {
     // Every stream the sync covered has finished what was queued before it: a mark made here says so.
     if ('all' in target) for (let s = 0; s < STREAM_SLOTS; s++) this.finishedUpTo(s, queued[s]);
     else if ('stream' in target) this.finishedUpTo(target.stream, queued[target.stream]);
+  }
+
+  /** What captured graph `graph` holds, once the commands queued on `stream` so far have run (ts/runtime/graphs.ts). */
+  async graphInfo(graph: number, stream: number): Promise<GraphInfo> {
+    const out = this.takeQueued();
+    return this.call<GraphInfo>('graphInfo', [graph, out?.batch ?? null, stream], out);
   }
 
   /** Turns the worker's profile on (clearing it) or off; off resolves with it once the queued work is done (see `WorkerProfile`). */

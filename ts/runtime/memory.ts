@@ -212,7 +212,9 @@ export function cachingAllocatorAlloc(...args: PyArgs<[size: number, device: Dev
     throw new Error(`caching_allocator_alloc: the stream is on ${s.device}, but the device is ${device}`);
   }
   const id = s == null ? clientOf(device).stream : typeof s === 'number' ? s : s.streamId;
-  return { ...allocatorOf(device).malloc(o.size, id), device };
+  // during a graph's capture, a raw block for a captured stream comes from the graph's pool too
+  const capture = clientOf(device).capture;
+  return { ...allocatorOf(device).malloc(o.size, capture ? capture.allocStream(id) : id), device };
 }
 
 /** Frees a raw block from `cachingAllocatorAlloc`. */

@@ -32,6 +32,8 @@ export class Storage {
   readonly byteOffset: number;
   /** The stream the block was allocated for. */
   readonly stream: number;
+  /** The allocator stream the block came from: `stream`, or a captured graph's pool. */
+  private readonly allocStream: number;
   /** Whether the storage is pinned host memory (ts/runtime/pinned.ts). */
   pinned = false;
   /** Other streams that used the block (`recordStream`). */
@@ -43,11 +45,14 @@ export class Storage {
     this.stream = this.client.stream;
     // A lost device raises here, before anything is allocated (ts/runtime/device-lost.ts).
     this.client.checkUsable();
+    // during a graph's capture, the capture's streams allocate from the graph's pool (ts/runtime/graphs.ts)
+    this.allocStream = this.client.capture ? this.client.capture.allocStream(this.stream) : this.stream;
     settleFrees(device);
-    const a = this.allocator.malloc(bytes, this.stream);
+    const a = this.allocator.malloc(bytes, this.allocStream);
     this.block = a.block;
     this.id = a.segment;
     this.byteOffset = a.offset;
+    this.client.capture?.noteAlloc(this);
   }
 
   /** Allocates `bytes` on a device; throws `OutOfMemoryError` at the call when it cannot. */
@@ -87,7 +92,8 @@ export class Storage {
     if (--this.refs === 0) {
       this.refs = -1;
       if (this.recorded) recordedFree(this.device, this.block, this.recorded);
-      else this.allocator.free(this.block);
+      // a block outside the pool freed during capture: the replayed kernels may still use it
+      else if (!this.client.capture?.holdFree(this.allocStream, () => this.allocator.free(this.block))) this.allocator.free(this.block);
       const l = live.get(this.device)!;
       l.count--;
       l.bytes -= this.bytes;

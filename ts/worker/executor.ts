@@ -19,7 +19,7 @@
 import { exposeWorker, onPortMessage } from '../platform.js';
 import { Board } from './board.js';
 import { serveCalls } from './channel.js';
-import { readBatch, type Batch, type Command, type DeviceInfo, type HostMemory, type SyncTarget, type TraceEntry, type WorkerApi, type WorkerProfile } from './protocol.js';
+import { bumpCounter, readBatch, type ReplayRng, type Batch, type Command, type DeviceInfo, type GraphInfo, type HostMemory, type SyncTarget, type TraceEntry, type WorkerApi, type WorkerProfile } from './protocol.js';
 import { Scheduler } from './scheduler.js';
 
 /** Runs `fn` after the tasks (messages) already queued: `setImmediate` in Node, a timeout elsewhere. */
@@ -67,7 +67,24 @@ export interface Backend {
   passTimes?(): Promise<NonNullable<WorkerProfile['passes']> | null>;
   /** The trace number of the command about to run (-1: none), which the passes it records carry. */
   traceSeq?(seq: number): void;
+  /**
+   * Prepares captured commands as graph `id` for replay (`fuse`: fusing elementwise chains where
+   * the backend can, whose intermediates are not in `live`, the blocks alive at capture end as
+   * (segment, byte offset, bytes) triples); returns the dispatches a replay makes. A backend without it has its graphs
+   * replayed by the executor, command by command through `run` (no messages per op either way).
+   */
+  captureGraph?(id: number, cmds: Command[], fuse: boolean, live: number[]): number;
+  /** Replays graph `id` after the work recorded so far (`rng`: its draws' key and counter offset). */
+  replayGraph?(id: number, rng?: ReplayRng): void;
+  /** Forgets graph `id`. */
+  dropGraph?(id: number): void;
 }
+
+/** Commands that a graph captures; the others run as usual while their stream captures (bookkeeping) or fail the capture. */
+const CAPTURED: ReadonlySet<string> = new Set(['fill', 'arange', 'random', 'copy', 'copyInto', 'unary', 'binary', 'where', 'reduce', 'softmax', 'windows',
+  'matmul', 'gather', 'scatter', 'cumulative', 'sort', 'oneHot']);
+/** Stream commands that run as usual while their stream captures (the facade's bookkeeping: marks, events, reads' calls). */
+const PASSED: ReadonlySet<string> = new Set(['mark', 'record', 'wait', 'call', 'opTag']);
 
 /** Commands that are bookkeeping, not kernels: left out of a profile's trace. */
 const UNTRACED: ReadonlySet<string> = new Set(['segment', 'release', 'dropScratch', 'connect']);
@@ -148,6 +165,10 @@ export function serve(backend: Backend): void {
   const recorded = new Map<number, number>();
   /** Per event slot: callbacks waiting for a version to finish (`signal`, an event's sync). */
   const finishing = new Map<number, { version: number; then: () => void }[]>();
+  /** Per stream: the graph it is capturing (its commands, and why the capture failed, if it did). */
+  const capturing = new Map<number, { graph: number; cmds: Command[]; error: Error | null }>();
+  /** The graphs captured on this device. */
+  const graphs = new Map<number, { cmds: Command[]; info: GraphInfo | null; error: Error | null }>();
 
   const fail = (op: string, e: unknown) => {
     if (!failure) failure = new Error(`${op} failed on device: ${e instanceof Error ? e.message : String(e)}`);
@@ -179,7 +200,47 @@ export function serve(backend: Backend): void {
   };
 
   function run(cmd: Command, stream: number): Promise<unknown> | void {
+    if (capturing.size && stream >= 0) {
+      const c = capturing.get(stream);
+      if (c && cmd.k !== 'captureEnd' && !PASSED.has(cmd.k)) {
+        if (CAPTURED.has(cmd.k)) c.cmds.push(cmd);
+        else c.error ??= new Error(`operation not permitted when stream is capturing: a '${cmd.k}' command cannot be captured in a graph`);
+        return;
+      }
+    }
     switch (cmd.k) {
+      case 'captureBegin':
+        capturing.set(stream, { graph: cmd.graph, cmds: [], error: null });
+        return;
+      case 'captureEnd': {
+        const c = capturing.get(stream);
+        capturing.delete(stream);
+        if (!c || c.graph !== cmd.graph) throw new Error(`capture_end: graph ${cmd.graph} is not being captured on stream ${stream}`);
+        let info: GraphInfo | null = null, error = c.error;
+        if (!error) {
+          try {
+            const dispatches = backend.captureGraph ? backend.captureGraph(cmd.graph, c.cmds, cmd.fuse, cmd.live ?? []) : c.cmds.length;
+            info = { commands: c.cmds.length, dispatches };
+          } catch (e) {
+            error = e instanceof Error ? e : new Error(String(e));
+          }
+        }
+        graphs.set(cmd.graph, { cmds: c.cmds, info, error });
+        return;
+      }
+      case 'replay': {
+        const g = graphs.get(cmd.graph);
+        if (!g) throw new Error(`replay: graph ${cmd.graph} was never captured on this device, or was reset`);
+        if (g.error) throw new Error(`replay: the capture of graph ${cmd.graph} failed: ${g.error.message}`);
+        if (backend.replayGraph) return backend.replayGraph(cmd.graph, cmd.rng);
+        const rng = cmd.rng;
+        for (const c of g.cmds) backend.run(rng && c.k === 'random' ? { ...c, key: rng.key, counter: bumpCounter(c.counter, rng.delta) } : c);
+        return;
+      }
+      case 'graphReset':
+        graphs.delete(cmd.graph);
+        backend.dropGraph?.(cmd.graph);
+        return;
       case 'connect':
         peers.set(cmd.peer, cmd.port);
         onPortMessage(cmd.port, (msg) => {
@@ -392,6 +453,13 @@ export function serve(backend: Backend): void {
         };
       });
     },
+    graphInfo: (graph, batch, stream) =>
+      submit(batch) ?? onStream(stream, async () => {
+        const g = graphs.get(graph);
+        if (!g) throw new Error(`graph ${graph} was never captured on this device, or was reset`);
+        if (g.error) throw g.error;
+        return g.info!;
+      }),
     // A stream still waiting for another device (a signal or bytes that device will never send
     // once it is closed too) does not keep this one open: close waits for it a little, not forever.
     close: () => Promise.race([scheduler.whenDone(), new Promise((r) => setTimeout(r, CLOSE_WAIT_MS))]).then(() => backend.close()),

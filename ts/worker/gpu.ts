@@ -34,6 +34,7 @@ import { runRandom } from './gpu/random.js';
 // Device loss (ts/worker/gpu-lost.ts): the one hook, in init.
 import { watchLoss } from './gpu-lost.js';
 import { chooseF16Path } from './half.js'; // f16: which float16 path (shader-f16 or storage)
+import { captureGraph, dropGraph, replayGraph } from './gpu/graphs.js';
 
 function run(cmd: Command): void {
   beginCommand(cmd);
@@ -183,6 +184,9 @@ export const gpuBackend: Backend = {
     if (submitEvery && pendingBinds.length >= submitEvery) flush();
   },
   flush,
+  captureGraph: (id, cmds, fuse, live) => captureGraph(id, cmds, run, fuse, live),
+  replayGraph,
+  dropGraph,
   read,
   write,
   mark,

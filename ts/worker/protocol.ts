@@ -86,6 +86,18 @@ export type Command =
   | { k: 'call'; fn: () => void }
   /** While the profiler (ts/profiler) records: the stream's later commands belong to caller op `op`. */
   | { k: 'opTag'; op: number }
+  /**
+   * Graphs (ts/runtime/graphs.ts). `captureBegin`: the stream's later commands, up to its
+   * `captureEnd`, are kept as graph `graph` instead of run (as CUDA, capture runs nothing).
+   * `captureEnd` prepares them for replay (`fuse`: the elementwise chains fused, where the
+   * backend fuses; `live`: the blocks alive at capture end, as (segment, byte offset, bytes)). `replay`: the graph's commands, in this stream's order. `graphReset` (a device
+   * command, run after every command received before it): forgets the graph.
+   */
+  | { k: 'captureBegin'; graph: number }
+  | { k: 'captureEnd'; graph: number; fuse: boolean; live?: number[] }
+  /** `rng`: the generator's key now, and how many Philox blocks past the captured draws this replay's draws start. */
+  | { k: 'replay'; graph: number; rng?: ReplayRng }
+  | { k: 'graphReset'; graph: number }
   | { k: 'send'; peer: string; tag: number; id: number; byteOffset: number; bytes: number }
   | { k: 'recv'; peer: string; tag: number; id: number; byteOffset: number }
   | IndexCommand;
@@ -112,10 +124,30 @@ export interface RandomCommand {
  * in their own order, each after every stream's earlier commands, and a stream's command after
  * the device commands before it (a segment id may be released and made again).
  */
-export const DEVICE_COMMANDS: ReadonlySet<Command['k']> = new Set(['segment', 'release', 'dropScratch', 'connect', 'signal']);
+export const DEVICE_COMMANDS: ReadonlySet<Command['k']> = new Set(['segment', 'release', 'dropScratch', 'connect', 'signal', 'graphReset']);
 
 /** What a sync waits for: everything, one stream's work so far, or one event's record. */
 export type SyncTarget = { all: true } | { stream: number } | { slot: number; version: number };
+
+/** A replay's random numbers: every captured draw's counter moves `delta` blocks on, under `key`. */
+export interface ReplayRng {
+  key: [number, number];
+  delta: number;
+}
+
+/** The Philox counter of a captured draw moved `delta` blocks on (the low and high words of a 64-bit count). */
+export function bumpCounter(counter: readonly number[], delta: number): [number, number, number, number] {
+  const v = counter[0] + counter[1] * 2 ** 32 + delta;
+  return [v % 2 ** 32 >>> 0, Math.floor(v / 2 ** 32) >>> 0, counter[2], counter[3]];
+}
+
+/** What a captured graph holds (`WorkerApi.graphInfo`). */
+export interface GraphInfo {
+  /** The commands captured. */
+  commands: number;
+  /** The kernel launches a replay makes (fewer than the commands where elementwise chains were fused). */
+  dispatches: number;
+}
 
 /** What a device reports about itself. */
 export interface DeviceInfo {
@@ -183,6 +215,12 @@ export interface WorkerApi {
    * profile since it was turned on; null when it was not on.
    */
   profile(on: boolean, batch: Batch | null): Promise<WorkerProfile | null>;
+  /**
+   * What graph `graph` holds once the commands before this call on `stream` (with `batch`) have
+   * run: its captured commands, and the dispatches (kernel launches) a replay makes; rejects
+   * with why the capture failed, if it did.
+   */
+  graphInfo(graph: number, batch: Batch | null, stream: number): Promise<GraphInfo>;
   /** Releases the device. */
   close(): Promise<void>;
 }

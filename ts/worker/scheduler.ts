@@ -12,8 +12,8 @@
  *
  * The rules, each a position check (nothing is counted per command beyond one increment):
  * - a stream's commands run in its order;
- * - a segment's `release` runs after every command that any stream received before it (they
- *   may use it); a `segment` runs after an earlier release of the same id (the allocator reuses
+ * - a segment's `release` (and a graph's `graphReset`) runs after every command that any stream
+ *   received before it (they may use it); a `segment` runs after an earlier release of the same id (the allocator reuses
  *   ids), and a stream's command after the segments received before it; the other device
  *   commands (connecting a peer, registering a signal, dropping cached scratch) run at once.
  *   So a stream held back never holds back another's allocations;
@@ -87,7 +87,7 @@ export class Scheduler {
   push(cmd: Command, stream: number): void {
     const seq = this.seq++;
     if (DEVICE_COMMANDS.has(cmd.k)) {
-      const e: Entry = { cmd, seq, after: cmd.k === 'release' && this.lag ? this.lagging() : null };
+      const e: Entry = { cmd, seq, after: (cmd.k === 'release' || cmd.k === 'graphReset') && this.lag ? this.lagging() : null };
       if (this.deviceReady(e)) this.runDevice(e);
       else {
         this.device.push(e);
@@ -113,7 +113,7 @@ export class Scheduler {
 
   /** Whether a device command may run (see the rules at the top). */
   private deviceReady(e: Entry): boolean {
-    if (e.cmd.k === 'release') return this.caughtUp(e.after);
+    if (e.cmd.k === 'release' || e.cmd.k === 'graphReset') return this.caughtUp(e.after);
     if (e.cmd.k !== 'segment') return true;
     const id = e.cmd.id;
     return !this.device.some((d) => d.seq < e.seq && d.cmd.k === 'release' && d.cmd.id === id);

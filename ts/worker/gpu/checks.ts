@@ -12,6 +12,7 @@ export let deviceErrors: GPUBuffer | null = null;
 let errorStaging: GPUBuffer | null = null;
 /** Whether a sync point has recorded a copy into `errorStaging` and not yet read it. */
 let errorStagingTaken = false;
+/** The checks (message, code) of the dispatches since the last sync point. */
 export const checkCodes = new Map<string, number>();
 
 /**
@@ -21,9 +22,30 @@ export const checkCodes = new Map<string, number>();
 export function checkCode(k: string, message: string): number {
   deviceErrors ??= contextBuffer(device.createBuffer({ size: 16, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST }));
   const key = `${k} failed on device: ${message}`;
-  const code = checkCodes.get(key) ?? checkCodes.size + 1;
+  let code = codeOf.get(key);
+  if (code === undefined) codeOf.set(key, (code = messages.push(key)));
   checkCodes.set(key, code);
+  captured?.set(key, code);
   return code;
+}
+
+/**
+ * Every message's code, for the life of the worker: a captured graph's kernels keep the codes
+ * written into their params at capture, so a code never changes meaning (`messages[code - 1]`).
+ */
+const codeOf = new Map<string, number>();
+const messages: string[] = [];
+/** While a graph is captured: the checks its kernels make. */
+let captured: Map<string, number> | null = null;
+
+/** Starts (a map) or ends (null) collecting the checks of a graph being captured. */
+export function collectChecks(into: Map<string, number> | null): void {
+  captured = into;
+}
+
+/** A replayed graph's checks: the next sync point reads the error words for them. */
+export function armChecks(checks: Map<string, number>): void {
+  for (const [k, c] of checks) checkCodes.set(k, c);
 }
 
 /**
@@ -34,7 +56,6 @@ export function checkCode(k: string, message: string): number {
  */
 export function recordDeviceCheck(enc: GPUCommandEncoder): Promise<void> | null {
   if (!checkCodes.size) return null;
-  const messages = [...checkCodes.keys()];
   checkCodes.clear();
   // A kept staging buffer: creating a mappable buffer per check cost about 0.7 ms on the H100's
   // Vulkan driver, a tenth of that to reuse one (BENCHMARKS.md, "The sync point").

@@ -221,8 +221,29 @@ export function bindGroup(layout: NonNullable<Kernel['layout']>, bind: GPUBuffer
   return g;
 }
 
-/** Destroys a buffer and forgets the bind groups that use it. */
+/**
+ * Buffers that captured graphs bind (gpu/graphs.ts), with how many graphs bind each: destroying
+ * one (a released segment, a grown scratch buffer) waits until the last such graph is reset.
+ */
+const graphHeld = new Map<GPUBuffer, number>();
+const heldBack = new Set<GPUBuffer>();
+
+/** A graph binds `b` until `unholdBuffer(b)`. */
+export function holdBuffer(b: GPUBuffer): void {
+  graphHeld.set(b, (graphHeld.get(b) ?? 0) + 1);
+}
+
+/** A graph no longer binds `b`: destroyed now if it was retired meanwhile. */
+export function unholdBuffer(b: GPUBuffer): void {
+  const n = (graphHeld.get(b) ?? 1) - 1;
+  if (n > 0) return void graphHeld.set(b, n);
+  graphHeld.delete(b);
+  if (heldBack.delete(b)) destroyBuffer(b);
+}
+
+/** Destroys a buffer and forgets the bind groups that use it (later, if a captured graph binds it). */
 export function destroyBuffer(b: GPUBuffer): void {
+  if (graphHeld.has(b)) return void heldBack.add(b);
   for (const key of groupsOf.get(b) ?? []) groups.delete(key);
   groupsOf.delete(b);
   lastGroup = null;
@@ -299,6 +320,16 @@ export function slotsOf(out: GPUBuffer, inputs: GPUBuffer[]): { bind: GPUBuffer[
     return i >= 0 ? i : bind.push(b) - 1;
   });
   return { bind, slot };
+}
+
+/**
+ * Takes the dispatches recorded since the last batch, with their params block (for a graph's
+ * capture, gpu/graphs.ts): the batch is left empty.
+ */
+export function takeRecorded(): { dispatches: PendingDispatch[]; params: Uint8Array } {
+  const taken = { dispatches: pendingBinds.splice(0), params: params.slice(0, Math.ceil(paramBytes / 4) * 4) };
+  paramBytes = 0;
+  return taken;
 }
 
 /** Records pending dispatches into a pass of the current encoder. */

@@ -1,0 +1,34 @@
+/**
+ * What the graphs suites share (graphs.test.ts, graphs-training.test.ts): a graph on a device,
+ * capture on it, a small MLP, and freeing a model and its optimizer's state.
+ */
+import * as torch from '../../dist/webtorch.js';
+
+const { nn } = torch;
+
+/** The namespace whose Graph captures on `d` (`torch.cpu` or `torch.gpu`). */
+export const ns = (d: string) => (d === 'cpu' ? torch.cpu : torch.gpu);
+/** Runs `fn` with `d` as the current GPU (graphs capture on the current device). */
+export const on = <T>(d: string, fn: () => T): T => (d === 'cpu' ? fn() : torch.gpu.withDevice(d, fn));
+export const newGraph = (d: string) => on(d, () => new (ns(d).Graph)());
+export const capture = <T>(d: string, g: torch.gpu.Graph, fn: () => T | Promise<T>, options: torch.gpu.GraphOptions = {}) => on(d, () => ns(d).graph(g, fn, options));
+
+export const mlp = (d: string) => {
+  torch.manualSeed(0);
+  return new nn.Sequential(new nn.Linear(8, 16), new nn.ReLU(), new nn.Linear(16, 4)).to(d);
+};
+
+/** Disposes a model's parameters and gradients and an optimizer's state tensors. */
+export function free(model: torch.nn.Module, opt?: torch.optim.Optimizer): void {
+  for (const p of model.parameters()) {
+    p.grad?.dispose();
+    p.dispose();
+  }
+  for (const s of opt?.state.values() ?? []) for (const v of Object.values(s)) if (typeof v === 'object') v.dispose();
+}
+
+export async function values(ts: Iterable<torch.Tensor>): Promise<number[]> {
+  const out: number[] = [];
+  for (const t of ts) out.push(...(await t.data()));
+  return out;
+}

@@ -1,0 +1,209 @@
+/**
+ * Fusion at capture end: a rewrite of a graph's captured command list (ts/worker/gpu/graphs.ts).
+ *
+ * A chain is a run of consecutive float32 `unary`/`binary` commands of one shape (operands
+ * contiguous, or strided forward such as a broadcast bias), each reading the output of the one before; it becomes one fused kernel
+ * (wgsl/fused.ts) when every intermediate output is dead: not alive at capture end (the facade
+ * sends the live blocks with `captureEnd`), and not read by any later command before a command
+ * writes it again. Reads are told conservatively: an operand of another dtype, or one whose
+ * extent is not known (a `Place` without strides), counts as reading its whole segment from its
+ * offset on. So fusion can only miss a chance, never drop a value someone reads.
+ */
+import { StorageCode } from '../../dtype.js';
+import { valueClass } from '../../../wgsl/dtype.js';
+import { checksDivisor } from '../../../wgsl/elementwise.js';
+import { fusedGrid, fusedShader } from '../../../wgsl/fused.js';
+import { WGSL_PRELUDE } from '../../ops/table.js';
+import type { Command, Operand, Place, ViewRef } from '../protocol.js';
+import { BINARY, UNARY, buf, dispatchCode } from './core.js';
+
+/** A fused chain, in place of its commands. */
+export interface FusedCommand {
+  k: 'fused';
+  n: number;
+  shape: number[];
+  out: Place;
+  inputs: ViewRef[];
+  steps: string[];
+  /** How many commands it stands for. */
+  count: number;
+}
+
+/** Ops per fused kernel at most (a longer chain is cut: the cut's value is written out). */
+const MAX_STEPS = 64;
+
+type MapCmd = Extract<Command, { k: 'unary' | 'binary' }>;
+
+const numel = (shape: number[]) => shape.reduce((a, b) => a * b, 1);
+
+function contiguous(r: ViewRef, shape: number[]): boolean {
+  let acc = 1;
+  for (let d = shape.length - 1; d >= 0; d--) {
+    if (shape[d] !== 1 && r.strides[d] !== acc) return false;
+    acc *= shape[d];
+  }
+  return true;
+}
+
+/** The op's float32 expression, if the command can join a chain. */
+function exprOf(cmd: Command): string | null {
+  if (cmd.k !== 'unary' && cmd.k !== 'binary') return null;
+  if (cmd.dt !== StorageCode.F32 || cmd.outDt !== StorageCode.F32 || cmd.check) return null;
+  const op = (cmd.k === 'unary' ? UNARY : BINARY).get(cmd.op);
+  if (!op || op.dtypes === 'bool' || valueClass(cmd.dt) !== 'f32') return null;
+  const e = op.wgsl.f32;
+  if (!e || checksDivisor(e) || /\bi\b/.test(e)) return null;
+  const ops: Operand[] = cmd.k === 'unary' ? [cmd.a] : [cmd.a, cmd.b];
+  // contiguous operands, or strided ones reading forward (a broadcast bias: stride 0)
+  for (const o of ops) if (typeof o !== 'number' && !contiguous(o, cmd.shape) && (o.strides.length !== cmd.shape.length || o.strides.some((t) => t < 0))) return null;
+  return e;
+}
+
+/** The element range [start, end) of segment `id` (in f32 elements) that `cmd` may read; null: none of it. */
+function readRanges(cmd: Command): { id: number; start: number; end: number }[] {
+  const out: { id: number; start: number; end: number }[] = [];
+  const f32 = 'dt' in cmd && (cmd as { dt: number }).dt === StorageCode.F32 && (!('srcDt' in cmd) || (cmd as { srcDt: number }).srcDt === StorageCode.F32);
+  const shape = 'shape' in cmd && Array.isArray((cmd as { shape: unknown }).shape) ? (cmd as { shape: number[] }).shape : null;
+  for (const [key, v] of Object.entries(cmd)) {
+    if (key === 'out' || key === 'dst' || typeof v !== 'object' || v === null || typeof (v as Place).id !== 'number' || typeof (v as Place).offset !== 'number') continue;
+    const r = v as ViewRef;
+    if (!f32) out.push({ id: r.id, start: 0, end: Infinity });
+    else if (shape && Array.isArray(r.strides) && r.strides.length === shape.length) {
+      let extent = 1;
+      for (let d = 0; d < shape.length; d++) extent += (shape[d] - 1) * Math.abs(r.strides[d]);
+      out.push({ id: r.id, start: r.offset, end: r.offset + extent });
+    } else out.push({ id: r.id, start: r.offset, end: Infinity });
+  }
+  return out;
+}
+
+/** The f32 element range a command writes contiguously (its `out` of `n` elements), if known. */
+function writeRange(cmd: Command): { id: number; start: number; end: number } | null {
+  if ((cmd.k === 'unary' || cmd.k === 'binary') && cmd.outDt === StorageCode.F32) return { id: cmd.out.id, start: cmd.out.offset, end: cmd.out.offset + numel(cmd.shape) };
+  if (cmd.k === 'copy' && cmd.dt === StorageCode.F32) return { id: cmd.out.id, start: cmd.out.offset, end: cmd.out.offset + numel(cmd.shape) };
+  return null;
+}
+
+/**
+ * Whether the f32 range [start, end) of segment `id`, written by command `at`, is dead after
+ * command `from`: no later command reads it before one writes all of it, and it is not live.
+ */
+function deadAfter(cmds: (Command | FusedCommand)[], from: number, id: number, start: number, end: number, live: number[]): boolean {
+  for (let j = from + 1; j < cmds.length; j++) {
+    const c = cmds[j];
+    if (c.k === 'fused') continue;
+    for (const r of readRanges(c)) if (r.id === id && r.start < end && r.end > start) return false;
+    // written again: the value at capture end is the later one's
+    const w = writeRange(c);
+    if (w && w.id === id && w.start <= start && w.end >= end) return true;
+  }
+  // the last value written there: dead unless a block alive at capture end holds it
+  for (let j = 0; j < live.length; j += 3) {
+    if (live[j] === id && live[j + 1] / 4 < end && (live[j + 1] + live[j + 2]) / 4 > start) return false;
+  }
+  return true;
+}
+
+/** How many elements from its offset a view of `shape` spans. */
+const extentOf = (r: Place, shape: number[]): number => {
+  const strides = (r as ViewRef).strides;
+  if (!strides) return numel(shape);
+  let e = 1;
+  for (let d = 0; d < shape.length; d++) e += (shape[d] - 1) * Math.abs(strides[d]);
+  return e;
+};
+
+/** Whether view `a` and `n` contiguous elements from `b` share memory (`a` over `shape`). */
+const overlaps = (a: Place, b: Place, n: number, shape: number[]): boolean => a.id === b.id && a.offset < b.offset + n && b.offset < a.offset + extentOf(a, shape);
+
+/** Whether an operand is the contiguous view of `prev` (the last step's output). */
+const isPrev = (o: Operand, prev: Place, shape: number[]): o is ViewRef => typeof o !== 'number' && o.id === prev.id && o.offset === prev.offset && contiguous(o, shape);
+
+const sameView = (a: ViewRef, b: ViewRef) => a.id === b.id && a.offset === b.offset && String(a.strides) === String(b.strides);
+
+/** Reads an operand as a chain step's argument: the last step, a (new or known) input, or a literal. */
+function argOf(o: Operand, prev: Place | null, inputs: ViewRef[], shape: number[]): string {
+  if (typeof o === 'number') return `bitcast<f32>(${o >>> 0}u)`;
+  if (prev && isPrev(o, prev, shape)) return 'PREV';
+  let j = inputs.findIndex((r) => sameView(r, o));
+  if (j < 0) j = inputs.push(o) - 1;
+  return `a${j}`;
+}
+
+const F = new Float32Array(1), U = new Uint32Array(F.buffer);
+/** A scalar as the f32 the map kernels read from their params (exact: its bits). */
+const lit = (x: number) => ((F[0] = x), `bitcast<f32>(${U[0]}u)`);
+
+/** One step's WGSL: the op's expression with its operands and scalars substituted. */
+function stepOf(cmd: MapCmd, expr: string, prev: Place | null, inputs: ViewRef[], k: number): string {
+  const ops: Operand[] = cmd.k === 'unary' ? [cmd.a] : [cmd.a, cmd.b];
+  const args = ops.map((o) => argOf(o, prev, inputs, cmd.shape).replace('PREV', `t${k - 1}`));
+  const scalars = cmd.k === 'unary' ? cmd.s : [cmd.alpha];
+  return `(${expr.replace(/\b([xs])(\d)\b/g, (_, v: string, d: string) => (v === 'x' ? args[Number(d)] : lit(scalars[Number(d)] ?? 0)))})`;
+}
+
+/** Rewrites `cmds`: each fusable chain becomes one `FusedCommand`. */
+export function fuseChains(cmds: Command[], live: number[]): (Command | FusedCommand)[] {
+  const out: (Command | FusedCommand)[] = [];
+  let i = 0;
+  while (i < cmds.length) {
+    const first = cmds[i], e0 = exprOf(first);
+    if (!e0) {
+      out.push(first);
+      i++;
+      continue;
+    }
+    const c0 = first as MapCmd, n = numel(c0.shape);
+    const inputs: ViewRef[] = [], steps = [stepOf(c0, e0, null, inputs, 0)];
+    let end = i, prev: Place = c0.out;
+    const written: Place[] = [c0.out];
+    while (end + 1 < cmds.length && steps.length < MAX_STEPS) {
+      const next = cmds[end + 1], e = exprOf(next);
+      if (!e) break;
+      const c = next as MapCmd;
+      if (String(c.shape) !== String(c0.shape)) break;
+      const ops: Operand[] = c.k === 'unary' ? [c.a] : [c.a, c.b];
+      if (!ops.some((o) => isPrev(o, prev, c.shape))) break;
+      // the intermediate `prev` must be dead once `next` has read it
+      if (!deadAfter(cmds, end + 1, prev.id, prev.offset, prev.offset + n, live)) break;
+      // no other operand of `next` may read what a step of the chain wrote (it is not written out)
+      if (ops.some((o) => typeof o !== 'number' && !isPrev(o, prev, c.shape) && written.some((w) => overlaps(o, w, n, c.shape)))) break;
+      const trial = inputs.slice();
+      const step = stepOf(c, e, prev, trial, steps.length);
+      inputs.length = 0;
+      inputs.push(...trial);
+      steps.push(step);
+      prev = c.out;
+      written.push(prev);
+      end++;
+    }
+    // an input sharing memory with the output must be the output's own elements (each invocation
+    // reads its element before writing it; a shifted view would race with the others' writes)
+    if (inputs.some((r) => overlaps(r, prev, n, c0.shape) && !isPrev(r, prev, c0.shape))) end = i;
+    if (end === i) {
+      out.push(first);
+      i++;
+      continue;
+    }
+    out.push({ k: 'fused', n, shape: c0.shape, out: prev, inputs, steps, count: end - i + 1 });
+    i = end + 1;
+  }
+  return out;
+}
+
+/** Records a fused chain's one dispatch. */
+export function runFused(cmd: FusedCommand): void {
+  const bind = [buf(cmd.out.id)];
+  const inputSlots = cmd.inputs.map((r) => {
+    const b = buf(r.id);
+    const s = bind.indexOf(b);
+    return s >= 0 ? s : bind.push(b) - 1;
+  });
+  const p = new Uint32Array(2 + cmd.inputs.length);
+  p[0] = cmd.n;
+  p[1] = cmd.out.offset;
+  cmd.inputs.forEach((r, j) => (p[2 + j] = r.offset));
+  const inputStrides = cmd.inputs.map((r) => (contiguous(r, cmd.shape) ? null : r.strides));
+  const code = fusedShader({ slots: bind.length, inputSlots, inputStrides, shape: cmd.shape, steps: cmd.steps, prelude: WGSL_PRELUDE });
+  dispatchCode(code, bind, p.buffer, fusedGrid(cmd.n));
+}
