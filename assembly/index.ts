@@ -11,6 +11,9 @@ export { reduce } from "./kernels/reduce";
 export { matmul, matmulPart, matmulWorkspaceBytes } from "./kernels/matmul";
 export { fill, arange } from "./kernels/fill";
 
+// Row normalisations (softmax, log-softmax, layer norm) and their gradients, one row at a time.
+export { rowNorm, rowNormPart } from "./kernels/rownorm";
+
 // Philox4x32-10 random numbers (ts/random.ts is the reference).
 export { random, randomPart } from "./kernels/random";
 

@@ -9,7 +9,7 @@
 export const SEQ = 0, PENDING = 1, QUIT = 2, FAILED = 3, JOB = 4, NARGS = 5, CHUNKS = 6, NEXT = 7, WS = 8, WS_BYTES = 9, ARGS = 12;
 export const MAX_ARGS = 8;
 /** The exports a job may name (helpers look them up by index). */
-export const POOL_JOBS = ['matmulPart', 'randomPart'] as const;
+export const POOL_JOBS = ['matmulPart', 'randomPart', 'rowNormPart', 'unaryPart', 'binaryPart'] as const;
 export type PoolJob = (typeof POOL_JOBS)[number];
 
 /** What the worker posts to a helper. */

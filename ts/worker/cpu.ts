@@ -34,6 +34,7 @@ interface Kernels {
   matmulPart(dt: number, a: number, b: number, out: number, p: number, ws: number, part: number, parts: number): void;
   fill(dt: number, out: number, n: number, value: number): void;
   arange(dt: number, out: number, n: number, start: number, step: number): void;
+  rowNorm(p: number): void;
   random(dist: number, out: number, n: number, first: number, k0: number, k1: number, c0: number, c1: number, c2: number, c3: number, a: number, b: number): void;
 }
 
@@ -45,6 +46,8 @@ let K: Kernels;
 let pool: KernelPool | null = null;
 /** Products with fewer multiply-adds than this run on one thread (waking helpers costs more). */
 const POOL_MIN_MACS = 1 << 19;
+/** Row normalisations of fewer elements than this run on one thread. */
+const POOL_MIN_ROWS = 1 << 15;
 /** Random draws with fewer elements than this run on one thread. */
 const POOL_MIN_RANDOM = 1 << 16;
 /** Initial pages of the shared memory (the kernels' build asks for 16: `--initialMemory 16`). */
@@ -200,6 +203,8 @@ function run(cmd: Command): void {
       return K.where(cmd.dt, ptr(cmd.c.id), ptr(cmd.a.id), ptr(cmd.b.id), at(cmd.out, cmd.dt), viewDesc(cmd.shape, [cmd.c, cmd.a, cmd.b]));
     case 'reduce':
       return K.reduce(cmd.op, cmd.dt, cmd.outDt, at(cmd.a, cmd.dt), at(cmd.out, cmd.outDt), cmd.outer, cmd.inner);
+    case 'softmax': case 'rowGrad':
+      return runRowNorm(cmd);
     case 'matmul': {
       const p = [cmd.batch, cmd.m, cmd.n, cmd.kk, ...cmd.aStrides, cmd.a.offset, ...cmd.bStrides, cmd.b.offset];
       // Large products run on the pool's threads in chunks (up to 4 per thread, of at least 2^18
@@ -244,6 +249,27 @@ function run(cmd: Command): void {
     default:
       throw new Error(`unknown command ${cmd.k}`);
   }
+}
+
+const ROW_KINDS = { softmax: 0, log_softmax: 1, layer_norm: 2 } as const;
+
+/** Softmax, log-softmax, layer norm and their input gradients, a row at a time (assembly/kernels/rownorm.ts). */
+function runRowNorm(cmd: Extract<Command, { k: 'softmax' | 'rowGrad' }>): void {
+  const n = cmd.outer * cmd.inner;
+  if (n === 0) return;
+  const f32 = (p: Place | null | undefined) => (p ? at(p, StorageCode.F32) : 0);
+  let kind: number, x: number, g = 0, w = 0, b = 0;
+  if (cmd.k === 'softmax') {
+    kind = cmd.norm ? ROW_KINDS.layer_norm : cmd.log ? ROW_KINDS.log_softmax : ROW_KINDS.softmax;
+    (x = f32(cmd.a)), (w = f32(cmd.norm?.w)), (b = f32(cmd.norm?.b));
+  } else {
+    kind = 3 + ROW_KINDS[cmd.kind];
+    (x = f32(cmd.x)), (g = f32(cmd.g)), (w = f32(cmd.norm?.w));
+  }
+  const eps = new Int32Array(new Float32Array([cmd.norm?.eps ?? 0]).buffer)[0];
+  const p = desc([kind, x, f32(cmd.out), cmd.outer, cmd.inner, w, b, eps, g]);
+  if (!pool || n < POOL_MIN_ROWS || cmd.outer < 2) return K.rowNorm(p);
+  pool.run('rowNormPart', [p], Math.min(cmd.outer, 4 * pool.threads), 0, 0);
 }
 
 function write(id: number, byteOffset: number, data: ArrayBuffer | Uint8Array): void {

@@ -48,8 +48,7 @@ export type Command =
   | { k: 'reduce'; op: number; a: ViewRef; dt: StorageCode; out: Place; outDt: StorageCode; outer: number; inner: number }
   /**
    * A row normalisation of each row of a contiguous f32 [outer, inner] block: softmax or
-   * log-softmax, or layer norm when `norm` is given (weight and bias optional). GPU devices only
-   * (the cpu composes them).
+   * log-softmax, or layer norm when `norm` is given (weight and bias optional).
    */
   | { k: 'softmax'; log: boolean; a: Place; out: Place; outer: number; inner: number; norm?: { eps: number; w: Place | null; b: Place | null } }
   /**
@@ -88,7 +87,15 @@ export type Command =
   | { k: 'opTag'; op: number }
   | { k: 'send'; peer: string; tag: number; id: number; byteOffset: number; bytes: number }
   | { k: 'recv'; peer: string; tag: number; id: number; byteOffset: number }
-  | IndexCommand;
+  | IndexCommand
+  /**
+   * The input gradient of a row normalisation of a contiguous f32 [outer, inner] block, in one
+   * pass per row (the cpu device only; the GPU composes it): softmax's `y·(g − Σ g·y)` and
+   * log-softmax's `g − exp(y)·Σ g` from the output `x` = y, layer norm's from its input `x`
+   * (mean and rstd recomputed, weight optional).
+   */
+  | { k: 'rowGrad'; kind: 'softmax' | 'log_softmax' | 'layer_norm'; x: Place; g: Place; out: Place; outer: number; inner: number;
+      norm?: { eps: number; w: Place | null } };
 
 /**
  * Philox4x32-10 numbers into `n` contiguous 32-bit words at `out` (wgsl/random.ts,
