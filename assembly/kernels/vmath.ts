@@ -1,9 +1,9 @@
 // Vectorised f32 transcendentals (four lanes per v128), for the map kernels and the row kernels.
 //
 // The hard part is accuracy at SIMD speed. The scalar path (unary.ts) evaluates in f64 and
-// rounds once; these work in f32, as PyTorch's CPU kernels do (Sleef's u10 functions, ≤ 1 ulp),
-// and stay within 2 ulp of the correctly rounded result (test/unit/wasm-vmath.test.ts sweeps
-// them densely against Math.* and reports the worst ulp):
+// rounds once; these work in f32, as PyTorch's vectorised CPU kernels do (Sleef's ≤ 1 ulp exp
+// composed into the same formulas): exp within 1 ulp, log and tanh 2, sigmoid 2.5
+// (test/unit/wasm-vmath.test.ts sweeps them densely against Math.* and bounds the worst ulp):
 // - exp: n = round(x·log2 e), r = x − n·ln2 in two parts (Cody–Waite: n·LN2_HI is exact), the
 //   degree-7 Taylor polynomial of e^r on |r| ≤ ln2/2, then 2^n as two power-of-two factors so
 //   results in the subnormal range round once, in the last multiply.
@@ -12,7 +12,7 @@
 // - log: x = 2^e·m with m in [√½, √2), then log m = 2·atanh(s), s = (m − 1)/(m + 1), an odd series
 //   in s (|s| ≤ 0.172); subnormal inputs are scaled by 2^23 first.
 // - tanh(x) = u / (u + 2) with u = expm1(2|x|), sign restored; sigmoid from e = exp(−|x|) as
-//   1/(1 + e) or e/(1 + e) by sign, so neither side overflows and tiny results stay exact.
+//   1/(1 + e) or e/(1 + e) by sign, so neither side overflows and tiny results keep their bits.
 // Special values follow IEEE and PyTorch: NaN in, NaN out; exp(−inf) = 0, log(0) = −inf,
 // log(x < 0) = NaN, tanh(±inf) = ±1, sigmoid(±inf) = 1, 0.
 
@@ -28,17 +28,22 @@ const SQRT2: f32 = 1.4142135623730951;
   return f32x4.splat(x);
 }
 
-/** round-half-even of each lane (the reduction's n), valid for |x| < 2^22. */
-// @ts-ignore: decorator
-@inline function nearest4(x: v128): v128 {
-  return f32x4.nearest(x);
-}
+/** 1.5·2^23: adding it rounds |v| < 2^22 to an integer, held in the low bits of the sum's bits. */
+const MAGIC: f32 = 12582912.0;
+const MAGIC_BITS: i32 = 0x4b400000;
 
-/** The reduction shared by exp and expm1: returns r; `n` holds round(x·log2 e) as f32. */
+/** The reduction shared by exp and expm1: returns r = x − n·ln2; `t` holds n + MAGIC. */
 // @ts-ignore: decorator
-@inline function reduce(x: v128, n: v128): v128 {
+@inline function reduce(x: v128, t: v128): v128 {
+  const n = f32x4.sub(t, splat(MAGIC));
   const r = f32x4.sub(x, f32x4.mul(n, splat(LN2_HI)));
   return f32x4.sub(r, f32x4.mul(n, splat(LN2_LO)));
+}
+
+/** n + MAGIC for n = round(x·log2 e), |x| < 2^21. */
+// @ts-ignore: decorator
+@inline function magicN(x: v128): v128 {
+  return f32x4.add(f32x4.mul(x, splat(LOG2E)), splat(MAGIC));
 }
 
 /** e^r − 1 on |r| ≤ ln2/2: r + r²/2 + … + r⁷/7! (Horner). */
@@ -54,30 +59,32 @@ const SQRT2: f32 = 1.4142135623730951;
   return f32x4.add(p, r);
 }
 
-/** 2^n for integer-valued f32 lanes n in [-127, 127] (n + 127 into the exponent field). */
+/** 2^n for i32 lanes n in [-126, 127]. */
 // @ts-ignore: decorator
 @inline function pow2(n: v128): v128 {
-  return i32x4.shl(i32x4.add(i32x4.trunc_sat_f32x4_s(n), i32x4.splat(127)), 23);
+  return i32x4.shl(i32x4.add(n, i32x4.splat(127)), 23);
 }
 
 /** e^x for each lane. */
 // @ts-ignore: decorator
 @inline export function exp4(x: v128): v128 {
-  // Outside [-104, 89] the result is 0 or inf in f32; clamping keeps 2^n's factors normal. NaN stays NaN.
-  const xc = f32x4.min(f32x4.max(x, splat(-104)), splat(89));
-  const n = nearest4(f32x4.mul(xc, splat(LOG2E)));
-  const p = f32x4.add(expm1Poly(reduce(xc, n)), splat(1));
-  // 2^n = 2^h · 2^(n − h) with h = trunc(n / 2): each factor normal, one rounding at the end.
-  const h = f32x4.trunc(f32x4.mul(n, splat(0.5)));
-  return f32x4.mul(f32x4.mul(p, pow2(h)), pow2(f32x4.sub(n, h)));
+  // Outside [-104, 89] the result is 0 or inf in f32; clamping keeps 2^n's factors normal.
+  // pmax/pmin with x first keep a NaN x (and are one instruction each on x64).
+  const xc = f32x4.pmin(f32x4.pmax(x, splat(-104)), splat(89));
+  const t = magicN(xc);
+  const p = f32x4.add(expm1Poly(reduce(xc, t)), splat(1));
+  // 2^n = 2^h · 2^(n − h) with h = n >> 1: each factor normal, one rounding at the end.
+  const n = i32x4.sub(t, i32x4.splat(MAGIC_BITS));
+  const h = i32x4.shr_s(n, 1);
+  return f32x4.mul(f32x4.mul(p, pow2(h)), pow2(i32x4.sub(n, h)));
 }
 
 /** e^x − 1 for each lane, with relative accuracy near 0 (used for x ≥ 0 up to 20 by tanh). */
 // @ts-ignore: decorator
 @inline export function expm1Pos4(x: v128): v128 {
-  const n = nearest4(f32x4.mul(x, splat(LOG2E)));
-  const q = expm1Poly(reduce(x, n));
-  const s = pow2(n);
+  const t = magicN(x);
+  const q = expm1Poly(reduce(x, t));
+  const s = pow2(i32x4.sub(t, i32x4.splat(MAGIC_BITS)));
   // 2^n·(1 + q) − 1 = 2^n·q + (2^n − 1); exact for n = 0.
   return f32x4.add(f32x4.mul(s, q), f32x4.sub(s, splat(1)));
 }
@@ -117,17 +124,17 @@ const SQRT2: f32 = 1.4142135623730951;
   const sign = i32x4.splat(0x80000000);
   const a = v128.andnot(x, sign);
   // tanh(10) is 1 in f32; the clamp keeps expm1 finite (NaN passes through min).
-  const u = expm1Pos4(f32x4.min(f32x4.add(a, a), splat(20)));
+  const u = expm1Pos4(f32x4.pmin(f32x4.add(a, a), splat(20)));
   const t = f32x4.div(u, f32x4.add(u, splat(2)));
   return v128.or(t, v128.and(x, sign));
 }
 
-/** 1 / (1 + e^-x) for each lane. */
+/** 1 / (1 + e^-x) for each lane: one division, of 1 or e = e^-|x| (x < 0) by 1 + e. */
 // @ts-ignore: decorator
 @inline export function sigmoid4(x: v128): v128 {
   const e = exp4(f32x4.neg(f32x4.abs(x)));
-  const s = f32x4.div(splat(1), f32x4.add(splat(1), e));
-  return v128.bitselect(f32x4.mul(e, s), s, f32x4.lt(x, splat(0)));
+  const num = v128.bitselect(e, f32x4.splat(1), f32x4.lt(x, f32x4.splat(0)));
+  return f32x4.div(num, f32x4.add(f32x4.splat(1), e));
 }
 
 /** ln 2, for log2 = log · (1 / ln 2). */
