@@ -5,8 +5,10 @@
 // descriptors are i32 words the host writes at scratch().
 
 export { copy, copyChecked, copyStrided } from "./kernels/copy";
-export { unary } from "./kernels/unary";
-export { binary, where } from "./kernels/binary";
+export { unary, unaryPart } from "./kernels/unary";
+export { binary, binaryPart, where } from "./kernels/binary";
+// Each pool thread picks its slice of the iterator's static memory.
+export { setThread } from "./kernels/iter";
 export { reduce } from "./kernels/reduce";
 export { matmul, matmulPart, matmulWorkspaceBytes } from "./kernels/matmul";
 export { fill, arange } from "./kernels/fill";

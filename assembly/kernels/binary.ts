@@ -11,7 +11,7 @@
 // take an f32x4 / i32x4 path.
 
 import { F32, I32, elemShift, isFloat, loadF, loadI, storeF, storeI } from "./dtype";
-import { begin, nextRow, normalize, off0, off1, off2, rowLen, rowStride } from "./iter";
+import { begin, beginAt, chunkFirst, chunkLast, chunkOf, nextRow, normalize, off0, off1, off2, rowLen, rowStride } from "./iter";
 import { powC, powI } from "./special";
 
 /**
@@ -181,19 +181,38 @@ export function binary(op: i32, dt: i32, outDt: i32, a: usize, b: usize, out: us
   const n = load<i32>(d, 4);
   if (n <= 0) return 0;
   zeroDivisor = false;
+  binaryRows(op, dt, outDt, a, b, out, d, alpha, 0, 0, n / rowLen(d));
+  return zeroDivisor ? 1 : 0;
+}
+
+/**
+ * Chunk `part` of `parts` of a float binary op (the cpu pool's form; ws is unused; integer
+ * division's zero-divisor flag is not collected, so the worker pools float ops only). args (at q):
+ * [op, dt, outDt, a, b, out, p, -] as i32 words, then alpha as f64.
+ */
+export function binaryPart(q: usize, ws: usize, part: i32, parts: i32): void {
+  const d = normalize(<usize>load<u32>(q, 24), 2);
+  if (load<i32>(d, 4) <= 0) return;
+  const o = chunkOf(d, 2, part, parts);
+  if (o < 0) return;
+  binaryRows(load<i32>(q), load<i32>(q, 4), load<i32>(q, 8), <usize>load<u32>(q, 12), <usize>load<u32>(q, 16), <usize>load<u32>(q, 20), d,
+    load<f64>(q, 32), o, chunkFirst, chunkLast);
+}
+
+/** Rows [r0, r1) of normalised descriptor d, the first output element being o0. */
+function binaryRows(op: i32, dt: i32, outDt: i32, a: usize, b: usize, out: usize, d: usize, alpha: f64, o0: i32, r0: i32, r1: i32): void {
   const len = rowLen(d);
   const sa = rowStride(d, 0);
   const sb = rowStride(d, 1);
-  const rows = n / len;
   const useInt = !isFloat(dt) && op != 3 && op != 10;
   const ia = <i64>alpha;
   const fa = <f32>alpha;
   const unitStrides = sa <= 1 && sb <= 1 && len >= 4;
   const simdF = unitStrides && dt == F32 && outDt == F32 && (op <= 3 || op == 7 || op == 8);
   const simdI = unitStrides && dt == I32 && outDt == I32 && op <= 2;
-  begin(d, 2);
-  let o = 0;
-  for (let row = 0; row < rows; row++) {
+  beginAt(d, 2, r0);
+  let o = o0;
+  for (let row = r0; row < r1; row++) {
     let i = 0;
     if (simdF) {
       i = simdRowF32(op, a + (<usize>off0 << 2), sa, b + (<usize>off1 << 2), sb, out + (<usize>o << 2), len, fa);
@@ -212,7 +231,6 @@ export function binary(op: i32, dt: i32, outDt: i32, a: usize, b: usize, out: us
     o += len;
     nextRow(d, 2);
   }
-  return zeroDivisor ? 1 : 0;
 }
 
 /**

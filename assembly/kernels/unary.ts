@@ -12,7 +12,7 @@
 // does the same).
 
 import { F32, isFloat, loadF, loadI, storeF, storeI } from "./dtype";
-import { begin, nextRow, normalize, off0, rowLen, rowStride } from "./iter";
+import { beginAt, chunkFirst, chunkLast, chunkOf, nextRow, normalize, off0, rowLen, rowStride } from "./iter";
 import { erf, erfc } from "./special";
 import { exp4, log4, sigmoid4, tanh4 } from "./vmath";
 
@@ -179,15 +179,35 @@ export function unary(
   const d = normalize(p, 1);
   const n = load<i32>(d, 4);
   if (n <= 0) return;
+  unaryRows(op, dt, outDt, a, out, d, s0, s1, s2, 0, 0, n / rowLen(d));
+}
+
+/**
+ * Chunk `part` of `parts` of a unary op (the cpu pool's form; ws is unused). args (at q):
+ * [op, dt, outDt, a, out, p, -, -] as i32 words, then s0, s1, s2 as f64.
+ */
+export function unaryPart(q: usize, ws: usize, part: i32, parts: i32): void {
+  const d = normalize(<usize>load<u32>(q, 20), 1);
+  if (load<i32>(d, 4) <= 0) return;
+  const o = chunkOf(d, 1, part, parts);
+  if (o < 0) return;
+  unaryRows(load<i32>(q), load<i32>(q, 4), load<i32>(q, 8), <usize>load<u32>(q, 12), <usize>load<u32>(q, 16), d,
+    load<f64>(q, 32), load<f64>(q, 40), load<f64>(q, 48), o, chunkFirst, chunkLast);
+}
+
+/** Rows [r0, r1) of normalised descriptor d, the first output element being o0. */
+function unaryRows(
+  op: i32, dt: i32, outDt: i32, a: usize, out: usize, d: usize,
+  s0: f64, s1: f64, s2: f64, o0: i32, r0: i32, r1: i32
+): void {
   const len = rowLen(d);
   const sa = rowStride(d, 0);
-  const rows = n / len;
   const floatClass = isFloat(dt);
   const useInt = !floatClass && intOk(op);
   const simd = dt == F32 && outDt == F32 && sa == 1 && hasSimd(op);
-  begin(d, 1);
-  let o = 0;
-  for (let row = 0; row < rows; row++) {
+  beginAt(d, 1, r0);
+  let o = o0;
+  for (let row = r0; row < r1; row++) {
     let i = 0;
     if (simd) {
       const pa = a + (<usize>off0 << 2);

@@ -46,6 +46,8 @@ let K: Kernels;
 let pool: KernelPool | null = null;
 /** Products with fewer multiply-adds than this run on one thread (waking helpers costs more). */
 const POOL_MIN_MACS = 1 << 19;
+/** Elementwise ops on fewer elements than this run on one thread (waking helpers costs about as much as 2^17 relu elements). */
+const POOL_MIN_MAP = 1 << 17;
 /** Row normalisations of fewer elements than this run on one thread. */
 const POOL_MIN_ROWS = 1 << 15;
 /** Random draws with fewer elements than this run on one thread. */
@@ -190,12 +192,18 @@ function run(cmd: Command): void {
       return K.copy(cmd.srcDt, cmd.dt, ptr(cmd.src.id), at(cmd.out, cmd.dt), viewDesc(cmd.shape, [cmd.src]));
     case 'copyInto':
       return K.copyStrided(cmd.srcDt, cmd.dt, ptr(cmd.src.id), ptr(cmd.dst.id), viewDesc(cmd.shape, [cmd.src, cmd.dst]));
-    case 'unary':
-      return K.unary(cmd.op, cmd.dt, cmd.outDt, ptr(cmd.a.id), at(cmd.out, cmd.outDt), viewDesc(cmd.shape, [cmd.a]), ...cmd.s);
+    case 'unary': {
+      const a = ptr(cmd.a.id), out = at(cmd.out, cmd.outDt), p = viewDesc(cmd.shape, [cmd.a]);
+      if (!pooled(cmd.shape)) return K.unary(cmd.op, cmd.dt, cmd.outDt, a, out, p, ...cmd.s);
+      return mapOnPool('unaryPart', [cmd.op, cmd.dt, cmd.outDt, a, out, p], cmd.s);
+    }
     case 'binary': {
       const [a, av] = operand(cmd.a, 0, cmd.shape.length, cmd.dt), [b, bv] = operand(cmd.b, 1, cmd.shape.length, cmd.dt);
+      const out = at(cmd.out, cmd.outDt), p = viewDesc(cmd.shape, [av, bv]);
+      // Float ops only on the pool: integer division's zero-divisor flag is per thread.
+      if (pooled(cmd.shape) && isFloatCode(cmd.dt)) return mapOnPool('binaryPart', [cmd.op, cmd.dt, cmd.outDt, a, b, out, p], [cmd.alpha]);
       // the cpu computes int64 in i64, so `check.overflow` (the GPU's 32-bit fallback) never applies here
-      const failed = K.binary(cmd.op, cmd.dt, cmd.outDt, a, b, at(cmd.out, cmd.outDt), viewDesc(cmd.shape, [av, bv]), cmd.alpha);
+      const failed = K.binary(cmd.op, cmd.dt, cmd.outDt, a, b, out, p, cmd.alpha);
       if (failed && cmd.check) throw new Error(cmd.check.message);
       return;
     }
@@ -271,6 +279,33 @@ function runRowNorm(cmd: Extract<Command, { k: 'softmax' | 'rowGrad' }>): void {
   if (!pool || n < POOL_MIN_ROWS || cmd.outer < 2) return K.rowNorm(p);
   pool.run('rowNormPart', [p], Math.min(cmd.outer, 4 * pool.threads), 0, 0);
 }
+
+/** Whether an elementwise op over `shape` is large enough for the pool. */
+function pooled(shape: number[]): boolean {
+  if (!pool) return false;
+  let n = 1;
+  for (const s of shape) n *= s;
+  return n >= POOL_MIN_MAP;
+}
+
+/** Storage codes of floating dtypes (f32, f16, bf16). */
+const isFloatCode = (dt: number) => dt === StorageCode.F32 || dt === StorageCode.F16 || dt === StorageCode.BF16;
+
+/**
+ * Runs an elementwise kernel's `…Part` export on the pool: its i32 arguments (8 words) then its
+ * f64 parameters, written after the descriptor in the scratch area (the kernels read them by
+ * pointer; the control block carries i32s only). Each thread takes chunks of rows, or of the
+ * one row of a contiguous operand (assembly/kernels/iter.ts: chunkOf).
+ */
+function mapOnPool(job: 'unaryPart' | 'binaryPart', words: number[], params: number[]): void {
+  const w = scratchWords(), q = MAP_ARGS;
+  for (let i = 0; i < 8; i++) w[q + i] = words[i] ?? 0;
+  const f = new Float64Array(K.memory.buffer, w.byteOffset + (q + 8) * 4, params.length);
+  f.set(params);
+  pool!.run(job, [w.byteOffset + q * 4], 4 * pool!.threads, 0, 0);
+}
+/** Where `mapOnPool`'s arguments go, in scratch words: past any descriptor (rank ≤ 8, 3 views) and before the scalar slots at the end. */
+const MAP_ARGS = 2048;
 
 function write(id: number, byteOffset: number, data: ArrayBuffer | Uint8Array): void {
   const src = data instanceof Uint8Array ? data : new Uint8Array(data);
