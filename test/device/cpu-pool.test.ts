@@ -102,7 +102,7 @@ describe('the cpu pool', () => {
       await expect32(x.tanh(), (i) => Math.tanh(xv[i]), 'tanh');
       await expect32(x.sigmoid(), (i) => sig(xv[i]), 'sigmoid');
       await expect32(keep(x.mul(y)).add(y), (i) => Math.fround(xv[i] * yv[i]) + yv[i], 'a*b+c');
-      // A [1031, 257] view, transposed, plus a row broadcast (rows split, chunks starting mid-iteration).
+      // A [1019, 257] view, transposed, plus a row broadcast (rows split, chunks starting mid-iteration).
       const rows = 1019, cols = 257, m = keep(keep(x.narrow(0, 0, rows * cols)).reshape([cols, rows])), mt = keep(m.transpose(0, 1));
       const bias = keep(y.narrow(0, 0, cols));
       const got = (await keep(keep(mt.add(bias)).contiguous()).data()) as Float32Array;
