@@ -38,6 +38,9 @@ interface Outgoing {
  */
 const SEND_AT = 2048;
 
+/** Batches of more bytes than this are transferred to the worker; smaller ones are copied. */
+const TRANSFER_AT = 1 << 16;
+
 /** A device's worker and command queue. */
 export class DeviceClient {
   /** Storage ids are per device. */
@@ -179,7 +182,9 @@ export class DeviceClient {
   private takeQueued(): Outgoing | null {
     if (this.queue.empty) return null;
     const batch = this.queue.take(), transfer = this.transfers;
-    transfer.push(batch.words.buffer);
+    // A small batch is cloned: in Node's postMessage, transferring an ArrayBuffer costs more than
+    // copying a few KiB (bench/cases/launch.mjs's round trip pays it on every read).
+    if (batch.words.byteLength > TRANSFER_AT) transfer.push(batch.words.buffer);
     this.transfers = [];
     return { batch, transfer };
   }
