@@ -150,6 +150,11 @@ export interface DeviceInfo {
   board?: SharedArrayBuffer | null;
   /** The cpu device: whether its memory is shared, so that other workers can read and write pinned tensors in it. */
   pinnable?: boolean;
+  /**
+   * The cpu device's shared memory and segment addresses, kept out of `info`: the calling thread
+   * reads and writes tensors in it directly while the device is idle (ts/runtime/client.ts).
+   */
+  host?: HostMemory | null;
 }
 
 /**
