@@ -16,6 +16,9 @@ export { fill, arange } from "./kernels/fill";
 // Row normalisations (softmax, log-softmax, layer norm) and their gradients, one row at a time.
 export { rowNorm, rowNormPart } from "./kernels/rownorm";
 
+// Sliding windows (im2col) with the padding inside, for conv and pooling.
+export { windows, windowsPart } from "./kernels/window";
+
 // Philox4x32-10 random numbers (ts/random.ts is the reference).
 export { random, randomPart } from "./kernels/random";
 

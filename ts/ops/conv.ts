@@ -9,9 +9,10 @@
  * gradient), are the only hand-written gradients; conv itself is windows + a batched matmul in
  * which the groups are a batch dim.
  *
- * On a GPU device of a CPU adapter (lavapipe) a float32 input skips the pad and the copy:
- * `paddedWindows` writes the windows, padding included, with one kernel (wgsl/window.ts); its
- * gradient is the fold onto the padded extent, cropped.
+ * On the cpu and on a GPU device of a CPU adapter (lavapipe) a float32 input skips the pad and
+ * the copy: `paddedWindows` writes the windows, padding included, with one kernel
+ * (assembly/kernels/window.ts, wgsl/window.ts); its gradient is the fold onto the padded extent,
+ * cropped.
  */
 import { withGradMode, op as recorded } from '../autograd/graph.js';
 import { clientOf } from '../device.js';
@@ -98,12 +99,14 @@ export function windows(x: Tensor, k: number[], s: number[], d: number[], kernel
 }
 
 /**
- * Whether the windows of x come from the one-kernel form (`paddedWindows`): float32 on a GPU
- * device of a CPU adapter (lavapipe). On the H100 the kernel was slower than the composed pad +
- * strided copy (conv2d 32×64×56² → 64: 11.8–12.1 against 14.9–16.0 TFLOP/s, interleaved), whose
- * copy runs on the map kernels' vec4 path; on lavapipe it made conv2d 1.4× faster.
+ * Whether the windows of x come from the one-kernel form (`paddedWindows`): float32 on the cpu
+ * device (assembly/kernels/window.ts: one window row per output row, the inside one memory copy),
+ * or on a GPU device of a CPU adapter (lavapipe). On the H100 the kernel was slower than the
+ * composed pad + strided copy (conv2d 32×64×56² → 64: 11.8–12.1 against 14.9–16.0 TFLOP/s,
+ * interleaved), whose copy runs on the map kernels' vec4 path; on lavapipe it made conv2d 1.4× faster.
  */
-export const fusedWindows = (x: Tensor): boolean => x.device.type === 'gpu' && x.dtype === 'float32' && clientOf(x.device).info?.cpuAdapter === true;
+export const fusedWindows = (x: Tensor): boolean =>
+  x.dtype === 'float32' && (x.device.type === 'cpu' || (x.device.type === 'gpu' && clientOf(x.device).info?.cpuAdapter === true));
 
 /**
  * @internal The layout of `windows`, taken from x [N, C, H, W] padded by `p` = [top, left] with

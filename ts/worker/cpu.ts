@@ -35,6 +35,7 @@ interface Kernels {
   fill(dt: number, out: number, n: number, value: number): void;
   arange(dt: number, out: number, n: number, start: number, step: number): void;
   rowNorm(p: number): void;
+  windows(x: number, out: number, p: number): void;
   random(dist: number, out: number, n: number, first: number, k0: number, k1: number, c0: number, c1: number, c2: number, c3: number, a: number, b: number): void;
 }
 
@@ -213,6 +214,16 @@ function run(cmd: Command): void {
       return K.reduce(cmd.op, cmd.dt, cmd.outDt, at(cmd.a, cmd.dt), at(cmd.out, cmd.outDt), cmd.outer, cmd.inner);
     case 'softmax': case 'rowGrad':
       return runRowNorm(cmd);
+    case 'windows': {
+      const [N, C, , ] = cmd.shape, [kh, kw] = cmd.kernel, [oh, ow] = cmd.size;
+      const n = N * C * kh * kw * oh * ow;
+      if (!n) return;
+      const value = new Int32Array(new Float32Array([cmd.value]).buffer)[0];
+      const p = desc([...cmd.shape, kh, kw, oh, ow, ...cmd.stride, ...cmd.dilation, ...cmd.padding, cmd.x.offset, ...cmd.x.strides, +cmd.kernelLast, value]);
+      const x = ptr(cmd.x.id), out = at(cmd.out, StorageCode.F32);
+      if (!pool || n < POOL_MIN_MAP) return K.windows(x, out, p);
+      return pool.run('windowsPart', [x, out, p], 4 * pool.threads, 0, 0);
+    }
     case 'matmul': {
       const p = [cmd.batch, cmd.m, cmd.n, cmd.kk, ...cmd.aStrides, cmd.a.offset, ...cmd.bStrides, cmd.b.offset];
       // Large products run on the pool's threads in chunks (up to 4 per thread, of at least 2^18

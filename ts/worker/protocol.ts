@@ -54,7 +54,7 @@ export type Command =
   /**
    * The sliding windows of a 32-bit [N, C, H, W] view (`shape`) into a contiguous
    * [N, C, kh, kw, oh, ow], or [N, C, oh, ow, kh, kw] with `kernelLast`; `padding` is [top, left],
-   * and positions outside x read as `value` (an f32). GPU devices only (the cpu pads and copies).
+   * and positions outside x read as `value` (an f32). GPU devices of a CPU adapter, and the cpu.
    */
   | { k: 'windows'; x: ViewRef; out: Place; shape: number[]; kernel: number[]; stride: number[]; dilation: number[]; padding: number[];
       size: number[]; kernelLast: boolean; value: number }
