@@ -14,7 +14,7 @@
 import { F32, isFloat, loadF, loadI, storeF, storeI } from "./dtype";
 import { beginAt, chunkFirst, chunkLast, chunkOf, nextRow, normalize, off0, rowLen, rowStride } from "./iter";
 import { erf, erfc } from "./special";
-import { exp4, log4, sigmoid4, tanh4 } from "./vmath";
+import { erf4, exp4, gelu4, log4, sigmoid4, tanh4 } from "./vmath";
 
 const SQRT1_2: f64 = 0.7071067811865476;
 const SQRT_2_OVER_PI: f64 = 0.7978845608028654;
@@ -110,6 +110,8 @@ export function unaryI(op: i32, x: i64, s0: f64, s1: f64): i64 {
     case 11: return sigmoid4(v);
     case 14: return geluTanh4(v);
     case 15: return f32x4.mul(v, sigmoid4(v));
+    case 13: return gelu4(v);
+    case 17: return erf4(v);
     default: return v;
   }
 }
@@ -137,8 +139,8 @@ function simdRow(op: i32, pa: usize, po: usize, len: i32): i32 {
 
 /**
  * Ops with an f32x4 form. The cheap ones are bit-identical to the scalar path; exp, log, tanh,
- * sigmoid, gelu (tanh form) and silu come from vmath.ts (within 2 ulp, as PyTorch's vectorised
- * kernels are within 1); the scalar path finishes the row's tail with the same functions (`tail4`).
+ * sigmoid, erf, gelu (both forms) and silu come from vmath.ts (a few ulp: the bounds are in
+ * test/unit/wasm-vmath.test.ts); a row's tail goes through the same functions (`tail4`).
  */
 // @ts-ignore: decorator
 @inline function hasSimd(op: i32): bool {
@@ -148,7 +150,7 @@ function simdRow(op: i32, pa: usize, po: usize, len: i32): i32 {
 /** The vmath ops, whose scalar form would differ in the last bit: a row's tail goes through the vector form too. */
 // @ts-ignore: decorator
 @inline function transcendental(op: i32): bool {
-  return op == 2 || op == 4 || op == 10 || op == 11 || op == 14 || op == 15;
+  return op == 2 || op == 4 || op == 10 || op == 11 || op == 13 || op == 14 || op == 15 || op == 17;
 }
 
 /** The last len − i (< 4) elements of a contiguous row through the vector form; returns len. */

@@ -139,3 +139,83 @@ const MAGIC_BITS: i32 = 0x4b400000;
 
 /** ln 2, for log2 = log · (1 / ln 2). */
 export const INV_LN2: f32 = 1.0 / LN2;
+
+// ---- erf and gelu ----
+//
+// erf(x) = x·A(x²) for |x| < 1; beyond, 1 − erfc(|x|) with the sign of x. erfc(a) for a ≥ 0.5 is
+// e^(−a²)·g(1/a)/a, where g(v) = a·erfc(a)·e^(a²) is smooth in v = 1/a: two polynomials in v, on
+// a in [0.5, 2.5) and [2.5, 10] (beyond 10, erfc is 0 in f32), fitted by weighted least squares
+// on Chebyshev nodes in float64, then checked in f32 Horner form (under 1.2e-7 relative).
+// e^(−a²) takes a as hi + lo, hi with 12 significant bits, so hi² is exact and the square's
+// rounding does not grow with a² in the tail. gelu(x) = x·Φ(x) goes through erfc where 1 + erf
+// would cancel: 0.5·x·erfc(−u) for u = x/√2 ≤ −0.5, x·(1 − 0.5·erfc(u)) for u ≥ 0.5, and
+// 0.5·x·(1 + u·A(u²)) between.
+
+// @ts-ignore: decorator
+@inline function poly8(w: v128, c0: f32, c1: f32, c2: f32, c3: f32, c4: f32, c5: f32, c6: f32, c7: f32): v128 {
+  let p = f32x4.splat(c7);
+  p = f32x4.add(f32x4.mul(p, w), f32x4.splat(c6));
+  p = f32x4.add(f32x4.mul(p, w), f32x4.splat(c5));
+  p = f32x4.add(f32x4.mul(p, w), f32x4.splat(c4));
+  p = f32x4.add(f32x4.mul(p, w), f32x4.splat(c3));
+  p = f32x4.add(f32x4.mul(p, w), f32x4.splat(c2));
+  p = f32x4.add(f32x4.mul(p, w), f32x4.splat(c1));
+  return f32x4.add(f32x4.mul(p, w), f32x4.splat(c0));
+}
+
+/** erf(x)/x as a polynomial in t = x² on [0, 1]. */
+// @ts-ignore: decorator
+@inline function erfSmall(t: v128): v128 {
+  return poly8(t, 1.12837923, -0.376126379, 0.112837821, -0.0268653929, 0.00522092311, -0.000848250755, 0.000112546411, -9.63499133e-06);
+}
+
+/** erfc(a) for lanes a ≥ 0.5 (NaN stays NaN, +inf gives 0). */
+// @ts-ignore: decorator
+@inline function erfcPos4(a: v128): v128 {
+  const ac = f32x4.pmin(a, splat(10));
+  const v = f32x4.div(splat(1), ac);
+  // g on a in [0.5, 2.5): degree 12 in v − 1.2
+  const w1 = f32x4.sub(v, splat(1.2));
+  let g1 = poly8(w1, -0.00110294053, 0.000762024662, -0.000185760277, -0.000607554219, 0.000424977305, 0, 0, 0);
+  g1 = f32x4.add(f32x4.mul(g1, w1), splat(0.00248902943));
+  g1 = f32x4.add(f32x4.mul(g1, w1), splat(-0.00485394523));
+  g1 = f32x4.add(f32x4.mul(g1, w1), splat(0.00723358523));
+  g1 = f32x4.add(f32x4.mul(g1, w1), splat(-0.00737503823));
+  g1 = f32x4.add(f32x4.mul(g1, w1), splat(-0.00156543625));
+  g1 = f32x4.add(f32x4.mul(g1, w1), splat(0.0370760299));
+  g1 = f32x4.add(f32x4.mul(g1, w1), splat(-0.139657795));
+  g1 = f32x4.add(f32x4.mul(g1, w1), splat(0.398170918));
+  // g on a in [2.5, 10]: degree 8 in v − 0.25
+  const w2 = f32x4.sub(v, splat(0.25));
+  let g2 = poly8(w2, -0.119446941, -0.167786181, 0.219520301, -0.0280898847, -0.273941576, 0.411710292, -0.0267948955, -0.74796319);
+  g2 = f32x4.add(f32x4.mul(g2, w2), splat(0.547997832));
+  const g = v128.bitselect(g1, g2, f32x4.gt(v, splat(0.4)));
+  // e^(−a²) with a = hi + lo: a² = hi² + lo·(a + hi), hi² exact.
+  const hi = v128.and(ac, i32x4.splat(0xfffff000));
+  const lo = f32x4.sub(ac, hi);
+  const e = f32x4.mul(exp4(f32x4.neg(f32x4.mul(hi, hi))), exp4(f32x4.neg(f32x4.mul(lo, f32x4.add(ac, hi)))));
+  const r = f32x4.mul(f32x4.mul(e, g), v);
+  return v128.bitselect(splat(0), r, f32x4.gt(a, splat(10)));
+}
+
+/** erf x for each lane. */
+// @ts-ignore: decorator
+@inline export function erf4(x: v128): v128 {
+  const sign = i32x4.splat(0x80000000);
+  const a = v128.andnot(x, sign);
+  const small = f32x4.mul(x, erfSmall(f32x4.mul(x, x)));
+  const big = v128.or(f32x4.sub(splat(1), erfcPos4(f32x4.pmax(a, splat(1)))), v128.and(x, sign));
+  return v128.bitselect(small, big, f32x4.lt(a, splat(1)));
+}
+
+/** gelu x = x·Φ(x) (the erf form) for each lane. */
+// @ts-ignore: decorator
+@inline export function gelu4(x: v128): v128 {
+  const u = f32x4.mul(x, splat(0.70710678118654752));
+  const au = f32x4.abs(u);
+  const half = f32x4.mul(splat(0.5), x);
+  const mid = f32x4.mul(half, f32x4.add(splat(1), f32x4.mul(u, erfSmall(f32x4.mul(u, u)))));
+  const ec = erfcPos4(f32x4.pmax(au, splat(0.5)));
+  const tail = v128.bitselect(f32x4.mul(half, ec), f32x4.mul(x, f32x4.sub(splat(1), f32x4.mul(splat(0.5), ec))), f32x4.lt(u, splat(0)));
+  return v128.bitselect(mid, tail, f32x4.lt(au, splat(0.5)));
+}
