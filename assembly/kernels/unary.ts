@@ -1,12 +1,15 @@
 // Elementwise unary ops over strided views, with dtype conversion on store.
 //
-// The hard part is accuracy: every float op is evaluated in f64 on the
-// f32-valued input and rounded once to f32 on store, so the results are
-// (nearly always) the correctly rounded f32 values. Integer-class inputs use
-// i64 arithmetic for the "int ok" ops (exact for int64, the low bits for int32
-// and uint8, which wrap as PyTorch's do) and fall back to the float path for
-// the rest. Unit-stride f32 -> f32 rows of the cheap ops use f32x4 SIMD,
-// whose results are bit-identical to the scalar path (relu keeps NaN).
+// The hard part is accuracy. The scalar path evaluates every float op in f64 on the f32-valued
+// input and rounds once to f32 on store, so its results are (nearly always) the correctly rounded
+// f32 values. Unit-stride f32 -> f32 rows take f32x4 SIMD: the cheap ops (neg, abs, sqrt, relu,
+// reciprocal, square, copy) bit-identical to the scalar path (relu keeps NaN), and exp, log, tanh,
+// sigmoid, silu, erf and gelu from vmath.ts, f32 formulas within a few ulp as PyTorch's vectorised
+// kernels are (bounds in test/unit/wasm-vmath.test.ts); a row's tail goes through the same vector
+// code (`tail4`), so a result does not depend on where it falls in its row. Integer-class inputs
+// use i64 arithmetic for the "int ok" ops (exact for int64, the low bits for int32 and uint8, which
+// wrap as PyTorch's do) and fall back to the float path for the rest. `unaryPart` is a chunk of
+// the op for the cpu pool (iter.ts: chunkOf).
 //
 // sign follows (x > 0) - (x < 0), so sign(NaN) = 0 (PyTorch's CPU kernel
 // does the same).
