@@ -30,7 +30,20 @@ describe.runIf(typeof SharedArrayBuffer !== 'undefined')('the idle cpu device, f
     expect(direct().sync - before.sync).toBe(1);
     expect(Array.from((await t.data()) as Float32Array)).toEqual(Array.from(v));
     expect(direct().read - before.read).toBe(1);
+    // What a direct read proves goes on the board, as a message's answer would: once the worker has
+    // run an op (nothing told the calling thread so), a direct read makes the stream's query true.
+    const u = t.add(1);
+    await new Promise((r) => setTimeout(r, 20));
+    for (let i = 0; i < 200; i++) {
+      const reads = direct().read;
+      await t.data();
+      if (direct().read > reads) break;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    expect(torch.cpu.currentStream().query()).toBe(true);
+    expect(Array.from((await u.data()) as Float32Array)).toEqual(Array.from(v, (x) => Math.fround(x + 1)));
     t.dispose();
+    u.dispose();
   });
 
   it('a write never overtakes queued or running work that reads the old bytes', async () => {

@@ -259,7 +259,9 @@ export class DeviceClient {
     // An idle cpu device: one copy out of its memory, no message (a new ArrayBuffer, as a message's would be).
     if (this.idle && this.host!.addresses[id]) {
       this.direct.read++;
-      return this.hostBytes(id, byteOffset, bytes).slice().buffer;
+      const data = this.hostBytes(id, byteOffset, bytes).slice().buffer;
+      this.finishedUpTo(stream, this.queued[stream]);
+      return data;
     }
     // The queued commands travel with the read; `post` keeps it ahead of later ops.
     const out = this.takeQueued(), queued = this.queued[stream];
