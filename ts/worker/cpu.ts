@@ -5,7 +5,10 @@
  * ranges of that memory, taken from a first-fit free list here, 16-byte aligned so SIMD loads
  * stay aligned. Kernel descriptors (shape, strides, offsets) are written as i32s into the
  * module's scratch area before each call. Pointers are bytes; strides and offsets are elements,
- * as the kernels expect.
+ * as the kernels expect. Large matmuls, elementwise ops, row normalisations, windows and random
+ * draws run in chunks on the pool's threads (cpu-pool.ts: each `…Part` export computes one chunk).
+ * While the device is idle the calling thread reads and writes this memory itself
+ * (ts/runtime/client.ts: `idle`); `init` hands it the memory and the address table for that.
  */
 import { StorageCode } from '../dtype.js';
 import { canShareMemory, loadKernelWasm, loadSharedKernelWasm } from '../platform.js';
@@ -215,7 +218,7 @@ function run(cmd: Command): void {
     case 'softmax': case 'rowGrad':
       return runRowNorm(cmd);
     case 'windows': {
-      const [N, C, , ] = cmd.shape, [kh, kw] = cmd.kernel, [oh, ow] = cmd.size;
+      const [N, C] = cmd.shape, [kh, kw] = cmd.kernel, [oh, ow] = cmd.size;
       const n = N * C * kh * kw * oh * ow;
       if (!n) return;
       const value = new Int32Array(new Float32Array([cmd.value]).buffer)[0];
