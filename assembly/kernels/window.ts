@@ -17,11 +17,20 @@
 }
 
 /** Fills n f32s at o with v. */
-function fillF32(o: usize, n: i32, v: f32): void {
+// @ts-ignore: decorator
+@inline function fillF32(o: usize, n: i32, v: f32): void {
   let i = 0;
   const vv = f32x4.splat(v);
   for (; i + 4 <= n; i += 4) v128.store(o + (<usize>i << 2), vv);
   for (; i < n; i++) store<f32>(o + (<usize>i << 2), v);
+}
+
+/** Copies n f32s from s to o, four at a time (a window row is short: a call to memory.copy costs more). */
+// @ts-ignore: decorator
+@inline function copyF32(o: usize, s: usize, n: i32): void {
+  let i = 0;
+  for (; i + 4 <= n; i += 4) v128.store(o + (<usize>i << 2), v128.load(s + (<usize>i << 2)));
+  for (; i < n; i++) store<f32>(o + (<usize>i << 2), load<f32>(s + (<usize>i << 2)));
 }
 
 /** Rows [r0, r1) of the descriptor at p. */
@@ -31,34 +40,44 @@ function rows(x: usize, out: usize, p: usize, r0: i32, r1: i32): void {
   const xo = w(p, 14), sN = w(p, 15), sC = w(p, 16), sH = w(p, 17), sW = w(p, 18), last = w(p, 19) != 0;
   const value = load<f32>(p, 80);
   if (!last) {
-    // row = (((n·C + c)·kh + ki)·kw + kj)·oh + i
+    // row = (((n·C + c)·kh + ki)·kw + kj)·oh + i: split r0 once, then count.
+    let t = r0;
+    let i = t % oh; t /= oh;
+    let kj = t % kw; t /= kw;
+    let ki = t % kh; t /= kh;
+    let c = t % C;
+    let n = t / C;
+    let o = out + (<usize>r0 * <usize>ow << 2);
     for (let r = r0; r < r1; r++) {
-      let t = r;
-      const i = t % oh; t /= oh;
-      const kj = t % kw; t /= kw;
-      const ki = t % kh; t /= kh;
-      const c = t % C;
-      const n = t / C;
-      const o = out + (<usize>r * <usize>ow << 2);
       const h = i * sh + ki * dh - ph;
       if (h < 0 || h >= H) {
         fillF32(o, ow, value);
-        continue;
-      }
-      const base = xo + n * sN + c * sC + h * sH;
-      // j's with w = j·sw + kj·dw − pw inside [0, W): [jLo, jHi)
-      const off = kj * dw - pw;
-      let jLo = off >= 0 ? 0 : (-off + sw - 1) / sw;
-      let jHi = W - off <= 0 ? 0 : (W - off + sw - 1) / sw;
-      if (jHi > ow) jHi = ow;
-      if (jLo > jHi) jLo = jHi;
-      fillF32(o, jLo, value);
-      if (sw == 1 && sW == 1) {
-        memory.copy(o + (<usize>jLo << 2), x + (<usize>(base + jLo + off) << 2), <usize>(jHi - jLo) << 2);
       } else {
-        for (let j = jLo; j < jHi; j++) store<f32>(o + (<usize>j << 2), load<f32>(x + (<usize>(base + (j * sw + off) * sW) << 2)));
+        const base = xo + n * sN + c * sC + h * sH;
+        // j's with w = j·sw + kj·dw − pw inside [0, W): [jLo, jHi)
+        const off = kj * dw - pw;
+        let jLo = off >= 0 ? 0 : (-off + sw - 1) / sw;
+        let jHi = W - off <= 0 ? 0 : (W - off + sw - 1) / sw;
+        if (jHi > ow) jHi = ow;
+        if (jLo > jHi) jLo = jHi;
+        fillF32(o, jLo, value);
+        if (sw == 1 && sW == 1) {
+          copyF32(o + (<usize>jLo << 2), x + (<usize>(base + jLo + off) << 2), jHi - jLo);
+        } else {
+          for (let j = jLo; j < jHi; j++) store<f32>(o + (<usize>j << 2), load<f32>(x + (<usize>(base + (j * sw + off) * sW) << 2)));
+        }
+        fillF32(o + (<usize>jHi << 2), ow - jHi, value);
       }
-      fillF32(o + (<usize>jHi << 2), ow - jHi, value);
+      o += <usize>ow << 2;
+      if (++i < oh) continue;
+      i = 0;
+      if (++kj < kw) continue;
+      kj = 0;
+      if (++ki < kh) continue;
+      ki = 0;
+      if (++c < C) continue;
+      c = 0;
+      n++;
     }
     return;
   }
