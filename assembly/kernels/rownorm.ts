@@ -4,7 +4,8 @@
 //
 // The hard part is the passes. Composed from the table's ops these read and write the block
 // five to seven times; here a row is read two or three times while it is still in cache, and
-// written once. The arithmetic is f32x4 (exp from vmath.ts), the sums of each row f64 (two f64x2
+// written once. The arithmetic is f32x4 (exp from vmath.ts: `expNeg4` for x − max, whose results
+// below 2^-126 are 0, a difference under any tolerance), the sums of each row f64 (two f64x2
 // accumulators), so a long row's sum does not drift. Max propagates NaN (wasm's f32x4.max
 // does), so a row holding NaN gives NaN throughout, as in PyTorch. Rows are independent, so
 // `rowNormPart` splits them across the cpu pool's threads.
@@ -15,7 +16,7 @@
 // g − exp(y)·Σ g), 5 layer norm's input gradient (x the input, w optional:
 // rstd·(gy − mean(gy) − x̂·mean(gy·x̂)), gy = g·w).
 
-import { exp4 } from "./vmath";
+import { exp4, expNeg4 } from "./vmath";
 
 const SOFTMAX = 0;
 const LOG_SOFTMAX = 1;
@@ -69,14 +70,14 @@ function expSum(x: usize, out: usize, len: i32, m: f32): f64 {
   const n4 = len & ~3;
   for (let i = 0; i < n4; i += 4) {
     const at = <usize>i << 2;
-    const e = exp4(f32x4.sub(v128.load(x + at), mv));
+    const e = expNeg4(f32x4.sub(v128.load(x + at), mv));
     if (out) v128.store(out + at, e);
     s = acc64(s, e);
   }
   if (n4 < len) {
     const t = len - n4, at = <usize>n4 << 2;
     // The padding lanes are -inf: exp gives 0 and the sum is unchanged.
-    const e = exp4(f32x4.sub(loadTail(x + at, t, -Infinity), mv));
+    const e = expNeg4(f32x4.sub(loadTail(x + at, t, -Infinity), mv));
     if (out) storeTail(out + at, t, e);
     s = acc64(s, e);
   }

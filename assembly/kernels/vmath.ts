@@ -13,6 +13,8 @@
 //   in s (|s| ≤ 0.172); subnormal inputs are scaled by 2^23 first.
 // - tanh(x) = u / (u + 2) with u = expm1(2|x|), sign restored; sigmoid from e = exp(−|x|) as
 //   1/(1 + e) or e/(1 + e) by sign, so neither side overflows and tiny results keep their bits.
+// - expNeg4, for the softmax rows only (x − max ≤ 0): degree 5 and one power-of-two factor,
+//   subnormal results flushed to 0 (XNNPACK's softmax does the same); within a few ulp.
 // Special values follow IEEE and PyTorch: NaN in, NaN out; exp(−inf) = 0, log(0) = −inf,
 // log(x < 0) = NaN, tanh(±inf) = ±1, sigmoid(±inf) = 1, 0.
 
@@ -218,4 +220,24 @@ export const INV_LN2: f32 = 1.0 / LN2;
   const ec = erfcPos4(f32x4.pmax(au, splat(0.5)));
   const tail = v128.bitselect(f32x4.mul(half, ec), f32x4.mul(x, f32x4.sub(splat(1), f32x4.mul(splat(0.5), ec))), f32x4.lt(u, splat(0)));
   return v128.bitselect(mid, tail, f32x4.lt(au, splat(0.5)));
+}
+
+/**
+ * e^x for lanes x ≤ 0 (a softmax row minus its max): a degree-5 polynomial (fitted as the others,
+ * within 2.6 ulp on the reduced range) and one power-of-two factor; results that would be
+ * subnormal (x < −87.33) are 0, as XNNPACK's softmax makes them. About a third fewer
+ * instructions than `exp4`, for the row kernels, where a few ulp disappear in the row's sum.
+ */
+// @ts-ignore: decorator
+@inline export function expNeg4(x: v128): v128 {
+  const t = magicN(x);
+  const r = reduce(x, t);
+  let p = splat(0.00828578323);
+  p = f32x4.add(f32x4.mul(p, r), splat(0.0418731682));
+  p = f32x4.add(f32x4.mul(p, r), splat(0.166675016));
+  p = f32x4.add(f32x4.mul(p, r), splat(0.49999395));
+  p = f32x4.add(f32x4.mul(p, r), splat(0.999999881));
+  p = f32x4.add(f32x4.mul(p, r), splat(1));
+  const y = f32x4.mul(p, pow2(i32x4.sub(t, i32x4.splat(MAGIC_BITS))));
+  return v128.bitselect(splat(0), y, f32x4.lt(x, splat(-87.33)));
 }
