@@ -151,6 +151,34 @@ function simdRowF32(op: i32, pa: usize, sa: i32, pb: usize, sb: i32, po: usize, 
   return i;
 }
 
+/**
+ * An f32 row with any strides for ops 0, 1, 2, 3, 7, 8, in f32 arithmetic: the same results as
+ * the f64 path (an f32 sum, product or quotient computed in f64 and rounded once is the f32 one:
+ * f64 has more than twice f32's precision), without its per-element dtype dispatch. The fold of
+ * conv's gradient and other strided views take it.
+ */
+function stridedRowF32(op: i32, pa: usize, sa: i32, pb: usize, sb: i32, po: usize, len: i32, alpha: f32): i32 {
+  const da = <isize>sa << 2, db = <isize>sb << 2;
+  let x = pa, y = pb, z = po;
+  for (let i = 0; i < len; i++) {
+    const u = load<f32>(x), v = load<f32>(y);
+    let r: f32;
+    switch (op) {
+      case 0: r = u + (alpha == 1 ? v : <f32>(alpha * v)); break;
+      case 1: r = u - (alpha == 1 ? v : <f32>(alpha * v)); break;
+      case 2: r = u * v; break;
+      case 3: r = u / v; break;
+      case 7: r = max<f32>(u, v); break;
+      default: r = min<f32>(u, v);
+    }
+    store<f32>(z, r);
+    x += da;
+    y += db;
+    z += 4;
+  }
+  return len;
+}
+
 /** i32x4 row for add/sub/mul (wrapping); strides are 0 or 1. */
 function simdRowI32(op: i32, pa: usize, sa: i32, pb: usize, sb: i32, po: usize, len: i32, alpha: i32): i32 {
   const n4 = len & ~3;
@@ -210,12 +238,15 @@ function binaryRows(op: i32, dt: i32, outDt: i32, a: usize, b: usize, out: usize
   const unitStrides = sa <= 1 && sb <= 1 && len >= 4;
   const simdF = unitStrides && dt == F32 && outDt == F32 && (op <= 3 || op == 7 || op == 8);
   const simdI = unitStrides && dt == I32 && outDt == I32 && op <= 2;
+  const stridedF = !simdF && dt == F32 && outDt == F32 && (op <= 3 || op == 7 || op == 8);
   beginAt(d, 2, r0);
   let o = o0;
   for (let row = r0; row < r1; row++) {
     let i = 0;
     if (simdF) {
       i = simdRowF32(op, a + (<usize>off0 << 2), sa, b + (<usize>off1 << 2), sb, out + (<usize>o << 2), len, fa);
+    } else if (stridedF) {
+      i = stridedRowF32(op, a + (<usize>off0 << 2), sa, b + (<usize>off1 << 2), sb, out + (<usize>o << 2), len, fa);
     } else if (simdI) {
       i = simdRowI32(op, a + (<usize>off0 << 2), sa, b + (<usize>off1 << 2), sb, out + (<usize>o << 2), len, <i32>ia);
     }
