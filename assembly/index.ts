@@ -17,7 +17,7 @@ export { fill, arange } from "./kernels/fill";
 export { rowNorm, rowNormPart } from "./kernels/rownorm";
 
 // Sliding windows (im2col) with the padding inside, for conv and pooling.
-export { windows, windowsPart } from "./kernels/window";
+export { foldWindows, foldWindowsPart, windows, windowsPart } from "./kernels/window";
 
 // Philox4x32-10 random numbers (ts/random.ts is the reference).
 export { random, randomPart } from "./kernels/random";

@@ -119,3 +119,58 @@ export function windowsPart(x: usize, out: usize, p: usize, ws: usize, part: i32
   const first = part * per;
   if (first < n) rows(x, out, p, first, min(n, first + per));
 }
+
+// ---- The fold (col2im): the windows' gradient ----
+//
+// out [N, C, H, W] (contiguous, zeroed here) += each window's values at the positions they were
+// read from: g is a [N, C, kh, kw, oh, ow] view with any strides. Composed, this is a strided
+// read-add-write per kernel offset over the whole input; here a plane (n, c) at a time, the
+// offsets in the same order, so the sums are the same f32 sums. Planes are independent, so
+// `foldWindowsPart` splits them across the pool. Descriptor (i32 words): [N, C, H, W, kh, kw, oh,
+// ow, sh, sw, dh, dw, gOffset, gStrides (6)].
+
+/** Planes [q0, q1) of the fold described at p. */
+function foldPlanes(g: usize, out: usize, p: usize, q0: i32, q1: i32): void {
+  const C = w(p, 1), H = w(p, 2), W = w(p, 3), kh = w(p, 4), kw = w(p, 5), oh = w(p, 6), ow = w(p, 7);
+  const sh = w(p, 8), sw = w(p, 9), dh = w(p, 10), dw = w(p, 11), go = w(p, 12);
+  const g0 = w(p, 13), g1 = w(p, 14), g2 = w(p, 15), g3 = w(p, 16), g4 = w(p, 17), g5 = w(p, 18);
+  const plane = H * W;
+  for (let q = q0; q < q1; q++) {
+    const n = q / C, c = q % C;
+    const o = out + (<usize>q * <usize>plane << 2);
+    fillF32(o, plane, 0);
+    for (let ki = 0; ki < kh; ki++) {
+      for (let kj = 0; kj < kw; kj++) {
+        const gb = go + n * g0 + c * g1 + ki * g2 + kj * g3;
+        for (let i = 0; i < oh; i++) {
+          const row = o + (<usize>((i * sh + ki * dh) * W + kj * dw) << 2);
+          const src = g + (<usize>(gb + i * g4) << 2);
+          let j = 0;
+          if (sw == 1 && g5 == 1) {
+            for (; j + 4 <= ow; j += 4) {
+              const at = <usize>j << 2;
+              v128.store(row + at, f32x4.add(v128.load(row + at), v128.load(src + at)));
+            }
+          }
+          for (; j < ow; j++) {
+            const d = row + (<usize>(j * sw) << 2);
+            store<f32>(d, load<f32>(d) + load<f32>(src + (<usize>(j * g5) << 2)));
+          }
+        }
+      }
+    }
+  }
+}
+
+/** The whole fold (see above). */
+export function foldWindows(g: usize, out: usize, p: usize): void {
+  foldPlanes(g, out, p, 0, w(p, 0) * w(p, 1));
+}
+
+/** Part `part` of `parts` of the planes (the cpu pool's form; ws is unused). */
+export function foldWindowsPart(g: usize, out: usize, p: usize, ws: usize, part: i32, parts: i32): void {
+  const n = w(p, 0) * w(p, 1);
+  const per = (n + parts - 1) / parts;
+  const first = part * per;
+  if (first < n) foldPlanes(g, out, p, first, min(n, first + per));
+}

@@ -1,7 +1,10 @@
 // The sliding-window kernel of build/webtorch.wasm (assembly/kernels/window.ts) against a plain-JS
 // im2col: strides 1 and 2, dilation, padding wider than the kernel's reach on one side, both
 // layouts (kernel dims before or after the window position), contiguous rows (the memory-copy
-// path) and transposed views (the element path), a fill value, and the pool's row split.
+// path) and transposed views (the element path), a fill value, and the pool's row split. The fold
+// (col2im, `foldWindows`) against a plain-JS scatter-add in the same order, bit for bit: windows
+// that overlap (stride below the kernel's reach) and that do not, contiguous and permuted views of
+// the gradient, and every split of the planes.
 import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { loadKernels } from './wasm.js';
 
@@ -11,6 +14,8 @@ interface Kernels {
   scratch(): number;
   windows(x: number, out: number, p: number): void;
   windowsPart(x: number, out: number, p: number, ws: number, part: number, parts: number): void;
+  foldWindows(g: number, out: number, p: number): void;
+  foldWindowsPart(g: number, out: number, p: number, ws: number, part: number, parts: number): void;
 }
 
 let k: Kernels;
@@ -90,6 +95,53 @@ describe('windows (im2col with padding)', () => {
           }
         });
       }
+    }
+  }
+});
+
+describe('foldWindows (col2im)', () => {
+  // [label, N, C, H, W, kh, kw, s, d] where H, W are the (padded) extent the windows cover.
+  const FOLDS: [string, number, number, number, number, number, number, [number, number], [number, number]][] = [
+    ['3×3 stride 1 (overlapping)', 2, 3, 9, 11, 3, 3, [1, 1], [1, 1]],
+    ['2×2 stride 2 (disjoint)', 1, 2, 8, 10, 2, 2, [2, 2], [1, 1]],
+    ['3×3 dilation 2, stride (1, 3)', 2, 1, 11, 13, 3, 3, [1, 3], [2, 2]],
+    ['5×3 stride 2', 1, 2, 13, 12, 5, 3, [2, 2], [1, 1]],
+  ];
+  for (const [label, N, C, H, W, kh, kw, s, d] of FOLDS) {
+    for (const permuted of [false, true]) {
+      it(`${label}, ${permuted ? 'a permuted view ([N, C, oh, ow, kh, kw] in memory)' : 'contiguous'}`, () => {
+        const oh = Math.floor((H - d[0] * (kh - 1) - 1) / s[0]) + 1, ow = Math.floor((W - d[1] * (kw - 1) - 1) / s[1]) + 1;
+        const n = N * C * kh * kw * oh * ow, off = 5;
+        const src = Float32Array.from({ length: n + off }, (_, i) => Math.fround(Math.sin(i * 0.37) * 3));
+        // Strides of the logical [N, C, kh, kw, oh, ow] view.
+        const st = permuted
+          ? [C * oh * ow * kh * kw, oh * ow * kh * kw, kw, 1, ow * kh * kw, kh * kw]
+          : [C * kh * kw * oh * ow, kh * kw * oh * ow, kw * oh * ow, oh * ow, ow, 1];
+        const g = alloc(n + off);
+        new Float32Array(k.memory.buffer, g, n + off).set(src);
+        // Reference: out += g in the kernel's order (plane, ki, kj, i, j), in f32.
+        const ref = new Float32Array(N * C * H * W);
+        for (let nn = 0; nn < N; nn++) for (let c = 0; c < C; c++) for (let ki = 0; ki < kh; ki++) for (let kj = 0; kj < kw; kj++) {
+          for (let i = 0; i < oh; i++) for (let j = 0; j < ow; j++) {
+            const at = ((nn * C + c) * H + i * s[0] + ki * d[0]) * W + j * s[1] + kj * d[1];
+            ref[at] = Math.fround(ref[at] + src[off + nn * st[0] + c * st[1] + ki * st[2] + kj * st[3] + i * st[4] + j * st[5]]);
+          }
+        }
+        const p = () => {
+          new Int32Array(k.memory.buffer, k.scratch(), 19).set([N, C, H, W, kh, kw, oh, ow, ...s, ...d, off, ...st]);
+          return k.scratch();
+        };
+        const count = N * C * H * W, o = alloc(count);
+        new Float32Array(k.memory.buffer, o, count).fill(NaN);
+        k.foldWindows(g, o, p());
+        expect(Array.from(new Float32Array(k.memory.buffer, o, count))).toEqual(Array.from(ref));
+        for (const parts of [2, 3, 16]) {
+          const o2 = alloc(count);
+          new Float32Array(k.memory.buffer, o2, count).fill(NaN);
+          for (let i = 0; i < parts; i++) k.foldWindowsPart(g, o2, p(), 0, i, parts);
+          expect(Array.from(new Float32Array(k.memory.buffer, o2, count)), `${parts} parts`).toEqual(Array.from(ref));
+        }
+      });
     }
   }
 });

@@ -50,6 +50,14 @@ const windowCount = (n: number, k: number, s: number, d: number): number => Math
 function fold(g: Tensor, shape: readonly number[], k: number[], s: number[], d: number[]): Tensor {
   return withGradMode(false, () => {
     const [N, C, H, W] = shape, oh = g.shape[4], ow = g.shape[5], gs = g._strides;
+    if (g.device.type === 'cpu' && g.dtype === 'float32') {
+      // The cpu's col2im: one pass over each plane (assembly/kernels/window.ts), the same f32 sums.
+      const out = alloc(shape.slice(), 'float32', g.device);
+      if (numel(shape)) {
+        launch(g.device, { k: 'foldWindows', g: ref(g), out: place(out), shape: shape.slice(), kernel: k, stride: s, dilation: d, size: [oh, ow] });
+      }
+      return out;
+    }
     const gx = full(shape.slice(), 0, { dtype: g.dtype, device: g.device });
     if (!numel(g.shape)) return gx;
     const collides = (i: number) => g.shape[4 + i] > 1 && k[i] > 1 && s[i] <= d[i] * (k[i] - 1);

@@ -39,6 +39,7 @@ interface Kernels {
   arange(dt: number, out: number, n: number, start: number, step: number): void;
   rowNorm(p: number): void;
   windows(x: number, out: number, p: number): void;
+  foldWindows(g: number, out: number, p: number): void;
   random(dist: number, out: number, n: number, first: number, k0: number, k1: number, c0: number, c1: number, c2: number, c3: number, a: number, b: number): void;
 }
 
@@ -226,6 +227,14 @@ function run(cmd: Command): void {
       const x = ptr(cmd.x.id), out = at(cmd.out, StorageCode.F32);
       if (!pool || n < POOL_MIN_MAP) return K.windows(x, out, p);
       return pool.run('windowsPart', [x, out, p], 4 * pool.threads, 0, 0);
+    }
+    case 'foldWindows': {
+      const [N, C, H, W] = cmd.shape, n = N * C * H * W;
+      if (!n) return;
+      const p = desc([...cmd.shape, ...cmd.kernel, ...cmd.size, ...cmd.stride, ...cmd.dilation, cmd.g.offset, ...cmd.g.strides]);
+      const g = ptr(cmd.g.id), out = at(cmd.out, StorageCode.F32);
+      if (!pool || n < POOL_MIN_MAP || N * C < 2) return K.foldWindows(g, out, p);
+      return pool.run('foldWindowsPart', [g, out, p], Math.min(N * C, 4 * pool.threads), 0, 0);
     }
     case 'matmul': {
       const p = [cmd.batch, cmd.m, cmd.n, cmd.kk, ...cmd.aStrides, cmd.a.offset, ...cmd.bStrides, cmd.b.offset];

@@ -95,7 +95,13 @@ export type Command =
    * (mean and rstd recomputed, weight optional).
    */
   | { k: 'rowGrad'; kind: 'softmax' | 'log_softmax' | 'layer_norm'; x: Place; g: Place; out: Place; outer: number; inner: number;
-      norm?: { eps: number; w: Place | null } };
+      norm?: { eps: number; w: Place | null } }
+  /**
+   * The windows' gradient (col2im, the cpu device only; GPUs compose it): `g`, an f32
+   * [N, C, kh, kw, oh, ow] view (`g.strides`, 6), added back into a contiguous [N, C, H, W] `out`
+   * (`shape`) that the command zeroes first.
+   */
+  | { k: 'foldWindows'; g: ViewRef; out: Place; shape: number[]; kernel: number[]; stride: number[]; dilation: number[]; size: number[] };
 
 /**
  * Philox4x32-10 numbers into `n` contiguous 32-bit words at `out` (wgsl/random.ts,
