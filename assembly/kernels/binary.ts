@@ -10,7 +10,7 @@
 // 1 on both sides (contiguous, scalar-broadcast, or bias-style row broadcast)
 // take an f32x4 / i32x4 path.
 
-import { F32, I32, elemShift, isFloat, loadF, loadI, storeF, storeI } from "./dtype";
+import { BOOL, F32, I32, elemShift, isFloat, loadF, loadI, storeF, storeI } from "./dtype";
 import { begin, beginAt, chunkFirst, chunkLast, chunkOf, nextRow, normalize, off0, off1, off2, rowLen, rowStride } from "./iter";
 import { powC, powI } from "./special";
 
@@ -179,6 +179,35 @@ function stridedRowF32(op: i32, pa: usize, sa: i32, pb: usize, sb: i32, po: usiz
   return len;
 }
 
+/**
+ * f32 comparisons (ops 11–16) into bool bytes, four at a time; strides are 0 or 1. f32x4's
+ * comparisons treat NaN as the scalar ones do (only `!=` is true), and each lane's mask becomes
+ * one byte.
+ */
+function simdRowCmp(op: i32, pa: usize, sa: i32, pb: usize, sb: i32, po: usize, len: i32): i32 {
+  const n4 = len & ~3;
+  const ka = f32x4.splat(load<f32>(pa));
+  const kb = f32x4.splat(load<f32>(pb));
+  const one = i32x4.splat(1);
+  let i = 0;
+  for (; i < n4; i += 4) {
+    const x = vload(pa, i, sa, ka);
+    const y = vload(pb, i, sb, kb);
+    let m: v128;
+    switch (op) {
+      case 11: m = f32x4.eq(x, y); break;
+      case 12: m = f32x4.ne(x, y); break;
+      case 13: m = f32x4.lt(x, y); break;
+      case 14: m = f32x4.le(x, y); break;
+      case 15: m = f32x4.gt(x, y); break;
+      default: m = f32x4.ge(x, y);
+    }
+    const b16 = i16x8.narrow_i32x4_u(v128.and(m, one), one);
+    store<u32>(po + <usize>i, i32x4.extract_lane(i8x16.narrow_i16x8_u(b16, b16), 0));
+  }
+  return i;
+}
+
 /** i32x4 row for add/sub/mul (wrapping); strides are 0 or 1. */
 function simdRowI32(op: i32, pa: usize, sa: i32, pb: usize, sb: i32, po: usize, len: i32, alpha: i32): i32 {
   const n4 = len & ~3;
@@ -239,12 +268,15 @@ function binaryRows(op: i32, dt: i32, outDt: i32, a: usize, b: usize, out: usize
   const simdF = unitStrides && dt == F32 && outDt == F32 && (op <= 3 || op == 7 || op == 8);
   const simdI = unitStrides && dt == I32 && outDt == I32 && op <= 2;
   const stridedF = !simdF && dt == F32 && outDt == F32 && (op <= 3 || op == 7 || op == 8);
+  const simdCmp = unitStrides && dt == F32 && outDt == BOOL && op >= 11 && op <= 16;
   beginAt(d, 2, r0);
   let o = o0;
   for (let row = r0; row < r1; row++) {
     let i = 0;
     if (simdF) {
       i = simdRowF32(op, a + (<usize>off0 << 2), sa, b + (<usize>off1 << 2), sb, out + (<usize>o << 2), len, fa);
+    } else if (simdCmp) {
+      i = simdRowCmp(op, a + (<usize>off0 << 2), sa, b + (<usize>off1 << 2), sb, out + <usize>o, len);
     } else if (stridedF) {
       i = stridedRowF32(op, a + (<usize>off0 << 2), sa, b + (<usize>off1 << 2), sb, out + (<usize>o << 2), len, fa);
     } else if (simdI) {
