@@ -5,7 +5,8 @@
  * a strided view of the (padded) input with one window per output position, made contiguous —
  * no kernel beyond a copy. Windows overlap when stride < kernel extent, so the gradient of that
  * copy is a fold: each kernel offset's slice of the gradient is added into the input positions
- * it was read from, one strided read-add-write per offset. That rule, and `pad`'s (slice the
+ * it was read from, one strided read-add-write per offset (on the cpu, for float32, one
+ * `foldWindows` command does them all, a plane at a time). That rule, and `pad`'s (slice the
  * gradient), are the only hand-written gradients; conv itself is windows + a batched matmul in
  * which the groups are a batch dim.
  *
