@@ -5,11 +5,19 @@
 // descriptors are i32 words the host writes at scratch().
 
 export { copy, copyChecked, copyStrided } from "./kernels/copy";
-export { unary } from "./kernels/unary";
-export { binary, where } from "./kernels/binary";
+export { unary, unaryPart } from "./kernels/unary";
+export { binary, binaryPart, where } from "./kernels/binary";
+// Each pool thread picks its slice of the iterator's static memory.
+export { setThread } from "./kernels/iter";
 export { reduce } from "./kernels/reduce";
 export { matmul, matmulPart, matmulWorkspaceBytes } from "./kernels/matmul";
 export { fill, arange } from "./kernels/fill";
+
+// Row normalisations (softmax, log-softmax, layer norm) and their gradients, one row at a time.
+export { rowNorm, rowNormPart } from "./kernels/rownorm";
+
+// Sliding windows (im2col) with the padding inside, for conv and pooling.
+export { foldWindows, foldWindowsPart, windows, windowsPart } from "./kernels/window";
 
 // Philox4x32-10 random numbers (ts/random.ts is the reference).
 export { random, randomPart } from "./kernels/random";

@@ -114,9 +114,14 @@ export function clientOf(d: Device): DeviceClient {
   return c;
 }
 
-/** @internal How a device's answers came back so far: through the shared reply slot, or by message (test/device/sync-point.test.ts). */
-export function replyCounts(d: DeviceLike): { slot: number; message: number; hasSlot: boolean } {
-  return clientOf(device(d)).answered;
+/**
+ * @internal How a device's answers came back so far: through the shared reply slot, or by
+ * message; and the reads, writes and syncs an idle cpu device took without a message
+ * (test/device/sync-point.test.ts).
+ */
+export function replyCounts(d: DeviceLike): { slot: number; message: number; hasSlot: boolean; direct: { read: number; write: number; sync: number } } {
+  const c = clientOf(device(d));
+  return { ...c.answered, direct: { ...c.direct } };
 }
 
 /** @internal The adapter's limits (shared by every logical GPU device). */

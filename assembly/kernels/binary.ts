@@ -10,8 +10,8 @@
 // 1 on both sides (contiguous, scalar-broadcast, or bias-style row broadcast)
 // take an f32x4 / i32x4 path.
 
-import { F32, I32, elemShift, isFloat, loadF, loadI, storeF, storeI } from "./dtype";
-import { begin, nextRow, normalize, off0, off1, off2, rowLen, rowStride } from "./iter";
+import { BOOL, F32, I32, elemShift, isFloat, loadF, loadI, storeF, storeI } from "./dtype";
+import { begin, beginAt, chunkFirst, chunkLast, chunkOf, nextRow, normalize, off0, off1, off2, rowLen, rowStride } from "./iter";
 import { powC, powI } from "./special";
 
 /**
@@ -151,6 +151,63 @@ function simdRowF32(op: i32, pa: usize, sa: i32, pb: usize, sb: i32, po: usize, 
   return i;
 }
 
+/**
+ * An f32 row with any strides for ops 0, 1, 2, 3, 7, 8, in f32 arithmetic: the same results as
+ * the f64 path (an f32 sum, product or quotient computed in f64 and rounded once is the f32 one:
+ * f64 has more than twice f32's precision), without its per-element dtype dispatch. The fold of
+ * conv's gradient and other strided views take it.
+ */
+function stridedRowF32(op: i32, pa: usize, sa: i32, pb: usize, sb: i32, po: usize, len: i32, alpha: f32): i32 {
+  const da = <isize>sa << 2, db = <isize>sb << 2;
+  let x = pa, y = pb, z = po;
+  for (let i = 0; i < len; i++) {
+    const u = load<f32>(x), v = load<f32>(y);
+    let r: f32;
+    switch (op) {
+      case 0: r = u + (alpha == 1 ? v : <f32>(alpha * v)); break;
+      case 1: r = u - (alpha == 1 ? v : <f32>(alpha * v)); break;
+      case 2: r = u * v; break;
+      case 3: r = u / v; break;
+      case 7: r = max<f32>(u, v); break;
+      default: r = min<f32>(u, v);
+    }
+    store<f32>(z, r);
+    x += da;
+    y += db;
+    z += 4;
+  }
+  return len;
+}
+
+/**
+ * f32 comparisons (ops 11–16) into bool bytes, four at a time; strides are 0 or 1. f32x4's
+ * comparisons treat NaN as the scalar ones do (only `!=` is true), and each lane's mask becomes
+ * one byte.
+ */
+function simdRowCmp(op: i32, pa: usize, sa: i32, pb: usize, sb: i32, po: usize, len: i32): i32 {
+  const n4 = len & ~3;
+  const ka = f32x4.splat(load<f32>(pa));
+  const kb = f32x4.splat(load<f32>(pb));
+  const one = i32x4.splat(1);
+  let i = 0;
+  for (; i < n4; i += 4) {
+    const x = vload(pa, i, sa, ka);
+    const y = vload(pb, i, sb, kb);
+    let m: v128;
+    switch (op) {
+      case 11: m = f32x4.eq(x, y); break;
+      case 12: m = f32x4.ne(x, y); break;
+      case 13: m = f32x4.lt(x, y); break;
+      case 14: m = f32x4.le(x, y); break;
+      case 15: m = f32x4.gt(x, y); break;
+      default: m = f32x4.ge(x, y);
+    }
+    const b16 = i16x8.narrow_i32x4_u(v128.and(m, one), one);
+    store<u32>(po + <usize>i, i32x4.extract_lane(i8x16.narrow_i16x8_u(b16, b16), 0));
+  }
+  return i;
+}
+
 /** i32x4 row for add/sub/mul (wrapping); strides are 0 or 1. */
 function simdRowI32(op: i32, pa: usize, sa: i32, pb: usize, sb: i32, po: usize, len: i32, alpha: i32): i32 {
   const n4 = len & ~3;
@@ -181,22 +238,47 @@ export function binary(op: i32, dt: i32, outDt: i32, a: usize, b: usize, out: us
   const n = load<i32>(d, 4);
   if (n <= 0) return 0;
   zeroDivisor = false;
+  binaryRows(op, dt, outDt, a, b, out, d, alpha, 0, 0, n / rowLen(d));
+  return zeroDivisor ? 1 : 0;
+}
+
+/**
+ * Chunk `part` of `parts` of a float binary op (the cpu pool's form; ws is unused; integer
+ * division's zero-divisor flag is not collected, so the worker pools float ops only). args (at q):
+ * [op, dt, outDt, a, b, out, p, -] as i32 words, then alpha as f64.
+ */
+export function binaryPart(q: usize, ws: usize, part: i32, parts: i32): void {
+  const d = normalize(<usize>load<u32>(q, 24), 2);
+  if (load<i32>(d, 4) <= 0) return;
+  const o = chunkOf(d, 2, part, parts);
+  if (o < 0) return;
+  binaryRows(load<i32>(q), load<i32>(q, 4), load<i32>(q, 8), <usize>load<u32>(q, 12), <usize>load<u32>(q, 16), <usize>load<u32>(q, 20), d,
+    load<f64>(q, 32), o, chunkFirst, chunkLast);
+}
+
+/** Rows [r0, r1) of normalised descriptor d, the first output element being o0. */
+function binaryRows(op: i32, dt: i32, outDt: i32, a: usize, b: usize, out: usize, d: usize, alpha: f64, o0: i32, r0: i32, r1: i32): void {
   const len = rowLen(d);
   const sa = rowStride(d, 0);
   const sb = rowStride(d, 1);
-  const rows = n / len;
   const useInt = !isFloat(dt) && op != 3 && op != 10;
   const ia = <i64>alpha;
   const fa = <f32>alpha;
   const unitStrides = sa <= 1 && sb <= 1 && len >= 4;
   const simdF = unitStrides && dt == F32 && outDt == F32 && (op <= 3 || op == 7 || op == 8);
   const simdI = unitStrides && dt == I32 && outDt == I32 && op <= 2;
-  begin(d, 2);
-  let o = 0;
-  for (let row = 0; row < rows; row++) {
+  const stridedF = !simdF && dt == F32 && outDt == F32 && (op <= 3 || op == 7 || op == 8);
+  const simdCmp = unitStrides && dt == F32 && outDt == BOOL && op >= 11 && op <= 16;
+  beginAt(d, 2, r0);
+  let o = o0;
+  for (let row = r0; row < r1; row++) {
     let i = 0;
     if (simdF) {
       i = simdRowF32(op, a + (<usize>off0 << 2), sa, b + (<usize>off1 << 2), sb, out + (<usize>o << 2), len, fa);
+    } else if (simdCmp) {
+      i = simdRowCmp(op, a + (<usize>off0 << 2), sa, b + (<usize>off1 << 2), sb, out + <usize>o, len);
+    } else if (stridedF) {
+      i = stridedRowF32(op, a + (<usize>off0 << 2), sa, b + (<usize>off1 << 2), sb, out + (<usize>o << 2), len, fa);
     } else if (simdI) {
       i = simdRowI32(op, a + (<usize>off0 << 2), sa, b + (<usize>off1 << 2), sb, out + (<usize>o << 2), len, <i32>ia);
     }
@@ -212,7 +294,6 @@ export function binary(op: i32, dt: i32, outDt: i32, a: usize, b: usize, out: us
     o += len;
     nextRow(d, 2);
   }
-  return zeroDivisor ? 1 : 0;
 }
 
 /**

@@ -10,8 +10,21 @@
 //
 // Descriptor layout (i32 words): [r, n, shape[r], (strides[r], offset) per operand].
 
-const DESC = memory.data(256, 16);
-const COUNT = memory.data(32, 16);
+// Each pool thread has its own instance of the module (its own globals) on one shared memory,
+// so the private descriptor and counters live in a slice of static memory per thread, chosen by
+// `setThread` (the helper's part number; 0 on the worker's own thread).
+const THREADS = 16;
+const DESC_AREA = memory.data(256 * THREADS, 16);
+const COUNT_AREA = memory.data(32 * THREADS, 16);
+let DESC: usize = DESC_AREA;
+let COUNT: usize = COUNT_AREA;
+
+/** Selects this instance's slice of the iterator's static memory (the cpu pool's helpers call it once). */
+export function setThread(thread: i32): void {
+  const t = <usize>(thread & (THREADS - 1));
+  DESC = DESC_AREA + t * 256;
+  COUNT = COUNT_AREA + t * 32;
+}
 
 /** Running element offsets of operands 0..2 for the current row. */
 export let off0: i32 = 0;
@@ -102,6 +115,67 @@ export function begin(d: usize, nops: i32): void {
   off0 = load<i32>(stridesAt(d, r, 0) + (<usize>r << 2));
   if (nops > 1) off1 = load<i32>(stridesAt(d, r, 1) + (<usize>r << 2));
   if (nops > 2) off2 = load<i32>(stridesAt(d, r, 2) + (<usize>r << 2));
+}
+
+/**
+ * Like `begin`, then moves to the start of row `row` (rows counted over dims 0..r-2): a chunk of
+ * the cpu pool starts mid-iteration.
+ */
+export function beginAt(d: usize, nops: i32, row: i32): void {
+  begin(d, nops);
+  if (row == 0) return;
+  const r = load<i32>(d);
+  let rem = row;
+  for (let k = r - 2; k >= 0 && rem > 0; k--) {
+    const size = dimAt(d, k);
+    const c = rem % size;
+    rem /= size;
+    store<i32>(COUNT + (<usize>k << 2), c);
+    const ks = <usize>k << 2;
+    off0 += c * load<i32>(stridesAt(d, r, 0) + ks);
+    if (nops > 1) off1 += c * load<i32>(stridesAt(d, r, 1) + ks);
+    if (nops > 2) off2 += c * load<i32>(stridesAt(d, r, 2) + ks);
+  }
+}
+
+/**
+ * Narrows a rank-1 descriptor (after `normalize`) to elements [first, first + count): the shape
+ * and each operand's offset move; the caller moves the output.
+ */
+export function narrow1(d: usize, nops: i32, first: i32, count: i32): void {
+  store<i32>(d, count, 4);
+  store<i32>(d, count, 8);
+  for (let j = 0; j < nops; j++) {
+    const s = stridesAt(d, 1, j);
+    store<i32>(s, load<i32>(s + 4) + first * load<i32>(s), 4);
+  }
+}
+
+/**
+ * The rows (or, for one row, the elements) of chunk `part` of `parts` of a normalised descriptor:
+ * sets `chunkFirst` and `chunkLast` (rows), narrowing a single row in place (`narrow1`) and
+ * returning the first output element; -1 when the chunk is empty.
+ */
+export let chunkFirst: i32 = 0;
+export let chunkLast: i32 = 0;
+export function chunkOf(d: usize, nops: i32, part: i32, parts: i32): i32 {
+  const n = load<i32>(d, 4);
+  const len = rowLen(d);
+  const rows = n / len;
+  if (rows > 1 || load<i32>(d) != 1) {
+    const per = (rows + parts - 1) / parts;
+    chunkFirst = part * per;
+    chunkLast = min(rows, chunkFirst + per);
+    return chunkFirst < chunkLast ? chunkFirst * len : -1;
+  }
+  // One row: chunks of whole vectors (a multiple of 16 elements) of it.
+  const per = (((len + parts - 1) / parts) + 15) & ~15;
+  const first = part * per;
+  if (first >= len) return -1;
+  narrow1(d, nops, first, min(per, len - first));
+  chunkFirst = 0;
+  chunkLast = 1;
+  return first;
 }
 
 /** Moves the operand offsets to the start of the next row (dims 0..r-2). */

@@ -1,19 +1,23 @@
 // Elementwise unary ops over strided views, with dtype conversion on store.
 //
-// The hard part is accuracy: every float op is evaluated in f64 on the
-// f32-valued input and rounded once to f32 on store, so the results are
-// (nearly always) the correctly rounded f32 values. Integer-class inputs use
-// i64 arithmetic for the "int ok" ops (exact for int64, the low bits for int32
-// and uint8, which wrap as PyTorch's do) and fall back to the float path for
-// the rest. Unit-stride f32 -> f32 rows of the cheap ops use f32x4 SIMD,
-// whose results are bit-identical to the scalar path (relu keeps NaN).
+// The hard part is accuracy. The scalar path evaluates every float op in f64 on the f32-valued
+// input and rounds once to f32 on store, so its results are (nearly always) the correctly rounded
+// f32 values. Unit-stride f32 -> f32 rows take f32x4 SIMD: the cheap ops (neg, abs, sqrt, relu,
+// reciprocal, square, copy) bit-identical to the scalar path (relu keeps NaN), and exp, log, tanh,
+// sigmoid, silu, erf and gelu from vmath.ts, f32 formulas within a few ulp as PyTorch's vectorised
+// kernels are (bounds in test/unit/wasm-vmath.test.ts); a row's tail goes through the same vector
+// code (`tail4`), so a result does not depend on where it falls in its row. Integer-class inputs
+// use i64 arithmetic for the "int ok" ops (exact for int64, the low bits for int32 and uint8, which
+// wrap as PyTorch's do) and fall back to the float path for the rest. `unaryPart` is a chunk of
+// the op for the cpu pool (iter.ts: chunkOf).
 //
 // sign follows (x > 0) - (x < 0), so sign(NaN) = 0 (PyTorch's CPU kernel
 // does the same).
 
 import { F32, isFloat, loadF, loadI, storeF, storeI } from "./dtype";
-import { begin, nextRow, normalize, off0, rowLen, rowStride } from "./iter";
+import { beginAt, chunkFirst, chunkLast, chunkOf, nextRow, normalize, off0, rowLen, rowStride } from "./iter";
 import { erf, erfc } from "./special";
+import { erf4, exp4, gelu4, log4, sigmoid4, tanh4 } from "./vmath";
 
 const SQRT1_2: f64 = 0.7071067811865476;
 const SQRT_2_OVER_PI: f64 = 0.7978845608028654;
@@ -93,32 +97,80 @@ export function unaryI(op: i32, x: i64, s0: f64, s1: f64): i64 {
   }
 }
 
+/** The f32x4 form of op on one vector (only for ops where hasSimd). */
+// @ts-ignore: decorator
+@inline function vec(op: i32, v: v128): v128 {
+  switch (op) {
+    case 0: return f32x4.neg(v);
+    case 1: return f32x4.abs(v);
+    case 6: return f32x4.sqrt(v);
+    case 12: return f32x4.max(v, f32x4.splat(0));
+    case 22: return f32x4.div(f32x4.splat(1), v);
+    case 28: return f32x4.mul(v, v);
+    case 2: return exp4(v);
+    case 4: return log4(v);
+    case 10: return tanh4(v);
+    case 11: return sigmoid4(v);
+    case 14: return geluTanh4(v);
+    case 15: return f32x4.mul(v, sigmoid4(v));
+    case 13: return gelu4(v);
+    case 17: return erf4(v);
+    default: return v;
+  }
+}
+
 function simdRow(op: i32, pa: usize, po: usize, len: i32): i32 {
   const n4 = len & ~3;
-  const zero = f32x4.splat(0);
-  const one = f32x4.splat(1);
   let i = 0;
   for (; i < n4; i += 4) {
     const at = <usize>i << 2;
-    const v = v128.load(pa + at);
-    let y: v128;
-    switch (op) {
-      case 0: y = f32x4.neg(v); break;
-      case 1: y = f32x4.abs(v); break;
-      case 6: y = f32x4.sqrt(v); break;
-      case 12: y = f32x4.max(v, zero); break;
-      case 22: y = f32x4.div(one, v); break;
-      case 28: y = f32x4.mul(v, v); break;
-      default: y = v;
-    }
-    v128.store(po + at, y);
+    v128.store(po + at, vec(op, v128.load(pa + at)));
   }
   return i;
 }
 
+/**
+ * 0.5·x·(1 + tanh(u)), u = √(2/π)·(x + 0.044715·x³), in f32 lanes as x·sigmoid(2u), which is the
+ * same function without the cancellation of 1 + tanh(u) for negative x.
+ */
+// @ts-ignore: decorator
+@inline function geluTanh4(x: v128): v128 {
+  const x3 = f32x4.mul(f32x4.mul(x, x), x);
+  const u = f32x4.mul(f32x4.splat(<f32>(2 * SQRT_2_OVER_PI)), f32x4.add(x, f32x4.mul(f32x4.splat(0.044715), x3)));
+  return f32x4.mul(x, sigmoid4(u));
+}
+
+/**
+ * Ops with an f32x4 form. The cheap ones are bit-identical to the scalar path; exp, log, tanh,
+ * sigmoid, erf, gelu (both forms) and silu come from vmath.ts (a few ulp: the bounds are in
+ * test/unit/wasm-vmath.test.ts); a row's tail goes through the same functions (`tail4`).
+ */
 // @ts-ignore: decorator
 @inline function hasSimd(op: i32): bool {
-  return op == 0 || op == 1 || op == 6 || op == 12 || op == 22 || op == 28 || op == 29;
+  return op == 0 || op == 1 || op == 6 || op == 12 || op == 22 || op == 28 || op == 29 || transcendental(op);
+}
+
+/** The vmath ops, whose scalar form would differ in the last bit: a row's tail goes through the vector form too. */
+// @ts-ignore: decorator
+@inline function transcendental(op: i32): bool {
+  return op == 2 || op == 4 || op == 10 || op == 11 || op == 13 || op == 14 || op == 15 || op == 17;
+}
+
+/** The last len − i (< 4) elements of a contiguous row through the vector form; returns len. */
+function tail4(op: i32, pa: usize, po: usize, i: i32, len: i32): i32 {
+  const t = len - i;
+  if (t <= 0) return len;
+  const at = <usize>i << 2;
+  let v = f32x4.splat(1);
+  v = f32x4.replace_lane(v, 0, load<f32>(pa + at));
+  if (t > 1) v = f32x4.replace_lane(v, 1, load<f32>(pa + at, 4));
+  if (t > 2) v = f32x4.replace_lane(v, 2, load<f32>(pa + at, 8));
+  const o = po + (<usize>i << 2);
+  const y = vec(op, v);
+  store<f32>(o, f32x4.extract_lane(y, 0));
+  if (t > 1) store<f32>(o, f32x4.extract_lane(y, 1), 4);
+  if (t > 2) store<f32>(o, f32x4.extract_lane(y, 2), 8);
+  return len;
 }
 
 /**
@@ -132,15 +184,35 @@ export function unary(
   const d = normalize(p, 1);
   const n = load<i32>(d, 4);
   if (n <= 0) return;
+  unaryRows(op, dt, outDt, a, out, d, s0, s1, s2, 0, 0, n / rowLen(d));
+}
+
+/**
+ * Chunk `part` of `parts` of a unary op (the cpu pool's form; ws is unused). args (at q):
+ * [op, dt, outDt, a, out, p, -, -] as i32 words, then s0, s1, s2 as f64.
+ */
+export function unaryPart(q: usize, ws: usize, part: i32, parts: i32): void {
+  const d = normalize(<usize>load<u32>(q, 20), 1);
+  if (load<i32>(d, 4) <= 0) return;
+  const o = chunkOf(d, 1, part, parts);
+  if (o < 0) return;
+  unaryRows(load<i32>(q), load<i32>(q, 4), load<i32>(q, 8), <usize>load<u32>(q, 12), <usize>load<u32>(q, 16), d,
+    load<f64>(q, 32), load<f64>(q, 40), load<f64>(q, 48), o, chunkFirst, chunkLast);
+}
+
+/** Rows [r0, r1) of normalised descriptor d, the first output element being o0. */
+function unaryRows(
+  op: i32, dt: i32, outDt: i32, a: usize, out: usize, d: usize,
+  s0: f64, s1: f64, s2: f64, o0: i32, r0: i32, r1: i32
+): void {
   const len = rowLen(d);
   const sa = rowStride(d, 0);
-  const rows = n / len;
   const floatClass = isFloat(dt);
   const useInt = !floatClass && intOk(op);
   const simd = dt == F32 && outDt == F32 && sa == 1 && hasSimd(op);
-  begin(d, 1);
-  let o = 0;
-  for (let row = 0; row < rows; row++) {
+  beginAt(d, 1, r0);
+  let o = o0;
+  for (let row = r0; row < r1; row++) {
     let i = 0;
     if (simd) {
       const pa = a + (<usize>off0 << 2);
@@ -150,6 +222,7 @@ export function unary(
         i = len;
       } else {
         i = simdRow(op, pa, po, len);
+        if (transcendental(op)) i = tail4(op, pa, po, i, len);
       }
     }
     if (useInt) {

@@ -81,6 +81,53 @@ describe('the cpu pool', () => {
     });
   }
 
+  // Elementwise ops and row kernels above the pool's thresholds run in chunks on every thread:
+  // chunks of the one row of a contiguous operand, or of rows of a strided or broadcast one.
+  it('large unary, binary and row ops split across threads match a float64 reference', async () => {
+    const n = (1 << 18) + 3, xv = values(n, 1).map((v) => v * 4), yv = values(n, 2);
+    const made: torch.Tensor[] = [];
+    const keep = (t: torch.Tensor) => (made.push(t), t);
+    const x = keep(torch.tensor(xv)), y = keep(torch.tensor(yv));
+    try {
+      const sig = (v: number) => 1 / (1 + Math.exp(-v));
+      const expect32 = async (t: torch.Tensor, ref: (i: number) => number, what: string) => {
+        const got = (await keep(t).data()) as Float32Array;
+        expect(got.length, what).toBe(n);
+        for (let i = 0; i < n; i++) {
+          const r = ref(i);
+          if (!(Math.abs(got[i] - r) <= 1e-6 * Math.abs(r) + 1e-7)) throw new Error(`${what} [${i}]: got ${got[i]}, expected ${r}`);
+        }
+      };
+      await expect32(x.exp(), (i) => Math.exp(xv[i]), 'exp');
+      await expect32(x.tanh(), (i) => Math.tanh(xv[i]), 'tanh');
+      await expect32(x.sigmoid(), (i) => sig(xv[i]), 'sigmoid');
+      await expect32(keep(x.mul(y)).add(y), (i) => Math.fround(xv[i] * yv[i]) + yv[i], 'a*b+c');
+      // A [1019, 257] view, transposed, plus a row broadcast (rows split, chunks starting mid-iteration).
+      const rows = 1019, cols = 257, m = keep(keep(x.narrow(0, 0, rows * cols)).reshape([cols, rows])), mt = keep(m.transpose(0, 1));
+      const bias = keep(y.narrow(0, 0, cols));
+      const got = (await keep(keep(mt.add(bias)).contiguous()).data()) as Float32Array;
+      for (let i = 0; i < rows; i++) {
+        for (let j = 0; j < cols; j++) {
+          const r = Math.fround(xv[j * rows + i] + yv[j]);
+          if (got[i * cols + j] !== r) throw new Error(`transposed + row broadcast [${i}, ${j}]: got ${got[i * cols + j]}, expected ${r}`);
+        }
+      }
+      // Softmax over rows of 257: rows split across threads.
+      const sm = (await keep(torch.F.softmax(keep(mt.contiguous()), -1)).data()) as Float32Array;
+      for (let i = 0; i < rows; i += 97) {
+        let mx = -Infinity, s = 0;
+        for (let j = 0; j < cols; j++) mx = Math.max(mx, xv[j * rows + i]);
+        for (let j = 0; j < cols; j++) s += Math.exp(xv[j * rows + i] - mx);
+        for (let j = 0; j < cols; j++) {
+          const r = Math.exp(xv[j * rows + i] - mx) / s;
+          if (!(Math.abs(sm[i * cols + j] - r) <= 2e-6 * r + 1e-9)) throw new Error(`softmax [${i}, ${j}]: got ${sm[i * cols + j]}, expected ${r}`);
+        }
+      }
+    } finally {
+      made.forEach((t) => t.dispose());
+    }
+  });
+
   const child = (script: string, threads: number): string =>
     execFileSync(process.execPath, ['--input-type=module', '-e', script], {
       cwd: root, encoding: 'utf8', timeout: 60_000, env: { ...process.env, WEBTORCH_CPU_THREADS: String(threads) },

@@ -11,13 +11,17 @@ import { suiteDevices } from '../devices.js';
 /** The shared slot's size in bytes (`SLOT_BYTES` in ts/worker/channel.ts). */
 const SLOT_BYTES = 4096;
 
-/** The change in a device's answer counts while `fn` runs. */
-async function answersDuring<T>(d: string, fn: () => Promise<T>): Promise<{ slot: number; message: number; value: T }> {
+/** The change in a device's answer counts while `fn` runs (`direct`: reads and syncs done on the calling thread). */
+async function answersDuring<T>(d: string, fn: () => Promise<T>): Promise<{ slot: number; message: number; direct: number; value: T }> {
   const before = torch._replyCounts(d);
   const value = await fn();
   const after = torch._replyCounts(d);
-  return { slot: after.slot - before.slot, message: after.message - before.message, value };
+  const direct = after.direct.read + after.direct.sync - before.direct.read - before.direct.sync;
+  return { slot: after.slot - before.slot, message: after.message - before.message, direct, value };
 }
+
+/** Whether `d` is the cpu device with its memory shared with the calling thread (Node has it): idle, it reads without a message. */
+const readsDirectly = (d: string) => d === 'cpu' && typeof SharedArrayBuffer !== 'undefined';
 
 /** `n` distinct small integers (exact in float32 and uint8). */
 const ramp = (n: number, mod: number) => Array.from({ length: n }, (_, i) => (i * 7 + 3) % mod);
@@ -46,10 +50,18 @@ export function syncPointSuite(mode: 'slot' | 'message'): void {
         const values = ramp(n, 251);
         const t = torch.tensor(values, { dtype, device: d });
         await torch.gpu.synchronize(d);
-        const { slot, message, value } = await answersDuring(d, () => t.data());
+        // An idle cpu device is read on the calling thread; with work queued before it, every device answers by its reply path.
+        if (readsDirectly(d)) {
+          const idle = await answersDuring(d, () => t.data());
+          expect(Array.from(idle.value as ArrayLike<number>), `${d} ${dtype}[${n}], idle`).toEqual(values);
+          expect({ slot: idle.slot, message: idle.message, direct: idle.direct }, `${d}: ${bytes} bytes, idle`).toEqual({ slot: 0, message: 0, direct: 1 });
+        }
+        const u = t.mul(1);
+        const { slot, message, direct, value } = await answersDuring(d, () => u.data());
         expect(Array.from(value as ArrayLike<number>), `${d} ${dtype}[${n}]`).toEqual(values);
-        expect({ slot, message }, `${d}: ${bytes} bytes`).toEqual(viaSlot(bytes) ? { slot: 1, message: 0 } : { slot: 0, message: 1 });
+        expect({ slot, message, direct }, `${d}: ${bytes} bytes`).toEqual(viaSlot(bytes) ? { slot: 1, message: 0, direct: 0 } : { slot: 0, message: 1, direct: 0 });
         t.dispose();
+        u.dispose();
       }
     });
 

@@ -5,13 +5,15 @@
  * a strided view of the (padded) input with one window per output position, made contiguous —
  * no kernel beyond a copy. Windows overlap when stride < kernel extent, so the gradient of that
  * copy is a fold: each kernel offset's slice of the gradient is added into the input positions
- * it was read from, one strided read-add-write per offset. That rule, and `pad`'s (slice the
+ * it was read from, one strided read-add-write per offset (on the cpu, for float32, one
+ * `foldWindows` command does them all, a plane at a time). That rule, and `pad`'s (slice the
  * gradient), are the only hand-written gradients; conv itself is windows + a batched matmul in
  * which the groups are a batch dim.
  *
- * On a GPU device of a CPU adapter (lavapipe) a float32 input skips the pad and the copy:
- * `paddedWindows` writes the windows, padding included, with one kernel (wgsl/window.ts); its
- * gradient is the fold onto the padded extent, cropped.
+ * On the cpu and on a GPU device of a CPU adapter (lavapipe) a float32 input skips the pad and
+ * the copy: `paddedWindows` writes the windows, padding included, with one kernel
+ * (assembly/kernels/window.ts, wgsl/window.ts); its gradient is the fold onto the padded extent,
+ * cropped.
  */
 import { withGradMode, op as recorded } from '../autograd/graph.js';
 import { clientOf } from '../device.js';
@@ -49,6 +51,14 @@ const windowCount = (n: number, k: number, s: number, d: number): number => Math
 function fold(g: Tensor, shape: readonly number[], k: number[], s: number[], d: number[]): Tensor {
   return withGradMode(false, () => {
     const [N, C, H, W] = shape, oh = g.shape[4], ow = g.shape[5], gs = g._strides;
+    if (g.device.type === 'cpu' && g.dtype === 'float32') {
+      // The cpu's col2im: one pass over each plane (assembly/kernels/window.ts), the same f32 sums.
+      const out = alloc(shape.slice(), 'float32', g.device);
+      if (numel(shape)) {
+        launch(g.device, { k: 'foldWindows', g: ref(g), out: place(out), shape: shape.slice(), kernel: k, stride: s, dilation: d, size: [oh, ow] });
+      }
+      return out;
+    }
     const gx = full(shape.slice(), 0, { dtype: g.dtype, device: g.device });
     if (!numel(g.shape)) return gx;
     const collides = (i: number) => g.shape[4 + i] > 1 && k[i] > 1 && s[i] <= d[i] * (k[i] - 1);
@@ -98,12 +108,14 @@ export function windows(x: Tensor, k: number[], s: number[], d: number[], kernel
 }
 
 /**
- * Whether the windows of x come from the one-kernel form (`paddedWindows`): float32 on a GPU
- * device of a CPU adapter (lavapipe). On the H100 the kernel was slower than the composed pad +
- * strided copy (conv2d 32×64×56² → 64: 11.8–12.1 against 14.9–16.0 TFLOP/s, interleaved), whose
- * copy runs on the map kernels' vec4 path; on lavapipe it made conv2d 1.4× faster.
+ * Whether the windows of x come from the one-kernel form (`paddedWindows`): float32 on the cpu
+ * device (assembly/kernels/window.ts: one window row per output row, the inside one memory copy),
+ * or on a GPU device of a CPU adapter (lavapipe). On the H100 the kernel was slower than the
+ * composed pad + strided copy (conv2d 32×64×56² → 64: 11.8–12.1 against 14.9–16.0 TFLOP/s,
+ * interleaved), whose copy runs on the map kernels' vec4 path; on lavapipe it made conv2d 1.4× faster.
  */
-export const fusedWindows = (x: Tensor): boolean => x.device.type === 'gpu' && x.dtype === 'float32' && clientOf(x.device).info?.cpuAdapter === true;
+export const fusedWindows = (x: Tensor): boolean =>
+  x.dtype === 'float32' && (x.device.type === 'cpu' || (x.device.type === 'gpu' && clientOf(x.device).info?.cpuAdapter === true));
 
 /**
  * @internal The layout of `windows`, taken from x [N, C, H, W] padded by `p` = [top, left] with

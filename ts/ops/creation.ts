@@ -83,9 +83,20 @@ function flatten(data: unknown): { shape: number[]; flat: (number | boolean | bi
 
 /** Uploads host values as a new contiguous tensor. */
 export function fromHost(values: ArrayLike<number | boolean | bigint>, shape: number[], dtype: DType, device: Device): Tensor {
+  // Values already in the storage format (which cannot fail to encode) go straight into an idle
+  // cpu device's memory: one copy. Others are encoded first, so a bad value raises before any allocation.
+  if (storedAs(values, dtype)) {
+    const t = alloc(shape, dtype, device);
+    return t.storage.client.writeNow(t.storage.id, t.storage.byteOffset, values) ? t : upload(t, encode(values, dtype, 'tensor'));
+  }
   const host = encode(values, dtype, 'tensor');
   return upload(alloc(shape, dtype, device), host);
 }
+
+/** Whether `values` is a typed array whose bytes are `dtype`'s storage (what `encode` would copy as is). */
+const storedAs = (values: unknown, dtype: DType): values is ArrayBufferView =>
+  (values instanceof Float32Array && dtype === 'float32') || (values instanceof Int32Array && dtype === 'int32') ||
+  (values instanceof BigInt64Array && dtype === 'int64') || (values instanceof Uint8Array && dtype === 'uint8');
 
 /** Writes encoded host values into a fresh tensor. */
 function upload(t: Tensor, host: ReturnType<typeof encode>): Tensor {

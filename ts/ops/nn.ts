@@ -8,7 +8,7 @@
  * the gradient, so the composed gradient is exact); the logistic loss uses softplus(-x).
  */
 import { isFloating, scalarName, toDType, type DType } from '../dtype.js';
-import { op as recorded, withGradMode } from '../autograd/graph.js';
+import { needsGrad, op as recorded, withGradMode } from '../autograd/graph.js';
 import { alloc, launch, place, sameDevice } from '../runtime/dispatch.js';
 import type { Command } from '../worker/protocol.js';
 import { broadcastFor, fmt, normDim, numel } from '../shape.js';
@@ -89,8 +89,25 @@ function softmaxInput(op: string, x: Tensor, dim: number, options: { dtype?: DTy
   return [src, d];
 }
 
-/** Whether softmax over `d` can run as the GPU's one-kernel form: f32 rows, contiguous, along the last dim. */
-const fusable = (x: Tensor, d: number) => x.device.type === 'gpu' && x.dtype === 'float32' && d === x.ndim - 1 && x.isContiguous();
+/** Whether softmax over `d` can run as one kernel (the `softmax` command): f32 rows, contiguous, along the last dim. */
+const fusable = (x: Tensor, d: number) => x.dtype === 'float32' && d === x.ndim - 1 && x.isContiguous();
+
+/**
+ * A row normalisation's input gradient in one pass per row (the `rowGrad` command), where the
+ * device has it (the cpu) and the gradient itself is not differentiated (no `createGraph`):
+ * null otherwise, and the caller composes it.
+ */
+function fusedRowGrad(kind: 'softmax' | 'log_softmax' | 'layer_norm', x: Tensor, g: Tensor, w: Tensor | null, inner: number, eps = 0): Tensor | null {
+  if (x.device.type !== 'cpu' || needsGrad(x, g, w) || g.dtype !== 'float32' || !x.isContiguous() || (w && !w.isContiguous())) return null;
+  const gc = g.isContiguous() ? g : g.contiguous();
+  const out = alloc(x.shape, 'float32', x.device);
+  if (x.numel() && inner) {
+    launch(x.device, { k: 'rowGrad', kind, x: place(x), g: place(gc), out: place(out), outer: x.numel() / inner, inner,
+      ...(kind === 'layer_norm' ? { norm: { eps, w: w && place(w) } } : {}) });
+  }
+  if (gc !== g) gc.dispose();
+  return out;
+}
 
 /**
  * Softmax or log-softmax along the last dim in one kernel (wgsl/softmax.ts). Gradients, with y
@@ -105,7 +122,7 @@ function fusedSoftmax(x: Tensor, log: boolean): Tensor {
     return out;
   }, (ctx, out) => {
     const y = ctx.save(out);
-    return ([g]) => [tidy(() => (log
+    return ([g]) => [fusedRowGrad(log ? 'log_softmax' : 'softmax', y, g!, null, y.shape[d]) ?? tidy(() => (log
       ? sub(g!, mul(unaryOp('exp', y), reduce(ReduceOp.Sum, g!, d, true)))
       : mul(y, sub(g!, reduce(ReduceOp.Sum, mul(g!, y), d, true)))))];
   });
@@ -379,7 +396,7 @@ export function layerNorm(x: Tensor, normalizedShape: number | number[],
   }
   const dims = ns.map((_, i) => x.ndim - ns.length + i);
   return inF32(x, [weight, bias], (x, [weight, bias]) => tidy(() => {
-    if (x.device.type === 'gpu' && [x, weight, bias].every((t) => !t || (t.dtype === 'float32' && t.isContiguous()))) {
+    if ([x, weight, bias].every((t) => !t || (t.dtype === 'float32' && t.isContiguous()))) {
       return fusedLayerNorm(x, weight ?? null, bias ?? null, dims, eps);
     }
     const [xhat] = normalized(x, dims, eps);
@@ -416,10 +433,13 @@ function fusedLayerNorm(x: Tensor, weight: Tensor | null, bias: Tensor | null, d
     const lead = x.shape.map((_, i) => i).slice(0, x.ndim - dims.length);
     const overRows = (t: Tensor) => (lead.length ? reduce(ReduceOp.Sum, t, lead) : mul(t, 1));
     return ([g]) => tidy(() => {
+      // On the cpu the input's gradient is one pass per row; the weight's still needs x̂.
+      const fused = fusedRowGrad('layer_norm', xs, g!, w, inner, eps);
+      if (fused && !weight) return [fused, null, bias ? overRows(g!) : null];
       const [xhat, rstd] = normalized(xs, dims, eps);
       const gy = w ? mul(g!, w) : g!;
       const mean = (t: Tensor) => reduce(ReduceOp.Mean, t, dims, true);
-      const gx = mul(rstd, sub(sub(gy, mean(gy)), mul(xhat, mean(mul(gy, xhat)))));
+      const gx = fused ?? mul(rstd, sub(sub(gy, mean(gy)), mul(xhat, mean(mul(gy, xhat)))));
       return [gx, weight ? overRows(mul(g!, xhat)) : null, bias ? overRows(g!) : null];
     });
   });

@@ -31,7 +31,7 @@ import { Board, STREAM_SLOTS, type BoardUpdate } from '../worker/board.js';
 import { streamId } from './current-stream.js';
 import { CallPort } from '../worker/channel.js';
 import type { CaptureHook } from './graphs.js';
-import { BatchWriter, DEVICE_COMMANDS, type Batch, type Command, type DeviceInfo, type GraphInfo, type SyncTarget, type WorkerApi, type WorkerProfile } from '../worker/protocol.js';
+import { BatchWriter, DEVICE_COMMANDS, type Batch, type Command, type DeviceInfo, type GraphInfo, type HostMemory, type SyncTarget, type WorkerApi, type WorkerProfile } from '../worker/protocol.js';
 
 /** Queued commands on their way: the batch and what moves with it. */
 interface Outgoing {
@@ -45,6 +45,9 @@ interface Outgoing {
  * of 1,000 adds went from 12.8 to 7.9 µs per op with the worker's other changes of that commit.
  */
 const SEND_AT = 2048;
+
+/** Batches of more bytes than this are transferred to the worker; smaller ones are copied. */
+const TRANSFER_AT = 1 << 16;
 
 /** A device's worker and command queue. */
 export class DeviceClient {
@@ -77,6 +80,12 @@ export class DeviceClient {
   board = new Board(null);
   /** Per stream: the last mark queued. */
   private readonly marks = new Int32Array(STREAM_SLOTS);
+  /** The cpu device's shared memory (null elsewhere, and without SharedArrayBuffer): see `idle`. */
+  private host: HostMemory | null = null;
+  /** Command batches sent to the worker so far (the board counts those it has run to the end). */
+  private sent = 0;
+  /** Reads, writes and syncs done on this thread while the device was idle, without a message (the tests check the path taken). */
+  readonly direct = { read: 0, write: 0, sync: 0 };
   /** Per stream: commands queued so far, and how many its last mark stands for. */
   private readonly queued = new Float64Array(STREAM_SLOTS);
   private readonly marked = new Float64Array(STREAM_SLOTS);
@@ -119,7 +128,7 @@ export class DeviceClient {
       try {
         const options = { name: this.name, index: this.index, board: channel?.port2, calls: calls.port2, slot: remote.slot, lost: loss?.port2 };
         const ports = [calls.port2, ...(channel ? [channel.port2] : []), ...(loss ? [loss.port2] : [])];
-        const { scratch, board, ...info } = await this.awaiting(() => api.init(Comlink.transfer(options, ports)));
+        const { scratch, board, host, ...info } = await this.awaiting(() => api.init(Comlink.transfer(options, ports)));
         this.info = info;
         this.scratch = scratch ?? null;
         if (board) this.board = new Board(board);
@@ -127,6 +136,7 @@ export class DeviceClient {
           onPortMessage(channel.port1, (u) => this.board.apply(u as BoardUpdate));
           (channel.port1 as { unref?: () => void }).unref?.();
         }
+        this.host = (board && host) || null;
       } catch (e) {
         this.startError = new Error(`webtorch: device ${this.name} failed to start: ${(e as Error).message}`);
         remote.close();
@@ -231,11 +241,42 @@ export class DeviceClient {
     this.lostRaised = true;
   }
 
+  /**
+   * Whether the cpu device is idle: nothing queued here, every batch sent has run to the end in
+   * the worker (the board says so), and no asynchronous error waits for a sync point. Then no
+   * command can still read or write any tensor's bytes, and the calling thread may read and
+   * write them in the shared memory itself: a write cannot overtake work that reads the old
+   * bytes, nor a read work that writes them. Only the cpu device with shared memory has `host`.
+   */
+  private get idle(): boolean {
+    return this.host !== null && this.remote !== null && this.waitingOnStart === 0 && this.queue.empty &&
+      this.board.batchesDone() >= this.sent && !this.board.failed;
+  }
+
+  /** The bytes of segment `id` from `byteOffset` in the cpu's shared memory (its address read now: the memory may have grown). */
+  private hostBytes(id: number, byteOffset: number, bytes: number): Uint8Array {
+    const { memory, addresses } = this.host!;
+    return new Uint8Array(memory.buffer, addresses[id] + byteOffset, bytes);
+  }
+
+  /**
+   * Writes `data` into segment `id` at once, on this thread, when the device is idle (see `idle`):
+   * one copy from the caller's array into the device's memory, no message. Returns false when it
+   * cannot, and the caller queues a `write` command.
+   */
+  writeNow(id: number, byteOffset: number, data: ArrayBufferView): boolean {
+    if (this.closed || !this.idle || !this.host!.addresses[id]) return false;
+    this.hostBytes(id, byteOffset, data.byteLength).set(new Uint8Array(data.buffer, data.byteOffset, data.byteLength));
+    this.direct.write++;
+    return true;
+  }
+
   /** Queues a command on `stream` (device commands belong to no stream); `transfer` lists buffers or ports that move with it. */
   enqueue(cmd: Command, transfer?: Transferable[], stream = this.stream): void {
     // A lost device's commands are dropped: the frees of its tensors, work already under way.
     if (this.closed || this.lostRaised) return;
     if (this.capture !== null) stream = this.capture.route(cmd, stream);
+    else if (cmd.k === 'write' && this.writeNow(cmd.id, cmd.byteOffset, new Uint8Array(cmd.data))) return;
     this.queue.push(cmd, stream);
     if (!DEVICE_COMMANDS.has(cmd.k)) this.queued[stream]++;
     if (transfer) this.transfers.push(...transfer);
@@ -273,8 +314,11 @@ export class DeviceClient {
   /** The queued commands as a batch, with what it transfers (its words, the buffers queued with it), or null. */
   private takeQueued(): Outgoing | null {
     if (this.queue.empty) return null;
+    this.sent++;
     const batch = this.queue.take(), transfer = this.transfers;
-    transfer.push(batch.words.buffer);
+    // A small batch is cloned: in Node's postMessage, transferring an ArrayBuffer costs more than
+    // copying a few KiB (bench/cases/launch.mjs's round trip pays it on every read).
+    if (batch.words.byteLength > TRANSFER_AT) transfer.push(batch.words.buffer);
     this.transfers = [];
     return { batch, transfer };
   }
@@ -313,6 +357,13 @@ export class DeviceClient {
   async read(id: number, byteOffset: number, bytes: number, stream = this.stream): Promise<ArrayBuffer> {
     if (this.closed) throw new Error(`webtorch: device ${this.name} was shut down; its tensors are gone`);
     this.capture?.syncPoint('reading a tensor (data(), item(), tolist(), print)', stream);
+    // An idle cpu device: one copy out of its memory, no message (a new ArrayBuffer, as a message's would be).
+    if (this.idle && this.host!.addresses[id]) {
+      this.direct.read++;
+      const data = this.hostBytes(id, byteOffset, bytes).slice().buffer;
+      this.finishedUpTo(stream, this.queued[stream]);
+      return data;
+    }
     // The queued commands travel with the read; `post` keeps it ahead of later ops.
     const out = this.takeQueued(), queued = this.queued[stream];
     const data = await this.call<ArrayBuffer>('read', [id, byteOffset, bytes, out?.batch ?? null, stream], out);
@@ -337,6 +388,13 @@ export class DeviceClient {
    */
   async sync(target: SyncTarget = { all: true }): Promise<void> {
     this.capture?.syncPoint(`synchronize (${'stream' in target ? 'a stream' : 'slot' in target ? 'an event' : 'the device'})`, 'stream' in target ? target.stream : null);
+    // An idle cpu device has finished everything sent, events included, and has no error to report.
+    if (this.idle) {
+      this.direct.sync++;
+      if ('all' in target) for (let s = 0; s < STREAM_SLOTS; s++) this.finishedUpTo(s, this.queued[s]);
+      else if ('stream' in target) this.finishedUpTo(target.stream, this.queued[target.stream]);
+      return;
+    }
     const queued = this.queued.slice();
     const out = this.takeQueued();
     const time = await this.call<number | void>('sync', [out?.batch ?? null, target], out);

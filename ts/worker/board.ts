@@ -12,7 +12,10 @@
  * awaited synchronize is true at once.
  *
  * Layout: for each stream id its last finished mark (see `ts/runtime/streams.ts`), for each
- * event slot the last finished version of the event and that record's time in milliseconds.
+ * event slot the last finished version of the event and that record's time in milliseconds; then
+ * two words the cpu worker keeps (shared memory only): how many command batches it has run to the
+ * end, and whether an asynchronous error waits for the next sync point. With them the calling
+ * thread knows when the cpu device is idle, and reads, writes and syncs without a message.
  */
 
 /** Stream ids per device: 0 is the default stream, then PyTorch's pools of 32 streams per priority. */
@@ -27,7 +30,9 @@ export const EVENT_SLOTS = 4096;
 /** The priority of a stream id (0 for the default stream and the first pool, -1 for the second). */
 export const priorityOf = (stream: number): number => (stream === 0 ? 0 : 0 - Math.floor((stream - 1) / STREAMS_PER_PRIORITY));
 
-const INTS = STREAM_SLOTS + EVENT_SLOTS;
+/** After the event slots: the batches the device has run to the end (`batchesDone`) and whether an error waits for a sync point. */
+const DONE_AT = STREAM_SLOTS + EVENT_SLOTS, FAILED_AT = DONE_AT + 1;
+const INTS = STREAM_SLOTS + EVENT_SLOTS + 2;
 const TIME_AT = Math.ceil((INTS * 4) / 8) * 8;
 const BYTES = TIME_AT + EVENT_SLOTS * 8;
 
@@ -72,6 +77,25 @@ export class Board {
   /** The time (ms) of an event slot's last finished record. */
   eventTime(slot: number): number {
     return this.times[slot];
+  }
+
+  /** How many command batches the worker has received and run to the end (shared boards only; 0 elsewhere). */
+  batchesDone(): number {
+    return this.shared ? Atomics.load(this.ints, DONE_AT) : 0;
+  }
+
+  /** Raises the count of batches run to the end (the worker, once every command of batch `n` and before it has run). */
+  finishBatches(n: number): void {
+    if (this.shared && n > Atomics.load(this.ints, DONE_AT)) Atomics.store(this.ints, DONE_AT, n);
+  }
+
+  /** Whether an asynchronous error waits for the next sync point (shared boards only). */
+  get failed(): boolean {
+    return this.shared && Atomics.load(this.ints, FAILED_AT) !== 0;
+  }
+
+  set failed(on: boolean) {
+    if (this.shared) Atomics.store(this.ints, FAILED_AT, on ? 1 : 0);
   }
 
   /** Raises a stream's mark (never lowers it). */

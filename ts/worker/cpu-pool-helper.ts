@@ -16,6 +16,8 @@ try {
       },
     },
   });
+  // The iterator's static memory has a slice per thread (assembly/kernels/iter.ts).
+  (instance.exports.setThread as ((part: number) => void) | undefined)?.(part);
   reply('ready');
   helperLoop(instance.exports, control, part);
 } catch (e) {

@@ -4,13 +4,15 @@
  * The cpu worker's WebAssembly memory is shared (`canShareMemory`); each helper instantiates the
  * same kernel module on it and waits on a control block of a few i32 words (a separate
  * SharedArrayBuffer). A job is an export name, its integer arguments and a number of chunks; each
- * thread takes the next chunk from a shared counter and calls `export(...args, ws, chunk, chunks)`
+ * thread claims the next chunk from a shared counter (`claim` in cpu-pool-loop.ts says how a late
+ * helper is kept out of the next job) and calls `export(...args, ws, chunk, chunks)`
  * with its own workspace, until none is left; the export decides which piece of the output a chunk
  * owns (`matmulPart` in `assembly/kernels/matmul.ts`). Taking chunks, rather than one fixed share
  * per thread, keeps a busy machine from stalling the product on a helper that the OS has
- * descheduled: the other threads take its chunks. The worker blocks in `Atomics.wait` until the
- * helpers are done, so a job is as synchronous as a plain kernel call and the executor's ordering
- * is untouched.
+ * descheduled: the other threads take its chunks, and the worker waits only for chunks that were
+ * claimed (a count of finished chunks), never for a helper that has not woken. The worker blocks
+ * in `Atomics.wait` until they are done, so a job is as synchronous as a plain kernel call and the
+ * executor's ordering is untouched.
  *
  * Note [Kernels on several threads]: the kernels never allocate and keep no state in memory (the
  * module is built with `--runtime stub`; the few mutable globals are per instance). A pooled
@@ -20,7 +22,7 @@
  * the same bytes), so helpers start inside `init`, before the device runs any command.
  */
 import { canShareMemory, env, hardwareThreads, spawnHelper, type HelperHandle } from '../platform.js';
-import { ARGS, CHUNKS, FAILED, JOB, MAX_ARGS, NARGS, NEXT, PENDING, POOL_JOBS, QUIT, SEQ, WS, WS_BYTES, type HelperInit, type PoolJob } from './cpu-pool-loop.js';
+import { ARGS, CHUNKS, DONE, FAILED, JOB, MAX_ARGS, MAX_CHUNKS, NARGS, NEXT, POOL_JOBS, QUIT, SEQ, WS, WS_BYTES, claim, claimWord, type HelperInit, type PoolJob } from './cpu-pool-loop.js';
 
 export { POOL_JOBS, type PoolJob, type HelperInit } from './cpu-pool-loop.js';
 
@@ -87,35 +89,45 @@ export async function startPool(module: WebAssembly.Module, memory: WebAssembly.
     threads,
     run(job, args, chunks, ws, wsBytes) {
       const fn = fns[job];
-      if (closed || helpers.length === 0 || args.length > MAX_ARGS) {
+      if (closed || helpers.length === 0 || args.length > MAX_ARGS || chunks > MAX_CHUNKS) {
         for (let i = 0; i < chunks; i++) fn(...args, ws, i, chunks);
         return;
       }
+      // NEXT names no job while the job's words are written; then it names the new job; then SEQ
+      // wakes the helpers. A helper that read some of these words for an earlier job cannot claim.
+      Atomics.store(c, NEXT, -1);
       c.set(args, ARGS);
       c[JOB] = POOL_JOBS.indexOf(job);
       c[NARGS] = args.length;
       c[CHUNKS] = chunks;
       c[WS] = ws;
       c[WS_BYTES] = wsBytes;
-      Atomics.store(c, NEXT, 0);
+      Atomics.store(c, DONE, 0);
       Atomics.store(c, FAILED, 0);
-      Atomics.store(c, PENDING, helpers.length);
-      Atomics.add(c, SEQ, 1);
+      const seq = (Atomics.load(c, SEQ) + 1) & 0x7fffffff || 1;
+      Atomics.store(c, NEXT, claimWord(seq, 0));
+      Atomics.store(c, SEQ, seq);
       Atomics.notify(c, SEQ);
-      try {
-        for (let i; (i = Atomics.add(c, NEXT, 1)) < chunks;) fn(...args, ws, i, chunks);
-      } finally {
-        // The helpers finish at about the same time as this part: spin briefly, then sleep.
-        for (let spin = 0; Atomics.load(c, PENDING) !== 0 && spin < 2000; spin++);
-        for (let left; (left = Atomics.load(c, PENDING)) !== 0;) Atomics.wait(c, PENDING, left);
+      let failure: unknown = null;
+      for (let i; (i = claim(c, seq, chunks)) >= 0;) {
+        try {
+          fn(...args, ws, i, chunks);
+        } catch (e) {
+          failure ??= e;
+        }
+        Atomics.add(c, DONE, 1);
       }
+      // Every chunk is claimed; wait for those still running on helpers: spin briefly, then sleep.
+      for (let spin = 0; Atomics.load(c, DONE) !== chunks && spin < 2000; spin++);
+      for (let done; (done = Atomics.load(c, DONE)) !== chunks;) Atomics.wait(c, DONE, done);
+      if (failure) throw failure;
       if (Atomics.load(c, FAILED)) throw new Error(`${job} failed on a helper thread`);
     },
     async close() {
       if (closed) return;
       closed = true;
       Atomics.store(c, QUIT, 1);
-      Atomics.add(c, SEQ, 1);
+      Atomics.store(c, SEQ, (Atomics.load(c, SEQ) + 1) & 0x7fffffff || 1);
       Atomics.notify(c, SEQ);
       await Promise.all(helpers.map((h) => h.terminate()));
     },

@@ -5,7 +5,10 @@
  * ranges of that memory, taken from a first-fit free list here, 16-byte aligned so SIMD loads
  * stay aligned. Kernel descriptors (shape, strides, offsets) are written as i32s into the
  * module's scratch area before each call. Pointers are bytes; strides and offsets are elements,
- * as the kernels expect.
+ * as the kernels expect. Large matmuls, elementwise ops, row normalisations, windows and random
+ * draws run in chunks on the pool's threads (cpu-pool.ts: each `…Part` export computes one chunk).
+ * While the device is idle the calling thread reads and writes this memory itself
+ * (ts/runtime/client.ts: `idle`); `init` hands it the memory and the address table for that.
  */
 import { StorageCode } from '../dtype.js';
 import { canShareMemory, loadKernelWasm, loadSharedKernelWasm } from '../platform.js';
@@ -34,6 +37,9 @@ interface Kernels {
   matmulPart(dt: number, a: number, b: number, out: number, p: number, ws: number, part: number, parts: number): void;
   fill(dt: number, out: number, n: number, value: number): void;
   arange(dt: number, out: number, n: number, start: number, step: number): void;
+  rowNorm(p: number): void;
+  windows(x: number, out: number, p: number): void;
+  foldWindows(g: number, out: number, p: number): void;
   random(dist: number, out: number, n: number, first: number, k0: number, k1: number, c0: number, c1: number, c2: number, c3: number, a: number, b: number): void;
 }
 
@@ -45,6 +51,10 @@ let K: Kernels;
 let pool: KernelPool | null = null;
 /** Products with fewer multiply-adds than this run on one thread (waking helpers costs more). */
 const POOL_MIN_MACS = 1 << 19;
+/** Elementwise ops on fewer elements than this run on one thread (waking helpers costs about as much as 2^17 relu elements). */
+const POOL_MIN_MAP = 1 << 17;
+/** Row normalisations of fewer elements than this run on one thread. */
+const POOL_MIN_ROWS = 1 << 15;
 /** Random draws with fewer elements than this run on one thread. */
 const POOL_MIN_RANDOM = 1 << 16;
 /** Initial pages of the shared memory (the kernels' build asks for 16: `--initialMemory 16`). */
@@ -187,12 +197,18 @@ function run(cmd: Command): void {
       return K.copy(cmd.srcDt, cmd.dt, ptr(cmd.src.id), at(cmd.out, cmd.dt), viewDesc(cmd.shape, [cmd.src]));
     case 'copyInto':
       return K.copyStrided(cmd.srcDt, cmd.dt, ptr(cmd.src.id), ptr(cmd.dst.id), viewDesc(cmd.shape, [cmd.src, cmd.dst]));
-    case 'unary':
-      return K.unary(cmd.op, cmd.dt, cmd.outDt, ptr(cmd.a.id), at(cmd.out, cmd.outDt), viewDesc(cmd.shape, [cmd.a]), ...cmd.s);
+    case 'unary': {
+      const a = ptr(cmd.a.id), out = at(cmd.out, cmd.outDt), p = viewDesc(cmd.shape, [cmd.a]);
+      if (!pooled(cmd.shape)) return K.unary(cmd.op, cmd.dt, cmd.outDt, a, out, p, ...cmd.s);
+      return mapOnPool('unaryPart', [cmd.op, cmd.dt, cmd.outDt, a, out, p], cmd.s);
+    }
     case 'binary': {
       const [a, av] = operand(cmd.a, 0, cmd.shape.length, cmd.dt), [b, bv] = operand(cmd.b, 1, cmd.shape.length, cmd.dt);
+      const out = at(cmd.out, cmd.outDt), p = viewDesc(cmd.shape, [av, bv]);
+      // Float ops only on the pool: integer division's zero-divisor flag is per thread.
+      if (pooled(cmd.shape) && isFloatCode(cmd.dt)) return mapOnPool('binaryPart', [cmd.op, cmd.dt, cmd.outDt, a, b, out, p], [cmd.alpha]);
       // the cpu computes int64 in i64, so `check.overflow` (the GPU's 32-bit fallback) never applies here
-      const failed = K.binary(cmd.op, cmd.dt, cmd.outDt, a, b, at(cmd.out, cmd.outDt), viewDesc(cmd.shape, [av, bv]), cmd.alpha);
+      const failed = K.binary(cmd.op, cmd.dt, cmd.outDt, a, b, out, p, cmd.alpha);
       if (failed && cmd.check) throw new Error(cmd.check.message);
       return;
     }
@@ -200,6 +216,26 @@ function run(cmd: Command): void {
       return K.where(cmd.dt, ptr(cmd.c.id), ptr(cmd.a.id), ptr(cmd.b.id), at(cmd.out, cmd.dt), viewDesc(cmd.shape, [cmd.c, cmd.a, cmd.b]));
     case 'reduce':
       return K.reduce(cmd.op, cmd.dt, cmd.outDt, at(cmd.a, cmd.dt), at(cmd.out, cmd.outDt), cmd.outer, cmd.inner);
+    case 'softmax': case 'rowGrad':
+      return runRowNorm(cmd);
+    case 'windows': {
+      const [N, C] = cmd.shape, [kh, kw] = cmd.kernel, [oh, ow] = cmd.size;
+      const n = N * C * kh * kw * oh * ow;
+      if (!n) return;
+      const value = new Int32Array(new Float32Array([cmd.value]).buffer)[0];
+      const p = desc([...cmd.shape, kh, kw, oh, ow, ...cmd.stride, ...cmd.dilation, ...cmd.padding, cmd.x.offset, ...cmd.x.strides, +cmd.kernelLast, value]);
+      const x = ptr(cmd.x.id), out = at(cmd.out, StorageCode.F32);
+      if (!pool || n < POOL_MIN_MAP) return K.windows(x, out, p);
+      return pool.run('windowsPart', [x, out, p], 4 * pool.threads, 0, 0);
+    }
+    case 'foldWindows': {
+      const [N, C, H, W] = cmd.shape, n = N * C * H * W;
+      if (!n) return;
+      const p = desc([...cmd.shape, ...cmd.kernel, ...cmd.size, ...cmd.stride, ...cmd.dilation, cmd.g.offset, ...cmd.g.strides]);
+      const g = ptr(cmd.g.id), out = at(cmd.out, StorageCode.F32);
+      if (!pool || n < POOL_MIN_MAP || N * C < 2) return K.foldWindows(g, out, p);
+      return pool.run('foldWindowsPart', [g, out, p], Math.min(N * C, 4 * pool.threads), 0, 0);
+    }
     case 'matmul': {
       const p = [cmd.batch, cmd.m, cmd.n, cmd.kk, ...cmd.aStrides, cmd.a.offset, ...cmd.bStrides, cmd.b.offset];
       // Large products run on the pool's threads in chunks (up to 4 per thread, of at least 2^18
@@ -245,6 +281,54 @@ function run(cmd: Command): void {
       throw new Error(`unknown command ${cmd.k}`);
   }
 }
+
+const ROW_KINDS = { softmax: 0, log_softmax: 1, layer_norm: 2 } as const;
+
+/** Softmax, log-softmax, layer norm and their input gradients, a row at a time (assembly/kernels/rownorm.ts). */
+function runRowNorm(cmd: Extract<Command, { k: 'softmax' | 'rowGrad' }>): void {
+  const n = cmd.outer * cmd.inner;
+  if (n === 0) return;
+  const f32 = (p: Place | null | undefined) => (p ? at(p, StorageCode.F32) : 0);
+  let kind: number, x: number, g = 0, w = 0, b = 0;
+  if (cmd.k === 'softmax') {
+    kind = cmd.norm ? ROW_KINDS.layer_norm : cmd.log ? ROW_KINDS.log_softmax : ROW_KINDS.softmax;
+    (x = f32(cmd.a)), (w = f32(cmd.norm?.w)), (b = f32(cmd.norm?.b));
+  } else {
+    kind = 3 + ROW_KINDS[cmd.kind];
+    (x = f32(cmd.x)), (g = f32(cmd.g)), (w = f32(cmd.norm?.w));
+  }
+  const eps = new Int32Array(new Float32Array([cmd.norm?.eps ?? 0]).buffer)[0];
+  const p = desc([kind, x, f32(cmd.out), cmd.outer, cmd.inner, w, b, eps, g]);
+  if (!pool || n < POOL_MIN_ROWS || cmd.outer < 2) return K.rowNorm(p);
+  pool.run('rowNormPart', [p], Math.min(cmd.outer, 4 * pool.threads), 0, 0);
+}
+
+/** Whether an elementwise op over `shape` is large enough for the pool. */
+function pooled(shape: number[]): boolean {
+  if (!pool) return false;
+  let n = 1;
+  for (const s of shape) n *= s;
+  return n >= POOL_MIN_MAP;
+}
+
+/** Storage codes of floating dtypes (f32, f16, bf16). */
+const isFloatCode = (dt: number) => dt === StorageCode.F32 || dt === StorageCode.F16 || dt === StorageCode.BF16;
+
+/**
+ * Runs an elementwise kernel's `…Part` export on the pool: its i32 arguments (8 words) then its
+ * f64 parameters, written after the descriptor in the scratch area (the kernels read them by
+ * pointer; the control block carries i32s only). Each thread takes chunks of rows, or of the
+ * one row of a contiguous operand (assembly/kernels/iter.ts: chunkOf).
+ */
+function mapOnPool(job: 'unaryPart' | 'binaryPart', words: number[], params: number[]): void {
+  const w = scratchWords(), q = MAP_ARGS;
+  for (let i = 0; i < 8; i++) w[q + i] = words[i] ?? 0;
+  const f = new Float64Array(K.memory.buffer, w.byteOffset + (q + 8) * 4, params.length);
+  f.set(params);
+  pool!.run(job, [w.byteOffset + q * 4], 4 * pool!.threads, 0, 0);
+}
+/** Where `mapOnPool`'s arguments go, in scratch words: past any descriptor (rank ≤ 8, 3 views) and before the scalar slots at the end. */
+const MAP_ARGS = 2048;
 
 function write(id: number, byteOffset: number, data: ArrayBuffer | Uint8Array): void {
   const src = data instanceof Uint8Array ? data : new Uint8Array(data);

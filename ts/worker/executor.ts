@@ -82,7 +82,7 @@ export interface Backend {
 
 /** Commands that a graph captures; the others run as usual while their stream captures (bookkeeping) or fail the capture. */
 const CAPTURED: ReadonlySet<string> = new Set(['fill', 'arange', 'random', 'copy', 'copyInto', 'unary', 'binary', 'where', 'reduce', 'softmax', 'windows',
-  'matmul', 'gather', 'scatter', 'cumulative', 'sort', 'oneHot']);
+  'matmul', 'gather', 'scatter', 'cumulative', 'sort', 'oneHot', 'rowGrad', 'foldWindows']);
 /** Stream commands that run as usual while their stream captures (the facade's bookkeeping: marks, events, reads' calls). */
 const PASSED: ReadonlySet<string> = new Set(['mark', 'record', 'wait', 'call', 'opTag']);
 
@@ -172,7 +172,15 @@ export function serve(backend: Backend): void {
 
   const fail = (op: string, e: unknown) => {
     if (!failure) failure = new Error(`${op} failed on device: ${e instanceof Error ? e.message : String(e)}`);
+    board.failed = true;
   };
+  /**
+   * The cpu worker counts the batches it has run to the end on the board, so the calling thread
+   * can tell that the device is idle (ts/runtime/client.ts: `idle`). Its commands finish when
+   * they run; a GPU's only when the GPU gets there, so GPU workers do not count.
+   */
+  let countBatches = false;
+  let batches = 0;
   const receive = (peer: string, tag: number) => {
     const key = `${peer}#${tag}`;
     const have = mailbox.get(key);
@@ -379,6 +387,10 @@ export function serve(backend: Backend): void {
     for (let i = 0; i < cmds.length; i++) scheduler.push(cmds[i], streams[i]);
     scheduler.pump();
     flushSoon();
+    if (countBatches) {
+      const n = ++batches;
+      void scheduler.whenDone().then(() => board.finishBatches(n));
+    }
   };
   /** Runs `fn` in `stream`'s order (without holding the stream back) and resolves with its result. */
   const onStream = <T>(stream: number, fn: () => Promise<T>): Promise<T> =>
@@ -389,6 +401,7 @@ export function serve(backend: Backend): void {
   const takeFailure = () => {
     const f = failure;
     failure = null;
+    board.failed = false;
     if (f) throw f;
   };
   const synced = async () => {
@@ -401,7 +414,10 @@ export function serve(backend: Backend): void {
       board = Board.create(options.board ?? null);
       const info = await backend.init(options);
       if (options.calls) serveCalls(options.calls, api, options.slot ?? null);
-      return { ...info, board: board.buffer };
+      // The cpu's memory goes to the calling thread too, where the board is shared (it needs both).
+      const host = board.buffer ? backend.hostMemory?.() ?? null : null;
+      countBatches = host !== null;
+      return { ...info, board: board.buffer, host };
     },
     submit,
     read: (id, byteOffset, bytes, batch, stream = 0) =>

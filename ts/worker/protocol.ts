@@ -48,14 +48,13 @@ export type Command =
   | { k: 'reduce'; op: number; a: ViewRef; dt: StorageCode; out: Place; outDt: StorageCode; outer: number; inner: number }
   /**
    * A row normalisation of each row of a contiguous f32 [outer, inner] block: softmax or
-   * log-softmax, or layer norm when `norm` is given (weight and bias optional). GPU devices only
-   * (the cpu composes them).
+   * log-softmax, or layer norm when `norm` is given (weight and bias optional).
    */
   | { k: 'softmax'; log: boolean; a: Place; out: Place; outer: number; inner: number; norm?: { eps: number; w: Place | null; b: Place | null } }
   /**
    * The sliding windows of a 32-bit [N, C, H, W] view (`shape`) into a contiguous
    * [N, C, kh, kw, oh, ow], or [N, C, oh, ow, kh, kw] with `kernelLast`; `padding` is [top, left],
-   * and positions outside x read as `value` (an f32). GPU devices only (the cpu pads and copies).
+   * and positions outside x read as `value` (an f32). GPU devices of a CPU adapter, and the cpu.
    */
   | { k: 'windows'; x: ViewRef; out: Place; shape: number[]; kernel: number[]; stride: number[]; dilation: number[]; padding: number[];
       size: number[]; kernelLast: boolean; value: number }
@@ -100,7 +99,21 @@ export type Command =
   | { k: 'graphReset'; graph: number }
   | { k: 'send'; peer: string; tag: number; id: number; byteOffset: number; bytes: number }
   | { k: 'recv'; peer: string; tag: number; id: number; byteOffset: number }
-  | IndexCommand;
+  | IndexCommand
+  /**
+   * The input gradient of a row normalisation of a contiguous f32 [outer, inner] block, in one
+   * pass per row (the cpu device only; the GPU composes it): softmax's `y·(g − Σ g·y)` and
+   * log-softmax's `g − exp(y)·Σ g` from the output `x` = y, layer norm's from its input `x`
+   * (mean and rstd recomputed, weight optional).
+   */
+  | { k: 'rowGrad'; kind: 'softmax' | 'log_softmax' | 'layer_norm'; x: Place; g: Place; out: Place; outer: number; inner: number;
+      norm?: { eps: number; w: Place | null } }
+  /**
+   * The windows' gradient (col2im, the cpu device only; GPUs compose it): `g`, an f32
+   * [N, C, kh, kw, oh, ow] view (`g.strides`, 6), added back into a contiguous [N, C, H, W] `out`
+   * (`shape`) that the command zeroes first.
+   */
+  | { k: 'foldWindows'; g: ViewRef; out: Place; shape: number[]; kernel: number[]; stride: number[]; dilation: number[]; size: number[] };
 
 /**
  * Philox4x32-10 numbers into `n` contiguous 32-bit words at `out` (wgsl/random.ts,
@@ -175,6 +188,11 @@ export interface DeviceInfo {
   board?: SharedArrayBuffer | null;
   /** The cpu device: whether its memory is shared, so that other workers can read and write pinned tensors in it. */
   pinnable?: boolean;
+  /**
+   * The cpu device's shared memory and segment addresses, kept out of `info`: the calling thread
+   * reads and writes tensors in it directly while the device is idle (ts/runtime/client.ts).
+   */
+  host?: HostMemory | null;
 }
 
 /**
