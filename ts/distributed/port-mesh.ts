@@ -6,7 +6,22 @@
  * messages into a mailbox, `bye` on leaving, and a port that closes without one (its thread
  * ended) is a dead rank.
  */
-import type { MessagePort as NodePort } from 'node:worker_threads';
+/**
+ * The part of Node's `worker_threads` MessagePort a rank thread uses (declared here, so that the
+ * package's types do not need @types/node).
+ */
+interface NodePort {
+  on(event: 'message', listener: (m: { k?: string; bye?: boolean; body?: ArrayBuffer }) => void): unknown;
+  on(event: 'close', listener: () => void): unknown;
+  postMessage(value: unknown, transfer?: ArrayBuffer[]): void;
+  close(): void;
+  unref(): void;
+}
+/** The part of Node's `worker_threads` module `threadRanks` reads. */
+interface WorkerThreads {
+  isMainThread: boolean;
+  workerData: unknown;
+}
 
 interface Waiter {
   resolve: (b: Uint8Array) => void;
@@ -23,7 +38,7 @@ export interface ThreadRanks {
 
 /** The launcher's ports for this thread, when it is a rank thread of `webtorch-run --threads`. */
 export function threadRanks(): ThreadRanks | null {
-  const wt = typeof process !== 'undefined' ? (process.getBuiltinModule?.('node:worker_threads') as typeof import('node:worker_threads') | undefined) : undefined;
+  const wt = typeof process !== 'undefined' ? (process.getBuiltinModule?.('node:worker_threads') as WorkerThreads | undefined) : undefined;
   const d = wt && !wt.isMainThread ? (wt.workerData as { webtorch?: ThreadRanks } | null)?.webtorch : undefined;
   return d && typeof d.rank === 'number' && d.ports ? d : null;
 }

@@ -24,11 +24,12 @@ export function isKeywords(x: unknown): x is Record<string, unknown> {
 /**
  * Binds a call to a PyTorch signature: `args` are the arguments after the ones the function
  * names itself, positional in `params` order, optionally followed by one options object
- * (keywords). `lead` counts the arguments before `args`, for the error's figures. Returns `defaults` overridden by what was given; `undefined` means "not given".
+ * (keywords). `lead` counts the arguments before `args`, for the error's figures; the params after
+ * the first `positionalCount` are keyword-only (PyTorch's `*`). Returns `defaults` overridden by what was given; `undefined` means "not given".
  * Raises Python's errors: too many positional arguments, an unexpected keyword, a value given
  * both ways, a missing required argument (one whose default is `REQUIRED`).
  */
-export function bindArgs<T extends object>(op: string, params: readonly (keyof T & string)[], args: readonly unknown[], defaults: T, lead = 0): T {
+export function bindArgs<T extends object>(op: string, params: readonly (keyof T & string)[], args: readonly unknown[], defaults: T, lead = 0, positionalCount = params.length): T {
   let positional = args;
   let keywords: Record<string, unknown> = {};
   // A trailing object literal is keywords unless a positional slot is left for it and it is the
@@ -38,8 +39,8 @@ export function bindArgs<T extends object>(op: string, params: readonly (keyof T
     positional = args.slice(0, -1);
   }
   while (positional.length && positional[positional.length - 1] === undefined) positional = positional.slice(0, -1);
-  if (positional.length > params.length) {
-    const takes = params.length ? `from ${lead} to ${lead + params.length} positional arguments` : `${lead} positional argument${lead === 1 ? '' : 's'}`;
+  if (positional.length > positionalCount) {
+    const takes = positionalCount ? `from ${lead} to ${lead + positionalCount} positional arguments` : `${lead} positional argument${lead === 1 ? '' : 's'}`;
     throw new TypeError(`${op}() takes ${takes} but ${lead + positional.length} were given`);
   }
   checkOptions(op, keywords, params);

@@ -49,7 +49,8 @@ export interface AdamOptions {
    */
   capturable?: boolean;
 }
-type AdamPositional = [lr: number, betas: [number, number], eps: number, weightDecay: number, amsgrad: boolean, capturable: boolean];
+/** Adam's positional parameters; after `amsgrad` PyTorch's are keyword-only (`capturable` among them). */
+type AdamPositional = [lr: number, betas: [number, number], eps: number, weightDecay: number, amsgrad: boolean];
 const ADAM_PARAMS = ['lr', 'betas', 'eps', 'weightDecay', 'amsgrad', 'capturable'] as const;
 
 /** `torch.optim.Adam(params, lr = 1e-3, betas = [0.9, 0.999], eps = 1e-8, weightDecay = 0, amsgrad = false)`. */
@@ -58,7 +59,7 @@ export class Adam extends Optimizer {
 
   constructor(params: Params, ...args: PyArgs<AdamPositional, AdamOptions>) {
     const decoupled = new.target === AdamW;
-    const o = bindArgs(decoupled ? 'AdamW' : 'Adam', ADAM_PARAMS, args, { lr: 1e-3, betas: [0.9, 0.999] as [number, number], eps: 1e-8, weightDecay: decoupled ? 1e-2 : 0, amsgrad: false, capturable: false }, 1);
+    const o = bindArgs(decoupled ? 'AdamW' : 'Adam', ADAM_PARAMS, args, { lr: 1e-3, betas: [0.9, 0.999] as [number, number], eps: 1e-8, weightDecay: decoupled ? 1e-2 : 0, amsgrad: false, capturable: false }, 1, 5);
     const [b1, b2] = o.betas;
     if (!(b1 >= 0 && b1 < 1)) throw new RangeError(`Invalid beta parameter at index 0: ${b1}`);
     if (!(b2 >= 0 && b2 < 1)) throw new RangeError(`Invalid beta parameter at index 1: ${b2}`);

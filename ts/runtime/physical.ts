@@ -22,7 +22,11 @@ const LAYER_DIRS = ['/usr/share/vulkan/implicit_layer.d', '/etc/vulkan/implicit_
 
 let buses: string[] | null | undefined;
 
-type Fs = typeof import('node:fs');
+/** The part of Node's `fs` this file uses (declared here, so that the package's types do not need @types/node). */
+interface Fs {
+  readdirSync(path: string): string[];
+  readFileSync(path: string, encoding: 'utf8'): string;
+}
 const fsModule = (): Fs | undefined => (isNode ? (process.getBuiltinModule?.('node:fs') as Fs | undefined) : undefined);
 
 /** Whether Mesa's device-select layer is installed (its manifest in an implicit-layer folder). */
