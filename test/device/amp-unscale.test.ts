@@ -1,0 +1,153 @@
+/**
+ * GradScaler's fused check, `torch._ampForeachNonFiniteCheckAndUnscale_` (PyTorch's
+ * `_amp_foreach_non_finite_check_and_unscale_`), on cpu, gpu:0 and gpu:1: mixed dtypes,
+ * gradients in different segments, zero-size gradients, inf/NaN/-inf in the first, a middle and
+ * the last gradient, 16-bit gradients sharing a word, and ONE command (one GPU dispatch) per
+ * device, counted by the worker profile.
+ */
+import { describe, expect, it } from 'vitest';
+import * as torch from '../../dist/webtorch.js';
+import { suiteDevices } from '../devices.js';
+
+const devices = suiteDevices();
+type DT = 'float32' | 'float16' | 'bfloat16';
+/** The gradients: dtype and size; the big one lands in a segment of its own. */
+const SPECS: [DT, number][] = [['float32', 37], ['float16', 0], ['float16', 9], ['bfloat16', 600_001], ['float32', 0], ['float32', 5], ['float16', 2], ['bfloat16', 11]];
+const INV = Math.fround(1 / 3); // not a power of two: the products round
+
+/** Host values of a gradient (exact, as float32), with `bad` written at `at` when given. */
+function values(n: number, seed: number): Float32Array {
+  const v = new Float32Array(n);
+  for (let i = 0; i < n; i++) v[i] = (((i * 7919 + seed * 104729) % 2001) - 1000) * 0.37;
+  return v;
+}
+
+/** Expected gradient after unscaling: f32 product, rounded to the gradient's dtype (bad values kept). */
+function expected(v: Float32Array, dt: DT): torch.Tensor {
+  const p = v.map((x) => (Number.isFinite(x) ? Math.fround(x * INV) : x));
+  return make(p, dt, 'cpu');
+}
+
+/** A tensor of `dt` on `dev` from float32 host values (the float32 intermediate freed). */
+function make(v: Float32Array, dt: DT, dev: string): torch.Tensor {
+  return torch.tidy(() => torch.tensor(v).to({ dtype: dt, device: dev }));
+}
+
+async function bits(t: torch.Tensor): Promise<number[]> {
+  const f = t.dtype === 'float32' ? t : t.to('float32');
+  try {
+    return Array.from(await f.data() as Float32Array);
+  } finally {
+    if (f !== t) f.dispose();
+  }
+}
+
+async function check(dev: string, bad: { at: number; value: number } | null): Promise<void> {
+  const host = SPECS.map(([, n], i) => values(n, i));
+  if (bad) host[bad.at][Math.floor(host[bad.at].length / 2)] = bad.value;
+  const grads = SPECS.map(([dt], i) => make(host[i], dt, dev));
+  // what the gradient holds before (its dtype's rounding of the host values)
+  const before = await Promise.all(grads.map((g) => bits(g)));
+  const found = torch.zeros([1], { device: dev }), inv = torch.full([1], INV, { device: dev });
+  try {
+    const segments = new Set(grads.map((g) => (g as unknown as { storage: { id: number } }).storage.id));
+    expect(segments.size, 'the gradients lie in more than one segment').toBeGreaterThan(1);
+    await torch.gpu.synchronize(dev === 'cpu' ? undefined : dev);
+    await torch._profileWorker(dev, true);
+    torch._ampForeachNonFiniteCheckAndUnscale_(grads, found, inv);
+    await torch.gpu.synchronize(dev === 'cpu' ? undefined : dev);
+    const p = (await torch._profileWorker(dev, false))!;
+    expect(p.commands.ampUnscale.count, 'one fused command').toBe(1);
+    const kernels = Object.entries(p.commands).filter(([k]) => !['record', 'mark', 'call', 'opTag', 'wait'].includes(k));
+    expect(kernels.map(([k]) => k), 'no other kernel command').toEqual(['ampUnscale']);
+    if (dev !== 'cpu') expect(p.gpu!.ampUnscale.count, 'one GPU dispatch').toBe(1);
+    expect(Array.from(await found.data())).toEqual([bad ? 1 : 0]);
+    for (let i = 0; i < grads.length; i++) {
+      const want = expected(Float32Array.from(before[i]), SPECS[i][0]);
+      try {
+        const got = await bits(grads[i]), w = await bits(want);
+        expect(got.length).toBe(SPECS[i][1]);
+        // toEqual treats NaN as equal to NaN, and compares -0 and 0 apart
+        expect(got, `gradient ${i} (${SPECS[i][0]})`).toEqual(w);
+      } finally {
+        want.dispose();
+      }
+    }
+  } finally {
+    [...grads, found, inv].forEach((t) => t.dispose());
+  }
+}
+
+describe.each([['cpu'], ['gpu:0'], ['gpu:1']])('%s', (dev) => {
+  it('unscales every gradient, none bad: the flag stays 0', async () => {
+    expect(devices).toContain(dev);
+    await check(dev, null);
+  });
+  it('inf in the first gradient sets the flag', () => check(dev, { at: 0, value: Infinity }));
+  it('NaN in a middle (float16) gradient sets the flag', () => check(dev, { at: 2, value: NaN }));
+  it('-inf in the last (bfloat16) gradient sets the flag', () => check(dev, { at: SPECS.length - 1, value: -Infinity }));
+  it('NaN in the big bfloat16 gradient in its own segment sets the flag', () => check(dev, { at: 3, value: NaN }));
+
+  it('16-bit gradients sharing a word are both unscaled exactly (two dispatches on a GPU)', async () => {
+    const base = make(values(10, 3), 'float16', dev);
+    const a = base.narrow(0, 0, 3), b = base.narrow(0, 3, 7);
+    const found = torch.zeros([1], { device: dev }), inv = torch.full([1], INV, { device: dev });
+    const want = expected(Float32Array.from(await bits(base)), 'float16');
+    try {
+      await torch._profileWorker(dev, true);
+      torch._ampForeachNonFiniteCheckAndUnscale_([a, b], found, inv);
+      await torch.gpu.synchronize(dev === 'cpu' ? undefined : dev);
+      const p = (await torch._profileWorker(dev, false))!;
+      expect(p.commands.ampUnscale.count).toBe(1);
+      if (dev !== 'cpu') expect(p.gpu!.ampUnscale.count).toBe(2);
+      expect(await bits(base)).toEqual(await bits(want));
+      expect(Array.from(await found.data())).toEqual([0]);
+    } finally {
+      [base, a, b, found, inv, want].forEach((t) => t.dispose());
+    }
+  });
+
+  it("misuse raises PyTorch's errors", () => {
+    const g = torch.ones([3], { device: dev }), found = torch.zeros([1], { device: dev }), inv = torch.ones([1], { device: dev });
+    const f2 = torch.zeros([2], { device: dev }), i64 = torch.zeros([1], { dtype: 'int64', device: dev }), gi = torch.ones([3], { dtype: 'int32', device: dev });
+    const other = torch.ones([3], { device: dev === 'cpu' ? 'gpu:0' : 'cpu' });
+    try {
+      expect(() => torch._ampForeachNonFiniteCheckAndUnscale_([g], f2, inv)).toThrow('found_inf must be a 1-element tensor.');
+      expect(() => torch._ampForeachNonFiniteCheckAndUnscale_([g], found, f2)).toThrow('inv_scale must be a 1-element tensor.');
+      expect(() => torch._ampForeachNonFiniteCheckAndUnscale_([g], i64, inv)).toThrow('found_inf must be a float tensor.');
+      expect(() => torch._ampForeachNonFiniteCheckAndUnscale_([g, other], found, inv)).toThrow('scaled_grads must be on the same device.');
+      expect(() => torch._ampForeachNonFiniteCheckAndUnscale_([gi], found, inv)).toThrow(/floating point.*int32/);
+    } finally {
+      [g, found, inv, f2, i64, gi, other].forEach((t) => t.dispose());
+    }
+  });
+});
+
+describe('GradScaler.unscale_', () => {
+  it('runs one fused command per device for a model spread over cpu and gpu:0', async () => {
+    const w0 = torch.randn([4, 3], { device: 'gpu:0', requiresGrad: true }), w1 = torch.randn([3], { device: 'cpu', requiresGrad: true });
+    const opt = new torch.optim.SGD([w0, w1], { lr: 0.1 });
+    const scaler = new torch.amp.GradScaler('gpu', { initScale: 4 });
+    try {
+      const loss = torch.tidy(() => scaler.scale(w0.sum().add(w1.sum().to('gpu:0'))));
+      loss.backward();
+      loss.dispose();
+      await torch.gpu.synchronize();
+      await Promise.all(['cpu', 'gpu:0'].map((d) => torch._profileWorker(d, true)));
+      scaler.unscale_(opt);
+      await torch.gpu.synchronize();
+      const [pc, pg] = await Promise.all(['cpu', 'gpu:0'].map((d) => torch._profileWorker(d, false)));
+      expect(pc!.commands.ampUnscale.count).toBe(1);
+      expect(pg!.commands.ampUnscale.count).toBe(1);
+      expect(pg!.gpu!.ampUnscale.count).toBe(1);
+      expect(Array.from(await w0.grad!.data())).toEqual(new Array(12).fill(1));
+      expect(Array.from(await w1.grad!.data())).toEqual([1, 1, 1]);
+      expect(await scaler.step(opt)).toBeUndefined();
+      scaler.update();
+      expect(await scaler.getScale()).toBe(4);
+    } finally {
+      scaler.dispose();
+      [w0.grad!, w1.grad!, w0, w1].forEach((t) => t.dispose());
+    }
+  });
+});
