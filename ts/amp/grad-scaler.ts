@@ -124,6 +124,8 @@ export class GradScaler {
   /**
    * `unscale_(optimizer)`: divides the optimizer's gradients by the scale, in place, and records
    * whether any is inf or NaN (one flag per device). At most once per optimizer between updates.
+   * Per device: a zeroed flag, 1/scale, and ONE fused check-and-unscale command over all the
+   * device's gradients (`_ampForeachNonFiniteCheckAndUnscale_`, ts/amp/unscale.ts).
    */
   unscale_(optimizer: Optimizer): void {
     if (!this.enabled) return;
