@@ -2,7 +2,8 @@
  * GradScaler's fused check, `torch._ampForeachNonFiniteCheckAndUnscale_` (PyTorch's
  * `_amp_foreach_non_finite_check_and_unscale_`), on cpu, gpu:0 and gpu:1: mixed dtypes,
  * gradients in different segments, zero-size gradients, inf/NaN/-inf in the first, a middle and
- * the last gradient, 16-bit gradients sharing a word, and ONE command (one GPU dispatch) per
+ * the last gradient, 16-bit gradients sharing a word, gradients larger than one binding (in
+ * windows), and ONE command (one GPU dispatch) per
  * device, counted by the worker profile.
  */
 import { describe, expect, it } from 'vitest';
@@ -148,6 +149,53 @@ describe('GradScaler.unscale_', () => {
     } finally {
       scaler.dispose();
       [w0.grad!, w1.grad!, w0, w1].forEach((t) => t.dispose());
+    }
+  });
+});
+
+describe('gradients larger than one binding (gpu:0)', () => {
+  const d = 'gpu:0';
+  /** Unscales [small, big] by 0.5 with one command; returns the flag and the GPU dispatches. */
+  async function unscale(small: torch.Tensor, big: torch.Tensor): Promise<[number, number]> {
+    const found = torch.zeros([1], { device: d }), inv = torch.full([1], 0.5, { device: d });
+    try {
+      await torch._profileWorker(d, true);
+      torch._ampForeachNonFiniteCheckAndUnscale_([small, big], found, inv);
+      await torch.gpu.synchronize(d);
+      const p = (await torch._profileWorker(d, false))!;
+      expect(p.commands.ampUnscale.count).toBe(1);
+      return [(await found.data())[0] as number, p.gpu!.ampUnscale.count];
+    } finally {
+      [found, inv].forEach((t) => t.dispose());
+    }
+  }
+
+  it('runs in windows of the segment: every value unscaled, one command', async () => {
+    const limit = (await torch.gpu.getDeviceProperties(d)).limits.maxStorageBufferBindingSize;
+    const n = limit / 4 + (1 << 20); // float32, 4 MiB over the limit
+    const big = torch.full([n], 2, { device: d, dtype: 'float32' });
+    const small = make(Float32Array.from([8, 8, -Infinity, 8, 8]), 'bfloat16', d);
+    try {
+      // the small one's dispatch, and the big one's two windows
+      expect(await unscale(small, big)).toEqual([1, 3]);
+      expect(await bits(small)).toEqual([4, 4, -Infinity, 4, 4]);
+      const v = (await big.data()) as Float32Array;
+      expect(v.length).toBe(n);
+      expect(v.every((x) => x === 1)).toBe(true);
+    } finally {
+      [big, small].forEach((t) => t.dispose());
+    }
+  });
+
+  it('sets the flag from a window past the first', async () => {
+    const limit = (await torch.gpu.getDeviceProperties(d)).limits.maxStorageBufferBindingSize;
+    const n = limit / 4 + (1 << 20);
+    const big = torch.full([n], Infinity, { device: d }), small = torch.ones([3], { device: d });
+    try {
+      expect(await unscale(small, big)).toEqual([1, 3]);
+      expect(Array.from(await small.data())).toEqual([0.5, 0.5, 0.5]);
+    } finally {
+      [big, small].forEach((t) => t.dispose());
     }
   });
 });
