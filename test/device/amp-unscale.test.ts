@@ -199,3 +199,30 @@ describe('gradients larger than one binding (gpu:0)', () => {
     }
   });
 });
+
+describe('more segments than the storage bindings of one dispatch', () => {
+  it.each([['gpu:0'], ['gpu:1']])('%s: the fewest dispatches, the scale and flag bound in each', async (d) => {
+    const per = (await torch.gpu.getDeviceProperties(d)).limits.maxStorageBuffersPerShaderStage;
+    const count = per + 1, n = 2_700_000; // 10.8 MB each: a segment of its own (smaller ones share 20 MB segments)
+    const grads = Array.from({ length: count }, () => torch.full([n], 2, { device: d, dtype: 'float32' }));
+    const found = torch.zeros([1], { device: d }), inv = torch.full([1], 0.5, { device: d });
+    const seg = (t: torch.Tensor) => (t as unknown as { storage: { id: number } }).storage.id;
+    try {
+      torch.tidy(() => grads[count - 1].copy_(torch.full([n], Infinity, { device: d, dtype: 'float32' })));
+      const segments = new Set(grads.map(seg));
+      expect(segments.size).toBe(count);
+      const fixed = new Set([seg(found), seg(inv)]).size, room = per - 1 - fixed;
+      await torch._profileWorker(d, true);
+      torch._ampForeachNonFiniteCheckAndUnscale_(grads, found, inv);
+      await torch.gpu.synchronize(d);
+      const p = (await torch._profileWorker(d, false))!;
+      expect(p.commands.ampUnscale.count).toBe(1);
+      expect(p.gpu!.ampUnscale.count).toBe(Math.ceil(count / room));
+      expect(Array.from(await found.data())).toEqual([1]);
+      for (const g of grads.slice(0, -1)) expect(((await g.data()) as Float32Array).every((x) => x === 1)).toBe(true);
+      expect(((await grads[count - 1].data()) as Float32Array).every((x) => x === Infinity)).toBe(true);
+    } finally {
+      [...grads, found, inv].forEach((t) => t.dispose());
+    }
+  });
+});
