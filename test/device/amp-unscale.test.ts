@@ -226,3 +226,20 @@ describe('more segments than the storage bindings of one dispatch', () => {
     }
   });
 });
+
+describe('many gradients on cpu', () => {
+  it('more than one descriptor area of gradients (1,365): all unscaled, the flag from the last', async () => {
+    const grads = Array.from({ length: 1500 }, (_, i) => torch.full([3], i, { dtype: 'float32' }));
+    const found = torch.zeros([1]), inv = torch.full([1], 0.5, { dtype: 'float32' });
+    try {
+      torch.tidy(() => grads[1499].copy_(torch.tensor([1, NaN, 1])));
+      torch._ampForeachNonFiniteCheckAndUnscale_(grads, found, inv);
+      expect(Array.from(await found.data())).toEqual([1]);
+      for (let i = 0; i < 1499; i += 97) expect(Array.from(await grads[i].data()), `gradient ${i}`).toEqual([i / 2, i / 2, i / 2]);
+      expect(Array.from(await grads[1400].data())).toEqual([700, 700, 700]);
+      expect(Array.from(await grads[1499].data())).toEqual([0.5, NaN, 0.5]);
+    } finally {
+      [...grads, found, inv].forEach((t) => t.dispose());
+    }
+  });
+});
