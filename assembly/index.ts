@@ -25,6 +25,9 @@ export { random, randomPart } from "./kernels/random";
 // The index family (gather, scatter, cumulative, sort, one_hot).
 export { gather, scatter, cumulative, sortIndices, sortWorkspaceBytes, oneHot, badIndex } from "./kernels/index";
 
+// GradScaler's fused inf check and unscale (h/ampcheck).
+export { ampUnscale } from "./kernels/amp";
+
 const SCRATCH = memory.data(16384, 16);
 
 /** First byte the host may use for tensor storage: __heap_base rounded to 64 B, plus 64 KiB. */

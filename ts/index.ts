@@ -207,6 +207,8 @@ export * as profiler from './profiler/index.js';
 export * as amp from './amp/index.js';
 export { autocast, isAutocastEnabled, getAutocastDtype } from './amp/autocast.js';
 export type { AutocastOptions } from './amp/autocast.js';
+/** `torch._ampForeachNonFiniteCheckAndUnscale_` (PyTorch's `_amp_foreach_non_finite_check_and_unscale_`; ts/amp/unscale.ts). */
+export { ampForeachNonFiniteCheckAndUnscale_ as _ampForeachNonFiniteCheckAndUnscale_ } from './amp/unscale.js';
 export { Dataset, TensorDataset, DataLoader } from './data/index.js';
 
 // ---- NN functional ops, statistics, joining and splitting (ts/ops/{nn,conv,pool,shape,stats}.ts) ----

@@ -75,7 +75,10 @@ describe('profile of a training step', () => {
       expect(rows.length).toBe(8);
       // Sorted by device total, descending; the alias cuda_time_total sorts the same.
       const sorted = [...prof.keyAverages()].sort((a, b) => b.deviceTimeTotal - a.deviceTimeTotal).slice(0, 8).map((r) => r.key);
-      expect(rows.map((r) => r.trim().split(/ {2,}/)[0])).toEqual(sorted);
+      // (names wider than the name column, at most 55, are clipped with '...' as PyTorch's are)
+      const width = Math.min(Math.max(4, ...sorted.map((k) => k.length)) + 4, 55);
+      const clip = (k: string) => (k.length > width ? `${k.slice(0, width - 3)}...` : k);
+      expect(rows.map((r) => r.trim().split(/ {2,}/)[0])).toEqual(sorted.map(clip));
       expect(prof.keyAverages().table({ sortBy: 'cuda_time_total', rowLimit: 8 })).toBe(table);
       expect(prof.keyAverages(false).table('cuda_time_total', 8)).toBe(table); // PyTorch's positional arguments
       // The training step holds every op: 100% of the CPU total.
@@ -118,6 +121,54 @@ describe('profile of a training step', () => {
         const mm = [...prof.keyAverages()].find((r) => r.key === 'matmul')!;
         expect(mm.selfDeviceTimeTotal).toBeGreaterThan(0);
       }
+    }
+  });
+});
+
+describe('backward', () => {
+  const EVAL = 'autograd::engine::evaluate_function: ';
+  it("has PyTorch's evaluate_function range around each autograd node, with its ops and their kernels inside", async () => {
+    for (const d of devices) {
+      const prof = await profiledTraining(d);
+      const calls = callsOf(prof);
+      // Per step: two linear layers (MmBackward0 and AddBackward0 each) and a ReLU (the loss's nodes differ by device).
+      expect(calls[`${EVAL}MmBackward0`], d).toBe(2 * STEPS);
+      expect(calls.MmBackward0, d).toBe(2 * STEPS);
+      expect(calls[`${EVAL}ReluBackward0`], d).toBe(STEPS);
+      expect(calls[`${EVAL}AddBackward0`], d).toBeGreaterThanOrEqual(2 * STEPS);
+      // Every evaluate_function range holds exactly its node's range.
+      for (const [k, n] of Object.entries(calls)) if (k.startsWith(EVAL)) expect(calls[k.slice(EVAL.length)], k).toBe(n);
+      const { ops, kernels } = prof.events();
+      const byId = new Map(ops.map((o) => [o.id, o]));
+      // The backward matmuls (three per step) run inside MmBackward0, itself inside its evaluate_function range.
+      const mmNodes = ops.filter((o) => o.name === 'MmBackward0');
+      for (const n of mmNodes) expect(byId.get(n.parent)!.name, d).toBe(`${EVAL}MmBackward0`);
+      const inNode = ops.filter((o) => o.name === 'matmul' && byId.get(o.parent)?.name === 'MmBackward0');
+      expect(inNode.length, d).toBe(3 * STEPS);
+      // ... and their kernels are linked to them, so the node's range has device time.
+      const ids = new Set(inNode.map((o) => o.id));
+      expect(kernels.filter((k) => ids.has(k.op)).length, d).toBe(3 * STEPS);
+      const row = [...prof.keyAverages()].find((r) => r.key === `${EVAL}MmBackward0`)!;
+      expect(row.deviceTimeTotal, d).toBeGreaterThan(0);
+      expect(row.cpuTimeTotal, d).toBeGreaterThan(0);
+      // In the trace: PyTorch's cpu_op category, and the node ops nest in time inside their range.
+      const ev: any[] = JSON.parse(await prof.exportChromeTrace()).traceEvents;
+      const ranges = ev.filter((e) => e.name === `${EVAL}MmBackward0`);
+      expect(ranges.length, d).toBe(2 * STEPS);
+      expect(ranges.every((e) => e.cat === 'cpu_op' && e.ph === 'X')).toBe(true);
+      const nodes = ev.filter((e) => e.name === 'MmBackward0');
+      for (const n of nodes) expect(ranges.some((r) => r.ts <= n.ts && n.ts + n.dur <= r.ts + r.dur + 0.002), d).toBe(true);
+    }
+  });
+
+  it('records no backward range outside a profile', async () => {
+    const t = trainer('cpu');
+    try {
+      t.step();
+      const prof = await profiler.profile({ activities: ['cpu'] }, () => undefined);
+      expect(Object.keys(callsOf(prof)).filter((k) => k.includes('Backward'))).toEqual([]);
+    } finally {
+      t.dispose();
     }
   });
 });

@@ -78,8 +78,21 @@ describe('torch.cuda overview: profiling', () => {
       nvtx.rangePop();
     });
 
-    const ranges = prof.events().ops.filter((e) => e.kind === 'range').map((e) => e.name);
+    // The program's ranges, and the backward engine's (PyTorch's names) inside 'backward pass'.
+    const ranges = prof.events().ops.filter((e) => e.kind === 'range' && !e.autograd).map((e) => e.name);
     expect(ranges).toEqual(['forward pass', 'backward pass']);
+    const all = prof.events().ops, byId = new Map(all.map((e) => [e.id, e]));
+    const backwardPass = all.find((e) => e.name === 'backward pass')!;
+    const evals = all.filter((e) => e.name.startsWith('autograd::engine::evaluate_function: '));
+    // (PyTorch's node for square is PowBackward0; webtorch names a node after its op)
+    expect(evals.map((e) => e.name.slice('autograd::engine::evaluate_function: '.length))).toEqual(
+      expect.arrayContaining(['MeanBackward0', 'SquareBackward0', 'AddBackward0', 'MmBackward0', 'ReluBackward0']));
+    expect(evals.every((e) => e.parent === backwardPass.id)).toBe(true);
+    // Each node's ops are inside it, and their kernels are linked to them.
+    const mm = all.filter((e) => e.name === 'matmul' && byId.get(e.parent)?.name === 'MmBackward0');
+    expect(mm.length).toBe(3); // dW of both layers, dX of the second
+    const kernelOps = new Set(prof.events().kernels.map((k) => k.op));
+    expect(mm.every((e) => kernelOps.has(e.id))).toBe(true);
     const calls = Object.fromEntries([...prof.keyAverages()].map((r) => [r.key, r.count]));
     expect(calls['forward pass']).toBe(1);
     expect(calls['backward pass']).toBe(1);

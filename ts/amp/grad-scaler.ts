@@ -5,9 +5,11 @@
  * What is different from PyTorch, and why:
  * - The scale and growth tracker live on the device of the first scaled output, and `update`
  *   moves them there with tensor ops (no read), as PyTorch's `_amp_update_scale_` kernel does.
- * - `unscale_` multiplies each gradient by 1/scale and makes ONE found-inf flag per device: the
- *   device's gradients are gathered into one flat tensor, times 0 (0 for a finite value, NaN for
- *   inf or NaN), summed; the flag is whether that sum is NaN. `step` reads each device's flag once
+ * - `unscale_` runs PyTorch's `_amp_foreach_non_finite_check_and_unscale_` once per device
+ *   (ts/amp/unscale.ts): ONE fused command that multiplies every gradient of the device by
+ *   1/scale in place and sets the device's found-inf flag where a value was inf or NaN (one WGSL
+ *   dispatch on `gpu:N`, more only past the binding limits; one AssemblyScript loop on `cpu`).
+ *   `step` reads each device's flag once
  *   (so it is async: `await scaler.step(opt)`, the sync point PyTorch's `found_inf.item()` is), and
  *   skips `optimizer.step()` when any is set.
  * - `getScale`, `getGrowthTracker` and `stateDict` read the device, so they return promises.
@@ -18,12 +20,9 @@ import { withGradMode } from '../autograd/graph.js';
 import { untrack } from '../scope.js';
 import { binaryOp, unaryOp, where } from '../ops/elementwise.js';
 import { full } from '../ops/creation.js';
-import { reduce } from '../ops/reduce.js';
-import { cat } from '../ops/shape.js';
-import { reshape } from '../ops/views.js';
 import { tidy } from '../ops/scoped.js';
 import { checkOptions } from '../ops/options.js';
-import { ReduceOp } from '../../wgsl/reduce.js';
+import { ampForeachNonFiniteCheckAndUnscale_ } from './unscale.js';
 import type { Optimizer } from '../optim/optimizer.js';
 import { Tensor } from '../tensor.js';
 
@@ -125,6 +124,8 @@ export class GradScaler {
   /**
    * `unscale_(optimizer)`: divides the optimizer's gradients by the scale, in place, and records
    * whether any is inf or NaN (one flag per device). At most once per optimizer between updates.
+   * Per device: a zeroed flag, 1/scale, and ONE fused check-and-unscale command over all the
+   * device's gradients (`_ampForeachNonFiniteCheckAndUnscale_`, ts/amp/unscale.ts).
    */
   unscale_(optimizer: Optimizer): void {
     if (!this.enabled) return;
@@ -144,20 +145,19 @@ export class GradScaler {
     }
     withGradMode(false, () => {
       for (const [key, grads] of byDevice) {
-        const flag = tidy(() => {
-          const dev = toDevice(key);
-          const inv = binaryOp('div', 1, scale.device === dev ? scale : scale.to(dev));
-          for (const g of grads) {
-            const u = binaryOp('mul', g, inv);
-            g._setData(u);
-            u.dispose();
-          }
-          // One check per device: finite·0 is 0, inf·0 and NaN·0 are NaN, so the sum is NaN iff one is not finite.
-          const flat = grads.length === 1 ? reshape(grads[0], [-1]) : cat(grads.map((g) => reshape(g, [-1])));
-          const total = reduce(ReduceOp.Sum, binaryOp('mul', flat, 0), undefined);
-          return binaryOp('ne', total, total).to('float32');
-        });
+        const dev = toDevice(key);
+        // PyTorch: found_inf = torch.full((), 0.0), inv_scale = 1 / scale, then the one fused check.
+        const flag = full([1], 0, { dtype: 'float32', device: dev });
         untrack(flag);
+        try {
+          tidy(() => {
+            const inv = binaryOp('div', 1, scale);
+            ampForeachNonFiniteCheckAndUnscale_(grads, flag, inv.device === dev ? inv : inv.to(dev));
+          });
+        } catch (e) {
+          flag.dispose();
+          throw e;
+        }
         st.foundInf.get(key)?.dispose();
         st.foundInf.set(key, flag);
       }

@@ -9,6 +9,8 @@
 import { adopt } from '../scope.js';
 import type { Tensor } from '../tensor.js';
 import { withGradMode, type Edge, type Node } from './graph.js';
+import { profilerHooks } from '../profiler/hooks.js';
+import { gradFnName } from '../print.js';
 
 /** Options of `backward` and `autograd.grad`. */
 export interface BackwardOptions {
@@ -116,11 +118,22 @@ export function runBackward(roots: Tensor[], grads: Tensor[], opts: BackwardOpti
         for (const [t] of capture) if (t.gradFn === node && gs[t._outputIndex]) capture.set(t, gs[t._outputIndex]!.clone());
       }
       let inputs: (Tensor | null)[];
+      // The profiler (ts/profiler): PyTorch's ranges around each node, its ops and kernels inside them.
+      const hooks = profilerHooks.current;
+      if (hooks) {
+        const name = gradFnName(node.name);
+        hooks.pushRange(`autograd::engine::evaluate_function: ${name}`, true);
+        hooks.pushRange(name, true);
+      }
       try {
         inputs = gs.some((g) => g) ? ops!.tidy(() => node.apply(gs)) : node.edges.map(() => null);
       } finally {
         gs.forEach((g) => g?.dispose());
         if (!opts.retainGraph) node.release();
+        if (hooks) {
+          hooks.popRange();
+          hooks.popRange();
+        }
       }
       node.edges.forEach((e, i) => deliver(e, inputs[i] ?? null));
     }

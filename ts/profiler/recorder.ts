@@ -42,6 +42,8 @@ export interface CallerEvent {
   memory: Record<string, number>;
   /** The caller's stack at its start (when `withStack`). */
   stack: string | null;
+  /** A range the backward engine opened around an autograd node (PyTorch's `cpu_op` category in the trace). */
+  autograd?: boolean;
 }
 
 /** A block handed out or taken back by a device's caching allocator. */
@@ -184,10 +186,12 @@ export class Recorder implements ProfilerHooks {
     if (owner) owner.memory[name] = (owner.memory[name] ?? 0) + bytes;
   }
 
-  /** Opens a range (`recordFunction`, `rangePush`, a profiler step); returns its depth before it. */
-  pushRange(name: string): number {
+  /** Opens a range (`recordFunction`, `rangePush`, a profiler step, an autograd node's with `autograd`); returns its depth before it. */
+  pushRange(name: string, autograd = false): number {
     this.closeOp();
-    this.ranges.push(this.begin(name, 'range', null, null));
+    const r = this.begin(name, 'range', null, null);
+    if (autograd) r.autograd = true;
+    this.ranges.push(r);
     return this.ranges.length - 1;
   }
 

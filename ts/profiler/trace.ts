@@ -51,7 +51,7 @@ export function chromeTrace(data: ProfileData, start: number): { traceEvents: Tr
       if (e.kind === 'op') args.stream = e.stream;
       if (e.shapes) args['Input Dims'] = e.shapes;
       if (e.stack) args['Call stack'] = e.stack;
-      ev.push({ name: e.name, ph: 'X', cat: e.kind === 'op' ? 'cpu_op' : 'user_annotation', pid: 0, tid: 0, ts: us(e.t0), dur: us(e.t1) - us(e.t0), args });
+      ev.push({ name: e.name, ph: 'X', cat: e.kind === 'op' || e.autograd ? 'cpu_op' : 'user_annotation', pid: 0, tid: 0, ts: us(e.t0), dur: us(e.t1) - us(e.t0), args });
     }
   }
   let flow = 1;

@@ -41,6 +41,8 @@ interface Kernels {
   windows(x: number, out: number, p: number): void;
   foldWindows(g: number, out: number, p: number): void;
   random(dist: number, out: number, n: number, first: number, k0: number, k1: number, c0: number, c1: number, c2: number, c3: number, a: number, b: number): void;
+  /** h/ampcheck: GradScaler's fused check (assembly/kernels/amp.ts); returns 1 when it set the flag. */
+  ampUnscale(p: number, n: number, inv: number, found: number): number;
 }
 
 const ALIGN = 16;
@@ -275,6 +277,13 @@ function run(cmd: Command): void {
     // The index family.
     case 'gather': case 'scatter': case 'cumulative': case 'sort': case 'oneHot':
       return runIndex(cmd);
+    case 'ampUnscale': { // h/ampcheck: GradScaler's fused check (assembly/kernels/amp.ts), one call for every gradient
+      const words: number[] = [];
+      for (const g of cmd.grads) words.push(at(g.at, g.dt), g.dt, g.n);
+      // the table may outgrow the scratch area's 4096 words (1365 gradients): then in parts
+      for (let i = 0; i < words.length; i += 4095) K.ampUnscale(desc(words.slice(i, i + 4095)), Math.min(words.length - i, 4095) / 3, at(cmd.invScale, StorageCode.F32), at(cmd.found, StorageCode.F32));
+      return;
+    }
     case 'dropScratch': // the GPU worker's cached scratch (ts/worker/scratch.ts); none here
       return;
     default:

@@ -31,6 +31,7 @@ import { runReduce, runRowNorm } from './gpu/rows.js';
 import { runWindows } from './gpu/windows.js';
 import { runIndex } from './gpu/index-family.js';
 import { runRandom } from './gpu/random.js';
+import { runAmpUnscale } from './gpu/amp.js'; // h/ampcheck: GradScaler's fused check
 // Device loss (ts/worker/gpu-lost.ts): the one hook, in init.
 import { watchLoss } from './gpu-lost.js';
 import { chooseF16Path } from './half.js'; // f16: which float16 path (shader-f16 or storage)
@@ -141,6 +142,9 @@ function run(cmd: Command): void {
     // The index family.
     case 'gather': case 'scatter': case 'cumulative': case 'sort': case 'oneHot':
       runIndex(cmd);
+      return;
+    case 'ampUnscale': // h/ampcheck: GradScaler's fused check (gpu/amp.ts)
+      runAmpUnscale(cmd);
       return;
     default:
       throw new Error(`unknown command ${cmd.k}`);

@@ -113,7 +113,23 @@ export type Command =
    * [N, C, kh, kw, oh, ow] view (`g.strides`, 6), added back into a contiguous [N, C, H, W] `out`
    * (`shape`) that the command zeroes first.
    */
-  | { k: 'foldWindows'; g: ViewRef; out: Place; shape: number[]; kernel: number[]; stride: number[]; dilation: number[]; size: number[] };
+  | { k: 'foldWindows'; g: ViewRef; out: Place; shape: number[]; kernel: number[]; stride: number[]; dilation: number[]; size: number[] }
+  // h/ampcheck: GradScaler's fused check (ts/amp/grad-scaler.ts; gpu/amp.ts, assembly/kernels/amp.ts).
+  | AmpUnscaleCommand;
+
+/**
+ * PyTorch's `_amp_foreach_non_finite_check_and_unscale_`: every gradient (a contiguous run of
+ * `n` elements of f32, f16 or bf16 at `at`) is multiplied in place by the f32 scalar at
+ * `invScale`, and the f32 scalar at `found` is set to 1.0 when a value was inf or NaN before
+ * unscaling (never cleared: the caller zeroes it). One command per device; on a GPU one
+ * dispatch, or the fewest the binding limits allow (ts/worker/gpu/amp.ts).
+ */
+export interface AmpUnscaleCommand {
+  k: 'ampUnscale';
+  grads: { at: Place; n: number; dt: StorageCode }[];
+  invScale: Place;
+  found: Place;
+}
 
 /**
  * Philox4x32-10 numbers into `n` contiguous 32-bit words at `out` (wgsl/random.ts,
