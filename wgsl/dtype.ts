@@ -134,8 +134,10 @@ export function helpers(dt: StorageCode): string {
   if (dt === StorageCode.F16) return F16_ROUND;
   return dt === StorageCode.BF16
     ? `fn bf16_bits(v: f32) -> u32 {
-  if (v != v) { return 0x7fc0u; }
   let x = bitcast<u32>(v);
+  // NaN by the bits: \`v != v\` is folded away by compilers that assume no NaN, and NVIDIA's NaN
+  // 0x7fffffff then rounded to 0x8000 (-0)
+  if ((x & 0x7fffffffu) > 0x7f800000u) { return 0x7fc0u; }
   return ((x + 0x7fffu + ((x >> 16u) & 1u)) >> 16u) & 0xffffu;
 }
 `

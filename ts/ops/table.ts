@@ -81,6 +81,11 @@ fn nan_f() -> f32 { return bitcast<f32>(NAN_BITS); }
 fn inf_f() -> f32 { return bitcast<f32>(INF_BITS); }
 fn isnan_f(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }
 fn nz_f(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) != 0u; }
+fn isinf_f(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) == 0x7f800000u; }
+fn neg_bit(x: f32) -> bool { return (bitcast<u32>(x) >> 31u) == 1u; }
+// relu by the bits: x < 0 strictly (not -0, not a NaN), since a compiler that assumes no NaN turns
+// select(x, 0, x < 0) into max(x, 0), which drops a NaN (NVIDIA's did)
+fn relu_f(x: f32) -> f32 { let u = bitcast<u32>(x); return select(x, 0.0, u > 0x80000000u && u <= 0xff800000u); }
 fn erf_f(x: f32) -> f32 {
   let a = abs(x);
   if (a < 2.0) {
@@ -142,7 +147,15 @@ fn rem_f(a: f32, b: f32) -> f32 {
   return select(r, r + b, r != 0.0 && ((r < 0.0) != (b < 0.0)));
 }
 fn floordiv_f(a: f32, b: f32) -> f32 {
-  if (b == 0.0) { return a / b; }
+  // PyTorch's div_floor, with its special values decided by the bits first (compilers that assume
+  // finite math fold the NaN and inf cases of the arithmetic below: NVIDIA's gave inf for inf // 2)
+  if (isnan_f(a) || isnan_f(b)) { return nan_f(); }
+  if (!nz_f(b)) { if (!nz_f(a)) { return nan_f(); } return select(inf_f(), -inf_f(), neg_bit(a) != neg_bit(b)); }
+  if (isinf_f(a)) { return nan_f(); }
+  if (isinf_f(b)) {
+    if (!nz_f(a)) { return select(0.0, -0.0, neg_bit(a) != neg_bit(b)); }
+    return select(0.0, -1.0, neg_bit(a) != neg_bit(b));
+  }
   let m = a - b * trunc(a / b);
   var d = (a - m) / b;
   if (m != 0.0 && ((b < 0.0) != (m < 0.0))) { d -= 1.0; }
@@ -152,6 +165,8 @@ fn floordiv_f(a: f32, b: f32) -> f32 {
   return q;
 }
 fn clamp_f(x: f32, lo: f32, hi: f32) -> f32 {
+  // NaN by the bits first: a compiler that assumes no NaN makes the compares below a min/max, which drop it
+  if (isnan_f(x)) { return x; }
   var y = x;
   if (y < lo) { y = lo; }
   if (y > hi) { y = hi; }
@@ -206,7 +221,7 @@ export const ELEMENTWISE: readonly ElementwiseOp[] = [
   d(u('cos', 9, 'float', 'cos(x0)'), ['x'], (m, { x, g }) => [m.neg(m.mul(g, m.sin(x)))]),
   d(u('tanh', 10, 'float', 'tanh_f(x0)'), ['out'], (m, { out, g }) => [m.mul(g, m.sub(1, m.square(out)))]),
   d(u('sigmoid', 11, 'float', 'sigmoid_f(x0)'), ['out'], (m, { out, g }) => [m.mul(g, m.mul(out, m.sub(1, out)))]),
-  d(wide('i64_max(x0, vec2<u32>(0u, 0u))', u('relu', 12, 'number', 'select(x0, 0.0, x0 < 0.0)', 'max(x0, 0i)')), ['out'], (m, { out, g }) => [m.mul(g, m.gt(out, 0))]),
+  d(wide('i64_max(x0, vec2<u32>(0u, 0u))', u('relu', 12, 'number', 'relu_f(x0)', 'max(x0, 0i)')), ['out'], (m, { out, g }) => [m.mul(g, m.gt(out, 0))]),
   d(u('gelu', 13, 'floating', '0.5 * x0 * (1.0 + erf_f(x0 * 0.7071067811865476))'), ['x'], (m, { x, g }) => {
     const cdf = m.mul(m.add(m.erf(m.mul(x, Math.SQRT1_2)), 1), 0.5), pdf = m.div(m.exp(m.mul(m.square(x), -0.5)), SQRT_2PI);
     return [m.mul(g, m.add(cdf, m.mul(x, pdf)))];
