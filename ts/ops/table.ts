@@ -18,6 +18,7 @@
  * - 'bool': the result is bool, computed in the promoted dtype (comparisons, logical ops).
  */
 
+import { MATH_WGSL } from '../../wgsl/math.js';
 import type { Tensor } from '../tensor.js';
 
 /** How an op treats dtypes. */
@@ -70,46 +71,27 @@ export interface ElementwiseOp {
 
 
 /**
- * WGSL functions the expressions call. NaN and Inf live in private vars: WGSL refuses them as
- * constants. Shader compilers may assume finite math and fold `x != x` to false, so NaN and
- * "nonzero" tests look at the bits instead.
+ * WGSL functions the expressions call: wgsl/math.ts's (the transcendentals, nan_f and inf_f, the
+ * bit tests), then the ops' own. Shader compilers may assume finite math and fold `x != x` to
+ * false, so NaN and "nonzero" tests look at the bits.
  */
-export const WGSL_PRELUDE = `
-var<private> NAN_BITS: u32 = 0x7fc00000u;
-var<private> INF_BITS: u32 = 0x7f800000u;
-fn nan_f() -> f32 { return bitcast<f32>(NAN_BITS); }
-fn inf_f() -> f32 { return bitcast<f32>(INF_BITS); }
-fn isnan_f(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }
-fn nz_f(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) != 0u; }
-fn isinf_f(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) == 0x7f800000u; }
-fn neg_bit(x: f32) -> bool { return (bitcast<u32>(x) >> 31u) == 1u; }
-// relu by the bits: x < 0 strictly (not -0, not a NaN), since a compiler that assumes no NaN turns
+export const WGSL_PRELUDE = `${MATH_WGSL}// relu by the bits: x < 0 strictly (not -0, not a NaN), since a compiler that assumes no NaN turns
 // select(x, 0, x < 0) into max(x, 0), which drops a NaN (NVIDIA's did)
 fn relu_f(x: f32) -> f32 { let u = bitcast<u32>(x); return select(x, 0.0, u > 0x80000000u && u <= 0xff800000u); }
 fn erf_f(x: f32) -> f32 {
+  // NaN by the bits; past 8 erf is ±1 in f32, so the tail's argument stays finite (inf included)
+  if (isnan_f(x)) { return x; }
   let a = abs(x);
   if (a < 2.0) {
     var term = x; var sum = x; let x2 = x * x;
     for (var n = 1; n < 30; n++) { term = -term * x2 / f32(n); sum += term / f32(2 * n + 1); }
     return sum * 1.1283791670955126;
   }
-  let t = 1.0 / (1.0 + 0.3275911 * a);
-  let y = 1.0 - (((((1.061405429 * t - 1.453152027) * t) + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t * exp(-a * a);
-  return select(y, -y, x < 0.0);
+  let ac = min(a, 8.0);
+  let t = 1.0 / (1.0 + 0.3275911 * ac);
+  let y = 1.0 - (((((1.061405429 * t - 1.453152027) * t) + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t * exp_f(-ac * ac);
+  return select(y, -y, neg_bit(x));
 }
-fn log_f(x: f32) -> f32 { return select(log(x), nan_f(), x < 0.0); }
-fn log1p_f(x: f32) -> f32 {
-  let u = 1.0 + x;
-  if (u == 1.0) { return x; }
-  if (x > 1e30) { return log(x); }
-  return select(log(u) * x / (u - 1.0), nan_f(), x < -1.0);
-}
-fn expm1_f(x: f32) -> f32 {
-  if (abs(x) < 0.01) { return x + x * x * (0.5 + x * (1.0 / 6.0 + x / 24.0)); }
-  return exp(x) - 1.0;
-}
-fn tanh_f(x: f32) -> f32 { return select(tanh(clamp(x, -15.0, 15.0)), x, isnan_f(x)); }
-fn sigmoid_f(x: f32) -> f32 { return 1.0 / (1.0 + exp(-x)); }
 fn pow_f(a: f32, b: f32) -> f32 {
   if (b == 0.0) { return 1.0; }
   if (isnan_f(a) || isnan_f(b)) { return nan_f(); }
@@ -211,14 +193,14 @@ const logic = (name: string, code: number, o: string): ElementwiseOp =>
 export const ELEMENTWISE: readonly ElementwiseOp[] = [
   d(wide('i64_neg(x0)', u('neg', 0, 'number', '-x0', '-x0')), [], (m, { g }) => [m.neg(g)]),
   d(wide('i64_abs(x0)', u('abs', 1, 'number', 'abs(x0)', 'abs(x0)')), ['x'], (m, { x, g }) => [m.mul(g, m.sign(x))]),
-  d(u('exp', 2, 'float', 'exp(x0)'), ['out'], (m, { out, g }) => [m.mul(g, out)]),
+  d(u('exp', 2, 'float', 'exp_f(x0)'), ['out'], (m, { out, g }) => [m.mul(g, out)]),
   d(u('expm1', 3, 'float', 'expm1_f(x0)'), ['out'], (m, { out, g }) => [m.mul(g, m.add(out, 1))]),
   d(u('log', 4, 'float', 'log_f(x0)'), ['x'], (m, { x, g }) => [m.div(g, x)]),
   d(u('log1p', 5, 'float', 'log1p_f(x0)'), ['x'], (m, { x, g }) => [m.div(g, m.add(x, 1))]),
   d(u('sqrt', 6, 'float', 'select(sqrt(x0), nan_f(), x0 < 0.0)'), ['out'], (m, { out, g }) => [m.div(g, m.mul(out, 2))]),
   d(u('rsqrt', 7, 'float', 'select(1.0 / sqrt(x0), nan_f(), x0 < 0.0)'), ['out'], (m, { out, g }) => [m.mul(g, m.mul(m.pow(out, 3), -0.5))]),
-  d(u('sin', 8, 'float', 'sin(x0)'), ['x'], (m, { x, g }) => [m.mul(g, m.cos(x))]),
-  d(u('cos', 9, 'float', 'cos(x0)'), ['x'], (m, { x, g }) => [m.neg(m.mul(g, m.sin(x)))]),
+  d(u('sin', 8, 'float', 'sin_f(x0)'), ['x'], (m, { x, g }) => [m.mul(g, m.cos(x))]),
+  d(u('cos', 9, 'float', 'cos_f(x0)'), ['x'], (m, { x, g }) => [m.neg(m.mul(g, m.sin(x)))]),
   d(u('tanh', 10, 'float', 'tanh_f(x0)'), ['out'], (m, { out, g }) => [m.mul(g, m.sub(1, m.square(out)))]),
   d(u('sigmoid', 11, 'float', 'sigmoid_f(x0)'), ['out'], (m, { out, g }) => [m.mul(g, m.mul(out, m.sub(1, out)))]),
   d(wide('i64_max(x0, vec2<u32>(0u, 0u))', u('relu', 12, 'number', 'relu_f(x0)', 'max(x0, 0i)')), ['out'], (m, { out, g }) => [m.mul(g, m.gt(out, 0))]),
@@ -235,7 +217,7 @@ export const ELEMENTWISE: readonly ElementwiseOp[] = [
     const sg = m.sigmoid(x);
     return [m.mul(g, m.mul(sg, m.add(m.mul(x, m.sub(1, sg)), 1)))];
   }),
-  d(u('softplus', 16, 'floating', 'select(log1p_f(exp(s0 * x0)) / s0, x0, s0 * x0 > s1)', undefined, ['beta', 'threshold']), ['x'], (m, { x, g, s }) => {
+  d(u('softplus', 16, 'floating', 'select(log1p_f(exp_f(s0 * x0)) / s0, x0, s0 * x0 > s1)', undefined, ['beta', 'threshold']), ['x'], (m, { x, g, s }) => {
     const z = m.mul(x, s[0]);
     return [m.mul(g, m.where(m.gt(z, s[1]), 1, m.sigmoid(z)))];
   }),
