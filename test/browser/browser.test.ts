@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as torch from '../../dist/webtorch.js';
 import { haveChromium, launch, open, repo, serve, viteBuild } from './browser.js';
 import { trainRun } from './train-run.mjs';
+import { MATH_ULP_BOUNDS } from '../math-sweep.mjs';
 
 type Server = Awaited<ReturnType<typeof serve>>;
 let browser: Browser;
@@ -96,10 +97,6 @@ describe.runIf(haveChromium())('webtorch in headless Chromium', () => {
     });
   });
 
-  /** Cases that fail on Chromium's SwiftShader adapter only (see the file's `about`). */
-  const SWIFTSHADER: { gaps: { reason: string; cases: string[] }[] } = JSON.parse(readFileSync(repo('test/browser/swiftshader-gaps.json'), 'utf8'));
-  const swiftShaderGaps = new Set(SWIFTSHADER.gaps.flatMap((g) => g.cases));
-
   describe('the shared op suite in the browser (isolated page)', () => {
     it.each(['cpu', 'gpu:0'])('test/fixtures/goldens.json passes on %s', async (device) => {
       const { page, errors } = await open(browser, `${servers.isolated.url}/build/browser-test/pages/goldens.html`);
@@ -111,20 +108,29 @@ describe.runIf(haveChromium())('webtorch in headless Chromium', () => {
         return { ...(await w.runGoldens('goldens.json', d)), architecture: props?.architecture };
       }, device);
       const failures: { id: string; message: string }[] = report.failures;
-      // Where the adapter is SwiftShader, its known gaps may fail; nothing else may, and cpu has none.
-      const allowed = (id: string) => device !== 'cpu' && report.architecture === 'swiftshader' && swiftShaderGaps.has(id);
-      const unexpected = failures.filter((f) => !allowed(f.id));
-      const gapFailures = failures.length - unexpected.length;
-      console.log(`browser goldens on ${device}: ${report.ran} cases ran, ${report.passed} passed` +
-        (gapFailures ? `, ${gapFailures} failed of the ${swiftShaderGaps.size} known SwiftShader gaps (test/browser/swiftshader-gaps.json)` : ''));
+      // Every case passes on every adapter, SwiftShader's too (wgsl/math.ts relies on no more than WGSL promises).
+      console.log(`browser goldens on ${device}${report.architecture ? ` (${report.architecture})` : ''}: ${report.ran} cases ran, ${report.passed} passed`);
       expect(errors).toEqual([]);
-      expect(unexpected.slice(0, 10)).toEqual([]);
+      expect(failures.slice(0, 10)).toEqual([]);
       expect(report.ran).toBe(report.total);
       expect(report.ran).toBeGreaterThan(1000);
-      expect(report.passed + gapFailures).toBe(report.ran);
+      expect(report.passed).toBe(report.ran);
       await page.close();
     }, 300_000);
   });
+
+  it('the float32 transcendentals on gpu:0 (SwiftShader) are within a few ulp of Math over dense sweeps, special values exact (test/math-sweep.mjs)', async () => {
+    const { page, errors } = await open(browser, `${servers.isolated.url}/test/browser/pages/train.html`);
+    const report: Record<string, { worst: number; wrongSpecials: unknown[] }> = await page.evaluate(() => (window as any).mathSweep('gpu:0'));
+    console.log(`transcendentals on gpu:0 in Chromium, worst ulps: ${Object.entries(report).map(([op, r]) => `${op} ${r.worst.toFixed(2)}`).join(', ')}`);
+    expect(errors).toEqual([]);
+    expect(Object.keys(report)).toEqual(Object.keys(MATH_ULP_BOUNDS));
+    for (const [op, r] of Object.entries(report)) {
+      expect(r.wrongSpecials, `${op}: special values`).toEqual([]);
+      expect(r.worst, `${op}: worst error in ulps (${JSON.stringify(r)})`).toBeLessThanOrEqual(MATH_ULP_BOUNDS[op as keyof typeof MATH_ULP_BOUNDS]);
+    }
+    await page.close();
+  }, 120_000);
 
   describe('a fixed-seed training run gives the same losses in the browser as in Node', () => {
     const node: Record<string, number[]> = {};
