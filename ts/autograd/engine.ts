@@ -125,10 +125,15 @@ export function runBackward(roots: Tensor[], grads: Tensor[], opts: BackwardOpti
         hooks.pushRange(`autograd::engine::evaluate_function: ${name}`, true);
         hooks.pushRange(name, true);
       }
+      inputs = [];
       try {
         inputs = gs.some((g) => g) ? ops!.tidy(() => node.apply(gs)) : node.edges.map(() => null);
+        // A rule may pass an incoming gradient on as it is (add's g): it moves on, once; a
+        // second edge given the same tensor gets a copy, since each edge's gradient is its own.
+        const seen = new Set<Tensor>();
+        inputs = inputs.map((t) => (t && seen.has(t) ? t.clone() : (t && seen.add(t), t)));
       } finally {
-        gs.forEach((g) => g?.dispose());
+        gs.forEach((g) => g && !inputs.includes(g) && g.dispose());
         if (!opts.retainGraph) node.release();
         if (hooks) {
           hooks.popRange();

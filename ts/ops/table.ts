@@ -203,7 +203,7 @@ export const ELEMENTWISE: readonly ElementwiseOp[] = [
   d(u('cos', 9, 'float', 'cos_f(x0)'), ['x'], (m, { x, g }) => [m.neg(m.mul(g, m.sin(x)))]),
   d(u('tanh', 10, 'float', 'tanh_f(x0)'), ['out'], (m, { out, g }) => [m.mul(g, m.sub(1, m.square(out)))]),
   d(u('sigmoid', 11, 'float', 'sigmoid_f(x0)'), ['out'], (m, { out, g }) => [m.mul(g, m.mul(out, m.sub(1, out)))]),
-  d(wide('i64_max(x0, vec2<u32>(0u, 0u))', u('relu', 12, 'number', 'relu_f(x0)', 'max(x0, 0i)')), ['out'], (m, { out, g }) => [m.mul(g, m.gt(out, 0))]),
+  d(wide('i64_max(x0, vec2<u32>(0u, 0u))', u('relu', 12, 'number', 'relu_f(x0)', 'max(x0, 0i)')), ['out'], (m, { out, g }) => [m.mul(g, m.sign(out))]), // out ≥ 0: sign(out) is relu's slope (0 at 0 and at NaN), two float ops where gt made a bool to cast
   d(u('gelu', 13, 'floating', '0.5 * x0 * (1.0 + erf_f(x0 * 0.7071067811865476))'), ['x'], (m, { x, g }) => {
     const cdf = m.mul(m.add(m.erf(m.mul(x, Math.SQRT1_2)), 1), 0.5), pdf = m.div(m.exp(m.mul(m.square(x), -0.5)), SQRT_2PI);
     return [m.mul(g, m.add(cdf, m.mul(x, pdf)))];
@@ -238,8 +238,8 @@ export const ELEMENTWISE: readonly ElementwiseOp[] = [
   wide('0i', u('isnan', 26, 'bool', 'select(0i, 1i, isnan_f(x0))', '0i')),
   d(boolAs('int64', wide('i64_mul(x0, x0)', u('square', 28, 'number', 'x0 * x0', 'x0 * x0'))), ['x'], (m, { x, g }) => [m.mul(g, m.mul(x, 2))]),
   d(wide('x0', u('trunc', 30, 'number', 'trunc(x0)', 'x0')), [], zero),
-  d(wide('i64_add(x0, i64_mul(i64_from_i32(i32(s0)), x1))', b('add', 0, 'any', 'x0 + s0 * x1', 'x0 + i32(s0) * x1', ['alpha'])), [], (m, { g, s }) => [m.mul(g, 1), m.mul(g, s[0])]),
-  d(wide('i64_sub(x0, i64_mul(i64_from_i32(i32(s0)), x1))', b('sub', 1, 'number', 'x0 - s0 * x1', 'x0 - i32(s0) * x1', ['alpha'])), [], (m, { g, s }) => [m.mul(g, 1), m.mul(g, -s[0])]),
+  d(wide('i64_add(x0, i64_mul(i64_from_i32(i32(s0)), x1))', b('add', 0, 'any', 'x0 + s0 * x1', 'x0 + i32(s0) * x1', ['alpha'])), [], (m, { g, s }) => [g, s[0] === 1 ? g : m.mul(g, s[0])]),
+  d(wide('i64_sub(x0, i64_mul(i64_from_i32(i32(s0)), x1))', b('sub', 1, 'number', 'x0 - s0 * x1', 'x0 - i32(s0) * x1', ['alpha'])), [], (m, { g, s }) => [g, m.mul(g, -s[0])]),
   d(wide('i64_mul(x0, x1)', b('mul', 2, 'any', 'x0 * x1', 'x0 * x1')), ['x', 'y'], (m, { x, y, g }) => [m.mul(g, y), m.mul(g, x)]),
   d(b('div', 3, 'float', 'x0 / x1'), ['y', 'out'], (m, { y, out, g }) => [m.div(g, y), m.neg(m.div(m.mul(g, out), y))]),
   d(wide('i64_floordiv(x0, divisor_i64(x1))', b('floor_divide', 4, 'number', 'floordiv_f(x0, x1)', 'floordiv_i(x0, divisor_i(x1))')), [], zero),

@@ -142,8 +142,68 @@ function stepOf(cmd: MapCmd, expr: string, prev: Place | null, inputs: ViewRef[]
   return `(${expr.replace(/\b([xs])(\d)\b/g, (_, v: string, d: string) => (v === 'x' ? args[Number(d)] : lit(scalars[Number(d)] ?? 0)))})`;
 }
 
-/** Rewrites `cmds`: each fusable chain becomes one `FusedCommand`. */
-export function fuseChains(cmds: Command[], live: number[]): (Command | FusedCommand)[] {
+/** A float32 elementwise command: what the copy folding below can move and look through. */
+const isMap = (c: Command): c is MapCmd => (c.k === 'unary' || c.k === 'binary') && c.outDt === StorageCode.F32 && !c.check;
+
+/** The f32 element range a copy writes (its contiguous destination). */
+const copyWrite = (c: Extract<Command, { k: 'copyInto' }>) => ({ id: c.dst.id, start: c.dst.offset, end: c.dst.offset + extentOf(c.dst, c.shape) });
+
+/**
+ * Writes straight into a copy's destination. Under capture an in-place update is a fresh result
+ * copied into its place (an optimizer's `p.copy_(p − lr·g)`, its state's `buf.copy_(…)`; eager
+ * code swaps the storage instead): a float32 `unary`/`binary` whose output only feeds such a
+ * `copyInto` gets the destination as its output, and the copy goes. Only when: both sides are
+ * contiguous over one shape; the result is dead after the copy; the commands between the two are
+ * float32 elementwise or copies that neither read nor write the destination, and read the result
+ * only whole (those reads move to the destination); and every operand of the writer that touches
+ * the destination is exactly its own elements. A destination is memory outside the graph's pool
+ * (a parameter, a state), which `live` does not list: each one written is added to `live`, so that
+ * no chain fused later drops its value.
+ */
+function forwardCopies(captured: Command[], live: number[]): Command[] {
+  const cmds = captured.slice();
+  for (let j = 0; j < cmds.length; j++) {
+    const cp = cmds[j];
+    if (cp.k !== 'copyInto' || cp.srcDt !== StorageCode.F32 || cp.dt !== StorageCode.F32 || !contiguous(cp.src, cp.shape) || !contiguous(cp.dst, cp.shape)) continue;
+    const n = numel(cp.shape), src = cp.src, dst = cp.dst, shape = cp.shape;
+    const touches = (r: { id: number; start: number; end: number } | null, p: Place) => !!r && r.id === p.id && r.start < p.offset + n && r.end > p.offset;
+    // the writer: the last command before the copy that writes the copied elements
+    let i = j - 1, moved: number[] = [];
+    for (; i >= 0; i--) {
+      const c = cmds[i];
+      if (c.k !== 'copyInto' && !isMap(c)) { i = -1; break; }
+      if (c.k !== 'copyInto' && c.out.id === src.id && c.out.offset === src.offset && String(c.shape) === String(shape)) break;
+      const w = c.k === 'copyInto' ? copyWrite(c) : writeRange(c);
+      if (touches(w, src) || touches(w, dst) || readRanges(c).some((r) => touches(r, dst))) { i = -1; break; }
+      // a read of the result must be of all of it, as it is (it moves to the destination)
+      const ops: Operand[] = c.k === 'copyInto' ? [c.src] : c.k === 'unary' ? [c.a] : [c.a, c.b];
+      if (ops.some((o) => typeof o !== 'number' && overlaps(o, src, n, c.shape) && !(isPrev(o, src, c.shape) && numel(c.shape) === n))) { i = -1; break; }
+      if (ops.some((o) => typeof o !== 'number' && isPrev(o, src, c.shape))) moved.push(i);
+    }
+    if (i < 0) continue;
+    const writer = cmds[i] as MapCmd;
+    const ops: Operand[] = writer.k === 'unary' ? [writer.a] : [writer.a, writer.b];
+    if (ops.some((o) => typeof o !== 'number' && overlaps(o, dst, n, shape) && !isPrev(o, dst, shape))) continue;
+    if (!deadAfter(cmds, j, src.id, src.offset, src.offset + n, live)) continue;
+    const at = (o: Operand): Operand => (typeof o !== 'number' && isPrev(o, src, shape) ? { ...dst, strides: o.strides } : o);
+    cmds[i] = { ...writer, out: { id: dst.id, offset: dst.offset } };
+    live.push(dst.id, dst.offset * 4, n * 4);
+    for (const k of moved) {
+      const c = cmds[k];
+      if (c.k === 'unary') cmds[k] = { ...c, a: at(c.a) as ViewRef };
+      else if (c.k === 'binary') cmds[k] = { ...c, a: at(c.a), b: at(c.b) };
+      else if (c.k === 'copyInto') cmds[k] = { ...c, src: at(c.src) as ViewRef };
+    }
+    cmds.splice(j, 1);
+    j--;
+  }
+  return cmds;
+}
+
+/** Rewrites `cmds`: each in-place copy of a fresh result is folded into it (`forwardCopies`), and each fusable chain becomes one `FusedCommand`. */
+export function fuseChains(captured: Command[], liveAtEnd: number[]): (Command | FusedCommand)[] {
+  const live = liveAtEnd.slice();
+  const cmds = forwardCopies(captured, live);
   const out: (Command | FusedCommand)[] = [];
   let i = 0;
   while (i < cmds.length) {
