@@ -1,14 +1,16 @@
 // The web app (npm run web): lists the devices and their adapters, trains the digits classifier
-// on the chosen device with live charts of loss/accuracy and of each device's allocated vs
-// reserved memory, and measures the page's own frame times while the device workers compute.
+// on the chosen device, or with nn.DataParallel over every GPU device, with live charts of
+// loss/accuracy and of each device's allocated vs reserved memory, and measures the page's own
+// frame times while the device workers compute. A browser has one WebGPU adapter, so the app
+// makes two logical GPU devices on it (gpu:0 and gpu:1, each its own worker and GPUDevice).
 // The profile button profiles a few training steps (torch.profiler) and downloads their Chrome
 // trace. `window.app` exposes the app's state to the browser test (test/browser/app.test.ts).
 import * as torch from '/dist/webtorch.js';
-import { framesChart, lossChart, memoryChart } from './charts.js';
+import { framesChart, lossChart, memoryChart, mib } from './charts.js';
 import { loadDigits, profileSteps, train } from './train.js';
 
 const $ = (id) => document.getElementById(id);
-const state = { ready: false, running: false, profiling: false, trace: null, stop: false, steps: 0, epochs: 0, lastAccuracy: null, frames: { count: 0, max: 0, over50: 0, p95: 0 }, error: null };
+const state = { memory: null, ready: false, running: false, profiling: false, trace: null, stop: false, steps: 0, epochs: 0, lastAccuracy: null, frames: { count: 0, max: 0, over50: 0, p95: 0 }, error: null };
 window.app = state;
 
 function fail(e) {
@@ -67,27 +69,38 @@ function showFrames() {
 }
 
 async function main() {
-  // A software adapter (SwiftShader, lavapipe) is a GPU for this demo.
-  torch.gpu.configure({ allowSoftware: true });
+  // A software adapter (SwiftShader, lavapipe) is a GPU for this demo; two logical devices on the
+  // page's one adapter give DataParallel two devices to scatter over.
+  torch.gpu.configure({ allowSoftware: true, devices: 2 });
   const s = await torch.backends.summary();
   state.summary = s;
   const badge = (on, text) => `<span class="${on ? '' : 'off'}">${text}: ${on ? 'yes' : 'no'}</span>`;
   $('isolation').innerHTML = badge(s.crossOriginIsolated, 'cross-origin isolated') + badge(s.pinnedMemory, 'pinned memory') + badge(s.cpuHelperThreads, `cpu threads (${s.cpuThreads})`) + badge(s.webgpu, 'WebGPU');
-  const devices = ['cpu', ...s.gpus.map((_, i) => `gpu:${i}`)];
+  const gpus = s.gpus.map((_, i) => `gpu:${i}`);
+  const devices = ['cpu', ...gpus];
   const rows = [['cpu', 'AssemblyScript kernels on WebAssembly (SIMD)', `${s.cpuThreads} thread${s.cpuThreads > 1 ? 's' : ''}`]];
-  s.gpus.forEach((g, i) => rows.push([`gpu:${i}`, [g.vendor, g.architecture, g.description || g.device].filter(Boolean).join(' · '), g.isSoftware ? 'software adapter' : 'hardware']));
+  s.gpus.forEach((g, i) => rows.push([`gpu:${i}`, [g.vendor, g.architecture, g.description || g.device].filter(Boolean).join(' · '),
+    (g.isSoftware ? 'software adapter' : 'hardware') + (gpus.length > 1 ? `; logical device ${i + 1} of ${gpus.length} on the page's adapter` : '')]));
   if (!s.gpus.length) rows.push(['gpu', '—', `no WebGPU device: ${s.gpuError ?? 'none found'}`]);
   $('devices').tBodies[0].innerHTML = rows.map((r) => `<tr>${r.map((c) => `<td>${c}</td>`).join('')}</tr>`).join('');
-  $('device').innerHTML = devices.map((d) => `<option>${d}</option>`).join('');
-  $('device').value = devices.at(-1);
+  // The device picker: each device, and DataParallel over all the GPU devices where there are two or more.
+  const choices = devices.map((d) => ({ value: d, label: d, device: d }));
+  if (gpus.length > 1) choices.push({ value: 'dataparallel', label: `DataParallel (${gpus.join(', ')})`, device: gpus[0], deviceIds: gpus });
+  $('device').innerHTML = choices.map((c) => `<option value="${c.value}">${c.label}</option>`).join('');
+  $('device').value = gpus[0] ?? 'cpu';
+  const chosen = () => choices.find((c) => c.value === $('device').value);
 
   const losses = lossChart($('chart-loss'));
   const memory = memoryChart($('chart-memory'), devices);
   frames = framesChart($('chart-frames'));
-  // Memory: the allocator's figures are synchronous on this thread, so sample them a few times a second.
+  // Memory: the allocator's figures are synchronous on this thread, so sample them a few times a
+  // second, into the chart and the readout under it (each device's latest allocated and reserved).
   setInterval(() => {
     if (!state.running) return;
-    memory.push((performance.now() - t0) / 1000, ...devices.flatMap((d) => [torch.gpu.memoryAllocated(d), torch.gpu.memoryReserved(d)]));
+    const figures = devices.map((d) => [torch.gpu.memoryAllocated(d), torch.gpu.memoryReserved(d)]);
+    memory.push((performance.now() - t0) / 1000, ...figures.flat());
+    state.memory = Object.fromEntries(devices.map((d, i) => [d, { allocated: figures[i][0], reserved: figures[i][1] }]));
+    $('memory').textContent = devices.map((d, i) => `${d}: ${mib(figures[i][0])} allocated of ${mib(figures[i][1])} reserved`).join(' · ');
   }, 200);
   state.charts = { losses, memory, frames };
 
@@ -100,13 +113,13 @@ async function main() {
 
   // The profile button: a few steps on the chosen device, profiled, then their trace as a download.
   $('profile').onclick = async () => {
-    const device = $('device').value, batchSize = Number($('batch').value), lr = Number($('lr').value), steps = 5;
+    const choice = chosen(), device = choice.label, batchSize = Number($('batch').value), lr = Number($('lr').value), steps = 5;
     state.profiling = true;
     $('profile').disabled = $('train').disabled = true;
     $('status').textContent = `Profiling ${steps} training steps on ${device}…`;
     try {
-      const prof = await profileSteps(torch, data, { device, batchSize, lr, steps });
-      const name = `webtorch-trace-${device.replace(':', '')}.json`;
+      const prof = await profileSteps(torch, data, { device: choice.device, deviceIds: choice.deviceIds, batchSize, lr, steps });
+      const name = `webtorch-trace-${choice.value.replace(':', '')}.json`;
       const json = await prof.exportChromeTrace(name); // in a page: offers the file as a download
       const events = JSON.parse(json).traceEvents;
       state.trace = { name, events: events.length, kernels: events.filter((e) => e.cat === 'kernel').length };
@@ -121,7 +134,7 @@ async function main() {
 
   $('stop').onclick = () => (state.stop = true);
   $('train').onclick = async () => {
-    const device = $('device').value, epochs = Number($('epochs').value), batchSize = Number($('batch').value), lr = Number($('lr').value);
+    const choice = chosen(), device = choice.label, epochs = Number($('epochs').value), batchSize = Number($('batch').value), lr = Number($('lr').value);
     Object.assign(state, { running: true, stop: false, steps: 0, epochs: 0, device });
     frameTimes = [];
     firstStepFrames = null;
@@ -131,7 +144,7 @@ async function main() {
     $('stop').disabled = false;
     const started = performance.now();
     try {
-      await train(torch, data, { device, epochs, batchSize, lr }, {
+      await train(torch, data, { device: choice.device, deviceIds: choice.deviceIds, epochs, batchSize, lr }, {
         shouldStop: () => state.stop,
         onStep: ({ epoch, step, loss }) => {
           state.steps = step;

@@ -46,7 +46,8 @@ export class LiveChart {
   }
 }
 
-const mib = (v) => `${(v / 2 ** 20).toFixed(v < 2 ** 20 ? 2 : 1)} MiB`;
+/** Bytes as MiB, for the memory axis and readout. */
+export const mib = (v) => `${(v / 2 ** 20).toFixed(v < 2 ** 20 ? 2 : 1)} MiB`;
 
 /** Loss (left axis) and test accuracy (right axis) against epochs. */
 export const lossChart = (el) => new LiveChart(el, {

@@ -2,6 +2,10 @@
 // chosen device once, each step picks its batch there (indexSelect), and the page only queues
 // ops: the kernels run in the device's worker. Each step awaits its loss (a sync point), so the
 // page's event loop, and its frames, run between steps. `profileSteps` profiles a few steps.
+// With `deviceIds` (two GPU devices or more), the model is wrapped in nn.DataParallel on `device`
+// (deviceIds[0]): each forward scatters the batch over the devices, runs a replica on each (in
+// their workers) and gathers the logits on `device`, where the loss is taken; backward sums
+// every replica's gradient into the model's parameters there, which the optimizer steps.
 
 /** Loads data/digits.u8 (65 bytes an image: 64 pixels 0..16, the label) into a train/test split. */
 export async function loadDigits(torch, url = '/data/digits.u8') {
@@ -34,15 +38,16 @@ export async function loadDigits(torch, url = '/data/digits.u8') {
  * The demo's model, optimizer and data on `device`, and one training step: `step(idx)` trains
  * on the images `idx` (an int32 tensor on `device`) and resolves with the loss. `dispose()` frees
  * it all. The forward, backward and optimizer step are profiler ranges (they cost nothing when
- * no profile records).
+ * no profile records). With `deviceIds`, the model is `nn.DataParallel` over them (see above).
  */
-function setup(torch, data, { device, lr, seed }) {
+function setup(torch, data, { device, deviceIds, lr, seed }) {
   torch.manualSeed(seed);
-  const model = new torch.nn.Sequential(
+  const net = new torch.nn.Sequential(
     new torch.nn.Linear(64, 128), new torch.nn.ReLU(),
     new torch.nn.Linear(128, 64), new torch.nn.ReLU(),
     new torch.nn.Linear(64, 10),
   ).to(device);
+  const model = deviceIds?.length > 1 ? new torch.nn.DataParallel(net, { deviceIds }) : net;
   const opt = new torch.optim.SGD(model.parameters(), { lr, momentum: 0.9 });
   const tensors = (part) => [torch.tensor(part.X).reshape(part.n, 64).to(device), torch.tensor(part.y, { dtype: 'int64' }).to(device)];
   const [X, y] = tensors(data.train), [testX, testY] = tensors(data.test);
@@ -68,11 +73,12 @@ function setup(torch, data, { device, lr, seed }) {
 }
 
 /**
- * Trains on `device`, calling `onStep({ epoch, step, loss })` after every step and
- * `onEpoch({ epoch, loss, accuracy })` after every epoch; stops early when `shouldStop()`.
+ * Trains on `device` (with `deviceIds`, DataParallel over them from `device`), calling
+ * `onStep({ epoch, step, loss })` after every step and `onEpoch({ epoch, loss, accuracy })`
+ * after every epoch; stops early when `shouldStop()`.
  */
-export async function train(torch, data, { device, epochs, batchSize, lr, seed = 0 }, { onStep, onEpoch, shouldStop }) {
-  const { model, opt, testX, testY, step, dispose } = setup(torch, data, { device, lr, seed });
+export async function train(torch, data, { device, deviceIds, epochs, batchSize, lr, seed = 0 }, { onStep, onEpoch, shouldStop }) {
+  const { model, opt, testX, testY, step, dispose } = setup(torch, data, { device, deviceIds, lr, seed });
   const sched = new torch.optim.lrScheduler.CosineAnnealingLR(opt, epochs);
   const steps = Math.ceil(data.train.n / batchSize);
   const g = new torch.Generator().manualSeed(seed);
@@ -102,13 +108,13 @@ export async function train(torch, data, { device, epochs, batchSize, lr, seed =
 }
 
 /**
- * Profiles `steps` training steps on `device` with `torch.profiler` (the calling thread's ops and
- * ranges, the device's kernels) after one unprofiled step (so the trace shows steady steps, not
- * the kernels' first compilation), and resolves with the finished profile: `exportChromeTrace`
- * gives its Chrome trace.
+ * Profiles `steps` training steps on `device` (with `deviceIds`, DataParallel over them) with
+ * `torch.profiler` (the calling thread's ops and ranges, the devices' kernels) after one
+ * unprofiled step (so the trace shows steady steps, not the kernels' first compilation), and
+ * resolves with the finished profile: `exportChromeTrace` gives its Chrome trace.
  */
-export async function profileSteps(torch, data, { device, batchSize, lr, steps = 5, seed = 0 }) {
-  const { step, dispose } = setup(torch, data, { device, lr, seed });
+export async function profileSteps(torch, data, { device, deviceIds, batchSize, lr, steps = 5, seed = 0 }) {
+  const { step, dispose } = setup(torch, data, { device, deviceIds, lr, seed });
   const { profile, ProfilerActivity, recordFunction } = torch.profiler;
   const batch = (s) => torch.tensor(Int32Array.from({ length: batchSize }, (_, i) => (s * batchSize + i) % data.train.n), { device });
   const run = async (s) => {

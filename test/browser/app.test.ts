@@ -1,8 +1,10 @@
 /**
- * The web app (examples/web/, `npm run web`) in headless Chromium: it lists the devices, trains
- * the digits classifier in the device workers while its charts (loss/accuracy, memory, frame
- * times) update, and keeps drawing frames. A screenshot of it mid-training is saved to
- * build/browser-test/app.png. The profile button downloads a Chrome trace of a few steps.
+ * The web app (examples/web/, `npm run web`) in headless Chromium: it lists the devices (cpu and
+ * two logical GPU devices on the browser's adapter), trains the digits classifier in the device
+ * workers while its charts (loss/accuracy, memory, frame times) update, on one device or with
+ * nn.DataParallel over gpu:0 and gpu:1, and keeps drawing frames. A screenshot of it
+ * mid-training is saved to build/browser-test/app.png. The profile button downloads a Chrome
+ * trace of a few steps.
  */
 import { mkdirSync, readFileSync } from 'node:fs';
 import type { Browser, Page } from 'playwright-core';
@@ -16,7 +18,7 @@ type TraceEvent = { name: string; ph: string; pid: number; tid: number; cat?: st
 const snapshot = (page: Page) => page.evaluate(() => {
   const app = (window as any).app;
   const charts = Object.fromEntries(Object.entries(app.charts as Record<string, any>).map(([k, c]) => [k, { points: c.length, data: c.data, canvas: c.plot.ctx.canvas.toDataURL().length + ':' + c.plot.ctx.canvas.toDataURL().slice(-64) }]));
-  return { steps: app.steps, epochs: app.epochs, running: app.running, error: app.error, frames: app.frames, charts, framesText: document.getElementById('frames')!.textContent, rows: [...document.querySelectorAll('#devices tbody tr')].map((r) => (r as HTMLElement).innerText) };
+  return { steps: app.steps, epochs: app.epochs, running: app.running, error: app.error, frames: app.frames, memory: app.memory, memoryText: document.getElementById('memory')!.textContent, charts, framesText: document.getElementById('frames')!.textContent, rows: [...document.querySelectorAll('#devices tbody tr')].map((r) => (r as HTMLElement).innerText) };
 });
 
 describe.runIf(haveChromium())('the web app', () => {
@@ -38,10 +40,14 @@ describe.runIf(haveChromium())('the web app', () => {
     await page.waitForFunction(() => (window as any).app.ready || (window as any).app.error, null, { timeout: 60_000 });
     const start = await snapshot(page);
     expect(start.error).toBeNull();
-    expect(start.rows.length).toBe(2);
+    expect(start.rows.length).toBe(3);
     expect(start.rows[0]).toMatch(/^cpu\s.*WebAssembly.*2 threads|^cpu\s.*WebAssembly/);
-    expect(start.rows[1]).toMatch(/^gpu:0\s.*swiftshader/i);
+    expect(start.rows[1]).toMatch(/^gpu:0\s.*swiftshader.*logical device 1 of 2/i);
+    expect(start.rows[2]).toMatch(/^gpu:1\s.*swiftshader.*logical device 2 of 2/i);
     expect(await page.locator('#isolation').innerText()).toMatch(/cross-origin isolated: yes/);
+    // The picker: each device, and DataParallel over both GPU devices; gpu:0 is picked at first.
+    expect(await page.locator('#device option').allInnerTexts()).toEqual(['cpu', 'gpu:0', 'gpu:1', 'DataParallel (gpu:0, gpu:1)']);
+    expect(await page.inputValue('#device')).toBe('gpu:0');
 
     await page.selectOption('#device', 'gpu:0');
     await page.fill('#epochs', '3');
@@ -69,7 +75,7 @@ describe.runIf(haveChromium())('the web app', () => {
     expect(a.length).toBe(3);
     expect(a[2], 'test accuracy after 3 epochs (chance is 10%)').toBeGreaterThan(0.5);
     expect(l.at(-1)!).toBeLessThan(l[0]);
-    const mem = end.charts.memory.data as number[][]; // x, then allocated and reserved per device: cpu, gpu:0
+    const mem = end.charts.memory.data as number[][]; // x, then allocated and reserved per device: cpu, gpu:0, gpu:1
     expect(Math.max(...mem[4])).toBeGreaterThan(0);
     mem[3].forEach((alloc, i) => expect(alloc).toBeLessThanOrEqual(mem[4][i]));
     // The page measured its frames while training, and showed them. After the first step (which
@@ -83,6 +89,67 @@ describe.runIf(haveChromium())('the web app', () => {
     expect(steady.p95, 'p95 of the frames after the first step').toBeLessThan(50);
     expect(steady.over50, 'frames over 50 ms after the first step').toBeLessThanOrEqual(Math.ceil(steady.count / 20));
     console.log(`web app: ${end.steps} steps on gpu:0; ${end.framesText}`);
+    await page.close();
+  }, 240_000);
+
+  it('trains with DataParallel over gpu:0 and gpu:1, charting both devices\' memory, and profiles it (isolated page)', async () => {
+    const server = await serve(true);
+    servers.push(server);
+    const { page, errors } = await open(browser, `${server.url}/examples/web/`, 'app');
+    await page.setViewportSize({ width: 1200, height: 1000 });
+    await page.waitForFunction(() => (window as any).app.ready || (window as any).app.error, null, { timeout: 60_000 });
+    const start = await snapshot(page);
+    expect(start.error).toBeNull();
+    await page.selectOption('#device', { label: 'DataParallel (gpu:0, gpu:1)' });
+    await page.fill('#epochs', '3');
+    await page.click('#train');
+    await page.waitForFunction(() => (window as any).app.epochs >= 1, null, { timeout: 120_000 });
+    const mid = await snapshot(page);
+    await page.waitForFunction(() => !(window as any).app.running, null, { timeout: 120_000 });
+    await page.waitForTimeout(100); // the last redraw is on the next animation frame
+    const end = await snapshot(page);
+    const status = await page.locator('#status').innerText();
+
+    expect(end.error).toBeNull();
+    expect(errors).toEqual([]);
+    expect(end.epochs).toBe(3);
+    expect(status).toMatch(/^Done on DataParallel \(gpu:0, gpu:1\): 3 epochs, \d+ steps/);
+    for (const name of ['losses', 'memory', 'frames']) {
+      expect(mid.charts[name].points, `${name}: points mid-training`).toBeGreaterThan(0);
+      expect(end.charts[name].points, `${name}: points grew`).toBeGreaterThan(mid.charts[name].points);
+      expect(end.charts[name].canvas, `${name}: the canvas was redrawn`).not.toBe(start.charts[name].canvas);
+      expect(end.charts[name].canvas, `${name}: the canvas was redrawn`).not.toBe(mid.charts[name].canvas);
+    }
+    const [, loss, acc] = end.charts.losses.data as (number | null)[][];
+    const l = loss.filter((v): v is number => v !== null), a = acc.filter((v): v is number => v !== null);
+    expect(a.length).toBe(3);
+    expect(a[2], 'test accuracy after 3 epochs (chance is 10%)').toBeGreaterThan(0.5);
+    expect(l.at(-1)!).toBeLessThan(l[0]);
+    // Both GPU devices hold memory (the replica, its chunk of the batch and activations on gpu:1),
+    // and each device's reserved memory covers its allocated, in the chart and the readout.
+    const mem = end.charts.memory.data as number[][]; // x, then allocated and reserved per device: cpu, gpu:0, gpu:1
+    for (const [name, col] of [['gpu:0', 3], ['gpu:1', 5]] as const) {
+      expect(Math.max(...mem[col + 1]), `${name}: reserved memory charted`).toBeGreaterThan(0);
+      mem[col].forEach((alloc, i) => expect(alloc, `${name}: allocated ≤ reserved`).toBeLessThanOrEqual(mem[col + 1][i]));
+      expect(end.memory[name].reserved, `${name}: reserved in the readout`).toBeGreaterThan(0);
+      expect(end.memory[name].allocated).toBeLessThanOrEqual(end.memory[name].reserved);
+    }
+    expect(end.memoryText).toMatch(/gpu:0: [\d.]+ MiB allocated of [\d.]+ MiB reserved · gpu:1: [\d.]+ MiB allocated of [\d.]+ MiB reserved/);
+    // The steps ran in the device workers: the page kept drawing frames.
+    expect(end.frames.count).toBeGreaterThan(10);
+    expect(end.frames.p50).toBeLessThan(50);
+    console.log(`web app: ${end.steps} steps with DataParallel (gpu:0, gpu:1); ${end.framesText}; ${end.memoryText}`);
+    // Profiling the DataParallel choice: a trace with both devices' kernels.
+    const [download] = await Promise.all([page.waitForEvent('download', { timeout: 120_000 }), page.click('#profile')]);
+    expect(download.suggestedFilename()).toBe('webtorch-trace-dataparallel.json');
+    const ev = (JSON.parse(readFileSync(await download.path(), 'utf8')) as { traceEvents: TraceEvent[] }).traceEvents;
+    await page.waitForFunction(() => !(window as any).app.profiling, null, { timeout: 60_000 });
+    for (const name of ['gpu:0', 'gpu:1']) {
+      const pid = ev.find((e) => e.ph === 'M' && e.name === 'process_name' && e.args?.name === name)?.pid;
+      expect(ev.filter((e) => e.cat === 'kernel' && e.pid === pid).length, `kernels on ${name}`).toBeGreaterThan(20);
+    }
+    expect(await page.evaluate(() => (window as any).app.error)).toBeNull();
+    expect(errors).toEqual([]);
     await page.close();
   }, 240_000);
 
