@@ -64,7 +64,7 @@ function showFrames() {
   f.longestTask = longTasks?.length ? Math.max(...longTasks) : 0;
   const s = f.steady;
   $('frames').textContent = `${f.count} frames while training: mean ${f.mean.toFixed(1)} ms, p95 ${f.p95.toFixed(1)} ms, max ${f.max.toFixed(1)} ms, ${f.over50} over 50 ms` +
-    (s ? `; after the first step (which compiles the kernels): p95 ${s.p95.toFixed(1)} ms, ${s.over50} of ${s.count} over 50 ms` : '') +
+    (s ? `; after the first step (which compiles the kernels): p95 ${s.p95.toFixed(1)} ms, max ${s.max.toFixed(1)} ms, ${s.over50} of ${s.count} over 50 ms` : '') +
     (longTasks ? `; this page's thread: ${f.longTasks} long task${f.longTasks === 1 ? '' : 's'}${f.longTasks ? ` (longest ${f.longestTask.toFixed(0)} ms)` : ''}` : '');
 }
 

@@ -79,10 +79,12 @@ describe.runIf(haveChromium())('the web app', () => {
     expect(Math.max(...mem[4])).toBeGreaterThan(0);
     mem[3].forEach((alloc, i) => expect(alloc).toBeLessThanOrEqual(mem[4][i]));
     // The page measured its frames while training, and showed them. After the first step (which
-    // compiles every kernel in the browser's GPU process, where frames may wait: see app.js), frames
-    // stay under 50 ms: p95 below it, and at most one in twenty over it (this machine is shared).
+    // compiles most kernels in the browser's GPU process, where frames may wait: see app.js), frames
+    // stay under 50 ms: p95 below it, and at most one in twenty over it. A few may still wait there:
+    // the first epoch's shorter last batch and its first evaluation compile kernels for new shapes
+    // (with the page's thread idle), and this machine is shared.
     expect(end.frames.count).toBeGreaterThan(10);
-    expect(end.framesText).toMatch(/frames while training: mean [\d.]+ ms, p95 [\d.]+ ms, max [\d.]+ ms, \d+ over 50 ms; after the first step \(which compiles the kernels\): p95 [\d.]+ ms, \d+ of \d+ over 50 ms/);
+    expect(end.framesText).toMatch(/frames while training: mean [\d.]+ ms, p95 [\d.]+ ms, max [\d.]+ ms, \d+ over 50 ms; after the first step \(which compiles the kernels\): p95 [\d.]+ ms, max [\d.]+ ms, \d+ of \d+ over 50 ms/);
     expect(end.frames.p50).toBeLessThan(50);
     const steady = end.frames.steady;
     expect(steady.count, 'frames after the first step').toBeGreaterThan(10);
