@@ -42,7 +42,11 @@ describe('examples/profile-digits.mjs: the demo\'s training step, profiled', () 
           'forward', 'forward', 'forward', 'optimizer.step', 'optimizer.step', 'optimizer.step']);
         // every op of the table is in the trace (rows that are kernels are on the device's track)
         const names = new Set(ev.filter((e) => e.ph === 'X').map((e) => e.name));
-        for (const r of rows) expect(names, `table row ${r}`).toContain(r);
+        // (the table clips long names with '...', as PyTorch's does)
+        for (const r of rows) {
+          const found = r.endsWith('...') ? [...names].some((n) => n.startsWith(r.slice(0, -3))) : names.has(r);
+          expect(found, `table row ${r} in the trace`).toBe(true);
+        }
         // the device's process track, its stream, and kernels on it, each linked to its op by a flow
         const pid = ev.find((e) => e.ph === 'M' && e.name === 'process_name' && e.args?.name === d)?.pid;
         expect(pid, `${d}'s track`).toBeDefined();
