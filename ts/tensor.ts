@@ -7,6 +7,7 @@
  */
 import { runBackward, rootGrad, type BackwardOptions } from './autograd/engine.js';
 import { setDetach, type Node } from './autograd/graph.js';
+import { bindArgs, type PyArgs } from './ops/options.js';
 import { decode, elementSize, isFloating, viewStorage, type DType } from './dtype.js';
 import type { Device } from './device.js';
 import { collected, watch, type Storage } from './runtime/storage.js';
@@ -149,6 +150,11 @@ export class Tensor {
     if (this.gradFn) this.gradFn.retained[this._outputIndex] = new WeakRef(this);
   }
 
+  /** PyTorch's `t._version`: how many in-place writes its storage (shared with its views) has had. */
+  get _version(): number {
+    return this._check('_version').storage.version;
+  }
+
   /** A handle on the same data that is not part of the tape. */
   detach(): Tensor {
     return new Tensor(this._check('detach').storage, this.shape, this._strides, this._offset, this.dtype);
@@ -158,9 +164,12 @@ export class Tensor {
    * Computes gradients of this tensor with respect to the leaves that require grad, adding
    * them to their `.grad`. A non-scalar needs `gradient`. Frees the tape unless `retainGraph`.
    */
-  backward(gradient?: Tensor, options: BackwardOptions = {}): void {
+  backward(...args: PyArgs<[gradient: Tensor | null, retainGraph: boolean | null, createGraph: boolean], { gradient?: Tensor | null } & BackwardOptions>): void {
     this._check('backward');
-    runBackward([this], [rootGrad(this, gradient, 'backward')], options);
+    // PyTorch's signature: backward(gradient=None, retain_graph=None, create_graph=False); retainGraph defaults to createGraph
+    const o = bindArgs('backward', ['gradient', 'retainGraph', 'createGraph'], args, { gradient: null as Tensor | null, retainGraph: null as boolean | null, createGraph: false });
+    if (o.gradient !== null && !(o.gradient instanceof Tensor)) throw new TypeError(`backward(): gradient must be a Tensor or null, not ${typeof o.gradient}`);
+    runBackward([this], [rootGrad(this, o.gradient ?? undefined, 'backward')], { retainGraph: o.retainGraph ?? o.createGraph, createGraph: o.createGraph });
   }
 
   /**

@@ -161,6 +161,25 @@ describe('creation takes PyTorch trailing options on every device', () => {
     expect(() => torch.tensor([1, 2], { requiresGrad: true })).toThrow(/Only Tensors of floating point and complex dtype can require gradients/);
   });
 
+  it('backward(gradient, retainGraph, createGraph) binds positionally and by keyword; a misspelt keyword raises', async () => {
+    const x = torch.tensor([1, 2, 3], { dtype: 'float32', requiresGrad: true });
+    const y = x.mul(x), s = y.sum();
+    s.backward({ retainGraph: true }); // loss.backward(retain_graph=True)
+    s.backward(null, true); // positional, as PyTorch's
+    expect(await x.grad!.tolist()).toEqual([4, 8, 12]);
+    expect(() => s.backward({ retainGrpah: true } as never)).toThrow("backward() got an unexpected keyword argument 'retainGrpah'");
+    expect(() => s.backward(null, true, false, true as never)).toThrow('backward() takes from 0 to 3 positional arguments but 4 were given');
+    s.backward(); // the last: frees the graph
+    expect(() => s.backward()).toThrow(/backward through the graph a second time/);
+    const g = torch.tensor([1, 0, 2], { dtype: 'float32' });
+    const y2 = x.mul(2);
+    x.grad!.dispose();
+    x.grad = null;
+    y2.backward(g);
+    expect(await x.grad!.tolist()).toEqual([2, 0, 4]);
+    free(x.grad, y2, g, y, s, x);
+  });
+
   it('randint(high, size) and randint(low, high, size): int64 in range, reproducible under manualSeed', async () => {
     for (const d of devices) {
       torch.manualSeed(7);

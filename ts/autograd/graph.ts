@@ -15,6 +15,7 @@
 import { ContextVar } from '../context.js';
 import { untrack } from '../scope.js';
 import type { Tensor } from '../tensor.js';
+import { gradFnName } from '../print.js';
 
 /** Grad mode, scoped to a callback and the async work it starts (ts/context.ts). */
 const gradMode = new ContextVar('noGrad/enableGrad', true);
@@ -60,6 +61,8 @@ export type Edge = { leaf: Tensor } | { node: Node; index: number } | null;
  */
 export class Node {
   private saved: Tensor[] = [];
+  /** Each saved tensor's storage version when it was saved, and what it was (for the error). */
+  private versions: { version: number; what: string }[] = [];
   private released = false;
   private holders = 0;
   private dropped = false;
@@ -89,6 +92,8 @@ export class Node {
     const h = detachHook!(t);
     untrack(h);
     this.saved.push(h);
+    const what = t.gradFn ? `, which is output ${t._outputIndex} of ${gradFnName(t.gradFn.name)},` : '';
+    this.versions.push({ version: h.storage.version, what });
     return h;
   }
 
@@ -98,6 +103,7 @@ export class Node {
     this.rule = null;
     this.saved.forEach((t) => t.dispose());
     this.saved = [];
+    this.versions = [];
   }
 
   /** Runs the rule. */
@@ -109,6 +115,13 @@ export class Node {
           `Specify retainGraph: true if you need to backward through the graph a second time (in ${this.name}Backward).`,
       );
     }
+    // PyTorch's check: a tensor the rule saved was written in place since (its values are gone)
+    this.saved.forEach((t, i) => {
+      const { version, what } = this.versions[i];
+      if (t.storage.version !== version) {
+        throw new Error(`one of the variables needed for gradient computation has been modified by an inplace operation: [${t.device} ${t.dtype} [${t.shape.join(', ')}]]${what} is at version ${t.storage.version}; expected version ${version} instead. (in ${gradFnName(this.name)})`);
+      }
+    });
     return this.rule(grads);
   }
 }

@@ -433,6 +433,7 @@ export function indexPut_(x: Tensor, indices: Tensor | Tensor[], values: Tensor 
     const grad = isGradEnabled() && (x.requiresGrad || v.requiresGrad);
     if (!grad && x.isContiguous()) {
       // In place: the scatter command copies x onto itself, then writes.
+      x.storage.version++;
       intPut(x, list, v, accumulate, x);
       return;
     }

@@ -15,6 +15,7 @@ import { broadcastStrides, fmt } from '../shape.js';
 import { Tensor } from '../tensor.js';
 import { isGradEnabled, needsGrad, op as recorded, record } from '../autograd/graph.js';
 import { sumTo } from './reduce.js';
+import { zerosLike } from './creation.js';
 import { bindArgs, type PyArgs } from './options.js';
 import { cast, contiguous } from './views.js';
 
@@ -130,6 +131,7 @@ export function copyInto(dst: Tensor, src: Tensor, nonBlocking = false): Tensor 
   if (dst.requiresGrad && dst.isLeaf && isGradEnabled()) {
     throw new Error('a leaf Variable that requires grad is being used in an in-place operation (copy_).');
   }
+  dst.storage.version++;
   if (nonBlocking && pinnedDownload(dst, src) && !needsGrad(src)) {
     downloadPinned(dst, src);
     return dst;
@@ -143,12 +145,17 @@ export function copyInto(dst: Tensor, src: Tensor, nonBlocking = false): Tensor 
     });
   }
   if (local !== src) local.dispose();
-  if (needsGrad(src)) {
-    // dst now holds src's values: its gradient flows to src (summed over broadcast dims, on src's device).
-    const shape = src.shape.slice(), from = src.device;
-    record('copy_', [src], dst, () => ([g]) => {
+  const history = dst.requiresGrad && isGradEnabled();
+  if (needsGrad(src) || history) {
+    // dst now holds src's values: its gradient flows to src (summed over broadcast dims, on src's
+    // device), and none to what dst held before (zeros, as PyTorch's CopyBackwards: the values
+    // that depended on it are gone).
+    const shape = src.shape.slice(), from = src.device, fromSrc = needsGrad(src);
+    record('copy_', [history ? dst : null, src], dst, () => ([g]) => {
+      const old = history ? zerosLike(g!) : null;
+      if (!fromSrc) return [old, null];
       const s = sumTo(g!, shape);
-      return [from === g!.device ? (s === g ? cast(s, src.dtype) : s) : transfer(s, from)];
+      return [old, from === g!.device ? (s === g ? cast(s, src.dtype) : s) : transfer(s, from)];
     });
   }
   return dst;

@@ -75,6 +75,7 @@ function checkInPlace(op: string, t: Tensor): void {
 
 /** Writes a fresh draw into `t` in place (through a contiguous tensor when `t` is a strided view). */
 function fillInPlace(t: Tensor, dist: Dist, g: Generator, a: number, b: number): Tensor {
+  t.storage.version++;
   if (t.isContiguous()) return drawInto(t, dist, g, a, b);
   const tmp = drawInto(alloc(t.shape, t.dtype, t.device), dist, g, a, b);
   if (t.numel()) launch(t.device, { k: 'copyInto', src: ref(tmp), srcDt: storageCode(t.dtype), dst: ref(t), dt: storageCode(t.dtype), shape: t.shape.slice() });

@@ -36,6 +36,12 @@ export class Storage {
   private readonly allocStream: number;
   /** Whether the storage is pinned host memory (ts/runtime/pinned.ts). */
   pinned = false;
+  /**
+   * PyTorch's version counter, shared by every view of the storage: each in-place write through
+   * the API (`copy_`, index assignment, `normal_` and the other fills) adds one, and autograd
+   * refuses to use a tensor it saved if the counter has moved since (ts/autograd/graph.ts).
+   */
+  version = 0;
   /** Other streams that used the block (`recordStream`). */
   private recorded: Set<number> | null = null;
 
