@@ -161,6 +161,18 @@ describe('creation takes PyTorch trailing options on every device', () => {
     expect(() => torch.tensor([1, 2], { requiresGrad: true })).toThrow(/Only Tensors of floating point and complex dtype can require gradients/);
   });
 
+  it('x.t(), x.T and x.mT transpose as PyTorch\'s, with its errors', async () => {
+    const base = torch.arange(6, { dtype: 'float32' }), x = base.reshape(2, 3), b = torch.zeros([2, 3, 4]), v = torch.ones([3]);
+    const [t, T, mT, bm, vt] = [x.t(), x.T, x.mT, b.mT, v.t()];
+    expect(await t.tolist()).toEqual([[0, 3], [1, 4], [2, 5]]);
+    expect(await T.tolist()).toEqual(await t.tolist());
+    expect(await mT.tolist()).toEqual(await t.tolist());
+    expect([bm.shape, vt.shape]).toEqual([[2, 4, 3], [3]]);
+    expect(() => b.t()).toThrow('t() expects a tensor with <= 2 dimensions, but self is 3D');
+    expect(() => v.mT).toThrow('tensor.mT is only supported on matrices or batches of matrices. Got 1-D tensor.');
+    free(t, T, mT, bm, vt, x, base, b, v);
+  });
+
   it('backward(gradient, retainGraph, createGraph) binds positionally and by keyword; a misspelt keyword raises', async () => {
     const x = torch.tensor([1, 2, 3], { dtype: 'float32', requiresGrad: true });
     const y = x.mul(x), s = y.sum();

@@ -57,6 +57,10 @@ declare module '../tensor.js' {
     transpose(dim0: number, dim1: number): Tensor;
     /** The transpose of a 2-D tensor. */
     readonly T: Tensor;
+    /** `t.t()`: the transpose of a tensor of at most 2 dimensions (0-D and 1-D as they are), as `T`. */
+    t(): Tensor;
+    /** `t.mT`: the last two dimensions swapped (a batch of matrices transposed). */
+    readonly mT: Tensor;
     expand(...shape: number[] | [number[]]): Tensor;
     expandAs(other: Tensor): Tensor;
     squeeze(dim?: number): Tensor;
@@ -133,6 +137,7 @@ Object.assign(Tensor.prototype, newMethods, {
   view(this: Tensor, ...s: number[] | [number[]]) { return V.viewAs(this, shapeArgs(s)); },
   permute(this: Tensor, ...d: number[] | [number[]]) { return V.permute(this, shapeArgs(d)); },
   transpose(this: Tensor, a: number, b: number) { return V.transpose(this, a, b); },
+  t(this: Tensor) { return V.t2(this); },
   expand(this: Tensor, ...s: number[] | [number[]]) { return V.expand(this, shapeArgs(s)); },
   expandAs(this: Tensor, o: Tensor) { return V.expand(this, o.shape.slice()); },
   squeeze(this: Tensor, dim?: number) { return V.squeeze(this, dim); },
@@ -170,6 +175,12 @@ Object.assign(Tensor.prototype, newMethods, {
 
 Object.defineProperty(Tensor.prototype, 'T', {
   get(this: Tensor) { return V.t2(this); },
+});
+Object.defineProperty(Tensor.prototype, 'mT', {
+  get(this: Tensor) {
+    if (this.ndim < 2) throw new RangeError(`tensor.mT is only supported on matrices or batches of matrices. Got ${this.ndim}-D tensor.`);
+    return V.transpose(this, -2, -1);
+  },
 });
 
 // ---- NN, statistics and shape methods (ts/ops/{nn,stats,shape}.ts) ----
