@@ -229,14 +229,23 @@ function holdAtExit(): void {
 
 /**
  * In a GPU worker: a wrapper that runs each backend call inside the exit gate (see above), or
- * one that just runs it where there is no gate (browsers, Node before 20.16).
+ * one that just runs it where there is no gate (browsers, Node before 20.16). Its `hold(true)`
+ * keeps the worker BUSY past the call until `hold(false)`: Dawn compiling a pipeline
+ * asynchronously (ts/worker/gpu/core.ts) aborted the process when it exited meanwhile.
  */
-export function exitGuard(): <T>(fn: () => T) => T {
+export function exitGuard(): (<T>(fn: () => T) => T) & { hold(on: boolean): void } {
   const threads = isNode ? (process.getBuiltinModule?.('node:worker_threads') as typeof import('node:worker_threads') | undefined) : undefined;
   const gate = (threads?.workerData as { exitGate?: Int32Array | null } | undefined)?.exitGate;
-  if (!gate) return (fn) => fn();
+  if (!gate) return Object.assign(<T>(fn: () => T) => fn(), { hold() {} });
   let depth = 0;
-  return (fn) => {
+  const leave = () => {
+    if (--depth === 0) {
+      Atomics.store(gate, BUSY, 0);
+      // Only the exit handler waits on BUSY, and it sets STOP first.
+      if (Atomics.load(gate, STOP)) Atomics.notify(gate, BUSY);
+    }
+  };
+  const guard = <T>(fn: () => T): T => {
     if (depth++ === 0) {
       Atomics.store(gate, BUSY, 1);
       if (Atomics.load(gate, STOP)) {
@@ -248,13 +257,16 @@ export function exitGuard(): <T>(fn: () => T) => T {
     try {
       return fn();
     } finally {
-      if (--depth === 0) {
-        Atomics.store(gate, BUSY, 0);
-        // Only the exit handler waits on BUSY, and it sets STOP first.
-        if (Atomics.load(gate, STOP)) Atomics.notify(gate, BUSY);
-      }
+      leave();
     }
   };
+  return Object.assign(guard, {
+    hold(on: boolean) {
+      if (!on) return leave();
+      // (taken inside a backend call, so the gate is open: STOP is looked at by the next call)
+      if (depth++ === 0) Atomics.store(gate, BUSY, 1);
+    },
+  });
 }
 
 /** Exposes a worker's API to its parent. */
