@@ -78,6 +78,13 @@ export interface Backend {
   replayGraph?(id: number, rng?: ReplayRng): void;
   /** Forgets graph `id`. */
   dropGraph?(id: number): void;
+  /**
+   * While kernels are being compiled asynchronously, a promise that settles once none is (else
+   * null). Their dispatches are recorded but not yet encoded, so the executor holds back what
+   * would hand work to the device's queue meanwhile (the flush, and every stream command that
+   * is not a kernel) until it settles; the GPU worker compiles so (ts/worker/gpu/core.ts).
+   */
+  compiling?(): Promise<void> | null;
 }
 
 /** Commands that a graph captures; the others run as usual while their stream captures (bookkeeping) or fail the capture. */
@@ -216,6 +223,12 @@ export function serve(backend: Backend): void {
         return;
       }
     }
+    // A stream command that is not a kernel may hand work to the queue: while kernels compile, it
+    // and its stream wait (see `Backend.compiling`). Device commands never do, and run now.
+    if (stream >= 0 && compilingHook && !CAPTURED.has(cmd.k)) {
+      const waiting = compilingHook();
+      if (waiting) return waiting.then(() => run(cmd, stream));
+    }
     switch (cmd.k) {
       case 'captureBegin':
         capturing.set(stream, { graph: cmd.graph, cmds: [], error: null });
@@ -353,6 +366,12 @@ export function serve(backend: Backend): void {
     }
   }
 
+  const compilingHook = backend.compiling?.bind(backend) ?? null;
+  /** Resolves once no kernel is being compiled (at once when none is). */
+  const compiled = async (): Promise<void> => {
+    for (let p = compilingHook?.(); p; p = compilingHook!()) await p;
+  };
+
   const scheduler = new Scheduler(run, (cmd) => cmd.k !== 'wait' || (recorded.get(cmd.slot) ?? 0) >= cmd.version, (cmd, e) => fail(cmd.k, e));
 
   /**
@@ -370,8 +389,10 @@ export function serve(backend: Backend): void {
     });
   }
 
-  /** Ends a batch, timed while profiling. */
+  /** Ends a batch, timed while profiling; while kernels compile, once they have (see `Backend.compiling`). */
   function flush(): void {
+    const waiting = compilingHook?.();
+    if (waiting) return void waiting.then(flushSoon);
     if (!profile) return backend.flush();
     const t = performance.now();
     backend.flush();
@@ -405,6 +426,7 @@ export function serve(backend: Backend): void {
     if (f) throw f;
   };
   const synced = async () => {
+    await compiled();
     await (profile ? profile.wait(backend.idle()) : backend.idle());
     takeFailure();
   };
@@ -447,6 +469,7 @@ export function serve(backend: Backend): void {
       return scheduler.whenDone().then(async () => {
         const last = --pendingProfiles === 0 && !profile;
         if (last) backend.timePasses?.(false);
+        await compiled();
         const drained = backend.passTimes ? await backend.passTimes() : null;
         const wallMs = performance.now() - done.start;
         let passes: WorkerProfile['passes'] = null, gpu: WorkerProfile['gpu'] = null;
@@ -478,7 +501,7 @@ export function serve(backend: Backend): void {
       }),
     // A stream still waiting for another device (a signal or bytes that device will never send
     // once it is closed too) does not keep this one open: close waits for it a little, not forever.
-    close: () => Promise.race([scheduler.whenDone(), new Promise((r) => setTimeout(r, CLOSE_WAIT_MS))]).then(() => backend.close()),
+    close: () => Promise.race([scheduler.whenDone(), new Promise((r) => setTimeout(r, CLOSE_WAIT_MS))]).then(compiled).then(() => backend.close()),
   };
   void exposeWorker(api);
 }

@@ -2,14 +2,17 @@
  * The `gpu` worker's entry point. Every backend call runs inside the exit gate (`exitGuard` in
  * ts/platform.ts), so that a program leaving through `process.exit()` or an uncaught exception
  * never has Node terminate this thread inside a Dawn call, which would abort the process; and
- * inside the device-loss guard (ts/worker/gpu-lost.ts).
+ * inside the device-loss guard (ts/worker/gpu-lost.ts). So are the pipelines Dawn compiles asynchronously.
  */
 import { serve, type Backend } from './executor.js';
 import { gpuBackend } from './gpu.js';
+import { holdWhileCompiling } from './gpu/core.js';
 import { guardLoss } from './gpu-lost.js';
 import { exitGuard } from '../platform.js';
 
 const guard = exitGuard();
+// Pipelines compiling on Dawn's threads keep the worker inside the gate too (ts/worker/gpu/core.ts).
+holdWhileCompiling(guard.hold);
 const guarded = Object.fromEntries(
   Object.entries(gpuBackend).map(([k, v]) => [k, typeof v === 'function' ? (...args: unknown[]) => guard(() => v.apply(gpuBackend, args)) : v]),
 ) as unknown as Backend;

@@ -19,8 +19,8 @@ import type { Backend } from './executor.js';
 import type { Command, DeviceInfo } from './protocol.js';
 import { countBuffers, scratchCounter, setPressureHandler, settleDrop } from './scratch.js';
 import {
-  BINARY, UNARY, adopt, beginCommand, buf, buffers, closeScope, device, dispatch, encodePending, encoder, errorChecks, flush, grid1d, letGo,
-  openEncoder, openScope, pendingBinds, queueDone, queueWork, retired, rowDev, sawDone, scoped, setTraceSeq, settling, slotsOf, submitEvery,
+  BINARY, UNARY, adopt, beginCommand, buf, buffers, closeScope, compiling, device, dispatch, encodePending, encoder, errorChecks, flush, grid1d, letGo,
+  openEncoder, openScope, pendingBinds, queueDone, queueWork, retired, rowDev, sawDone, scoped, setTraceSeq, settling, slotsOf, submitEvery, whenCompiled,
 } from './gpu/core.js';
 import { checkCodes, recordDeviceCheck, words64 } from './gpu/checks.js';
 import { dropReadStaging, dropUploads, read, settleSyncPoint, write } from './gpu/transfers.js';
@@ -184,10 +184,12 @@ export const gpuBackend: Backend = {
   },
   run(cmd) {
     run(cmd);
-    // Between commands (a command's scratch buffers die at the flush), so the GPU starts early.
-    if (submitEvery && pendingBinds.length >= submitEvery) flush();
+    // Between commands (a command's scratch buffers die at the flush), so the GPU starts early;
+    // not while kernels compile (their dispatches wait to be encoded: gpu/core.ts).
+    if (submitEvery && pendingBinds.length >= submitEvery && !compiling) flush();
   },
   flush,
+  compiling: whenCompiled,
   captureGraph: (id, cmds, fuse, live) => captureGraph(id, cmds, run, fuse, live),
   replayGraph,
   dropGraph,

@@ -12,6 +12,18 @@
  *
  * The families (map.ts, matmul.ts, rows.ts, ...) read this module's `let` exports as live
  * bindings and change them only through its functions.
+ *
+ * Kernels compile asynchronously (`createComputePipelineAsync`). A browser compiles a pipeline
+ * in its GPU process, and the synchronous `createComputePipeline` does it on that process's
+ * main thread, which also composites the page: every frame waited while a training step's
+ * kernels compiled. So a cache miss starts the compile and returns a kernel whose pipeline is
+ * still missing; the command is recorded as usual (a recorded dispatch needs its pipeline only
+ * when it is encoded), and nothing is encoded while compiles are in flight: the chunked submit
+ * waits, and the executor holds back the flush and every command that hands work to the queue
+ * (reads, writes, marks, replays: see `Backend.compiling`) until `whenCompiled` settles. Should
+ * anything encode a dispatch whose pipeline is missing anyway, or should the compile fail (a
+ * WGSL error), `encodePending` creates the pipeline synchronously, as before: a failed one then
+ * raises its validation error into the open error scope, surfacing at the next sync point.
  */
 import { MAX_X, WG } from '../../../wgsl/elementwise.js';
 import type { RowDevice } from '../../../wgsl/reduce.js';
@@ -43,12 +55,23 @@ export let matmulVariant = 0;
 export let rowDev: RowDevice = { subgroups: false, cpu: false, subgroupMinSize: 32 };
 export let maxBinding = 1 << 27;
 export const buffers = new Map<number, GPUBuffer>();
-/** A compiled kernel; `layout` is null for a shader whose bindings `layoutOf` cannot read (bound the slow way). */
+/**
+ * A kernel; `layout` is null for a shader whose bindings `layoutOf` cannot read (bound the slow
+ * way). While its pipeline is being compiled (or its compile failed) `pipeline` is unset and
+ * `desc` holds what `encodePending` needs to create it synchronously (see the note at the top).
+ */
 export interface Kernel {
   pipeline: GPUComputePipeline;
   layout: { key: string; group: GPUBindGroupLayout } | null;
+  desc: GPUComputePipelineDescriptor | null;
 }
 export const kernels = new Map<string, Kernel>();
+/** Kernels whose pipeline is not there yet: compiling, or failed to (left to `readyKernels`). */
+const unready = new Set<Kernel>();
+/** Asynchronous compiles in flight (the chunked submit waits while there are any). */
+export let compiling = 0;
+/** Settles once no compile is in flight (see `whenCompiled`). */
+let allCompiled: { promise: Promise<void>; resolve: () => void } | null = null;
 /** Bind group layouts by their bindings' access ('r' read, 'w' read_write), the params binding first. */
 const layouts = new Map<string, GPUBindGroupLayout>();
 /** Bind groups by (layout, params size, buffers); dropped when one of their buffers is destroyed. */
@@ -159,16 +182,66 @@ function layoutOf(code: string): Kernel['layout'] {
   return { key, group };
 }
 
-/** Compiles a kernel: its pipeline, with the bind group layout read from its WGSL where it can be. */
+/**
+ * Compiles a kernel, with the bind group layout read from its WGSL where it can be: its pipeline
+ * is created asynchronously (see the note at the top) where the device can.
+ */
 export function compile(code: string): Kernel {
   const layout = layoutOf(code);
   const module = device.createShaderModule({ code });
-  return {
-    pipeline: device.createComputePipeline({
-      layout: layout ? device.createPipelineLayout({ bindGroupLayouts: [layout.group] }) : 'auto', compute: { module, entryPoint: 'main' },
-    }),
-    layout,
+  const desc: GPUComputePipelineDescriptor = {
+    layout: layout ? device.createPipelineLayout({ bindGroupLayouts: [layout.group] }) : 'auto', compute: { module, entryPoint: 'main' },
   };
+  if (typeof device.createComputePipelineAsync !== 'function') return { pipeline: device.createComputePipeline(desc), layout, desc: null };
+  const k: Kernel = { pipeline: null as unknown as GPUComputePipeline, layout, desc };
+  unready.add(k);
+  if (compiling++ === 0) {
+    hold?.(true);
+    let resolve!: () => void;
+    const promise = new Promise<void>((r) => (resolve = r));
+    allCompiled = { promise, resolve };
+  }
+  // A lost device may never settle the compile: its loss ends the wait (the commands are dropped then).
+  void Promise.race([device.createComputePipelineAsync(desc), device.lost.then(() => null)]).then(
+    (pipeline) => {
+      if (pipeline && k.desc) {
+        k.pipeline = pipeline;
+        k.desc = null;
+        unready.delete(k);
+      }
+    },
+    () => {}, // a WGSL error: `readyKernels` creates it synchronously, which reports the error as before
+  ).finally(() => {
+    if (--compiling === 0) {
+      const all = allCompiled!;
+      allCompiled = null;
+      hold?.(false);
+      all.resolve();
+    }
+  });
+  return k;
+}
+
+/** Told when compiles start (true: none was in flight) and when the last settles (the worker's exit gate: ts/platform.ts). */
+let hold: ((on: boolean) => void) | null = null;
+
+/** Sets what is told when compiles start and end (see `hold`). */
+export function holdWhileCompiling(fn: (on: boolean) => void): void {
+  hold = fn;
+}
+
+/** Resolves once no kernel is being compiled; null when none is. */
+export const whenCompiled = (): Promise<void> | null => allCompiled?.promise ?? null;
+
+/** Creates synchronously the pipelines still missing (compiling, or failed to). */
+export function readyKernels(): void {
+  if (!unready.size) return;
+  for (const k of unready) {
+    if (!k.desc) continue;
+    k.pipeline = device.createComputePipeline(k.desc);
+    k.desc = null;
+  }
+  unready.clear();
 }
 
 /** The kernel for a shader key; `make` writes the WGSL only on a cache miss. */
@@ -335,6 +408,7 @@ export function takeRecorded(): { dispatches: PendingDispatch[]; params: Uint8Ar
 /** Records pending dispatches into a pass of the current encoder. */
 export function encodePending(): void {
   if (!pendingBinds.length) return;
+  readyKernels();
   if (!paramBuffer || paramBuffer.size < paramBytes) {
     if (paramBuffer) destroyBuffer(paramBuffer);
     paramBuffer = contextBuffer(device.createBuffer({ size: Math.max(1 << 16, Math.ceil(paramBytes / 4096) * 4096 * 2), usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST }));

@@ -13,13 +13,13 @@
  */
 import { bumpCounter, type Command, type ReplayRng } from '../protocol.js';
 import { contextBuffer } from '../scratch.js';
-import { device, flush, handOver, holdBuffer, openScope, maxBinding, openEncoder, pendingBinds, retired, submitEvery, takeRecorded, unholdBuffer } from './core.js';
+import { device, flush, handOver, holdBuffer, openScope, maxBinding, openEncoder, pendingBinds, readyKernels, retired, submitEvery, takeRecorded, unholdBuffer, type Kernel } from './core.js';
 import { armChecks, collectChecks } from './checks.js';
 import { fuseChains, runFused } from './fuse.js';
 
-/** One dispatch of a graph, ready to encode. */
+/** One dispatch of a graph, ready to encode (its kernel's pipeline may still be compiling until the first replay: core.ts). */
 interface GraphDispatch {
-  pipeline: GPUComputePipeline;
+  kernel: Kernel;
   group: GPUBindGroup;
   /** The params' dynamic offset (null: the bind group has the offset built in). */
   offset: number[] | null;
@@ -71,16 +71,18 @@ export function captureGraph(id: number, captured: Command[], run: (cmd: Command
     : null;
   if (params) device.queue.writeBuffer(params, 0, taken.params as Uint8Array<ArrayBuffer>);
   const held = new Set<GPUBuffer>(owned);
+  // A kernel without an explicit layout takes its bind group's from its pipeline: that one is needed now.
+  if (taken.dispatches.some((d) => !d.kernel.layout && d.kernel.desc)) readyKernels();
   const dispatches: GraphDispatch[] = taken.dispatches.map((d) => {
     for (const b of d.buffers) held.add(b);
-    const { pipeline, layout } = d.kernel;
+    const { kernel, kernel: { layout } } = d;
     const entries = [params!, ...d.buffers].map((b, i) => {
       const off = i && d.at ? d.at[i - 1] : 0;
       if (i === 0) return { binding: 0, resource: { buffer: b, offset: layout ? 0 : d.offset, size: d.size } };
       return { binding: i, resource: { buffer: b, offset: off, size: Math.min(b.size - off, maxBinding) } };
     });
-    const group = device.createBindGroup({ layout: layout ? layout.group : pipeline.getBindGroupLayout(0), entries });
-    return { pipeline, group, offset: layout ? [d.offset] : null, grid: d.grid };
+    const group = device.createBindGroup({ layout: layout ? layout.group : kernel.pipeline.getBindGroupLayout(0), entries });
+    return { kernel, group, offset: layout ? [d.offset] : null, grid: d.grid };
   });
   for (const b of held) holdBuffer(b);
   // the owned scratch buffers are destroyed with the graph (held back until then)
@@ -115,10 +117,13 @@ export function replayGraph(id: number, rng?: ReplayRng): void {
   // a GPU error of the replay's work (validation, out of memory) surfaces at the next sync point
   openScope();
   const enc = openEncoder();
+  // the executor holds a replay back while kernels compile; missing pipelines are made here
+  readyKernels();
   const p = enc.beginComputePass();
   let current: GPUComputePipeline | null = null;
   for (const d of g.dispatches) {
-    if (d.pipeline !== current) p.setPipeline((current = d.pipeline));
+    const pipeline = d.kernel.pipeline;
+    if (pipeline !== current) p.setPipeline((current = pipeline));
     if (d.offset) p.setBindGroup(0, d.group, d.offset);
     else p.setBindGroup(0, d.group);
     p.dispatchWorkgroups(d.grid[0], d.grid[1], d.grid[2]);
