@@ -54,9 +54,11 @@ function frameStats(times) {
     p50: sorted[Math.floor(sorted.length * 0.5)] ?? 0, p95: sorted[Math.floor(sorted.length * 0.95)] ?? 0, mean: sorted.reduce((a, b) => a + b, 0) / (sorted.length || 1),
   };
 }
-// The frames after the first step are shown apart: the first step compiles every kernel, and a
-// browser compiles WebGPU pipelines in its GPU process, which also draws the page, so frames may
-// wait there (with a software adapter, SwiftShader, for seconds) while this page's thread is idle.
+// The frames after the first step are shown apart: the first step compiles most kernels. A
+// browser compiles WebGPU pipelines in its GPU process, which also draws the page; webtorch's GPU
+// worker compiles them asynchronously (createComputePipelineAsync), off the thread that draws, so
+// frames need not wait for them (a synchronous compile held every frame, with a software adapter,
+// SwiftShader, for a second or more, while this page's thread was idle).
 function showFrames() {
   const f = state.frames = frameStats(frameTimes);
   f.steady = firstStepFrames === null ? null : frameStats(frameTimes.slice(firstStepFrames));

@@ -78,18 +78,20 @@ describe.runIf(haveChromium())('the web app', () => {
     const mem = end.charts.memory.data as number[][]; // x, then allocated and reserved per device: cpu, gpu:0, gpu:1
     expect(Math.max(...mem[4])).toBeGreaterThan(0);
     mem[3].forEach((alloc, i) => expect(alloc).toBeLessThanOrEqual(mem[4][i]));
-    // The page measured its frames while training, and showed them. After the first step (which
-    // compiles most kernels in the browser's GPU process, where frames may wait: see app.js), frames
-    // stay under 50 ms: p95 below it, and at most one in twenty over it. A few may still wait there:
-    // the first epoch's shorter last batch and its first evaluation compile kernels for new shapes
-    // (with the page's thread idle), and this machine is shared.
+    // The page measured its frames while training, and showed them. The GPU worker compiles its
+    // kernels asynchronously (ts/worker/gpu/core.ts): a synchronous compile held the browser's GPU
+    // process, which also draws the page, so frames waited while kernels compiled (the first step,
+    // the first epoch's shorter last batch, the first evaluation), with the page's thread idle:
+    // a frame of 1.2 to 1.3 s in 2 of 6 runs on this machine. Asynchronously, 10 runs (load average
+    // about 2 on 2 shared cores) kept every frame at or under 50 ms (max 33 ms in 8 of them) but one
+    // frame of 67 ms in one run, which came with a long task on the page's own thread. So over the whole run, first step
+    // included: at most one frame over 50 ms (a load spike), and none as long as a compile.
     expect(end.frames.count).toBeGreaterThan(10);
     expect(end.framesText).toMatch(/frames while training: mean [\d.]+ ms, p95 [\d.]+ ms, max [\d.]+ ms, \d+ over 50 ms; after the first step \(which compiles the kernels\): p95 [\d.]+ ms, max [\d.]+ ms, \d+ of \d+ over 50 ms/);
-    expect(end.frames.p50).toBeLessThan(50);
-    const steady = end.frames.steady;
-    expect(steady.count, 'frames after the first step').toBeGreaterThan(10);
-    expect(steady.p95, 'p95 of the frames after the first step').toBeLessThan(50);
-    expect(steady.over50, 'frames over 50 ms after the first step').toBeLessThanOrEqual(Math.ceil(steady.count / 20));
+    expect(end.frames.p95, 'p95 of the frames while training').toBeLessThan(50);
+    expect(end.frames.over50, 'frames over 50 ms while training').toBeLessThanOrEqual(1);
+    expect(end.frames.max, 'the longest frame while training').toBeLessThan(250);
+    expect(end.frames.steady.count, 'frames after the first step').toBeGreaterThan(10);
     console.log(`web app: ${end.steps} steps on gpu:0; ${end.framesText}`);
     await page.close();
   }, 240_000);
