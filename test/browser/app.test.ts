@@ -21,6 +21,23 @@ const snapshot = (page: Page) => page.evaluate(() => {
   return { steps: app.steps, epochs: app.epochs, running: app.running, error: app.error, frames: app.frames, memory: app.memory, memoryText: document.getElementById('memory')!.textContent, charts, framesText: document.getElementById('frames')!.textContent, rows: [...document.querySelectorAll('#devices tbody tr')].map((r) => (r as HTMLElement).innerText) };
 });
 
+type Snapshot = Awaited<ReturnType<typeof snapshot>>;
+
+/** Three epochs of training seen from the page: every chart gained points and was redrawn, the loss fell, and each epoch's accuracy is charted (the last above chance). */
+function expectTrained(start: Snapshot, mid: Snapshot, end: Snapshot): void {
+  for (const name of ['losses', 'memory', 'frames']) {
+    expect(mid.charts[name].points, `${name}: points mid-training`).toBeGreaterThan(0);
+    expect(end.charts[name].points, `${name}: points grew`).toBeGreaterThan(mid.charts[name].points);
+    expect(end.charts[name].canvas, `${name}: the canvas was redrawn`).not.toBe(start.charts[name].canvas);
+    expect(end.charts[name].canvas, `${name}: the canvas was redrawn`).not.toBe(mid.charts[name].canvas);
+  }
+  const [, loss, acc] = end.charts.losses.data as (number | null)[][];
+  const l = loss.filter((v): v is number => v !== null), a = acc.filter((v): v is number => v !== null);
+  expect(a.length).toBe(3);
+  expect(a[2], 'test accuracy after 3 epochs (chance is 10%)').toBeGreaterThan(0.5);
+  expect(l.at(-1)!).toBeLessThan(l[0]);
+}
+
 describe.runIf(haveChromium())('the web app', () => {
   let browser: Browser;
   const servers: Server[] = [];
@@ -63,18 +80,8 @@ describe.runIf(haveChromium())('the web app', () => {
     expect(end.error).toBeNull();
     expect(errors).toEqual([]);
     expect(end.epochs).toBe(3);
-    for (const name of ['losses', 'memory', 'frames']) {
-      expect(mid.charts[name].points, `${name}: points mid-training`).toBeGreaterThan(0);
-      expect(end.charts[name].points, `${name}: points grew`).toBeGreaterThan(mid.charts[name].points);
-      expect(end.charts[name].canvas, `${name}: the canvas was redrawn`).not.toBe(start.charts[name].canvas);
-      expect(end.charts[name].canvas, `${name}: the canvas was redrawn`).not.toBe(mid.charts[name].canvas);
-    }
-    // Loss falls, accuracy is charted each epoch; gpu:0's reserved memory is charted and covers its allocated.
-    const [, loss, acc] = end.charts.losses.data as (number | null)[][];
-    const l = loss.filter((v): v is number => v !== null), a = acc.filter((v): v is number => v !== null);
-    expect(a.length).toBe(3);
-    expect(a[2], 'test accuracy after 3 epochs (chance is 10%)').toBeGreaterThan(0.5);
-    expect(l.at(-1)!).toBeLessThan(l[0]);
+    expectTrained(start, mid, end);
+    // gpu:0's reserved memory is charted and covers its allocated.
     const mem = end.charts.memory.data as number[][]; // x, then allocated and reserved per device: cpu, gpu:0, gpu:1
     expect(Math.max(...mem[4])).toBeGreaterThan(0);
     mem[3].forEach((alloc, i) => expect(alloc).toBeLessThanOrEqual(mem[4][i]));
@@ -118,17 +125,7 @@ describe.runIf(haveChromium())('the web app', () => {
     expect(errors).toEqual([]);
     expect(end.epochs).toBe(3);
     expect(status).toMatch(/^Done on DataParallel \(gpu:0, gpu:1\): 3 epochs, \d+ steps/);
-    for (const name of ['losses', 'memory', 'frames']) {
-      expect(mid.charts[name].points, `${name}: points mid-training`).toBeGreaterThan(0);
-      expect(end.charts[name].points, `${name}: points grew`).toBeGreaterThan(mid.charts[name].points);
-      expect(end.charts[name].canvas, `${name}: the canvas was redrawn`).not.toBe(start.charts[name].canvas);
-      expect(end.charts[name].canvas, `${name}: the canvas was redrawn`).not.toBe(mid.charts[name].canvas);
-    }
-    const [, loss, acc] = end.charts.losses.data as (number | null)[][];
-    const l = loss.filter((v): v is number => v !== null), a = acc.filter((v): v is number => v !== null);
-    expect(a.length).toBe(3);
-    expect(a[2], 'test accuracy after 3 epochs (chance is 10%)').toBeGreaterThan(0.5);
-    expect(l.at(-1)!).toBeLessThan(l[0]);
+    expectTrained(start, mid, end);
     // Both GPU devices hold memory (the replica, its chunk of the batch and activations on gpu:1),
     // and each device's reserved memory covers its allocated, in the chart and the readout.
     const mem = end.charts.memory.data as number[][]; // x, then allocated and reserved per device: cpu, gpu:0, gpu:1
