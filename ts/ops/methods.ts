@@ -17,6 +17,7 @@ import * as R from './random.js';
 import { bernoulli, multinomial } from './sampling.js';
 import { ReduceOp } from '../../wgsl/reduce.js';
 import { bindArgs, bindDim, type DimArgs, type PyArgs } from './options.js';
+import { fill_, inPlace } from './inplace.js';
 
 /** snake_case table names to the camelCase API names. */
 export const camel = (s: string): string => s.replace(/_(\w)/g, (_, c: string) => c.toUpperCase());
@@ -39,6 +40,22 @@ declare module '../tensor.js' {
     clamp(...args: PyArgs<[min: number | null, max: number | null], { min?: number | null; max?: number | null }>): Tensor;
     nanToNum(options?: { nan?: number; posinf?: number; neginf?: number }): Tensor;
     where(condition: Tensor, other: TensorOrScalar): Tensor;
+    /** In place (ts/ops/inplace.ts): `x += alpha·other`; returns `x`. */
+    add_(other: TensorOrScalar, ...args: PyArgs<[alpha: number], { alpha?: number }>): Tensor;
+    /** In place: `x -= alpha·other`. */
+    sub_(other: TensorOrScalar, ...args: PyArgs<[alpha: number], { alpha?: number }>): Tensor;
+    /** In place: `x *= other`. */
+    mul_(other: TensorOrScalar): Tensor;
+    /** In place: `x /= other` (`roundingMode` as `div`). */
+    div_(other: TensorOrScalar, options?: { roundingMode?: 'floor' | 'trunc' | null }): Tensor;
+    /** In place: `clamp(min, max)`. */
+    clamp_(...args: PyArgs<[min: number | null, max: number | null], { min?: number | null; max?: number | null }>): Tensor;
+    /** In place: `x = -x`. */
+    neg_(): Tensor;
+    /** In place: every element `value` (a number, or a 0-dim tensor). */
+    fill_(value: number | boolean | Tensor): Tensor;
+    /** In place: every element 0. */
+    zero_(): Tensor;
     sum(...args: DimArgs<Dims>): Tensor;
     mean(...args: DimArgs<Dims>): Tensor;
     prod(...args: DimArgs<number>): Tensor;
@@ -123,6 +140,14 @@ Object.assign(Tensor.prototype, newMethods, {
   clamp(this: Tensor, ...a: unknown[]) { const o = bindArgs('clamp', ['min', 'max'], a, { min: null as number | null, max: null as number | null }); return clamp(this, o.min, o.max); },
   nanToNum(this: Tensor, opt?: { nan?: number; posinf?: number; neginf?: number }) { return nanToNum(this, opt); },
   where(this: Tensor, c: Tensor, other: TensorOrScalar) { return where(c, this, other); },
+  add_(this: Tensor, o: TensorOrScalar, ...args: unknown[]) { const { alpha } = bindArgs('add_', ['alpha'], args, { alpha: 1 }, 1); return inPlace('add_', this, (x) => binaryApi('add', x, o, alpha)); },
+  sub_(this: Tensor, o: TensorOrScalar, ...args: unknown[]) { const { alpha } = bindArgs('sub_', ['alpha'], args, { alpha: 1 }, 1); return inPlace('sub_', this, (x) => binaryApi('sub', x, o, alpha)); },
+  mul_(this: Tensor, o: TensorOrScalar, ...rest: unknown[]) { bindArgs('mul_', [], rest, {}, 1); return inPlace('mul_', this, (x) => binaryApi('mul', x, o)); },
+  div_(this: Tensor, o: TensorOrScalar, opt?: { roundingMode?: 'floor' | 'trunc' | null }) { return inPlace('div_', this, (x) => div(x, o, opt)); },
+  clamp_(this: Tensor, ...a: unknown[]) { const o = bindArgs('clamp_', ['min', 'max'], a, { min: null as number | null, max: null as number | null }); return inPlace('clamp_', this, (x) => clamp(x, o.min, o.max)); },
+  neg_(this: Tensor, ...rest: unknown[]) { bindArgs('neg_', [], rest, {}, 0); return inPlace('neg_', this, (x) => unaryApi('neg', x)); },
+  fill_(this: Tensor, value: number | boolean | Tensor, ...rest: unknown[]) { bindArgs('fill_', [], rest, {}, 1); return fill_(this, value); },
+  zero_(this: Tensor, ...rest: unknown[]) { bindArgs('zero_', [], rest, {}, 0); return fill_(this, 0); },
   sum(this: Tensor, ...a: unknown[]) { const { dim, keepdim } = bindDim<Dims>('sum', a, 0); return reduceApi('sum', ReduceOp.Sum, this, dim, keepdim); },
   mean(this: Tensor, ...a: unknown[]) { const { dim, keepdim } = bindDim<Dims>('mean', a, 0); return reduce(ReduceOp.Mean, this, dim, keepdim); },
   prod(this: Tensor, ...a: unknown[]) { const { dim, keepdim } = bindDim<number>('prod', a, 0); return reduceApi('prod', ReduceOp.Prod, this, dim, keepdim); },
