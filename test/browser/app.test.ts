@@ -49,13 +49,18 @@ describe.runIf(haveChromium())('the web app', () => {
     await Promise.all(servers.map((s) => s.close()));
   });
 
-  it('lists the devices, trains on gpu:0 with live charts, and keeps drawing frames (isolated page)', async () => {
+  /** The app in a fresh isolated page, ready: the page, its errors and a first snapshot. */
+  async function openApp() {
     const server = await serve(true);
     servers.push(server);
     const { page, errors } = await open(browser, `${server.url}/examples/web/`, 'app');
     await page.setViewportSize({ width: 1200, height: 1000 });
     await page.waitForFunction(() => (window as any).app.ready || (window as any).app.error, null, { timeout: 60_000 });
-    const start = await snapshot(page);
+    return { page, errors, start: await snapshot(page) };
+  }
+
+  it('lists the devices, trains on gpu:0 with live charts, and keeps drawing frames (isolated page)', async () => {
+    const { page, errors, start } = await openApp();
     expect(start.error).toBeNull();
     expect(start.rows.length).toBe(3);
     expect(start.rows[0]).toMatch(/^cpu\s.*WebAssembly.*2 threads|^cpu\s.*WebAssembly/);
@@ -104,12 +109,7 @@ describe.runIf(haveChromium())('the web app', () => {
   }, 240_000);
 
   it('trains with DataParallel over gpu:0 and gpu:1, charting both devices\' memory, and profiles it (isolated page)', async () => {
-    const server = await serve(true);
-    servers.push(server);
-    const { page, errors } = await open(browser, `${server.url}/examples/web/`, 'app');
-    await page.setViewportSize({ width: 1200, height: 1000 });
-    await page.waitForFunction(() => (window as any).app.ready || (window as any).app.error, null, { timeout: 60_000 });
-    const start = await snapshot(page);
+    const { page, errors, start } = await openApp();
     expect(start.error).toBeNull();
     await page.selectOption('#device', { label: 'DataParallel (gpu:0, gpu:1)' });
     await page.fill('#epochs', '3');

@@ -4,19 +4,11 @@
  * gradient rule saved if the write came after the save. Without it, the rule would read the new
  * values and return a plausible, wrong gradient.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import * as torch from '../../dist/webtorch.js';
-import { leakCheck, testDevices } from '../devices.js';
+import { suiteDevices } from '../devices.js';
 
-let devices: string[] = [];
-
-beforeAll(async () => {
-  devices = (await testDevices()).filter((d) => d !== 'gpu:1');
-});
-leakCheck(() => devices);
-afterAll(async () => {
-  await torch.shutdown();
-});
+const devices = suiteDevices();
 
 const MODIFIED = /^one of the variables needed for gradient computation has been modified by an inplace operation: \[\S+ float32 \[3\]\], which is output 0 of MulBackward0, is at version 1; expected version 0 instead\. \(in SinBackward0\)$/;
 
