@@ -132,7 +132,8 @@ export function copyInto(dst: Tensor, src: Tensor, nonBlocking = false): Tensor 
     throw new Error('a leaf Variable that requires grad is being used in an in-place operation (copy_).');
   }
   dst.storage.version++;
-  if (nonBlocking && pinnedDownload(dst, src) && !needsGrad(src)) {
+  const history = dst.requiresGrad && isGradEnabled();
+  if (nonBlocking && pinnedDownload(dst, src) && !needsGrad(src) && !history) {
     downloadPinned(dst, src);
     return dst;
   }
@@ -145,7 +146,6 @@ export function copyInto(dst: Tensor, src: Tensor, nonBlocking = false): Tensor 
     });
   }
   if (local !== src) local.dispose();
-  const history = dst.requiresGrad && isGradEnabled();
   if (needsGrad(src) || history) {
     // dst now holds src's values: its gradient flows to src (summed over broadcast dims, on src's
     // device), and none to what dst held before (zeros, as PyTorch's CopyBackwards: the values
