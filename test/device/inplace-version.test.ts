@@ -85,7 +85,9 @@ describe('in-place writes and autograd', () => {
       expect(await x.tolist()).toEqual([5, 7, 9]);
       x.div_(2).clamp_(3, 4);
       expect(await x.tolist()).toEqual([3, 3.5, 4]);
-      x.neg_().add_(1, 2);
+      x.neg_().add_(1, { alpha: 2 });
+      // alpha is keyword-only, as PyTorch's
+      expect(() => x.add_(1, 2 as never)).toThrow('add_() takes 1 positional argument but 2 were given');
       expect(await x.tolist()).toEqual([-1, -1.5, -2]);
       expect(x._version).toBe(7); // seven writes
       x.zero_();
@@ -98,7 +100,10 @@ describe('in-place writes and autograd', () => {
       expect(await base.tolist()).toEqual([0, 10, 2, 3, 40, 5]);
       base.div_(3, { roundingMode: 'floor' });
       expect(await base.tolist()).toEqual([0, 3, 0, 1, 13, 1]);
-      [x, one, base, m, col].forEach((t) => t.dispose());
+      const u8 = torch.tensor([1, 2, 3], { dtype: 'uint8', device });
+      u8.sub_(255);
+      expect(await u8.tolist()).toEqual([2, 3, 4]); // uint8 arithmetic wraps, as PyTorch's
+      [x, one, base, m, col, u8].forEach((t) => t.dispose());
     }
   });
 
@@ -110,8 +115,12 @@ describe('in-place writes and autograd', () => {
       expect(() => f.add_(big)).toThrow("add_: output with shape [3] doesn't match the broadcast shape [2, 3]");
       expect(() => leaf.mul_(2)).toThrow('a leaf Variable that requires grad is being used in an in-place operation. (mul_)');
       expect(() => f.add_(1, { alhpa: 2 } as never)).toThrow("add_() got an unexpected keyword argument 'alhpa'");
-      expect([i._version, f._version, leaf._version]).toEqual([0, 0, 0]);
-      [i, f, big, leaf].forEach((t) => t.dispose());
+      // a uint8 op's scalar: PyTorch's checked conversion (past 255 raises; down to -255 wraps)
+      const u8 = torch.tensor([1, 2, 3], { dtype: 'uint8', device });
+      expect(() => u8.add_(300)).toThrow('value cannot be converted to type uint8_t without overflow (in add, [3] uint8 and scalar 300)');
+      expect(() => u8.mul(-256)).toThrow('value cannot be converted to type uint8_t without overflow');
+      expect([i._version, f._version, leaf._version, u8._version]).toEqual([0, 0, 0, 0]);
+      [i, f, big, leaf, u8].forEach((t) => t.dispose());
     }
   });
 

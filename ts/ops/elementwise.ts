@@ -207,6 +207,13 @@ function binaryForward(op: ElementwiseOp, a: TensorOrScalar, b: TensorOrScalar, 
   if ((name === 'add' || name === 'sub') && alpha !== 1 && !isFloating(compute) && !Number.isInteger(alpha)) {
     throw new TypeError(`For integral input tensors, argument alpha must not be a floating point number. (in ${name}, ${operandsText(a, b)}, alpha ${alpha})`);
   }
+  // PyTorch's checked conversion of a scalar into a uint8 op: negative values down to -255 wrap
+  // (a - b as a + 255·b), anything past 255 or below -255 raises instead of being cut to 8 bits.
+  if (compute === 'uint8') {
+    for (const s of [a, b]) {
+      if (typeof s === 'number' && !(s > -256 && s < 256)) throw new RangeError(`value cannot be converted to type uint8_t without overflow (in ${name}, ${operandsText(a, b)})`);
+    }
+  }
   const intDivision = INT_DIVISIONS.has(name) && !isFloating(compute);
   if (intDivision && !tb && Number(b) === 0) throw new RangeError('ZeroDivisionError: integer division by zero');
   const shape = ta && tb && sameShape(ta.shape, tb.shape) ? ta.shape.slice()
