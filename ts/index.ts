@@ -120,9 +120,9 @@ export const atan2 = b('atan2'), floorDivide = b('floor_divide'), eq = b('eq'), 
 export const gt = b('gt'), ge = b('ge'), logicalAnd = b('logical_and'), logicalOr = b('logical_or'), logicalXor = b('logical_xor');
 
 /** `torch.add(a, b, alpha=)`. */
-export const add = (x: TensorOrScalar, y: TensorOrScalar, ...args: PyArgs<[alpha: number], { alpha?: number }>) => binaryApi('add', x, y, bindArgs('add', ['alpha'], args, { alpha: 1 }, 2).alpha);
+export const add = (x: TensorOrScalar, y: TensorOrScalar, ...args: [options?: { alpha?: number }]) => binaryApi('add', x, y, bindArgs('add', ['alpha'], args, { alpha: 1 }, 2, 0).alpha);
 /** `torch.sub(a, b, alpha=)`. */
-export const sub = (x: TensorOrScalar, y: TensorOrScalar, ...args: PyArgs<[alpha: number], { alpha?: number }>) => binaryApi('sub', x, y, bindArgs('sub', ['alpha'], args, { alpha: 1 }, 2).alpha);
+export const sub = (x: TensorOrScalar, y: TensorOrScalar, ...args: [options?: { alpha?: number }]) => binaryApi('sub', x, y, bindArgs('sub', ['alpha'], args, { alpha: 1 }, 2, 0).alpha);
 
 /** A reduction over `dim` (all dims when omitted) with PyTorch's `(dim, keepdim)` or keywords. */
 const reduction = <D extends Dims>(name: string, op: ReduceOp) => (x: Tensor, ...args: DimArgs<D>) => {

@@ -37,7 +37,7 @@ describe('float32 transcendentals against Math', () => {
 
   it('give PyTorch\'s special values, signed zeros included', async () => {
     const x = [0, -0, Infinity, -Infinity, NaN, -1, -2, 1e-40, -1e-40];
-    const want: Record<string, number[]> = {
+    const want: Record<'sin' | 'cos' | 'exp' | 'expm1' | 'log' | 'log1p' | 'sigmoid' | 'tanh', number[]> = {
       sin: [0, -0, NaN, NaN, NaN, Math.fround(Math.sin(-1)), Math.fround(Math.sin(-2)), Math.fround(1e-40), Math.fround(-1e-40)],
       cos: [1, 1, NaN, NaN, NaN, Math.fround(Math.cos(-1)), Math.fround(Math.cos(-2)), 1, 1],
       exp: [1, 1, Infinity, 0, NaN, Math.fround(Math.exp(-1)), Math.fround(Math.exp(-2)), 1, 1],
@@ -49,8 +49,8 @@ describe('float32 transcendentals against Math', () => {
     };
     for (const d of devices) {
       const t = torch.tensor(x, { device: d });
-      for (const [op, w] of Object.entries(want)) {
-        const y = (t as any)[op]() as torch.Tensor;
+      for (const [op, w] of Object.entries(want) as [keyof typeof want, number[]][]) {
+        const y = t[op]();
         const got = Array.from(await y.data());
         y.dispose();
         // the float32 nearest, within an ulp where the value is an ordinary number

@@ -32,8 +32,9 @@ declare module '../tensor.js' {
     ceil: Unary; round: Unary; sign: Unary; reciprocal: Unary; logicalNot: Unary; isnan: Unary; square: Unary; trunc: Unary;
     mul: Binary; pow: Binary; maximum: Binary; minimum: Binary; remainder: Binary; atan2: Binary; floorDivide: Binary;
     eq: Binary; ne: Binary; lt: Binary; le: Binary; gt: Binary; ge: Binary; logicalAnd: Binary; logicalOr: Binary; logicalXor: Binary;
-    add(other: TensorOrScalar, ...args: PyArgs<[alpha: number], { alpha?: number }>): Tensor;
-    sub(other: TensorOrScalar, ...args: PyArgs<[alpha: number], { alpha?: number }>): Tensor;
+    /** `x.add(other, {alpha})`: alpha is keyword-only, as PyTorch's. */
+    add(other: TensorOrScalar, options?: { alpha?: number }): Tensor;
+    sub(other: TensorOrScalar, options?: { alpha?: number }): Tensor;
     div(other: TensorOrScalar, options?: { roundingMode?: 'floor' | 'trunc' | null }): Tensor;
     gelu(...args: PyArgs<[approximate: 'none' | 'tanh'], { approximate?: 'none' | 'tanh' }>): Tensor;
     softplus(...args: PyArgs<[beta: number, threshold: number], { beta?: number; threshold?: number }>): Tensor;
@@ -41,9 +42,9 @@ declare module '../tensor.js' {
     nanToNum(options?: { nan?: number; posinf?: number; neginf?: number }): Tensor;
     where(condition: Tensor, other: TensorOrScalar): Tensor;
     /** In place (ts/ops/inplace.ts): `x += alpha·other`; returns `x`. */
-    add_(other: TensorOrScalar, ...args: PyArgs<[alpha: number], { alpha?: number }>): Tensor;
+    add_(other: TensorOrScalar, options?: { alpha?: number }): Tensor;
     /** In place: `x -= alpha·other`. */
-    sub_(other: TensorOrScalar, ...args: PyArgs<[alpha: number], { alpha?: number }>): Tensor;
+    sub_(other: TensorOrScalar, options?: { alpha?: number }): Tensor;
     /** In place: `x *= other`. */
     mul_(other: TensorOrScalar): Tensor;
     /** In place: `x /= other` (`roundingMode` as `div`). */
@@ -132,16 +133,16 @@ for (const op of ELEMENTWISE) {
 }
 
 Object.assign(Tensor.prototype, newMethods, {
-  add(this: Tensor, o: TensorOrScalar, ...args: unknown[]) { return binaryApi('add', this, o, bindArgs('add', ['alpha'], args, { alpha: 1 }, 1).alpha); },
-  sub(this: Tensor, o: TensorOrScalar, ...args: unknown[]) { return binaryApi('sub', this, o, bindArgs('sub', ['alpha'], args, { alpha: 1 }, 1).alpha); },
+  add(this: Tensor, o: TensorOrScalar, ...args: unknown[]) { return binaryApi('add', this, o, bindArgs('add', ['alpha'], args, { alpha: 1 }, 1, 0).alpha); },
+  sub(this: Tensor, o: TensorOrScalar, ...args: unknown[]) { return binaryApi('sub', this, o, bindArgs('sub', ['alpha'], args, { alpha: 1 }, 1, 0).alpha); },
   div(this: Tensor, o: TensorOrScalar, opt?: { roundingMode?: 'floor' | 'trunc' | null }) { return div(this, o, opt); },
   gelu(this: Tensor, ...args: unknown[]) { return (gelu as (x: Tensor, ...a: unknown[]) => Tensor)(this, ...args); },
   softplus(this: Tensor, ...args: unknown[]) { return (softplus as (x: Tensor, ...a: unknown[]) => Tensor)(this, ...args); },
   clamp(this: Tensor, ...a: unknown[]) { const o = bindArgs('clamp', ['min', 'max'], a, { min: null as number | null, max: null as number | null }); return clamp(this, o.min, o.max); },
   nanToNum(this: Tensor, opt?: { nan?: number; posinf?: number; neginf?: number }) { return nanToNum(this, opt); },
   where(this: Tensor, c: Tensor, other: TensorOrScalar) { return where(c, this, other); },
-  add_(this: Tensor, o: TensorOrScalar, ...args: unknown[]) { const { alpha } = bindArgs('add_', ['alpha'], args, { alpha: 1 }, 1); return inPlace('add_', this, (x) => binaryApi('add', x, o, alpha)); },
-  sub_(this: Tensor, o: TensorOrScalar, ...args: unknown[]) { const { alpha } = bindArgs('sub_', ['alpha'], args, { alpha: 1 }, 1); return inPlace('sub_', this, (x) => binaryApi('sub', x, o, alpha)); },
+  add_(this: Tensor, o: TensorOrScalar, ...args: unknown[]) { const { alpha } = bindArgs('add_', ['alpha'], args, { alpha: 1 }, 1, 0); return inPlace('add_', this, (x) => binaryApi('add', x, o, alpha)); },
+  sub_(this: Tensor, o: TensorOrScalar, ...args: unknown[]) { const { alpha } = bindArgs('sub_', ['alpha'], args, { alpha: 1 }, 1, 0); return inPlace('sub_', this, (x) => binaryApi('sub', x, o, alpha)); },
   mul_(this: Tensor, o: TensorOrScalar, ...rest: unknown[]) { bindArgs('mul_', [], rest, {}, 1); return inPlace('mul_', this, (x) => binaryApi('mul', x, o)); },
   div_(this: Tensor, o: TensorOrScalar, opt?: { roundingMode?: 'floor' | 'trunc' | null }) { return inPlace('div_', this, (x) => div(x, o, opt)); },
   clamp_(this: Tensor, ...a: unknown[]) { const o = bindArgs('clamp_', ['min', 'max'], a, { min: null as number | null, max: null as number | null }); return inPlace('clamp_', this, (x) => clamp(x, o.min, o.max)); },
