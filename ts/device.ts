@@ -227,6 +227,16 @@ export async function loseDevice(i: DeviceLike, how: 'destroy' | 'crash' = 'dest
   await clientOf(d).lose(how);
 }
 
+/**
+ * @internal Test-only (`torch.gpu._gpuError(i)`): makes Dawn report a validation error in gpu:i's
+ * worker, as a bad command would; the next sync point on the device raises it.
+ */
+export async function gpuError(i: DeviceLike): Promise<void> {
+  const d = device(i);
+  if (d.type !== 'gpu') throw new TypeError(`_gpuError: expected a gpu device, got ${d}`);
+  await clientOf(d).gpuError();
+}
+
 /** Whether a GPU is available: a hardware WebGPU adapter, or a software one when allowed (`configure({allowSoftware})`). */
 export async function isAvailable(): Promise<boolean> {
   await init();

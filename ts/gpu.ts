@@ -29,7 +29,7 @@ export { Stream, currentStream, defaultStream, setStream, stream, withStream } f
 export { Event } from './runtime/events.js';
 export { DeviceLostError } from './runtime/device-lost.js';
 /** @internal Test-only: loses gpu:i's GPUDevice (`GPUDevice.destroy()` in its worker); see ts/runtime/device-lost.ts. */
-export { loseDevice as _loseDevice } from './device.js';
+export { loseDevice as _loseDevice, gpuError as _gpuError } from './device.js';
 /** `torch.gpu.nvtx` (`torch.cuda.nvtx`): `rangePush`, `rangePop`, `range(name, fn)`, `mark`; ranges in the profiler (ts/profiler). */
 export * as nvtx from './profiler/nvtx.js';
 /** `torch.gpu.comm` (PyTorch's `torch.cuda.comm`): collectives over a list of tensors on several devices (ts/distributed/comm.ts). */

@@ -235,6 +235,18 @@ export class DeviceClient {
     await this.awaiting(() => seen);
   }
 
+  /**
+   * @internal Test-only: makes Dawn report a validation error in the worker, and resolves once it
+   * has (`torch.gpu._gpuError`); the next sync point raises it.
+   */
+  async gpuError(): Promise<void> {
+    if (this.kind !== 'gpu') throw new Error(`_gpuError: ${this.name} is not a GPU device`);
+    await this.start();
+    const made = new Promise<void>((r) => this.lossSeen.push(r));
+    this.lossPort!.postMessage({ gpuError: true });
+    await this.awaiting(() => made);
+  }
+
   /** Marks this client as replaced after a loss (`torch.gpu.init()`): its tensors raise when used. */
   retire(): void {
     this.lostInfo ??= { reason: 'unknown', message: '' };

@@ -81,6 +81,12 @@ export function guardLoss(backend: Backend): Backend {
       if (port) {
         onPortMessage(port, (m) => {
           if ((m as { lose?: boolean }).lose) void lose().then(() => port?.postMessage({ lost }));
+          // Test-only: Dawn reports a validation error (a buffer both mappable and storage), which
+          // the next sync point raises (gpu/core.ts `takeErrors`).
+          if ((m as { gpuError?: boolean }).gpuError) {
+            watched?.createBuffer({ size: 4, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.STORAGE });
+            port?.postMessage({ gpuErrorMade: true });
+          }
           // Test-only: the worker's thread dies of an uncaught error (the caller's death path).
           if ((m as { crash?: boolean }).crash) {
             setTimeout(() => {

@@ -19,8 +19,8 @@ import type { Backend } from './executor.js';
 import type { Command, DeviceInfo } from './protocol.js';
 import { countBuffers, scratchCounter, setPressureHandler, settleDrop } from './scratch.js';
 import {
-  BINARY, UNARY, adopt, beginCommand, buf, buffers, closeScope, compiling, device, dispatch, encodePending, encoder, errorChecks, flush, grid1d, letGo,
-  openEncoder, openScope, pendingBinds, queueDone, queueWork, retired, rowDev, sawDone, scoped, setTraceSeq, settling, slotsOf, submitEvery, whenCompiled,
+  BINARY, UNARY, adopt, beginCommand, buf, buffers, compiling, device, dispatch, encodePending, encoder, errorsPending, flush, grid1d, letGo,
+  openEncoder, pendingBinds, queueDone, queueWork, retired, rowDev, sawDone, setTraceSeq, settling, slotsOf, submitEvery, whenCompiled,
 } from './gpu/core.js';
 import { checkCodes, recordDeviceCheck, words64 } from './gpu/checks.js';
 import { dropReadStaging, dropUploads, read, settleSyncPoint, write } from './gpu/transfers.js';
@@ -41,7 +41,6 @@ function run(cmd: Command): void {
   beginCommand(cmd);
   switch (cmd.k) {
     case 'segment':
-      openScope();
       buffers.set(cmd.id, device.createBuffer({
         size: Math.max(4, Math.ceil(cmd.bytes / 4) * 4),
         usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST,
@@ -203,20 +202,16 @@ export const gpuBackend: Backend = {
     encodePending();
     // Nothing recorded, handed over, waited on or left to check since a sync point saw the queue
     // finish: nothing to ask the queue (the flush only destroys the buffers retired since).
-    if (!encoder && !scoped && !checkCodes.size && !errorChecks.length && !settling && queueWork === queueDone) return flush();
+    if (!encoder && !errorsPending() && !checkCodes.size && !settling && queueWork === queueDone) return flush();
     const deviceCheck = checkCodes.size ? recordDeviceCheck(openEncoder()) : null;
     flush();
-    closeScope();
     const handedOver = queueWork;
     await settleSyncPoint(device.queue.onSubmittedWorkDone(), deviceCheck);
     sawDone(handedOver);
   },
   async close() {
     flush();
-    // Dawn aborts if a device dies with popErrorScope promises pending: settle them first.
-    closeScope();
     await device?.queue.onSubmittedWorkDone();
-    await Promise.allSettled(errorChecks.splice(0));
     for (const b of buffers.values()) b.destroy();
     buffers.clear();
     dropReadStaging();

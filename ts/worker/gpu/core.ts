@@ -120,40 +120,33 @@ export const windowNow = (): Map<GPUBuffer, number> | null => windowOf;
 export const pendingBinds: PendingDispatch[] = [];
 /** Buffers to destroy once the work recorded so far is submitted. */
 export const retired: GPUBuffer[] = [];
-/** Pending validation/out-of-memory checks of submitted batches. */
-export const errorChecks: Promise<GPUError | null>[] = [];
-export let scoped = false;
-
 /**
- * Catches validation and out-of-memory errors of the work recorded until the next sync point.
- * The scope stays open across submits and is popped only where the worker waits anyway: a
- * pending `popErrorScope` makes Dawn's Node binding poll the device with `setImmediate` until it
- * settles, which took a fifth of the worker's time on lavapipe when every submit popped one.
+ * GPU errors (validation, out of memory) of the work recorded since the last sync point took
+ * them. Dawn reports an error inside the call that made it, through the device's
+ * `uncapturederror` event (see `adopt`), so a sync point takes them at once: no error scope is
+ * pushed or popped. Scopes cost four calls into Dawn and an awaited promise per sync point (about
+ * a tenth of a round trip's worker time on the H100), and a scope still open when the device
+ * died made Dawn abort.
  */
-export function openScope(): void {
-  if (scoped) return;
-  device.pushErrorScope('out-of-memory');
-  device.pushErrorScope('validation');
-  scoped = true;
+let gpuErrors: GPUError[] = [];
+
+/** Whether GPU errors wait for a sync point. */
+export const errorsPending = (): boolean => gpuErrors.length > 0;
+
+/** Takes the GPU errors recorded so far (a sync point's; later work's errors wait for the next). */
+export function takeErrors(): GPUError[] {
+  const taken = gpuErrors;
+  if (taken.length) gpuErrors = [];
+  return taken;
 }
 
-/** Pops the open error scope, if any, into `errorChecks`. */
-export function closeScope(): void {
-  if (!scoped) return;
-  errorChecks.push(device.popErrorScope(), device.popErrorScope());
-  scoped = false;
-}
-
-/** Throws the first GPU error of the batches submitted so far. */
-export async function checkErrors(): Promise<void> {
-  closeScope();
-  const errs = await Promise.all(errorChecks.splice(0));
-  const e = errs.find((x) => x);
-  if (e) {
-    const err = new Error(e.message);
-    if (e.constructor.name === 'GPUOutOfMemoryError') err.name = 'OutOfMemoryError';
-    throw err;
-  }
+/** Throws the first of a sync point's GPU errors, an out-of-memory one as `OutOfMemoryError`. */
+export function throwFirst(errors: GPUError[]): void {
+  const e = errors[0];
+  if (!e) return;
+  const err = new Error(e.message);
+  if (e.constructor.name === 'GPUOutOfMemoryError') err.name = 'OutOfMemoryError';
+  throw err;
 }
 
 /**
@@ -358,7 +351,6 @@ export function dispatchAt(key: string, make: () => string, bind: GPUBuffer[], a
 
 /** Queues one dispatch of a compiled kernel (see `dispatchAt`). */
 export function queueDispatch(k: Kernel, bind: GPUBuffer[], at: number, words: number, grid: [number, number, number]): void {
-  openScope();
   let windows: number[] | undefined;
   for (let i = 0; i < bind.length; i++) {
     const w = windowOf?.get(bind[i]);
@@ -412,9 +404,11 @@ export function encodePending(): void {
   if (!paramBuffer || paramBuffer.size < paramBytes) {
     if (paramBuffer) destroyBuffer(paramBuffer);
     paramBuffer = contextBuffer(device.createBuffer({ size: Math.max(1 << 16, Math.ceil(paramBytes / 4096) * 4096 * 2), usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST }));
+    paramsWritten = new Uint32Array(paramBuffer.size / 4);
+    paramsKnown = 0;
   }
-  device.queue.writeBuffer(paramBuffer, 0, params, 0, Math.ceil(paramBytes / 4) * 4);
-  encoder ??= device.createCommandEncoder();
+  writeParams(Math.ceil(paramBytes / 4));
+  encoder ??= newEncoder();
   if (timer) {
     // Profiling: one timed pass per dispatch, so that the GPU's time is told per command.
     for (const d of pendingBinds) {
@@ -430,6 +424,26 @@ export function encodePending(): void {
   }
   pendingBinds.length = 0;
   paramBytes = 0;
+}
+
+/**
+ * What the params buffer holds (its first `paramsKnown` words, as last written): a batch whose
+ * params are the same bytes skips the write. A loop that repeats one batch (an op and a read,
+ * the same step) then writes its params once, not once per batch: a `writeBuffer` is a call into
+ * Dawn and a staging copy on the sync point's path.
+ */
+let paramsWritten = new Uint32Array(0), paramsKnown = 0;
+
+/** Writes the batch's first `words` params words into the params buffer, unless it holds them already. */
+function writeParams(words: number): void {
+  if (words <= paramsKnown) {
+    let i = 0;
+    while (i < words && paramWords[i] === paramsWritten[i]) i++;
+    if (i === words) return;
+  }
+  device.queue.writeBuffer(paramBuffer!, 0, params, 0, words * 4);
+  paramsWritten.set(paramWords.subarray(0, words));
+  paramsKnown = Math.max(paramsKnown, words);
 }
 
 /** Records one dispatch into `p`, whose current pipeline is `current`; returns the dispatch's pipeline. */
@@ -481,10 +495,27 @@ export function settle(delta: number): void {
   settling += delta;
 }
 
+/** An encoder made ahead, while the worker waited for the device (see `prepareEncoder`). */
+let spareEncoder: GPUCommandEncoder | null = null;
+
+const newEncoder = (): GPUCommandEncoder => {
+  const e = spareEncoder ?? device.createCommandEncoder();
+  spareEncoder = null;
+  return e;
+};
+
+/**
+ * Makes the next batch's command encoder now, where the worker waits for the device anyway (a
+ * read's mapping): the next op after a sync point then does not pay for it on its way to the GPU.
+ */
+export function prepareEncoder(): void {
+  spareEncoder ??= device.createCommandEncoder();
+}
+
 /** Ends the recorded dispatches' pass and returns the batch's encoder (created if need be). */
 export function openEncoder(): GPUCommandEncoder {
   encodePending();
-  return (encoder ??= device.createCommandEncoder());
+  return (encoder ??= newEncoder());
 }
 
 /** Adopts the device that `init` opened, and the settings read from the environment. */
@@ -494,6 +525,12 @@ export function adopt(g: GPU, a: GPUAdapter, d: GPUDevice, dev: RowDevice, varia
   // (read back, so that a bundler keeps these otherwise write-only variables, and Dawn's instance)
   if (!gpu || !adapter) throw new Error('webtorch: no WebGPU instance or adapter to adopt');
   device = d;
+  gpuErrors = [];
+  // Handled here, so Dawn does not print it too; the next sync point raises it (`takeErrors`).
+  d.addEventListener('uncapturederror', (e) => {
+    e.preventDefault();
+    gpuErrors.push(e.error);
+  });
   paramAlign = d.limits.minStorageBufferOffsetAlignment;
   maxBinding = d.limits.maxStorageBufferBindingSize;
   rowDev = dev;

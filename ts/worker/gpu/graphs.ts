@@ -13,7 +13,7 @@
  */
 import { bumpCounter, type Command, type ReplayRng } from '../protocol.js';
 import { contextBuffer } from '../scratch.js';
-import { device, flush, handOver, holdBuffer, openScope, maxBinding, openEncoder, pendingBinds, readyKernels, retired, submitEvery, takeRecorded, unholdBuffer, type Kernel } from './core.js';
+import { device, flush, handOver, holdBuffer, maxBinding, openEncoder, pendingBinds, readyKernels, retired, submitEvery, takeRecorded, unholdBuffer, type Kernel } from './core.js';
 import { armChecks, collectChecks } from './checks.js';
 import { fuseChains, runFused } from './fuse.js';
 
@@ -114,8 +114,6 @@ export function replayGraph(id: number, rng?: ReplayRng): void {
   // written when they are encoded, and the next eager batch reuses it from offset 0, so it must
   // not share an encoder (one submit) with them.
   if (pendingBinds.length) flush();
-  // a GPU error of the replay's work (validation, out of memory) surfaces at the next sync point
-  openScope();
   const enc = openEncoder();
   // the executor holds a replay back while kernels compile; missing pipelines are made here
   readyKernels();

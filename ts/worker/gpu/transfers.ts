@@ -10,7 +10,7 @@
  * chunk k out of (or into) its mapping, and the bytes land in their destination with one host
  * copy: a pinned tensor's shared memory, or the ArrayBuffer handed to the caller.
  */
-import { buf, checkErrors, closeScope, destroyBuffer, device, flush, handOver, openEncoder, queueWork, sawDone, settle } from './core.js';
+import { buf, destroyBuffer, device, flush, handOver, openEncoder, prepareEncoder, queueWork, sawDone, settle, takeErrors, throwFirst } from './core.js';
 import { recordDeviceCheck } from './checks.js';
 import { createScratch } from '../scratch.js';
 
@@ -144,7 +144,6 @@ export async function read(id: number, byteOffset: number, bytes: number, into?:
   encoder.copyBufferToBuffer(buf(id), start, staging, 0, size);
   const deviceCheck = recordDeviceCheck(encoder);
   flush();
-  closeScope();
   const handedOver = queueWork;
   if (reuse) readStaging = null;
   const mapped = staging.mapAsync(GPUMapMode.READ, 0, size).then(
@@ -169,6 +168,7 @@ export async function read(id: number, byteOffset: number, bytes: number, into?:
       throw e;
     },
   );
+  prepareEncoder();
   return settleSyncPoint(mapped, deviceCheck);
 }
 
@@ -205,7 +205,7 @@ async function readChunked(id: number, byteOffset: number, bytes: number, out: U
   };
   const inFlight: Promise<{ b: GPUBuffer; lo: number; n: number }>[] = [];
   for (let k = 0; k < Math.min(ring.length, chunks); k++) inFlight.push(begin(k));
-  closeScope();
+  const errors = takeErrors(); // of the work before the read (later chunks record none)
   const handedOver = queueWork + chunks - inFlight.length;
   const copied = (async () => {
     try {
@@ -227,17 +227,19 @@ async function readChunked(id: number, byteOffset: number, bytes: number, out: U
       throw e;
     }
   })();
-  return settleSyncPoint(copied, deviceCheck);
+  return settleSyncPoint(copied, deviceCheck, errors);
 }
 
 /**
- * Waits for a sync point's parts together: `done` (the read's mapping, or the queue's end), the
- * error scopes and the device checks. Throws the first error in that order of blame: a GPU
- * error (validation, out of memory), then a failed device check, then `done`'s own failure.
+ * Waits for a sync point's parts together: `done` (the read's mapping, or the queue's end) and
+ * the device checks, after taking the GPU errors of the work submitted before it. Throws the
+ * first error in that order of blame: a GPU error (validation, out of memory), then a failed
+ * device check, then `done`'s own failure. Call it right after the sync point's submit (or pass
+ * the errors taken then).
  */
-export async function settleSyncPoint<T>(done: Promise<T>, deviceCheck: Promise<void> | null): Promise<T> {
-  const [value, scopes, checks] = await Promise.allSettled([done, checkErrors(), deviceCheck]);
-  if (scopes.status === 'rejected') throw scopes.reason;
+export async function settleSyncPoint<T>(done: Promise<T>, deviceCheck: Promise<void> | null, errors = takeErrors()): Promise<T> {
+  const [value, checks] = await Promise.allSettled([done, deviceCheck]);
+  throwFirst(errors);
   if (checks.status === 'rejected') throw checks.reason;
   if (value.status === 'rejected') throw value.reason;
   return value.value;
