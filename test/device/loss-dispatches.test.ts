@@ -28,7 +28,7 @@ const VARIANTS: [string, { weight?: boolean; ignoreIndex?: number; reduction?: '
   ['weighted mean, ignoreIndex 2', { weight: true, ignoreIndex: 2 }], ['label smoothing 0.1', { labelSmoothing: 0.1 }],
 ];
 
-describe('the class-index losses are one kernel each way', () => {
+describe('the class-index losses are one kernel each way, with PyTorch\'s gradients', () => {
   it.each(VARIANTS)('%s: nllLoss is 1 command forward and 1 backward; crossEntropy 2 forward', async (_, v) => {
     for (const d of devices) {
       // 7 rows: not a multiple of any vector width
@@ -96,6 +96,27 @@ describe('the class-index losses are one kernel each way', () => {
       expect(await loss!.item(), d).toBeCloseTo(first, 5);
       g.reset();
       for (const z of [x, t, loss, bad, good]) z?.dispose();
+    }
+  });
+
+  it('with createGraph the gradient is differentiable in the upstream gradient: d/dv Σ ∂(v·nll)/∂x is -w[target] per row (0 where ignored), -1 for the mean', async () => {
+    for (const d of devices) {
+      const x = torch.randn([5, 4], { device: d, requiresGrad: true }), t = torch.tensor([1, -100, 3, 0, 3], { device: d });
+      const w = torch.tensor([0.5, 2, 1.5, 3], { device: d });
+      for (const reduction of ['none', 'mean'] as const) {
+        const loss = F.nllLoss(x, t, { weight: w, reduction });
+        const v = torch.rand(loss.shape, { device: d, requiresGrad: true });
+        const [gx] = torch.autograd.grad(loss, x, v, { createGraph: true });
+        const z = gx!.sum();
+        z.backward();
+        // mean: Σ over the rows of -w[t]·v/Σ w[t] is -v
+        const want = reduction === 'none' ? [-2, 0, -3, -0.5, -3] : -1;
+        const got = await v.grad!.tolist();
+        if (typeof want === 'number') expect(got as number, `${d} ${reduction}`).toBeCloseTo(want, 5);
+        else (got as number[]).forEach((g, i) => expect(g, `${d} ${reduction} row ${i}`).toBeCloseTo(want[i], 5));
+        for (const z2 of [loss, v, v.grad, gx, z]) z2?.dispose();
+      }
+      for (const z2 of [x, t, w, x.grad]) z2?.dispose();
     }
   });
 });
