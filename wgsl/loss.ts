@@ -12,14 +12,15 @@
  * every row. With 'sum' or 'mean' one workgroup walks all the rows (each invocation a strided
  * run of them, then a tree in workgroup memory), so the loss is written by the kernel that
  * computes it, with no second pass and no atomics; a training batch is a few hundred rows. The
- * mean's Σ weight goes in the word after the loss, for the gradient. 0/0 (every row ignored) is
- * NaN, as in PyTorch, decided here rather than left to the driver's division.
+ * 0/0 (every row ignored) is
+ * NaN, as in PyTorch, decided here rather than left to the driver's division. The mean's Σ
+ * weight is written to a tensor of its own (`total`, for the gradient), which may share a
+ * segment with the loss or with an input: its slot is writable too.
  *
  * Params (u32 words): 0 rows, 1 C, 2 inner, 3 x offset, 4 target offset, 5 w offset, 6 out
  * offset, 7 and 8 ignoreIndex's low and high words, 9 (1 - eps) and 10 eps / C as f32 bits,
- * 11 the check's code (forward) or g's offset (backward), 12 the total's offset (backward).
+ * 11 the check's code (forward) or g's offset (backward), 12 the total's offset.
  */
-import { slotBindings } from './dtype.js';
 import { errorBinding } from './index.js';
 
 /** Workgroup size of the loss kernels (the reduction's tree assumes a power of two). */
@@ -30,6 +31,18 @@ export interface LossSlots { x: number; target: number; w: number; g: number; to
 
 /** Options a loss kernel is generated for (its shader key). */
 export interface LossKernel { reduction: 'none' | 'sum' | 'mean'; smooth: boolean }
+
+/**
+ * One binding per distinct segment (wgsl/dtype.ts `slotBindings`, whose rule this keeps: a
+ * buffer bound once per dispatch), slot 0 the output's; slot 0 and `written` are read_write.
+ */
+function lossBindings(slots: number, written: number): string {
+  let out = '@group(0) @binding(0) var<storage, read> P: array<u32>;\n';
+  for (let k = 0; k < slots; k++) {
+    out += `@group(0) @binding(${k + 1}) var<storage, ${k === 0 || k === written ? 'read_write' : 'read'}> S${k}: array<u32>;\nfn rd${k}(i: u32) -> u32 { return S${k}[i]; }\n`;
+  }
+  return out;
+}
 
 /** The params block of a loss kernel (see the file's note). */
 export function lossParams(words: { rows: number; classes: number; inner: number; x: number; target: number; w: number; out: number; ignore: [number, number];
@@ -70,7 +83,7 @@ export function nllShader(k: LossKernel, s: LossSlots): string {
   loss = bitcast<f32>(P[9]) * loss - bitcast<f32>(P[10]) * all;
 `
     : '';
-  const head = `${slotBindings(s.slots)}${errorBinding(s.slots)}${targetFns(s, true)}
+  const head = `${lossBindings(s.slots, s.total)}${errorBinding(s.slots)}${targetFns(s, true)}
 fn row(r: u32) -> vec2<f32> {
   let t = class_of(r);
   if (t < 0) { return vec2<f32>(0.0, 0.0); }
@@ -94,7 +107,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     ? '    S0[P[6]] = bitcast<u32>(L[0]);'
     : `    let total = W[0];
     S0[P[6]] = bitcast<u32>(select(L[0] / total, bitcast<f32>(NAN_BITS), total == 0.0 && L[0] == 0.0));
-    S0[P[6] + 1u] = bitcast<u32>(total);`;
+    S${s.total}[P[12]] = bitcast<u32>(total);`;
   return `${head}var<workgroup> L: array<f32, ${LWG}>;
 var<workgroup> W: array<f32, ${LWG}>;
 @compute @workgroup_size(${LWG})
@@ -131,7 +144,7 @@ export function nllGradShader(k: LossKernel, s: LossSlots): string {
   const value = k.smooth
     ? `select(0.0, bitcast<f32>(P[9]) * weight(c), i32(c) == t) + bitcast<f32>(P[10]) * weight(c)`
     : 'select(0.0, weight(c), i32(c) == t)';
-  return `${slotBindings(s.slots)}${targetFns(s, false)}
+  return `${lossBindings(s.slots, -1)}${targetFns(s, false)}
 @compute @workgroup_size(${LWG})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
   let e = (wid.y * nwg.x + wid.x) * ${LWG}u + li;

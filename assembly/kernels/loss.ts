@@ -11,7 +11,8 @@
 //
 // Descriptor (i32 words at p): 0 x, 1 target, 2 w (0: none), 3 out, 4 outer, 5 C, 6 inner,
 // 7 and 8 ignoreIndex's low and high words, 9 reduction (0 none, 1 sum, 2 mean), 10 (1 - eps)
-// and 11 eps / C as f32 bits; the gradient adds 12 g and 13 total (0: none).
+// and 11 eps / C as f32 bits, 12 g (the gradient's), 13 total (the mean's Σ weight: written
+// forward, read by the gradient).
 
 import { noteBad } from "./index";
 
@@ -75,7 +76,7 @@ export function nll(p: usize): i32 {
   if (reduction == 2) {
     // 0/0 when every row is ignored: NaN, as in PyTorch
     store<f32>(out, <f32>(sum / total));
-    store<f32>(out, <f32>total, 4);
+    store<f32>(<usize>word(p, 13), <f32>total);
   }
   return 0;
 }

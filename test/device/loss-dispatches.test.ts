@@ -119,4 +119,23 @@ describe('the class-index losses are one kernel each way, with PyTorch\'s gradie
       for (const z2 of [x, t, w, x.grad]) z2?.dispose();
     }
   });
+
+  it('the mean keeps its Σ weight apart from the loss: loss.div_(2) before backward halves the gradient, as in PyTorch (gradient accumulation)', async () => {
+    for (const d of devices) {
+      const x = torch.randn([6, 3], { device: d, requiresGrad: true }), t = torch.tensor([0, 2, 1, -100, 2, 2], { device: d });
+      const w = torch.tensor([1, 2, 0.5], { device: d });
+      const grads: number[][] = [];
+      for (const k of [1, 2]) {
+        const loss = F.crossEntropy(x, t, { weight: w });
+        if (k !== 1) loss.div_(k);
+        loss.backward();
+        grads.push((await x.grad!.tolist() as number[][]).flat());
+        x.grad!.dispose();
+        x.grad = null;
+        loss.dispose();
+      }
+      grads[1].forEach((g, i) => expect(g, `${d} element ${i}`).toBeCloseTo(grads[0][i] / 2, 6));
+      for (const z of [x, t, w]) z.dispose();
+    }
+  });
 });

@@ -11,8 +11,8 @@
  * differentiable ops. Both forms read the class mask from `classMask`.
  *
  * The mean is PyTorch's weighted mean, Σ loss / Σ w[target] over rows not ignored, so a batch
- * whose rows are all ignored gives NaN. The kernel writes that Σ weight after the loss (one
- * [2] block, the loss a view of its first element), and the gradient divides by it.
+ * whose rows are all ignored gives NaN. The kernel also writes that Σ weight, into a tensor of
+ * its own that the gradient rule keeps and divides by (as PyTorch's `total_weight`).
  */
 import { needsGrad, op as recorded } from '../autograd/graph.js';
 import { alloc, launch, place } from '../runtime/dispatch.js';
@@ -73,14 +73,13 @@ export function nllFused(lsm: Tensor, a: NllArgs): Tensor {
   let total: Tensor | null = null;
   return recorded(a.op, [lsm], () => {
     const x = V.contiguous(lsm);
-    const out = alloc(a.reduction === 'none' ? a.target.shape.slice() : a.reduction === 'mean' ? [2] : [], 'float32', lsm.device);
+    const out = alloc(a.reduction === 'none' ? a.target.shape.slice() : [], 'float32', lsm.device);
+    if (a.reduction === 'mean') total = alloc([], 'float32', lsm.device);
     if (a.reduction !== 'none' || out.numel()) {
-      launch(lsm.device, { k: 'nll', x: place(x), target: place(target), w: weight && place(weight), out: place(out), total: null, ...common,
+      launch(lsm.device, { k: 'nll', x: place(x), target: place(target), w: weight && place(weight), out: place(out), total: total && place(total), ...common,
         check: { message: `${a.op}(): Target %d is out of bounds.` } });
     }
-    if (a.reduction !== 'mean') return out;
-    total = V.select(out, 0, 1);
-    return V.select(out, 0, 0);
+    return out;
   }, (ctx) => {
     const t = ctx.save(target), w = weight && ctx.save(weight), tot = total && ctx.save(total);
     return ([g]) => {

@@ -405,8 +405,9 @@ function runNll(cmd: NllCommand): void {
   const ignore = BigInt.asUintN(64, BigInt(cmd.ignore));
   const words = [cmd.k === 'nll' ? f32(cmd.x) : 0, at(cmd.target, StorageCode.I64), f32(cmd.w), f32(cmd.out), cmd.outer, cmd.classes, cmd.inner,
     Number(ignore & 0xffffffffn) | 0, Number(ignore >> 32n) | 0, REDUCTIONS[cmd.reduction], f32Word(1 - cmd.eps), f32Word(cmd.classes ? cmd.eps / cmd.classes : 0)];
+  words.push(cmd.k === 'nllGrad' ? f32(cmd.g) : 0, f32(cmd.total));
   if (cmd.k === 'nll') return checked(K.nll(desc(words)), cmd.check);
-  K.nllGrad(desc([...words, f32(cmd.g), f32(cmd.total)]));
+  K.nllGrad(desc(words));
 }
 
 /** The cpu device backend. */

@@ -17,7 +17,7 @@ export function runNll(cmd: NllCommand): void {
   if (!(rows && cmd.classes) && !reduced) return;
   // the storages each get a slot (slot 0 is the output's segment; tensors of one segment share one)
   const named: [keyof LossSlots, Place | null][] = [['target', cmd.target], ['w', cmd.w], ['x', cmd.k === 'nll' ? cmd.x : null],
-    ['g', cmd.k === 'nllGrad' ? cmd.g : null], ['total', cmd.k === 'nllGrad' ? cmd.total : null]];
+    ['g', cmd.k === 'nllGrad' ? cmd.g : null], ['total', cmd.total]];
   const present = named.filter((e): e is [keyof LossSlots, Place] => e[1] !== null);
   const { bind, slot } = slotsOf(buf(cmd.out.id), present.map(([, p]) => buf(p.id)));
   const s: LossSlots = { x: -1, target: -1, w: -1, g: -1, total: -1, slots: bind.length };
@@ -26,7 +26,7 @@ export function runNll(cmd: NllCommand): void {
   const base = { rows, classes: cmd.classes, inner: cmd.inner, target: cmd.target.offset, w: cmd.w?.offset ?? 0, out: cmd.out.offset, ignore: words64(cmd.ignore), eps: cmd.eps };
   const key = `${cmd.k}|${k.reduction}|${+k.smooth}|${s.x}|${s.target}|${s.w}|${s.g}|${s.total}|${s.slots}`;
   if (cmd.k === 'nll') {
-    const p = lossParams({ ...base, x: cmd.x.offset, last: checkCode(cmd.k, cmd.check.message) });
+    const p = lossParams({ ...base, x: cmd.x.offset, last: checkCode(cmd.k, cmd.check.message), total: cmd.total?.offset });
     dispatch(key, () => nllShader(k, s), [...bind, deviceErrors!], p, reduced ? [1, 1, 1] : grid1d(rows, LWG));
   } else {
     const p = lossParams({ ...base, x: 0, last: cmd.g.offset, total: cmd.total?.offset });
