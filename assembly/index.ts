@@ -25,6 +25,9 @@ export { random, randomPart } from "./kernels/random";
 // The index family (gather, scatter, cumulative, sort, one_hot).
 export { gather, scatter, cumulative, sortIndices, sortWorkspaceBytes, oneHot, badIndex } from "./kernels/index";
 
+// The fused negative log likelihood (nll_loss, cross_entropy's NLL) and its gradient.
+export { nll, nllGrad } from "./kernels/loss";
+
 // GradScaler's fused inf check and unscale (h/ampcheck).
 export { ampUnscale } from "./kernels/amp";
 

@@ -22,6 +22,11 @@ export function badIndex(): i64 {
   return bad;
 }
 
+/** Records `v` as the bad index of a kernel about to return 1 (the loss kernels' targets: loss.ts). */
+export function noteBad(v: i64): void {
+  bad = v;
+}
+
 /** The int64 index at element i of idx. */
 // @ts-ignore: decorator
 @inline function idxAt(idx: usize, i: i32): i64 {

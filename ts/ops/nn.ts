@@ -1,8 +1,10 @@
 /**
- * `torch.nn.functional`: activations, losses, dropout, linear and normalization, composed from
- * differentiable ops so that autograd derives every gradient here; none is hand-written.
+ * `torch.nn.functional`: activations, losses, dropout, linear and normalization, mostly composed
+ * from differentiable ops so that autograd derives their gradients; the fused kernels (softmax,
+ * log-softmax and layer norm rows, the NLL of class indices: ts/ops/nll.ts) carry their own
+ * rules beside their forwards.
  *
- * The hard part is staying gather-free and stable. Class indices become a one-hot mask
+ * The hard part is staying stable. Composed, class indices become a one-hot mask
  * (`arange(C) == target`) with ignored targets folded into it, so they add neither loss nor
  * weight; softmax-like ops subtract a max computed with recording off (the shift cancels in
  * the gradient, so the composed gradient is exact); the logistic loss uses softplus(-x).
@@ -16,7 +18,7 @@ import { Tensor } from '../tensor.js';
 import { ReduceOp } from '../../wgsl/reduce.js';
 import { copyInto } from './copy.js';
 import { checkIndexRange } from './indexing.js';
-import { arange } from './creation.js';
+import { classMask, nllFused, fusable as nllFusable, type NllArgs } from './nll.js';
 import { Dist, drawInto, f32Bits, generatorFor } from './random.js';
 import type { Generator } from '../random.js';
 import { binaryOp, softplus, unaryOp, where, type TensorOrScalar } from './elementwise.js';
@@ -210,21 +212,22 @@ function classDim(op: string, input: Tensor, target: Tensor, weight: Tensor | nu
   return cdim;
 }
 
-/** The negative log likelihood of log-probabilities `lsm` at int64 `target`, with optional label smoothing. */
+/**
+ * The negative log likelihood of log-probabilities `lsm` at int64 `target`, with optional label
+ * smoothing: the fused kernels where they take the call (ts/ops/nll.ts), else composed.
+ */
 function indexLoss(op: string, lsm: Tensor, target: Tensor, o: CrossEntropyOptions, cdim: number, eps: number): Tensor {
   const reduction = checkReduction(op, o.reduction ?? 'mean');
   const ignore = o.ignoreIndex ?? -100;
   if (!Number.isInteger(ignore)) throw new TypeError(`${op}(): ignoreIndex must be an integer, got ${ignore}`);
-  const C = lsm.shape[cdim], classShape = lsm.shape.map((s, i) => (i === cdim ? s : 1));
+  const a: NllArgs = { op, target, weight: o.weight ?? null, ignore, eps, reduction, cdim };
+  if (nllFusable(lsm, a)) return nllFused(lsm, a);
+  const C = lsm.shape[cdim];
   // Targets outside [0, C) that are not ignoreIndex fail the next sync point, as PyTorch's assert does.
   withGradMode(false, () => tidy(() => {
     checkIndexRange(op, where(binaryOp('eq', target, ignore), 0, target), C, `${op}(): Target %d is out of bounds.`);
   }));
-  const classes = V.reshape(arange(C, undefined, 1, { device: lsm.device, dtype: 'int64' }), classShape);
-  const valid = binaryOp('ne', target, ignore);
-  const expandClass = (t: Tensor) => (lsm.ndim === 1 ? t : V.unsqueeze(t, cdim));
-  const mask = binaryOp('logical_and', binaryOp('eq', classes, expandClass(target)), expandClass(valid));
-  const w = o.weight ? V.reshape(o.weight, classShape) : null;
+  const { mask, valid, w } = classMask(lsm.shape, lsm.device, a);
   const picked = reduce(ReduceOp.Sum, where(mask, lsm, 0), cdim);
   const wt = w ? reduce(ReduceOp.Sum, where(mask, w, 0), cdim) : V.cast(valid, lsm.dtype);
   let loss = unaryOp('neg', w ? mul(picked, wt) : picked);

@@ -17,7 +17,7 @@ import { releaseScratch, reserveScratch, scratchCounter } from './scratch.js';
 import type { Backend } from './executor.js';
 import type { Command, DeviceInfo, Operand, Place, ViewRef } from './protocol.js';
 // The index family.
-import type { IndexCheck, IndexCommand } from './protocol.js';
+import type { DeviceCheck, IndexCommand, NllCommand } from './protocol.js';
 
 /** The AssemblyScript kernels' exports (see `assembly/index.ts`). */
 interface Kernels {
@@ -41,6 +41,9 @@ interface Kernels {
   windows(x: number, out: number, p: number): void;
   foldWindows(g: number, out: number, p: number): void;
   random(dist: number, out: number, n: number, first: number, k0: number, k1: number, c0: number, c1: number, c2: number, c3: number, a: number, b: number): void;
+  /** The fused negative log likelihood (assembly/kernels/loss.ts): returns 1 on a target out of range (then `badIndex()` is it). */
+  nll(p: number): number;
+  nllGrad(p: number): void;
   /** h/ampcheck: GradScaler's fused check (assembly/kernels/amp.ts); returns 1 when it set the flag. */
   ampUnscale(p: number, n: number, inv: number, found: number): number;
 }
@@ -277,6 +280,8 @@ function run(cmd: Command): void {
     // The index family.
     case 'gather': case 'scatter': case 'cumulative': case 'sort': case 'oneHot':
       return runIndex(cmd);
+    case 'nll': case 'nllGrad':
+      return runNll(cmd);
     case 'ampUnscale': { // h/ampcheck: GradScaler's fused check (assembly/kernels/amp.ts), one call for every gradient
       const words: number[] = [];
       for (const g of cmd.grads) words.push(at(g.at, g.dt), g.dt, g.n);
@@ -358,7 +363,7 @@ interface IndexKernels {
 }
 
 /** Raises a kernel's bad index as the op's message; the executor reports it at the next sync point. */
-function checked(status: number, check: IndexCheck): void {
+function checked(status: number, check: DeviceCheck): void {
   if (status) throw new Error(check.message.replace('%d', String((K as unknown as IndexKernels).badIndex())));
 }
 
@@ -386,6 +391,23 @@ function runIndex(cmd: IndexCommand): void {
     case 'oneHot':
       return checked(I.oneHot(at(cmd.idx, StorageCode.I64), at(cmd.out, StorageCode.I64), cmd.n, cmd.classes), cmd.check);
   }
+}
+
+const REDUCTIONS = { none: 0, sum: 1, mean: 2 } as const;
+const F32_WORD = new Float32Array(1), I32_WORD = new Int32Array(F32_WORD.buffer);
+const f32Word = (v: number) => ((F32_WORD[0] = v), I32_WORD[0]);
+
+/** The fused negative log likelihood and its gradient (assembly/kernels/loss.ts; the descriptor is its note's). */
+function runNll(cmd: NllCommand): void {
+  const rows = cmd.outer * cmd.inner;
+  if (!(rows && cmd.classes) && (cmd.k === 'nllGrad' || cmd.reduction === 'none')) return;
+  const f32 = (p: Place | null) => (p ? at(p, StorageCode.F32) : 0);
+  const ignore = BigInt.asUintN(64, BigInt(cmd.ignore));
+  const words = [cmd.k === 'nll' ? f32(cmd.x) : 0, at(cmd.target, StorageCode.I64), f32(cmd.w), f32(cmd.out), cmd.outer, cmd.classes, cmd.inner,
+    Number(ignore & 0xffffffffn) | 0, Number(ignore >> 32n) | 0, REDUCTIONS[cmd.reduction], f32Word(1 - cmd.eps), f32Word(cmd.classes ? cmd.eps / cmd.classes : 0)];
+  words.push(cmd.k === 'nllGrad' ? f32(cmd.g) : 0, f32(cmd.total));
+  if (cmd.k === 'nll') return checked(K.nll(desc(words)), cmd.check);
+  K.nllGrad(desc(words));
 }
 
 /** The cpu device backend. */

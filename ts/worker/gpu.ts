@@ -8,7 +8,7 @@
  * - gpu/timing.ts: the profile's pass timer and event marks; gpu/checks.ts: device checks;
  * - the kernel families, each choosing its variant: gpu/map.ts (elementwise, fill, copy),
  *   gpu/matmul.ts, gpu/rows.ts (reductions, softmax, layer_norm), gpu/windows.ts,
- *   gpu/index-family.ts (gather, scatter, sort...), gpu/random.ts.
+ *   gpu/index-family.ts (gather, scatter, sort...), gpu/random.ts, gpu/loss.ts (the fused NLL).
  */
 import { StorageCode } from '../dtype.js';
 import { env, getGpu } from '../platform.js';
@@ -32,6 +32,7 @@ import { runWindows } from './gpu/windows.js';
 import { runIndex } from './gpu/index-family.js';
 import { runRandom } from './gpu/random.js';
 import { runAmpUnscale } from './gpu/amp.js'; // h/ampcheck: GradScaler's fused check
+import { runNll } from './gpu/loss.js';
 // Device loss (ts/worker/gpu-lost.ts): the one hook, in init.
 import { watchLoss } from './gpu-lost.js';
 import { chooseF16Path } from './half.js'; // f16: which float16 path (shader-f16 or storage)
@@ -141,6 +142,9 @@ function run(cmd: Command): void {
     // The index family.
     case 'gather': case 'scatter': case 'cumulative': case 'sort': case 'oneHot':
       runIndex(cmd);
+      return;
+    case 'nll': case 'nllGrad': // the fused negative log likelihood (gpu/loss.ts)
+      runNll(cmd);
       return;
     case 'ampUnscale': // h/ampcheck: GradScaler's fused check (gpu/amp.ts)
       runAmpUnscale(cmd);

@@ -100,6 +100,7 @@ export type Command =
   | { k: 'send'; peer: string; tag: number; id: number; byteOffset: number; bytes: number }
   | { k: 'recv'; peer: string; tag: number; id: number; byteOffset: number }
   | IndexCommand
+  | NllCommand
   /**
    * The input gradient of a row normalisation of a contiguous f32 [outer, inner] block, in one
    * pass per row (the cpu device only; the GPU composes it): softmax's `y·(g − Σ g·y)` and
@@ -355,6 +356,27 @@ export type IndexCommand =
       dimStride: number; inner: number }
   | { k: 'sort'; x: Place; dt: StorageCode; descending: boolean; out: Place; outer: number; len: number; inner: number }
   | { k: 'oneHot'; idx: Place; out: Place; n: number; classes: number; check: IndexCheck };
+
+// ---- The fused negative log likelihood (ts/ops/nll.ts; kernels in wgsl/loss.ts, assembly/kernels/loss.ts) ----
+
+/**
+ * The NLL of log-probabilities at class indices, over a contiguous f32 `x` of [outer, classes,
+ * inner] (rows are the outer·inner positions; `target` holds one contiguous int64 per row, `w`
+ * an optional f32 weight per class). A row whose target is `ignore` counts nothing; any other
+ * target outside [0, classes) fails `check` (the next sync point raises its message).
+ * - `nll`: row loss `-(1-eps)·w[t]·x[row, t] - eps/classes·Σc w[c]·x[row, c]` and row weight
+ *   w[t] (1 without `w`; 0 when ignored). `reduction` 'none': the losses into `out` (one f32 per
+ *   row); 'sum': Σ loss into `out`; 'mean': Σ loss / Σ weight into `out` and Σ weight into
+ *   `total` (the gradient's divisor).
+ * - `nllGrad`: the input's gradient into a contiguous f32 `out` of x's shape:
+ *   `-s·((1-eps)·w[t]·[c = t] + eps/classes·w[c])` on rows not ignored, 0 elsewhere, where s is
+ *   `g` (one f32, or one per row with 'none') divided by `total` for 'mean'.
+ */
+export type NllCommand =
+  | { k: 'nll'; x: Place; target: Place; w: Place | null; out: Place; total: Place | null; outer: number; classes: number; inner: number;
+      ignore: number; eps: number; reduction: 'none' | 'sum' | 'mean'; check: DeviceCheck }
+  | { k: 'nllGrad'; g: Place; target: Place; w: Place | null; total: Place | null; out: Place; outer: number; classes: number; inner: number;
+      ignore: number; eps: number; reduction: 'none' | 'sum' | 'mean' };
 
 // ---- The wire form of a batch ----
 
