@@ -27,7 +27,7 @@ const HELP = `usage: node bench/run.mjs [--quick] [--device gpu|cpu|all] [--case
                  tfjs-wasm and the page's raw WebGPU device: the browser column (about as long
                  again as the Node run; not in the default run)
   --json FILE    also write the results as JSON, and FILE's name with .svg as a chart
-environment: WEBTORCH_BENCH_PYTHON=python|off (default: the first python3 that imports torch),
+environment: WEBTORCH_BENCH_ONLY=webtorch,dawn,... (only those implementations), WEBTORCH_BENCH_PYTHON=python|off (default: the first python3 that imports torch),
   WEBTORCH_BENCH_TORCH_DEVICE=cpu (PyTorch on the CPU even with CUDA), WEBTORCH_BENCH_TORCH_THREADS=N`;
 
 let opts;
@@ -96,6 +96,8 @@ const torchDevice = py.python ? (torchHasCuda(py.python) ? 'gpu' : 'cpu') : null
 log(`gpu: ${deviceInfo.gpu?.webtorch ?? '—'} | cpu: ${deviceInfo.cpu?.name ?? '—'} | tfjs ${tfjs.version} (webgpu ${tfjs.webgpu}, wasm ${tfjs.wasm}) | PyTorch: ${py.python ? `${py.version} via ${py.python} on ${torchDevice}` : py.error}`);
 
 // ---- the cases ----
+// WEBTORCH_BENCH_ONLY=webtorch,dawn: only these implementations (a diagnosis: does the company change a row?)
+const onlyImpls = process.env.WEBTORCH_BENCH_ONLY?.split(',') ?? null;
 const rows = [], jobs = [];
 for (const device of devices) {
   const backend = device === 'gpu' ? 'webgpu' : 'wasm';
@@ -119,6 +121,7 @@ for (const device of devices) {
       const row = { case: c.name, label: spec.label, size: spec.size, device, unit: c.unit, higherIsBetter: c.higherIsBetter, params: spec.params, webtorch: null, peers: {}, refs: {} };
       const impls = [];
       for (const [who, make] of Object.entries(c.impls)) {
+        if (onlyImpls && !onlyImpls.includes(who.replace(/^ref:/, ''))) continue;
         try {
           const impl = make(ctx, spec.params, inputs);
           if (impl) impls.push([who, impl]);

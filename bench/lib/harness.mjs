@@ -130,10 +130,13 @@ async function sample(impl, inner) {
  * @param {[string, Impl][]} impls
  * @param {((out: ArrayLike<number>) => (string | null)) | null} check  null when there is nothing to check
  * @param {Budget} budget
- * @param {number} [block]  samples an implementation takes back to back in a round (default 1). A
- *   latency row on a GPU sets it: each implementation has its own GPUDevice, and the first round
- *   trip after another device's work pays the GPU's switch between them, which a program with one
- *   device never does; the first sample of each block is taken and dropped.
+ * @param {number} [block]  set (> 1) by a latency row on a GPU: each implementation has its own
+ *   GPUDevice, and round trips that follow another device's work pay the GPU's switch between
+ *   them, which a program with one device never does. On the H100 that lasted beyond a block of
+ *   ten samples (2026-11-27: webtorch's round trip 113 µs with its peers idle, 282 interleaved
+ *   with theirs in blocks of ten). So such a row times each implementation in a phase of its
+ *   own, one after the other, after `block` samples taken and dropped; the machine's slow spells
+ *   then fall on one implementation, not all alike, which a latency row accepts.
  * @returns {Promise<{[name: string]: {seconds: number, samples: number, inner: number, min: number} | {error: string}}>}
  */
 export async function measureRow(impls, check, budget, block = 1) {
@@ -171,12 +174,22 @@ export async function measureRow(impls, check, budget, block = 1) {
   // 3. samples, in rounds
   const start = performance.now(), budgetMs = budget.budgetMs * Math.max(1, live.length);
   const more = (e) => e.samples.length < budget.minSamples || (e.samples.length < budget.maxSamples && performance.now() - start < budgetMs);
+  if (block > 1) {
+    // A latency row: each implementation's samples in a phase of their own (see `block`)
+    for (const e of live) {
+      const t0 = performance.now();
+      const enough = () => e.samples.length >= budget.minSamples && (e.samples.length >= budget.maxSamples || performance.now() - t0 >= budget.budgetMs);
+      try {
+        for (let b = 0; b < block; b++) await sample(e.impl, e.inner); // pays the switch from the previous device
+        while (!enough()) e.samples.push(await sample(e.impl, e.inner));
+      } catch (err) { results[e.name] = errorOf(err); }
+    }
+  }
   while (live.some((e) => !results[e.name] && more(e))) {
     for (const e of live) {
       if (results[e.name] || !more(e)) continue;
       try {
-        if (block > 1) await sample(e.impl, e.inner); // pays the switch from the previous device
-        for (let b = 0; b < block && more(e); b++) e.samples.push(await sample(e.impl, e.inner));
+        e.samples.push(await sample(e.impl, e.inner));
       } catch (err) { results[e.name] = errorOf(err); }
     }
   }
