@@ -1,8 +1,8 @@
 /**
  * The class-index losses are a handful of kernels (ts/ops/nll.ts): `F.nllLoss` is one command
  * forward (its target check and reduction inside) and one backward, `F.crossEntropy` adds the
- * one log-softmax row kernel (and its gradient one `rowGrad`). Composed, the NLL was about 15 commands each way, 28 of the
- * benchmark MLP step's 61 GPU dispatches. Counted on captured graphs (`g.info()`: the commands
+ * one log-softmax row kernel each way (test/device/row-dispatches.test.ts). Composed, the NLL
+ * was about 15 commands each way, 28 of the benchmark MLP step's 61 GPU dispatches. Counted on captured graphs (`g.info()`: the commands
  * captured, the dispatches a replay makes), unfused so that a count is each op's own, on cpu,
  * gpu:0 and gpu:1; and a replayed loss still checks its targets.
  */
