@@ -9,19 +9,10 @@
 import { describe, expect, it } from 'vitest';
 import * as torch from '../../dist/webtorch.js';
 import { suiteDevices } from '../devices.js';
-import { capture, newGraph } from './graphs-helpers.js';
+import { capture, counted, newGraph } from './graphs-helpers.js';
 
 const { F, nn, optim } = torch;
 const devices = suiteDevices();
-
-/** What graph `g` captured around `fn` (unfused), after which it is reset. */
-async function counted(d: string, fn: () => void): Promise<{ commands: number; dispatches: number }> {
-  const g = newGraph(d);
-  await capture(d, g, fn, { fuse: false });
-  const info = await g.info();
-  g.reset();
-  return info;
-}
 
 const VARIANTS: [string, { weight?: boolean; ignoreIndex?: number; reduction?: 'mean' | 'sum' | 'none'; labelSmoothing?: number }][] = [
   ['mean', {}], ['sum', { reduction: 'sum' }], ['none', { reduction: 'none' }],

@@ -11,19 +11,10 @@
 import { describe, expect, it } from 'vitest';
 import * as torch from '../../dist/webtorch.js';
 import { suiteDevices } from '../devices.js';
-import { capture, newGraph } from './graphs-helpers.js';
+import { counted } from './graphs-helpers.js';
 
 const { F } = torch;
 const devices = suiteDevices();
-
-/** What graph `g` captured around `fn` (unfused), after which it is reset. */
-async function counted(d: string, fn: () => void): Promise<{ commands: number; dispatches: number }> {
-  const g = newGraph(d);
-  await capture(d, g, fn, { fuse: false });
-  const info = await g.info();
-  g.reset();
-  return info;
-}
 
 const OPS: [string, (x: torch.Tensor) => torch.Tensor][] = [
   ['softmax', (x) => F.softmax(x, -1)],
