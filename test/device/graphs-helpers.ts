@@ -1,6 +1,7 @@
 /**
- * What the graphs suites share (graphs.test.ts, graphs-training.test.ts): a graph on a device,
- * capture on it, a small MLP, and freeing a model and its optimizer's state.
+ * What the graphs suites share (graphs.test.ts, graphs-training.test.ts, and the command counts of
+ * loss-dispatches.test.ts and row-dispatches.test.ts): a graph on a device, capture on it, counting
+ * what a capture holds, a small MLP, and freeing a model and its optimizer's state.
  */
 import * as torch from '../../dist/webtorch.js';
 
@@ -12,6 +13,15 @@ export const ns = (d: string) => (d === 'cpu' ? torch.cpu : torch.gpu);
 export const on = <T>(d: string, fn: () => T): T => (d === 'cpu' ? fn() : torch.gpu.withDevice(d, fn));
 export const newGraph = (d: string) => on(d, () => new (ns(d).Graph)());
 export const capture = <T>(d: string, g: torch.gpu.Graph, fn: () => T | Promise<T>, options: torch.gpu.GraphOptions = {}) => on(d, () => ns(d).graph(g, fn, options));
+
+/** What a graph captured around `fn` on `d` (unfused, so that a count is each op's own): commands, and the dispatches a replay makes. The graph is reset. */
+export async function counted(d: string, fn: () => void): Promise<{ commands: number; dispatches: number }> {
+  const g = newGraph(d);
+  await capture(d, g, fn, { fuse: false });
+  const info = await g.info();
+  g.reset();
+  return info;
+}
 
 export const mlp = (d: string) => {
   torch.manualSeed(0);

@@ -95,12 +95,12 @@ function softmaxInput(op: string, x: Tensor, dim: number, options: { dtype?: DTy
 const fusable = (x: Tensor, d: number) => x.dtype === 'float32' && d === x.ndim - 1 && x.isContiguous();
 
 /**
- * A row normalisation's input gradient in one pass per row (the `rowGrad` command), where the
- * device has it (the cpu) and the gradient itself is not differentiated (no `createGraph`):
- * null otherwise, and the caller composes it.
+ * A row normalisation's input gradient in one pass per row (the `rowGrad` command: one kernel
+ * on every device), where the gradient itself is not differentiated (no `createGraph`) and it is
+ * f32: null otherwise, and the caller composes it.
  */
 function fusedRowGrad(kind: 'softmax' | 'log_softmax' | 'layer_norm', x: Tensor, g: Tensor, w: Tensor | null, inner: number, eps = 0): Tensor | null {
-  if (x.device.type !== 'cpu' || needsGrad(x, g, w) || g.dtype !== 'float32' || !x.isContiguous() || (w && !w.isContiguous())) return null;
+  if (needsGrad(x, g, w) || g.dtype !== 'float32' || !x.isContiguous() || (w && !w.isContiguous())) return null;
   const gc = g.isContiguous() ? g : g.contiguous();
   const out = alloc(x.shape, 'float32', x.device);
   if (x.numel() && inner) {
@@ -436,7 +436,7 @@ function fusedLayerNorm(x: Tensor, weight: Tensor | null, bias: Tensor | null, d
     const lead = x.shape.map((_, i) => i).slice(0, x.ndim - dims.length);
     const overRows = (t: Tensor) => (lead.length ? reduce(ReduceOp.Sum, t, lead) : mul(t, 1));
     return ([g]) => tidy(() => {
-      // On the cpu the input's gradient is one pass per row; the weight's still needs x̂.
+      // The input's gradient is one pass per row; the weight's still needs x̂.
       const fused = fusedRowGrad('layer_norm', xs, g!, w, inner, eps);
       if (fused && !weight) return [fused, null, bias ? overRows(g!) : null];
       const [xhat, rstd] = normalized(xs, dims, eps);

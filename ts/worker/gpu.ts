@@ -130,7 +130,7 @@ function run(cmd: Command): void {
     case 'reduce':
       runReduce(cmd);
       return;
-    case 'softmax':
+    case 'softmax': case 'rowGrad':
       runRowNorm(cmd);
       return;
     case 'matmul':

@@ -103,7 +103,7 @@ export type Command =
   | NllCommand
   /**
    * The input gradient of a row normalisation of a contiguous f32 [outer, inner] block, in one
-   * pass per row (the cpu device only; the GPU composes it): softmax's `y·(g − Σ g·y)` and
+   * pass per row (assembly/kernels/rownorm.ts, wgsl/softmax.ts): softmax's `y·(g − Σ g·y)` and
    * log-softmax's `g − exp(y)·Σ g` from the output `x` = y, layer norm's from its input `x`
    * (mean and rstd recomputed, weight optional).
    */

@@ -1,7 +1,8 @@
 /**
  * The row family of the gpu worker: reductions along the last dim (wgsl/reduce.ts) and the
- * row-norm kernels, softmax, log_softmax and layer_norm (wgsl/softmax.ts), each in the form
- * `rowForm` picks for the rows' length and the adapter (subgroups, a CPU adapter).
+ * row-norm kernels, softmax, log_softmax and layer_norm and their input gradients
+ * (wgsl/softmax.ts), each in the form `rowForm` picks for the rows' length and the adapter
+ * (subgroups, a CPU adapter).
  */
 import { StorageCode } from '../../dtype.js';
 import { computeType, elementsPerWord } from '../../../wgsl/dtype.js';
@@ -51,18 +52,28 @@ export function runReduce(cmd: Extract<Command, { k: 'reduce' }>): void {
   viaScratch(cmd.out, cmd.outDt, cmd.outer, kernelOut, (target, offset) => reduceRows(cmd.outer, cmd.a.offset, target, offset));
 }
 
-/** softmax, log_softmax or layer_norm over rows (`cmd.norm`: layer_norm's weight, bias and eps). */
-export function runRowNorm(cmd: Extract<Command, { k: 'softmax' }>): void {
+/**
+ * softmax, log_softmax or layer_norm over rows (`cmd.norm`: layer_norm's weight, bias and eps), or
+ * the input gradient of one (`rowGrad`: `cmd.g` the incoming gradient, `cmd.x` softmax's output
+ * or layer norm's input), in one dispatch (wgsl/softmax.ts).
+ */
+export function runRowNorm(cmd: Extract<Command, { k: 'softmax' | 'rowGrad' }>): void {
   const n = cmd.outer * cmd.inner;
   if (n === 0) return;
+  const grad = cmd.k === 'rowGrad' ? cmd : null;
   const norm = cmd.norm;
+  const bias = cmd.k === 'softmax' ? cmd.norm?.b : null;
+  const x = cmd.k === 'softmax' ? cmd.a : cmd.x;
   const { form, rows } = rowForm(cmd.outer, cmd.inner, rowDev, false);
   viaScratch(cmd.out, StorageCode.F32, n, StorageCode.F32, (target, offset) => {
-    const extra = [norm?.w, norm?.b].filter((t): t is Place => !!t);
-    const { bind, slot } = slotsOf(target, [buf(cmd.a.id), ...extra.map((t) => buf(t.id))]);
-    const kind = norm ? 'layer_norm' : cmd.log ? 'log_softmax' : 'softmax';
-    const spec = { kind, x: slot[0], w: norm?.w ? slot[1] : undefined, b: norm?.b ? slot[extra.length] : undefined } as const;
-    const p = new Uint32Array([cmd.outer, cmd.inner, cmd.a.offset, offset, rows, norm?.w?.offset ?? 0, norm?.b?.offset ?? 0, 0]);
+    // slots: x, then the weight, bias and gradient that are present
+    const extra = [norm?.w, bias, grad?.g];
+    const present = extra.filter((t): t is Place => !!t);
+    const { bind, slot } = slotsOf(target, [buf(x.id), ...present.map((t) => buf(t.id))]);
+    const slotOf = (t: Place | null | undefined) => (t ? slot[1 + present.indexOf(t)] : undefined);
+    const kind = grad ? grad.kind : norm ? 'layer_norm' : cmd.k === 'softmax' && cmd.log ? 'log_softmax' : 'softmax';
+    const spec = { kind, x: slot[0], w: slotOf(norm?.w), b: slotOf(bias), g: slotOf(grad?.g) } as const;
+    const p = new Uint32Array([cmd.outer, cmd.inner, x.offset, offset, rows, norm?.w?.offset ?? 0, bias?.offset ?? 0, 0, grad?.g.offset ?? 0]);
     new Float32Array(p.buffer, 28, 1)[0] = norm?.eps ?? 0;
     dispatch(rowNormKey(spec, bind.length, form), () => rowNormShader(spec, bind.length, form), bind, p.buffer,
       grid1d(form === 'subgroup' ? Math.ceil(cmd.outer / rows) : cmd.outer, 1));
