@@ -59,10 +59,37 @@ function exprOf(cmd: Command): string | null {
   return e;
 }
 
-/** The element range [start, end) of segment `id` (in f32 elements) that `cmd` may read; null: none of it. */
+/** The elements from its offset that a view of `dims` with `strides` spans. */
+const spanOf = (dims: number[], strides: number[]): number => dims.reduce((e, d, i) => e + (d - 1) * Math.abs(strides[i]), 1);
+
+/**
+ * The element ranges [start, end) of segments (in f32 elements) that `cmd` may read. A reduction
+ * reads its `outer` rows of `inner` contiguous elements, as the row kernels do, and a product its
+ * operands' spans over (batch, rows, columns); other operands with strides span their shape; the rest count as
+ * reading their segment from their offset on. (Every small tensor shares a segment with others,
+ * so a range to the segment's end once kept the bias add and the activation of a training step's
+ * forward from fusing: the backward's sums over the batch seemed to read them.)
+ */
 function readRanges(cmd: Command): { id: number; start: number; end: number }[] {
   const out: { id: number; start: number; end: number }[] = [];
   const f32 = 'dt' in cmd && (cmd as { dt: number }).dt === StorageCode.F32 && (!('srcDt' in cmd) || (cmd as { srcDt: number }).srcDt === StorageCode.F32);
+  if (f32 && cmd.k === 'reduce') return [{ id: cmd.a.id, start: cmd.a.offset, end: cmd.a.offset + cmd.outer * cmd.inner }];
+  // the row kernels read float32 rows of `inner` (softmax, layer norm, their gradients, the NLL's log-probabilities)
+  const span = (p: Place | null | undefined, n: number) => (p ? [{ id: p.id, start: p.offset, end: p.offset + n }] : []);
+  if (cmd.k === 'softmax') return [...span(cmd.a, cmd.outer * cmd.inner), ...span(cmd.norm?.w, cmd.inner), ...span(cmd.norm?.b, cmd.inner)];
+  if (cmd.k === 'rowGrad') return [...span(cmd.x, cmd.outer * cmd.inner), ...span(cmd.g, cmd.outer * cmd.inner), ...span(cmd.norm?.w, cmd.inner)];
+  if (cmd.k === 'nll' || cmd.k === 'nllGrad') {
+    // the int64 targets: their whole segment (their offset's unit is not a float's)
+    const target = { id: cmd.target.id, start: 0, end: Infinity };
+    const read = cmd.k === 'nll' ? span(cmd.x, cmd.outer * cmd.classes * cmd.inner) : span(cmd.g, cmd.reduction === 'none' ? cmd.outer * cmd.inner : 1);
+    return [...read, target, ...span(cmd.w, cmd.classes), ...span(cmd.total, 1)];
+  }
+  if (f32 && cmd.k === 'matmul' && cmd.aStrides.length === 3 && cmd.bStrides.length === 3) {
+    return [
+      { id: cmd.a.id, start: cmd.a.offset, end: cmd.a.offset + spanOf([cmd.batch, cmd.m, cmd.kk], cmd.aStrides) },
+      { id: cmd.b.id, start: cmd.b.offset, end: cmd.b.offset + spanOf([cmd.batch, cmd.kk, cmd.n], cmd.bStrides) },
+    ];
+  }
   const shape = 'shape' in cmd && Array.isArray((cmd as { shape: unknown }).shape) ? (cmd as { shape: number[] }).shape : null;
   for (const [key, v] of Object.entries(cmd)) {
     if (key === 'out' || key === 'dst' || typeof v !== 'object' || v === null || typeof (v as Place).id !== 'number' || typeof (v as Place).offset !== 'number') continue;
@@ -77,29 +104,53 @@ function readRanges(cmd: Command): { id: number; start: number; end: number }[] 
   return out;
 }
 
-/** The f32 element range a command writes contiguously (its `out` of `n` elements), if known. */
+/** The f32 element range a command writes whole (its `out` of `n` elements), if known. */
 function writeRange(cmd: Command): { id: number; start: number; end: number } | null {
   if ((cmd.k === 'unary' || cmd.k === 'binary') && cmd.outDt === StorageCode.F32) return { id: cmd.out.id, start: cmd.out.offset, end: cmd.out.offset + numel(cmd.shape) };
   if (cmd.k === 'copy' && cmd.dt === StorageCode.F32) return { id: cmd.out.id, start: cmd.out.offset, end: cmd.out.offset + numel(cmd.shape) };
+  // the float32 kernels that write their output contiguously
+  const at = (out: Place, n: number) => ({ id: out.id, start: out.offset, end: out.offset + n });
+  if (cmd.k === 'fill' && cmd.dt === StorageCode.F32) return at(cmd.out, cmd.n);
+  if (cmd.k === 'reduce' && cmd.outDt === StorageCode.F32) return at(cmd.out, cmd.outer);
+  if (cmd.k === 'matmul' && cmd.dt === StorageCode.F32) return at(cmd.out, cmd.batch * cmd.m * cmd.n);
+  if (cmd.k === 'softmax' || cmd.k === 'rowGrad') return at(cmd.out, cmd.outer * cmd.inner);
+  if (cmd.k === 'nllGrad') return at(cmd.out, cmd.outer * cmd.classes * cmd.inner);
   return null;
+}
+
+/** Whether [lo, hi) lies within the union of the intervals `cover`. */
+function covered(cover: [number, number][], lo: number, hi: number): boolean {
+  for (let moved = true; moved && lo < hi; ) {
+    moved = false;
+    for (const [a, b] of cover) if (a <= lo && b > lo) (lo = b), (moved = true);
+  }
+  return lo >= hi;
 }
 
 /**
  * Whether the f32 range [start, end) of segment `id`, written by command `at`, is dead after
- * command `from`: no later command reads it before one writes all of it, and it is not live.
+ * command `from`: no later command reads a part of it before later commands have written that
+ * part again, and no block alive at capture end holds a part not written again.
  */
 function deadAfter(cmds: (Command | FusedCommand)[], from: number, id: number, start: number, end: number, live: number[]): boolean {
+  const rewritten: [number, number][] = [];
   for (let j = from + 1; j < cmds.length; j++) {
     const c = cmds[j];
     if (c.k === 'fused') continue;
-    for (const r of readRanges(c)) if (r.id === id && r.start < end && r.end > start) return false;
-    // written again: the value at capture end is the later one's
+    for (const r of readRanges(c)) {
+      if (r.id === id && r.start < end && r.end > start && !covered(rewritten, Math.max(r.start, start), Math.min(r.end, end))) return false;
+    }
     const w = writeRange(c);
-    if (w && w.id === id && w.start <= start && w.end >= end) return true;
+    if (w && w.id === id && w.start < end && w.end > start) {
+      rewritten.push([w.start, w.end]);
+      // written again whole: the value at capture end is the later one's
+      if (covered(rewritten, start, end)) return true;
+    }
   }
-  // the last value written there: dead unless a block alive at capture end holds it
+  // the last value written there: dead unless a block alive at capture end holds a part of it
   for (let j = 0; j < live.length; j += 3) {
-    if (live[j] === id && live[j + 1] / 4 < end && (live[j + 1] + live[j + 2]) / 4 > start) return false;
+    const lo = Math.max(live[j + 1] / 4, start), hi = Math.min((live[j + 1] + live[j + 2]) / 4, end);
+    if (live[j] === id && lo < hi && !covered(rewritten, lo, hi)) return false;
   }
   return true;
 }
