@@ -533,5 +533,9 @@ export function matmulVariantKey(v: number, m: number, n: number): string {
 /** Whether variant `v` can write a 16-bit output itself (`packOut`); the others write f32 for the worker to cast. */
 export const packsOutput = (v: number): boolean => !SKINNY_TILINGS[v];
 
-/** Whether variant `v` is a vec4 kernel (2 to 25, 27, 28), which needs contiguous operand rows (`tiledEligible`). */
-export const needsRows = (v: number): boolean => v === 2 || v === 3 || !!MATMUL_TILINGS[v];
+/**
+ * Whether the worker copies a large transposed operand row-major before variant `v` (see
+ * `runMatmul`): the vec4 tiles need contiguous rows, and the direct kernel has always had it; a
+ * skinny variant does not (the operand it could copy is the small one, with under 16 rows or columns).
+ */
+export const copiesTransposed = (v: number): boolean => v !== 1 && !SKINNY_TILINGS[v];

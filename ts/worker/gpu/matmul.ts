@@ -3,7 +3,7 @@
  * (wgsl/matmul.ts), with a transposed operand copied row-major when the tiled kernel repays it.
  */
 import { StorageCode } from '../../dtype.js';
-import { chooseMatmul, matmulVariantGrid, matmulVariantKey, matmulVariantShader, needsRows, packsOutput, tiledEligible } from '../../../wgsl/matmul.js';
+import { chooseMatmul, matmulVariantGrid, matmulVariantKey, matmulVariantShader, copiesTransposed, packsOutput, tiledEligible } from '../../../wgsl/matmul.js';
 import { computeType, elementsPerWord } from '../../../wgsl/dtype.js';
 import { vec4Dtype } from '../../../wgsl/half.js'; // f16: 16-bit floats on the vec4 paths
 import { half } from '../half.js'; // f16: which float16 path (shader-f16 or storage)
@@ -31,7 +31,7 @@ export function runMatmul(cmd: Extract<Command, { k: 'matmul' }>): void {
   let b: MatmulOperand = { b: buf(cmd.b.id), offset: cmd.b.offset, strides: cmd.bStrides };
   // f16: f32 and 16-bit floats run the vec4 tiles (16-bit ones unpack at the tile load, wgsl/half.ts)
   const vecFloat = vec4Dtype(cmd.dt) && computeType(cmd.dt) === 'f32', storage = device.limits.maxComputeWorkgroupStorageSize;
-  if (vecFloat && !matmulVariant && kk % 4 === 0 && n % 4 === 0 && batch * m * n * kk >= COPY_FOR_TILED && needsRows(chooseMatmul(m, n, kk, batch, true, 0, storage, rowDev.cpu))) {
+  if (vecFloat && !matmulVariant && kk % 4 === 0 && n % 4 === 0 && batch * m * n * kk >= COPY_FOR_TILED && copiesTransposed(chooseMatmul(m, n, kk, batch, true, 0, storage, rowDev.cpu))) {
     if (a.strides[2] !== 1 && n >= 64) a = rowMajorCopy(a, batch, m, kk, 0, cmd.dt);
     if (b.strides[2] !== 1 && m >= 64) b = rowMajorCopy(b, batch, kk, n, 1, cmd.dt);
   }
