@@ -478,6 +478,9 @@ export function matmulVariantGrid(v: number, m: number, n: number, batch: number
  * rows take variant 28 (16×128 tiles): a conv's 16×144 · 144×784 batch of 4 took 7.4–9 ms there
  * against 21 with variant 10's 64-row tiles. On the H100 variant 28 was slower for the 32-row
  * split-K partials of a skinny product (85.8 against 79.1 µs), so GPUs keep variant 10.
+ * On a GPU that is not a CPU adapter, a long K with fewer than 16 rows or columns takes a skinny
+ * variant (`chooseSkinny`: K split across a workgroup), and fewer than `FEW_TILES` tiles of variant
+ * 10 take variant 35's 32×64 tiles (bench/MATMUL-VARIANTS.md, "Skinny products and few tiles").
  */
 export function chooseMatmul(m: number, n: number, k: number, batch: number, tiled: boolean, forced = 0, storage = 16384, cpuAdapter = false): number {
   const fits = (v: number) => tilingStorage(MATMUL_TILINGS[v]) <= storage;
