@@ -377,7 +377,8 @@ async function timeMlp(specs) {
         else {
           const ks = k / split;
           launches = [await matmulLaunch(v, { a: bufs.a, b: bufs.b, out: parts }, m, n, ks, split, { aBS: ks * A.CS, aRS: A.RS, aCS: A.CS, bBS: ks * B.RS, bRS: B.RS, bCS: B.CS }),
-            await kernel(mm.matmulVariantShader(mm.DIRECT, F32, 1, 2, 3), new Uint32Array([1, m * n, split, 0, 0, split, 1, 0, 0, m * n, 1, 0]).buffer, [bufs.out, ones, parts], mm.matmulVariantGrid(mm.DIRECT, 1, m * n, 1))];
+            // the sum, row by row (a batch of m: ones[1, split] · parts[split, row z]) to keep the grid within 65,535
+            await kernel(mm.matmulVariantShader(mm.DIRECT, F32, 1, 2, 3), new Uint32Array([1, n, split, 0, 0, split, 1, 0, n, m * n, 1, 0]).buffer, [bufs.out, ones, parts], mm.matmulVariantGrid(mm.DIRECT, 1, n, m))];
         }
         await runOnce(launches);
         const got = await readBack(bufs.out, m * n * 4);
