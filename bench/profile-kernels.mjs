@@ -16,7 +16,10 @@ import { create, globals } from 'webgpu';
 
 const HELP = `usage: node bench/profile-kernels.mjs [options]
   --quick          small sizes and budgets (lavapipe)
-  --cases a,b      matmul, batched, skinny, elementwise, reduce (default: all)
+  --cases a,b      matmul, batched, skinny, mlp, elementwise, reduce (default: all)
+                   (mlp: the MLP training step's products, each under its old and new
+                   variant and alternatives)
+  --mlp-variants a variants for the mlp case (default: per shape; v/s = v split over s slices of K)
   --variants 1,4   matmul variants (default: every one that fits the adapter)
   --runtime        also time each shape through webtorch (caller side, default kernel choice)
   --torch          also time each shape in PyTorch with CUDA events (bench/torch_kernels.py)
@@ -31,13 +34,14 @@ try {
   ({ values: opts } = parseArgs({
     options: {
       quick: { type: 'boolean', default: false },
-      cases: { type: 'string', default: 'matmul,batched,skinny,elementwise,reduce' },
+      cases: { type: 'string', default: 'matmul,batched,skinny,mlp,elementwise,reduce' },
       variants: { type: 'string' },
       runtime: { type: 'boolean', default: false },
       torch: { type: 'boolean', default: false },
       'dawn-flags': { type: 'string', default: '' },
       'min-ms': { type: 'string' },
       sizes: { type: 'string' },
+      'mlp-variants': { type: 'string' },
       json: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
@@ -205,22 +209,60 @@ function record(row) {
 }
 
 const limit = device.limits.maxComputeWorkgroupStorageSize;
-const allVariants = [1, 2, 3, ...Object.keys(mm.MATMUL_TILINGS).map(Number)];
+const skinnyVariants = Object.keys(mm.SKINNY_TILINGS).map(Number);
+/** Variants that take any strides (26: direct, 29 and up: skinny), as opposed to the vec4 tiles' contiguous rows. */
+const strided = (v) => v === 1 || v === mm.DIRECT || skinnyVariants.includes(v);
+const allVariants = [1, 2, 3, ...Object.keys(mm.MATMUL_TILINGS).map(Number), mm.DIRECT, ...skinnyVariants].sort((a, b) => a - b);
 const variants = (opts.variants ? opts.variants.split(',').map(Number) : allVariants)
-  .filter((v) => v <= 3 || (mm.MATMUL_TILINGS[v] && mm.tilingStorage(mm.MATMUL_TILINGS[v]) <= limit));
+  .filter((v) => v <= 3 || strided(v) || (mm.MATMUL_TILINGS[v] && mm.tilingStorage(mm.MATMUL_TILINGS[v]) <= limit));
 
-function matmulCode(v) {
-  if (v === 1) return { code: mm.matmulShader(F32, 1, 2, 3), tile: [64, 64] };
-  if (v === 2 || v === 3) return { code: mm.matmulVec4Shader(1, 2, 3, v === 2 ? 8 : 16), tile: [128, 128] };
-  const t = mm.MATMUL_TILINGS[v];
-  return { code: mm.matmulTiledShader(1, 2, 3, t), tile: mm.tileOf(t) };
+/**
+ * A matmul launch of variant v over buffers (A, B, out), `batch` products of m×k · k×n; A and B
+ * row-major unless `strides` says otherwise (aBS, aRS, aCS, bBS, bRS, bCS).
+ */
+function matmulLaunch(v, bufs, m, n, k, batch = 1, strides = {}) {
+  const code = mm.matmulVariantShader(v, F32, 1, 2, 3, false, false, m, n);
+  const p = new Uint32Array([m, n, k, 0, strides.aBS ?? (batch > 1 ? m * k : 0), strides.aRS ?? k, strides.aCS ?? 1,
+    0, strides.bBS ?? (batch > 1 ? k * n : 0), strides.bRS ?? n, strides.bCS ?? 1, 0]);
+  return kernel(code, p.buffer, [bufs.out, bufs.a, bufs.b], mm.matmulVariantGrid(v, m, n, batch));
 }
 
-/** A matmul launch of variant v over buffers (A, B, out), `batch` products of m×k · k×n. */
-function matmulLaunch(v, bufs, m, n, k, batch = 1, strides = {}) {
-  const { code, tile } = matmulCode(v);
-  const p = new Uint32Array([m, n, k, 0, strides.aBS ?? (batch > 1 ? m * k : 0), strides.aRS ?? k, 1, 0, strides.bBS ?? (batch > 1 ? k * n : 0), strides.bRS ?? n, 1, 0]);
-  return kernel(code, p.buffer, [bufs.out, bufs.a, bufs.b], [Math.ceil(n / tile[1]), Math.ceil(m / tile[0]), batch]);
+/** Every output of `batch` products against float64, A and B read through `strides` (elements), or throws. */
+async function checkStrided(v, m, n, k, batch, st) {
+  const aLen = (batch - 1) * st.aBS + (m - 1) * st.aRS + (k - 1) * st.aCS + 1, bLen = (batch - 1) * st.bBS + (k - 1) * st.bRS + (n - 1) * st.bCS + 1;
+  const a = rand(aLen, 11), b = rand(bLen, 12);
+  const bufs = { a: buffer(a), b: buffer(b), out: buffer(null, batch * m * n * 4) };
+  await runOnce([await matmulLaunch(v, bufs, m, n, k, batch, st)]);
+  const got = await readBack(bufs.out, batch * m * n * 4);
+  Object.values(bufs).forEach((x) => x.destroy());
+  for (let z = 0; z < batch; z++) {
+    for (let r = 0; r < m; r++) {
+      for (let c = 0; c < n; c++) {
+        let s = 0, abs = 0;
+        for (let j = 0; j < k; j++) { const p = a[z * st.aBS + r * st.aRS + j * st.aCS] * b[z * st.bBS + j * st.bRS + c * st.bCS]; s += p; abs += Math.abs(p); }
+        const g = got[(z * m + r) * n + c];
+        if (!(Math.abs(g - s) <= 1e-5 * abs + 1e-6)) throw new Error(`matmul variant ${v} (${batch}×${m}×${k}×${n}, strides ${JSON.stringify(st)}): [${z}, ${r}, ${c}] is ${g}, expected ${s}`);
+      }
+    }
+  }
+}
+
+/** Row-major, or transposed (`t`: the operand is the transpose of a row-major matrix), strides of an r×c operand in a batch. */
+const layout = (r, c, t, batched) => (t ? { RS: 1, CS: r, BS: batched ? r * c : 0 } : { RS: c, CS: 1, BS: batched ? r * c : 0 });
+
+/**
+ * The strided variants (1, 26, skinny) on the shapes they are chosen for and odd ones (1, 15, 17,
+ * 300; K not a multiple of their split), each with A or B transposed and in a batch of 2 with B
+ * broadcast.
+ */
+async function checkSkinny(v) {
+  const shapes = [[256, 1024, 10], [10, 256, 1024], [1, 300, 17], [15, 17, 1], [17, 300, 15], [300, 129, 3], [3, 513, 300], [16, 200, 16]];
+  for (const [m, k, n] of shapes) {
+    for (const [aT, bT, batch] of [[false, false, 1], [true, false, 1], [false, true, 2]]) {
+      const A = layout(m, k, aT, batch > 1), B = layout(k, n, bT, false);
+      await checkStrided(v, m, n, k, batch, { aBS: A.BS, aRS: A.RS, aCS: A.CS, bBS: B.BS, bRS: B.RS, bCS: B.CS });
+    }
+  }
 }
 
 /** Checks variant v on an awkward small shape (edges of tiles, batch 2) against float64. */
@@ -297,6 +339,61 @@ async function timeSkinny(m, n, k, splits, vs) {
     }
   }
   [...Object.values(bufs), parts, ones, out].forEach((x) => x.destroy());
+}
+
+// ---- the MLP step's products (784-1024-1024-10, batch 256: bench/cases/train.mjs) ----
+/**
+ * m, k, n, A transposed, B transposed, as the GPU worker runs them: x·W1ᵀ and h·W2ᵀ (B copied
+ * row-major first, `rowMajorCopy`), their gradients (Aᵀ copied likewise), and the last layer's
+ * h2·W3ᵀ (B read transposed) and weight gradient g3ᵀ·h2 (A read transposed).
+ */
+const MLP_SHAPES = [[256, 1024, 1024, false, false], [256, 784, 1024, false, false], [1024, 256, 1024, false, false],
+  [1024, 256, 784, false, false], [256, 1024, 10, false, true], [10, 256, 1024, true, false]];
+/** Variants tried per shape (`v/s`: v over s slices of K, then their sum by variant 26, as ts/ops/matmul.ts splits K). */
+const mlpVariants = (m, n) => (n < 16 ? [26, 29, 30, 31] : m < 16 ? [26, 32, 33, 34] : [10, 35, 7, 9, 24, 27, 28, '10/2', '10/4', '35/2']);
+/** Variant 26 and 10: what chooseMatmul picked for these shapes before the skinny and small-tile variants. */
+const oldChoice = (m, n) => (m < 16 || n < 16 ? mm.DIRECT : 10);
+
+async function timeMlp(specs) {
+  for (const [m, k, n, aT, bT] of MLP_SHAPES) {
+    const A = layout(m, k, aT, false), B = layout(k, n, bT, false);
+    const a = rand(m * k, 13), b = rand(k * n, 14);
+    const most = 8, bufs = { a: buffer(a), b: buffer(b), out: buffer(null, m * n * 4) };
+    const parts = buffer(null, most * m * n * 4), ones = buffer(new Float32Array(most).fill(1));
+    const picks = Array.from({ length: 64 }, (_, i) => [(i * 7919) % m, (i * 104729) % n]);
+    const ref = picks.map(([r, c]) => {
+      let sum = 0, abs = 0;
+      for (let j = 0; j < k; j++) { const p = a[r * A.RS + j * A.CS] * b[j * B.RS + c * B.CS]; sum += p; abs += Math.abs(p); }
+      return [sum, 1e-5 * abs + 1e-6];
+    });
+    const shape = `${m}×${k}×${n}${aT ? ' Aᵀ' : ''}${bT ? ' Bᵀ' : ''}`;
+    const chosen = mm.chooseMatmul(m, n, k, 1, mm.tiledEligible(k, n, { offset: 0, strides: [0, A.RS, A.CS] }, { offset: 0, strides: [0, B.RS, B.CS] }, 0), 0, limit, false);
+    for (const spec of specs ?? mlpVariants(m, n)) {
+      const [v, split] = String(spec).split('/').map(Number);
+      const tag = `v${spec}${v === chosen && !split ? ' (chosen)' : ''}${v === oldChoice(m, n) && !split ? ' (old)' : ''}`;
+      try {
+        let launches;
+        if (!split) launches = [await matmulLaunch(v, bufs, m, n, k, 1, { aRS: A.RS, aCS: A.CS, bRS: B.RS, bCS: B.CS })];
+        else {
+          const ks = k / split;
+          launches = [await matmulLaunch(v, { a: bufs.a, b: bufs.b, out: parts }, m, n, ks, split, { aBS: ks * A.CS, aRS: A.RS, aCS: A.CS, bBS: ks * B.RS, bRS: B.RS, bCS: B.CS }),
+            // the sum, row by row (a batch of m: ones[1, split] · parts[split, row z]) to keep the grid within 65,535
+            await kernel(mm.matmulVariantShader(mm.DIRECT, F32, 1, 2, 3), new Uint32Array([1, n, split, 0, 0, split, 1, 0, n, m * n, 1, 0]).buffer, [bufs.out, ones, parts], mm.matmulVariantGrid(mm.DIRECT, 1, n, m))];
+        }
+        await runOnce(launches);
+        const got = await readBack(bufs.out, m * n * 4);
+        checkClose(picks.map(([r, c]) => got[r * n + c]), ref.map((x) => x[0]), (i) => ref[i][1], `mlp ${shape} v${spec}`);
+        const t = await gpuTime(launches);
+        record({ case: 'mlp', shape, kernel: tag, variant: v, split: split || 1, m, n, k, gpuSeconds: t.seconds, gpuMinSeconds: t.min, reps: t.reps, figure: (2 * m * n * k) / t.seconds / 1e12, unit: 'TFLOP/s' });
+        bufs.out.destroy();
+        bufs.out = buffer(null, m * n * 4); // the next variant must write every checked output itself
+      } catch (e) {
+        log(`mlp ${shape} v${spec}: ${e.message}`);
+        results.push({ case: 'mlp', shape, kernel: `v${spec}`, variant: v, error: e.message });
+      }
+    }
+    [...Object.values(bufs), parts, ones].forEach((x) => x.destroy());
+  }
 }
 
 // ---- elementwise and reduce ----
@@ -398,9 +495,13 @@ const skinnies = opts.quick ? [[32, 1024, 256, [1, 4, 8]]] : [[32, 4096, 4096, [
 const elemN = opts.quick ? 1 << 20 : 1 << 25;
 const sums = opts.quick ? [[256, 1024], [16, 16384]] : [[4096, 4096], [32768, 1024], [64, 524288]];
 
-if (cases.has('matmul') || cases.has('skinny')) {
+if (cases.has('matmul') || cases.has('skinny') || cases.has('mlp')) {
   for (const v of variants) {
-    try { await checkMatmul(v); log(`matmul variant ${v}: checked on 2×200×76×136`); } catch (e) { log(e.message); results.push({ case: 'matmul check', kernel: `matmul v${v}`, variant: v, error: e.message }); }
+    try {
+      await checkMatmul(v);
+      if (strided(v)) await checkSkinny(v);
+      log(`matmul variant ${v}: checked on 2×200×76×136${strided(v) ? ' and skinny, odd and transposed shapes' : ''}`);
+    } catch (e) { log(e.message); results.push({ case: 'matmul check', kernel: `matmul v${v}`, variant: v, error: e.message }); }
   }
 }
 const good = variants.filter((v) => !results.some((r) => r.case === 'matmul check' && r.variant === v));
@@ -412,9 +513,12 @@ if (good.length) {
   while (performance.now() < until) await runOnce([l, l, l, l]);
   [x, out].forEach((b) => b.destroy());
 }
-if (cases.has('matmul')) for (const s of squares) await timeMatmul(`${s}³`, 'matmul', s, s, s, good);
-if (cases.has('batched')) await timeMatmul(opts.quick ? '4×128³' : '32×512³', 'batched', ...(opts.quick ? [128, 128, 128] : [512, 512, 512]), good, opts.quick ? 4 : 32);
-if (cases.has('skinny')) for (const [m, k, n, splits] of skinnies) await timeSkinny(m, n, k, splits, good);
+// The direct and skinny variants time only where asked for (`--variants`) or on the MLP's shapes.
+const tiles = opts.variants ? good : good.filter((v) => v === 1 || !strided(v));
+if (cases.has('matmul')) for (const s of squares) await timeMatmul(`${s}³`, 'matmul', s, s, s, tiles);
+if (cases.has('batched')) await timeMatmul(opts.quick ? '4×128³' : '32×512³', 'batched', ...(opts.quick ? [128, 128, 128] : [512, 512, 512]), tiles, opts.quick ? 4 : 32);
+if (cases.has('skinny')) for (const [m, k, n, splits] of skinnies) await timeSkinny(m, n, k, splits, tiles);
+if (cases.has('mlp')) await timeMlp(opts['mlp-variants']?.split(','));
 if (cases.has('elementwise')) await timeElementwise(elemN);
 if (cases.has('reduce')) for (const [r, c] of sums) await timeSum(r, c);
 device.destroy();

@@ -12,6 +12,8 @@
 import { StorageCode } from '../ts/dtype.js';
 import { load, slotBindings } from './dtype.js';
 import { ENABLE_F16, HALF_HELPERS, loadVec, slotKind, storeVec, vecBindings } from './half.js';
+import { SKINNY_TILINGS, matmulSkinnyShader, skinnyBlock, skinnyGrid, skinnyStorage } from './matmul-skinny.js';
+export { SKINNY_TILINGS } from './matmul-skinny.js';
 
 /**
  * The bindings of the vec4 matmul kernels (variants 2 and up) for operands and output of `dt`:
@@ -279,6 +281,7 @@ export const MATMUL_TILINGS: Readonly<Record<number, MatmulTiling>> = {
   25: { wx: 16, wy: 8, rm: 8, rn: 8, bk: 8, double: true },
   27: { wx: 16, wy: 4, rm: 4, rn: 8, bk: 16, double: false },
   28: { wx: 16, wy: 2, rm: 8, rn: 8, bk: 16, double: false },
+  35: { wx: 16, wy: 8, rm: 4, rn: 4, bk: 16, double: true },
 };
 
 /** Output tile (rows, cols) of a tiling. */
@@ -436,13 +439,16 @@ export function tiledEligible(k: number, n: number, a: { offset: number; strides
 }
 
 /**
- * WGSL of matmul variant `v` (1: `matmulShader` for `dt`; 2, 3: `matmulVec4Shader`; 4 and up:
- * `matmulTiledShader`). Variants 2 and up write a 16-bit `dt` themselves; `packOut` makes variants 1
- * and 26 do so too (else they write f32 for the worker to cast).
+ * WGSL of matmul variant `v` (1: `matmulShader` for `dt`; 2, 3: `matmulVec4Shader`; 29–34:
+ * `matmulSkinnyShader`, made for an m×n output; 4 and up: `matmulTiledShader`). Variants 2–25,
+ * 27 and 28 write a 16-bit `dt` themselves; `packOut` makes variants 1 and 26 do so too (else they
+ * write f32 for the worker to cast; the skinny ones always do: `packsOutput`).
  */
-export function matmulVariantShader(v: number, dt: StorageCode, aSlot: number, bSlot: number, slots: number, nativeF16 = false, packOut = false): string {
+export function matmulVariantShader(v: number, dt: StorageCode, aSlot: number, bSlot: number, slots: number, nativeF16 = false, packOut = false, m = 1, n = 1): string {
   if (v === 1) return matmulShader(dt, aSlot, bSlot, slots, packOut);
   if (v === DIRECT) return matmulDirectShader(dt, aSlot, bSlot, slots, packOut);
+  const s = SKINNY_TILINGS[v];
+  if (s) return matmulSkinnyShader(dt, aSlot, bSlot, slots, s, ...skinnyBlock(s, m, n));
   if (v === 2 || v === 3) return matmulVec4Shader(aSlot, bSlot, slots, v === 2 ? 8 : 16, dt, nativeF16);
   const t = MATMUL_TILINGS[v];
   if (!t) throw new Error(`no matmul variant ${v}`);
@@ -453,6 +459,7 @@ export function matmulVariantShader(v: number, dt: StorageCode, aSlot: number, b
 export function matmulVariantGrid(v: number, m: number, n: number, batch: number, packOut = false): [number, number, number] {
   if (v === 1) return [Math.ceil(n / TILE), Math.ceil(m / TILE), batch];
   if (v === DIRECT) return [Math.ceil(n / (packOut ? 16 : 8)), Math.ceil(m / 8), batch];
+  if (SKINNY_TILINGS[v]) return skinnyGrid(SKINNY_TILINGS[v], m, n, batch);
   if (v === 2 || v === 3) return [Math.ceil(n / TILE_V4), Math.ceil(m / TILE_V4), batch];
   return tilingGrid(MATMUL_TILINGS[v], m, n, batch);
 }
@@ -471,16 +478,67 @@ export function matmulVariantGrid(v: number, m: number, n: number, batch: number
  * rows take variant 28 (16×128 tiles): a conv's 16×144 · 144×784 batch of 4 took 7.4–9 ms there
  * against 21 with variant 10's 64-row tiles. On the H100 variant 28 was slower for the 32-row
  * split-K partials of a skinny product (85.8 against 79.1 µs), so GPUs keep variant 10.
+ * On a GPU that is not a CPU adapter, a long K with fewer than 16 rows or columns takes a skinny
+ * variant (`chooseSkinny`: K split across a workgroup), and fewer than `FEW_TILES` tiles of variant
+ * 10 take variant 35's 32×64 tiles (bench/MATMUL-VARIANTS.md, "Skinny products and few tiles").
  */
 export function chooseMatmul(m: number, n: number, k: number, batch: number, tiled: boolean, forced = 0, storage = 16384, cpuAdapter = false): number {
-  void k;
   const fits = (v: number) => tilingStorage(MATMUL_TILINGS[v]) <= storage;
   if (forced === 1 || forced === DIRECT) return forced;
+  if (SKINNY_TILINGS[forced]) return skinnyFits(forced, m, n, batch, storage) ? forced : DIRECT;
   if (forced === 2 || forced === 3) return tiled && m >= 64 && n >= 64 ? forced : 1;
   if (forced >= 4) return tiled && MATMUL_TILINGS[forced] && fits(forced) ? forced : 1;
-  if (m < 16 || n < 16) return DIRECT;
+  if (m < 16 || n < 16) return chooseSkinny(m, n, k, batch, storage, cpuAdapter);
   if (!tiled) return 1;
   if (cpuAdapter && m <= 48 && fits(28)) return 28;
   if (m >= 128 && batch * Math.ceil(m / 128) * Math.ceil(n / 128) >= 256) return 6;
+  if (!cpuAdapter && batch * Math.ceil(m / 64) * Math.ceil(n / 128) < FEW_TILES && fits(35)) return 35;
   return fits(10) ? 10 : 13;
 }
+
+/**
+ * Below this many 64×128 tiles a GPU (not a CPU adapter) takes variant 35's 32×64 tiles, four
+ * times the workgroups: 256×1024 · 1024×1024 is 32 tiles of variant 10, a quarter of an H100's
+ * 132 SMs. WebGPU does not tell the SM count, so this is a guess at "a big GPU"; a smaller one
+ * fills up with fewer tiles but loses little, each tile doing a quarter of the work.
+ */
+export const FEW_TILES = 64;
+
+/** Products with a K shorter than this keep the direct kernel: each output's loop is short already. */
+export const SKINNY_MIN_K = 128;
+
+/** Whether skinny variant `v` can run `batch` m×n outputs (grid within WebGPU's 65,535 per dimension, workgroup memory within `storage`). */
+function skinnyFits(v: number, m: number, n: number, batch: number, storage: number): boolean {
+  const t = SKINNY_TILINGS[v];
+  return skinnyGrid(t, m, n, batch).every((g) => g <= 65535) && skinnyStorage(t, ...skinnyBlock(t, m, n)) <= storage;
+}
+
+/**
+ * A product with fewer than 16 rows or columns: on a GPU with a long K, variant 29 (K split across
+ * a workgroup per row, all n columns in each invocation) where n < 16, variant 32 (K split by 16,
+ * all m rows in each invocation, 16 columns per workgroup) where m < 16; where both are, the one with
+ * more workgroups. Otherwise, and on a CPU adapter, variant 26 (direct).
+ */
+function chooseSkinny(m: number, n: number, k: number, batch: number, storage: number, cpuAdapter: boolean): number {
+  if (cpuAdapter || k < SKINNY_MIN_K) return DIRECT;
+  const groups = (v: number) => (skinnyFits(v, m, n, batch, storage) ? skinnyGrid(SKINNY_TILINGS[v], m, n, 1).reduce((a, b) => a * b) : 0);
+  const byN = n < 16 ? groups(29) : 0, byM = m < 16 ? groups(32) : 0;
+  if (!byN && !byM) return DIRECT;
+  return byN >= byM ? 29 : 32;
+}
+
+/** The part of a pipeline key that a matmul variant's shader depends on beyond dtype and slots: a skinny variant's block. */
+export function matmulVariantKey(v: number, m: number, n: number): string {
+  const t = SKINNY_TILINGS[v];
+  return t ? skinnyBlock(t, m, n).join('x') : '';
+}
+
+/** Whether variant `v` can write a 16-bit output itself (`packOut`); the others write f32 for the worker to cast. */
+export const packsOutput = (v: number): boolean => !SKINNY_TILINGS[v];
+
+/**
+ * Whether the worker copies a large transposed operand row-major before variant `v` (see
+ * `runMatmul`): the vec4 tiles need contiguous rows, and the direct kernel has always had it; a
+ * skinny variant does not (the operand it could copy is the small one, with under 16 rows or columns).
+ */
+export const copiesTransposed = (v: number): boolean => v !== 1 && !SKINNY_TILINGS[v];

@@ -3,7 +3,7 @@
  * (wgsl/matmul.ts), with a transposed operand copied row-major when the tiled kernel repays it.
  */
 import { StorageCode } from '../../dtype.js';
-import { chooseMatmul, matmulVariantGrid, matmulVariantShader, tiledEligible } from '../../../wgsl/matmul.js';
+import { chooseMatmul, matmulVariantGrid, matmulVariantKey, matmulVariantShader, copiesTransposed, packsOutput, tiledEligible } from '../../../wgsl/matmul.js';
 import { computeType, elementsPerWord } from '../../../wgsl/dtype.js';
 import { vec4Dtype } from '../../../wgsl/half.js'; // f16: 16-bit floats on the vec4 paths
 import { half } from '../half.js'; // f16: which float16 path (shader-f16 or storage)
@@ -31,19 +31,20 @@ export function runMatmul(cmd: Extract<Command, { k: 'matmul' }>): void {
   let b: MatmulOperand = { b: buf(cmd.b.id), offset: cmd.b.offset, strides: cmd.bStrides };
   // f16: f32 and 16-bit floats run the vec4 tiles (16-bit ones unpack at the tile load, wgsl/half.ts)
   const vecFloat = vec4Dtype(cmd.dt) && computeType(cmd.dt) === 'f32', storage = device.limits.maxComputeWorkgroupStorageSize;
-  if (vecFloat && !matmulVariant && kk % 4 === 0 && n % 4 === 0 && batch * m * n * kk >= COPY_FOR_TILED && chooseMatmul(m, n, kk, batch, true, 0, storage, rowDev.cpu) !== 1) {
+  if (vecFloat && !matmulVariant && kk % 4 === 0 && n % 4 === 0 && batch * m * n * kk >= COPY_FOR_TILED && copiesTransposed(chooseMatmul(m, n, kk, batch, true, 0, storage, rowDev.cpu))) {
     if (a.strides[2] !== 1 && n >= 64) a = rowMajorCopy(a, batch, m, kk, 0, cmd.dt);
     if (b.strides[2] !== 1 && m >= 64) b = rowMajorCopy(b, batch, kk, n, 1, cmd.dt);
   }
   const launch = (v: number, target: GPUBuffer, offset: number, pack = false) => {
     const { bind, slot } = slotsOf(target, [a.b, b.b]);
     const p = new Uint32Array([m, n, kk, a.offset, ...a.strides, b.offset, ...b.strides, offset]).buffer;
-    dispatch(`mm${v}|${cmd.dt}|${slot[0]}|${slot[1]}|${bind.length}|${+pack}`, () => matmulVariantShader(v, cmd.dt, slot[0], slot[1], bind.length, half.native, pack), bind, p,
-      matmulVariantGrid(v, m, n, batch, pack));
+    dispatch(`mm${v}|${cmd.dt}|${slot[0]}|${slot[1]}|${bind.length}|${+pack}|${matmulVariantKey(v, m, n)}`,
+      () => matmulVariantShader(v, cmd.dt, slot[0], slot[1], bind.length, half.native, pack, m, n), bind, p, matmulVariantGrid(v, m, n, batch, pack));
   };
-  // f16: a 16-bit product writes its output itself where words hold whole column pairs (N, offset even); else f32 scratch, cast after
+  // f16: a 16-bit product writes its output itself where words hold whole column pairs (N, offset even) and its variant can; else f32 scratch, cast after
   if (vecFloat && cmd.dt !== StorageCode.F32 && n % 2 === 0 && cmd.out.offset % 2 === 0) {
-    return launch(chooseMatmul(m, n, kk, batch, tiledEligible(kk, n, a, b, cmd.out.offset), matmulVariant, storage, rowDev.cpu), buf(cmd.out.id), cmd.out.offset, true);
+    const v = chooseMatmul(m, n, kk, batch, tiledEligible(kk, n, a, b, cmd.out.offset), matmulVariant, storage, rowDev.cpu);
+    if (packsOutput(v)) return launch(v, buf(cmd.out.id), cmd.out.offset, true);
   }
   viaScratch(cmd.out, cmd.dt, batch * m * n, StorageCode.F32, (target, offset) => {
     const tiled = cmd.dt === StorageCode.F32 && tiledEligible(kk, n, a, b, offset);
