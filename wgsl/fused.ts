@@ -23,23 +23,20 @@ export interface FusedKernel {
   prelude: string;
 }
 
-/**
- * A WGSL function `name(w)`: the element offset of element `w` of a strided input whose offset is
- * params word `word` (a broadcast operand: strides 0), its shape and strides baked in.
- */
-export function stridedOffsetFn(name: string, word: number, shape: number[], strides: number[]): string {
-  let body = `  var r = w;\n  var o = P[${word}u];\n`;
+/** The element offset of element `w` of a strided input `j` (a broadcast operand: strides 0), its shape and strides baked in. */
+function offsetFn(j: number, shape: number[], strides: number[]): string {
+  let body = `  var r = w;\n  var o = P[${2 + j}u];\n`;
   for (let d = shape.length - 1; d >= 0; d--) {
     if (strides[d] !== 0) body += `  o += (r % ${shape[d]}u) * ${strides[d]}u;\n`;
     if (d > 0) body += `  r = r / ${shape[d]}u;\n`;
   }
-  return `fn ${name}(w: u32) -> u32 {\n${body}  return o;\n}\n`;
+  return `fn off${j}(w: u32) -> u32 {\n${body}  return o;\n}\n`;
 }
 
 /** WGSL source of a fused kernel. */
 export function fusedShader(k: FusedKernel): string {
   const loads = k.inputSlots.map((s, j) => `  let a${j} = bitcast<f32>(rd${s}(${k.inputStrides[j] ? `off${j}(w)` : `P[${2 + j}u] + w`}));`).join('\n');
-  const offsets = k.inputStrides.map((st, j) => (st ? stridedOffsetFn(`off${j}`, 2 + j, k.shape, st) : '')).join('');
+  const offsets = k.inputStrides.map((st, j) => (st ? offsetFn(j, k.shape, st) : '')).join('');
   const steps = k.steps.map((e, i) => `  let t${i} = ${e};`).join('\n');
   return `${slotBindings(k.slots)}${k.prelude}
 ${offsets}

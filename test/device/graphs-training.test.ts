@@ -124,7 +124,7 @@ describe('fusion at capture end', () => {
     }
   });
 
-  it('a training step\'s bias add and ReLU fuse though the backward reuses their memory in part (rows, losses, sums and products are told by what they read and write), and SGD\'s four updates run side by side: 21 dispatches for the 8-16-10 step, with eager\'s parameters after 5 replays', async () => {
+  it('a training step\'s bias add and ReLU fuse though the backward reuses their memory in part (rows, losses, sums and products are told by what they read and write): 25 dispatches for the 8-16-10 step, with eager\'s parameters after 5 replays', async () => {
     for (const d of devices.filter((x) => x !== 'cpu')) {
       const X = torch.randn([37, 8], { device: d }), Y = torch.randint(0, 10, [37], { device: d });
       const lossFn = new nn.CrossEntropyLoss();
@@ -144,9 +144,8 @@ describe('fusion at capture end', () => {
       for (let i = 0; i < 5; i++) step(eager);
       const g = newGraph(d);
       await capture(d, g, () => step(graphed));
-      // 29 when a sum over the batch seemed to read to its segment's end, and a partial rewrite of
-      // the pre-activation's memory hid that it was dead; 25 with the updates one dispatch each
-      expect(await g.dispatchCount(), d).toBeLessThanOrEqual(21);
+      // 29 when a sum over the batch seemed to read to its segment's end, and a partial rewrite of the pre-activation's memory hid that it was dead
+      expect(await g.dispatchCount(), d).toBeLessThanOrEqual(25);
       for (let i = 0; i < 5; i++) g.replay();
       const [want, got] = [await values(eager.m.parameters()), await values(graphed.m.parameters())];
       got.forEach((v, i) => expect(v, `${d} parameter element ${i}`).toBeCloseTo(want[i], 5));
@@ -155,35 +154,6 @@ describe('fusion at capture end', () => {
       free(graphed.m, graphed.o);
       X.dispose();
       Y.dispose();
-    }
-  });
-
-  it('independent elementwise ops run side by side in one dispatch (a broadcast operand too); one that reads what another wrote waits for it; results as eager', async () => {
-    for (const d of devices.filter((x) => x !== 'cpu')) {
-      const a = torch.arange(1000, undefined, 1, { device: d, dtype: 'float32' }), b = torch.ones([7, 5], { device: d }), r = torch.arange(5, undefined, 1, { device: d, dtype: 'float32' });
-      const c = torch.full([300], 2, { device: d, dtype: 'float32' });
-      const run = () => torch.tidy(() => {
-        a.mul_(0.5); // three independent updates: one dispatch
-        b.add_(r); // (r broadcast over b's rows)
-        c.sub_(1);
-        c.add_(a.narrow(0, 0, 300)); // reads a and c, both written just before: its own dispatch
-      });
-      const want = await torch.tidy(() => {
-        const [ea, eb, ec] = [a.clone(), b.clone(), c.clone()];
-        ea.mul_(0.5);
-        eb.add_(r);
-        ec.sub_(1);
-        ec.add_(ea.narrow(0, 0, 300));
-        return [ea, eb, ec];
-      });
-      const g = newGraph(d);
-      await capture(d, g, run);
-      // each in-place op is its result and a copy into place (folded at capture end): 8 commands
-      expect(await g.info(), d).toEqual({ commands: 8, dispatches: 2 });
-      g.replay();
-      expect(await values([a, b, c])).toEqual(await values(want));
-      g.reset();
-      for (const t of [a, b, r, c, ...want]) t.dispose();
     }
   });
 

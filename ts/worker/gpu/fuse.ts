@@ -36,7 +36,7 @@ type MapCmd = Extract<Command, { k: 'unary' | 'binary' }>;
 
 const numel = (shape: number[]) => shape.reduce((a, b) => a * b, 1);
 
-export function contiguous(r: ViewRef, shape: number[]): boolean {
+function contiguous(r: ViewRef, shape: number[]): boolean {
   let acc = 1;
   for (let d = shape.length - 1; d >= 0; d--) {
     if (shape[d] !== 1 && r.strides[d] !== acc) return false;
@@ -300,29 +300,6 @@ export function fuseChains(captured: Command[], liveAtEnd: number[]): (Command |
     i = end + 1;
   }
   return out;
-}
-
-/**
- * A command as a fused unit of its own (one step), for the side-by-side pass (gpu/fuse-side.ts):
- * a float32 elementwise command whose operands that share its output's memory are its own
- * elements; null otherwise. A chain already fused is one as it is.
- */
-export function unitOf(cmd: Command | FusedCommand): FusedCommand | null {
-  if (cmd.k === 'fused') return cmd;
-  const e = exprOf(cmd);
-  if (!e) return null;
-  const c = cmd as MapCmd, n = numel(c.shape), inputs: ViewRef[] = [];
-  const steps = [stepOf(c, e, null, inputs, 0)];
-  if (inputs.some((r) => overlaps(r, c.out, n, c.shape) && !isPrev(r, c.out, c.shape))) return null;
-  return { k: 'fused', n, shape: c.shape, out: c.out, inputs, steps, count: 1 };
-}
-
-/** The f32 element ranges a fused unit reads (its inputs' spans) and the one it writes. */
-export function unitRanges(u: FusedCommand): { reads: { id: number; start: number; end: number }[]; write: { id: number; start: number; end: number } } {
-  return {
-    reads: u.inputs.map((r) => ({ id: r.id, start: r.offset, end: r.offset + extentOf(r, u.shape) })),
-    write: { id: u.out.id, start: u.out.offset, end: u.out.offset + u.n },
-  };
 }
 
 /** Records a fused chain's one dispatch. */

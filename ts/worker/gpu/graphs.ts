@@ -1,7 +1,7 @@
 /**
  * Captured graphs on the gpu worker (`torch.gpu.graph`, ts/runtime/graphs.ts).
  *
- * Capture runs the graph's commands (fused where it can: gpu/fuse.ts, gpu/fuse-side.ts) through the ordinary launch paths once, at capture end,
+ * Capture runs the graph's commands (fused where it can: gpu/fuse.ts) through the ordinary launch paths once, at capture end,
  * with nothing submitted: what they record (pipelines, buffers, grids and one params block) is
  * taken out of the batch, the params go into one buffer of the graph's own, written once, and
  * every dispatch's bind group is built then. A replay is then only the encode loop: one pass,
@@ -16,7 +16,6 @@ import { contextBuffer } from '../scratch.js';
 import { device, flush, handOver, holdBuffer, maxBinding, openEncoder, pendingBinds, readyKernels, retired, submitEvery, takeRecorded, unholdBuffer, type Kernel } from './core.js';
 import { armChecks, collectChecks } from './checks.js';
 import { fuseChains, runFused } from './fuse.js';
-import { runSide, sideBySide } from './fuse-side.js';
 
 /** One dispatch of a graph, ready to encode (its kernel's pipeline may still be compiling until the first replay: core.ts). */
 interface GraphDispatch {
@@ -47,8 +46,7 @@ const graphs = new Map<number, GpuGraph>();
  */
 export function captureGraph(id: number, captured: Command[], run: (cmd: Command) => void, fuse = false, live: number[] = []): number {
   // fusion is a rewrite of the list (gpu/fuse.ts)
-  // chains, then independent units side by side (gpu/fuse-side.ts)
-  const cmds = fuse ? sideBySide(fuseChains(captured, live), Math.min(16, device.limits.maxStorageBuffersPerShaderStage - 1)) : captured;
+  const cmds = fuse ? fuseChains(captured, live) : captured;
   flush();
   const checks = new Map<string, number>();
   const retiredBefore = retired.length;
@@ -59,7 +57,6 @@ export function captureGraph(id: number, captured: Command[], run: (cmd: Command
     for (const cmd of cmds) {
       const first = pendingBinds.length;
       if (cmd.k === 'fused') runFused(cmd);
-      else if (cmd.k === 'side') runSide(cmd);
       else run(cmd);
       if (cmd.k === 'random') for (let i = first; i < pendingBinds.length; i++) randomAt.push(pendingBinds[i].offset / 4);
     }
