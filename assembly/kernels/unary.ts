@@ -104,7 +104,9 @@ export function unaryI(op: i32, x: i64, s0: f64, s1: f64): i64 {
     case 0: return f32x4.neg(v);
     case 1: return f32x4.abs(v);
     case 6: return f32x4.sqrt(v);
-    case 12: return f32x4.max(v, f32x4.splat(0));
+    // relu: pmax(v, 0) is v < 0 ? 0 : v (one instruction on x86, where max's NaN and ±0 rules take
+    // several), which keeps NaN and -0; adding +0 turns -0 into +0, as max(v, 0) did
+    case 12: return f32x4.add(f32x4.pmax(v, f32x4.splat(0)), f32x4.splat(0));
     case 22: return f32x4.div(f32x4.splat(1), v);
     case 28: return f32x4.mul(v, v);
     case 2: return exp4(v);
