@@ -345,7 +345,18 @@ export function where(dt: i32, c: usize, a: usize, b: usize, out: usize, p: usiz
   begin(d, 3);
   let o = 0;
   for (let row = 0; row < rows; row++) {
-    for (let i = 0; i < len; i++) {
+    let i = 0;
+    if (sh == 2 && sc == 1 && sa == 1 && sb == 1) {
+      // 32-bit values, every row contiguous: four at a time, the bool bytes widened to lane masks
+      // (the general loop below picks one element at a time through a dtype branch)
+      const pc = c + <usize>off0, pa = a + (<usize>off1 << 2), pb = b + (<usize>off2 << 2), po = out + (<usize>o << 2);
+      for (; i + 4 <= len; i += 4) {
+        const m = i32x4.ne(i32x4.extend_low_i16x8_u(i16x8.extend_low_i8x16_u(v128.load32_zero(pc + <usize>i))), i32x4.splat(0));
+        const at = <usize>i << 2;
+        v128.store(po + at, v128.bitselect(v128.load(pa + at), v128.load(pb + at), m));
+      }
+    }
+    for (; i < len; i++) {
       const pick = load<u8>(c + <usize>(off0 + i * sc)) != 0;
       const src = pick ? a + (<usize>(off1 + i * sa) << sh) : b + (<usize>(off2 + i * sb) << sh);
       const dst = out + (<usize>(o + i) << sh);

@@ -3,7 +3,7 @@
 // The hard part is accuracy. The scalar path evaluates every float op in f64 on the f32-valued
 // input and rounds once to f32 on store, so its results are (nearly always) the correctly rounded
 // f32 values. Unit-stride f32 -> f32 rows take f32x4 SIMD: the cheap ops (neg, abs, sqrt, relu,
-// reciprocal, square, copy) bit-identical to the scalar path (relu keeps NaN), and exp, log, tanh,
+// sign, reciprocal, square, copy) bit-identical to the scalar path (relu keeps NaN), and exp, log, tanh,
 // sigmoid, silu, erf and gelu from vmath.ts, f32 formulas within a few ulp as PyTorch's vectorised
 // kernels are (bounds in test/unit/wasm-vmath.test.ts); a row's tail goes through the same vector
 // code (`tail4`), so a result does not depend on where it falls in its row. Integer-class inputs
@@ -109,6 +109,8 @@ export function unaryI(op: i32, x: i64, s0: f64, s1: f64): i64 {
     case 12: return f32x4.add(f32x4.pmax(v, f32x4.splat(0)), f32x4.splat(0));
     case 22: return f32x4.div(f32x4.splat(1), v);
     case 28: return f32x4.mul(v, v);
+    // sign: (v > 0) − (v < 0) as 1.0 masks; NaN and ±0 give +0, as the scalar form
+    case 21: return f32x4.sub(v128.and(f32x4.gt(v, f32x4.splat(0)), f32x4.splat(1)), v128.and(f32x4.lt(v, f32x4.splat(0)), f32x4.splat(1)));
     case 2: return exp4(v);
     case 4: return log4(v);
     case 10: return tanh4(v);
@@ -142,6 +144,7 @@ function simdRow(op: i32, pa: usize, po: usize, len: i32): i32 {
     case 12: simdLoop(12, pa, po, n4); break;
     case 22: simdLoop(22, pa, po, n4); break;
     case 28: simdLoop(28, pa, po, n4); break;
+    case 21: simdLoop(21, pa, po, n4); break;
     case 2: simdLoop(2, pa, po, n4); break;
     case 4: simdLoop(4, pa, po, n4); break;
     case 10: simdLoop(10, pa, po, n4); break;
@@ -173,7 +176,7 @@ function simdRow(op: i32, pa: usize, po: usize, len: i32): i32 {
  */
 // @ts-ignore: decorator
 @inline function hasSimd(op: i32): bool {
-  return op == 0 || op == 1 || op == 6 || op == 12 || op == 22 || op == 28 || op == 29 || transcendental(op);
+  return op == 0 || op == 1 || op == 6 || op == 12 || op == 21 || op == 22 || op == 28 || op == 29 || transcendental(op);
 }
 
 /** The vmath ops, whose scalar form would differ in the last bit: a row's tail goes through the vector form too. */

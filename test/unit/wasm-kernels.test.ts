@@ -478,6 +478,18 @@ describe('binary', () => {
     k.where(U8, put(BOOL, [0, 1, 0]), put(U8, [1, 2, 3]), put(U8, [4, 5, 6]), ou, sdesc([3], [[1], 0], [[1], 0], [[1], 0]));
     expect(get(U8, ou, 3)).toEqual([4, 2, 6]);
   });
+
+  it('where over contiguous 32-bit rows (four at a time, then the tail) keeps each element\'s bits', () => {
+    for (const [dt, n] of [[F32, 11], [F32, 3], [I32, 13], [F32, 64]] as const) {
+      const c = Array.from({ length: 2 * n }, (_, i) => +((i * 7) % 3 === 0));
+      const A = Array.from({ length: 2 * n }, (_, i) => (dt === F32 ? [NaN, -0, 1.5, -Infinity][i % 4] : i * 1000 - 7));
+      const B = Array.from({ length: 2 * n }, (_, i) => (dt === F32 ? -i - 0.25 : -i));
+      const o = out(dt, 2 * n);
+      k.where(dt, put(BOOL, c), put(dt, A), put(dt, B), o, sdesc([2, n], [[n, 1], 0], [[n, 1], 0], [[n, 1], 0]));
+      const got = get(dt, o, 2 * n);
+      got.forEach((v, i) => expect(Object.is(v, c[i] ? A[i] : B[i]), `${dt} n=${n} element ${i}: ${v}`).toBe(true));
+    }
+  });
 });
 
 // ---- reduce -------------------------------------------------------------------
