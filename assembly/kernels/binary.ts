@@ -346,14 +346,16 @@ export function where(dt: i32, c: usize, a: usize, b: usize, out: usize, p: usiz
   let o = 0;
   for (let row = 0; row < rows; row++) {
     let i = 0;
-    if (sh == 2 && sc == 1 && sa == 1 && sb == 1) {
-      // 32-bit values, every row contiguous: four at a time, the bool bytes widened to lane masks
-      // (the general loop below picks one element at a time through a dtype branch)
+    if (sh == 2 && sc == 1 && (sa == 0 || sa == 1) && (sb == 0 || sb == 1)) {
+      // 32-bit values, the condition's row contiguous, the values' rows contiguous or one value
+      // (a broadcast gradient, as max's backward has): four at a time, the bool bytes widened to
+      // lane masks (the general loop below picks one element at a time through a dtype branch)
       const pc = c + <usize>off0, pa = a + (<usize>off1 << 2), pb = b + (<usize>off2 << 2), po = out + (<usize>o << 2);
+      const ka = i32x4.splat(load<i32>(pa)), kb = i32x4.splat(load<i32>(pb));
       for (; i + 4 <= len; i += 4) {
         const m = i32x4.ne(i32x4.extend_low_i16x8_u(i16x8.extend_low_i8x16_u(v128.load32_zero(pc + <usize>i))), i32x4.splat(0));
         const at = <usize>i << 2;
-        v128.store(po + at, v128.bitselect(v128.load(pa + at), v128.load(pb + at), m));
+        v128.store(po + at, v128.bitselect(vload(pa, i, sa, ka), vload(pb, i, sb, kb), m));
       }
     }
     for (; i < len; i++) {

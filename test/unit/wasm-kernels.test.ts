@@ -479,6 +479,14 @@ describe('binary', () => {
     expect(get(U8, ou, 3)).toEqual([4, 2, 6]);
   });
 
+  it('where over 32-bit rows with a broadcast value (a stride 0) takes the vector path with each element\'s bits', () => {
+    const n = 10, c = Array.from({ length: 3 * n }, (_, i) => +(i % 3 !== 1));
+    const A = Array.from({ length: 3 * n }, (_, i) => i + 0.5), B = [NaN, -0, 7.25];
+    const o = out(F32, 3 * n);
+    k.where(F32, put(BOOL, c), put(F32, A), put(F32, B), o, sdesc([3, n], [[n, 1], 0], [[n, 1], 0], [[1, 0], 0]));
+    get(F32, o, 3 * n).forEach((v, i) => expect(Object.is(v, c[i] ? A[i] : B[Math.floor(i / n)]), `element ${i}: ${v}`).toBe(true));
+  });
+
   it('where over contiguous 32-bit rows (four at a time, then the tail) keeps each element\'s bits', () => {
     for (const [dt, n] of [[F32, 11], [F32, 3], [I32, 13], [F32, 64]] as const) {
       const c = Array.from({ length: 2 * n }, (_, i) => +((i * 7) % 3 === 0));
