@@ -8,7 +8,7 @@
 // Integer sums and products accumulate in i64 and give int64, wrapping only past int64's range,
 // as PyTorch's do.
 
-import { F32, isFloat, loadF, loadI, storeF, storeI } from "./dtype";
+import { F32, I64, isFloat, loadF, loadI, storeF, storeI } from "./dtype";
 
 function sumF32(p: usize, len: i32, squares: bool): f64 {
   let s0 = f64x2.splat(0);
@@ -101,6 +101,38 @@ function reduceRowI(op: i32, dt: i32, a: usize, base: i32, len: i32): i64 {
   return acc;
 }
 
+/**
+ * max, min (f32 out) or argmax, argmin (int64 out) of `outer` contiguous f32 rows of `len` ≤ 16,
+ * with the general path's NaN rules: a NaN wins the max and min, and its place the arg.
+ */
+function shortExtremes(op: i32, a: usize, out: usize, outer: i32, len: i32): void {
+  const isMax = op == 2 || op == 4, arg = op >= 4;
+  let p = a;
+  for (let o = 0; o < outer; o++) {
+    if (arg) {
+      // as argRow: the first NaN's place, else the first extreme's
+      let best = load<f32>(p), at = 0;
+      if (!isNaN(best)) {
+        for (let i = 1; i < len; i++) {
+          const x = load<f32>(p + (<usize>i << 2));
+          if (isNaN(x)) { at = i; break; }
+          if (isMax ? x > best : x < best) { best = x; at = i; }
+        }
+      }
+      store<i64>(out + (<usize>o << 3), <i64>at);
+    } else {
+      // as reduceRowF: wasm's max and min (NaN wins, +0 above -0)
+      let m = load<f32>(p);
+      for (let i = 1; i < len; i++) {
+        const x = load<f32>(p + (<usize>i << 2));
+        m = isMax ? max<f32>(m, x) : min<f32>(m, x);
+      }
+      store<f32>(out + (<usize>o << 2), m);
+    }
+    p += <usize>len << 2;
+  }
+}
+
 function argRow(isMax: bool, dt: i32, a: usize, base: i32, len: i32): i32 {
   if (isFloat(dt)) {
     let best = loadF(dt, a, base);
@@ -128,6 +160,11 @@ function argRow(isMax: bool, dt: i32, a: usize, base: i32, len: i32): i32 {
  * 9 sum of squares. arg* write the index (int64 out); all/any write 0/1.
  */
 export function reduce(op: i32, dt: i32, outDt: i32, a: usize, out: usize, outer: i32, inner: i32): void {
+  if (dt == F32 && inner > 0 && inner <= 16 && op >= 2 && op <= 5 && (op >= 4 ? outDt == I64 : outDt == F32)) {
+    // short f32 rows (a pooling window's max and argmax): one plain loop, no dtype dispatch per element
+    shortExtremes(op, a, out, outer, inner);
+    return;
+  }
   const floatClass = isFloat(dt);
   for (let o = 0; o < outer; o++) {
     const base = o * inner;

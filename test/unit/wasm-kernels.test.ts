@@ -501,6 +501,12 @@ describe('binary', () => {
 });
 
 // ---- reduce -------------------------------------------------------------------
+/** argmax (4) or argmin (5) of f32 rows into int64 places, as max and min with indices write them. */
+function runArg64(op: number, rows: number[][]): number[] {
+  const a = put(F32, rows.flat()), o = alloc(rows.length * 8);
+  k.reduce(op, F32, 6 /* int64 */, a, o, rows.length, rows[0].length);
+  return Array.from(new BigInt64Array(k.memory.buffer, o, rows.length), Number);
+}
 function runReduce(op: number, dt: number, outDt: number, rows: number[][]): number[] {
   const inner = rows[0]?.length ?? 0;
   const a = put(dt, rows.flat());
@@ -537,6 +543,19 @@ describe('reduce', () => {
     late[35] = NaN;
     expectAll(runReduce(2, F32, F32, [late]), [NaN]);
     expectAll(runReduce(3, F32, F32, [late]), [NaN]);
+  });
+
+  it('short f32 rows (16 and fewer: a pooling window) take their own loop, with the same ties, NaN and int64 places', () => {
+    const rows = [[1, 5, 5, 2], [1, NaN, 5, NaN], [NaN, 1, 2, 3], [0, 0, 0, 0], [-0, 0, -1, -2], [-3, -1, -1, -7]];
+    expectAll(runReduce(2, F32, F32, rows), [5, NaN, NaN, 0, 0, -1]);
+    expectAll(runReduce(3, F32, F32, rows), [1, NaN, NaN, 0, -2, -7]);
+    expect(runArg64(4, rows)).toEqual([1, 1, 0, 0, 0, 1]);
+    expect(runArg64(5, rows)).toEqual([0, 1, 0, 0, 3, 3]);
+    // +0 is above -0 for max, as the general path's wasm max has it
+    expect(Object.is(runReduce(2, F32, F32, [[-0, 0]])[0], 0)).toBe(true);
+    const sixteen = Array.from({ length: 16 }, (_, i) => (i * 5) % 16), seventeen = [...sixteen, 99];
+    expect(runArg64(4, [sixteen])).toEqual([sixteen.indexOf(15)]);
+    expect(runArg64(4, [seventeen])).toEqual([16]);
   });
 
   it('all / any on floats (NaN is true), ints and bools', () => {
