@@ -126,22 +126,25 @@ export function binaryI(op: i32, x: i64, y: i64, alpha: i64): i64 {
   return s != 0 ? v128.load(p + (<usize>i << 2)) : splat;
 }
 
+/** Op 0, 1, 2, 3, 7 or 8 on f32x4 lanes (y already scaled by alpha). */
+// @ts-ignore: decorator
+@inline function arith4(op: i32, x: v128, y: v128): v128 {
+  switch (op) {
+    case 0: return f32x4.add(x, y);
+    case 1: return f32x4.sub(x, y);
+    case 2: return f32x4.mul(x, y);
+    case 3: return f32x4.div(x, y);
+    case 7: return f32x4.max(x, y);
+    default: return f32x4.min(x, y);
+  }
+}
+
 /** The f32x4 loop of one op over two unit-stride rows (alpha 1); inlined where `op` is a constant. */
 // @ts-ignore: decorator
 @inline function unitLoopF32(op: i32, pa: usize, pb: usize, po: usize, n4: i32): void {
   for (let i = 0; i < n4; i += 4) {
     const at = <usize>i << 2;
-    const x = v128.load(pa + at), y = v128.load(pb + at);
-    let z: v128;
-    switch (op) {
-      case 0: z = f32x4.add(x, y); break;
-      case 1: z = f32x4.sub(x, y); break;
-      case 2: z = f32x4.mul(x, y); break;
-      case 3: z = f32x4.div(x, y); break;
-      case 7: z = f32x4.max(x, y); break;
-      default: z = f32x4.min(x, y);
-    }
-    v128.store(po + at, z);
+    v128.store(po + at, arith4(op, v128.load(pa + at), v128.load(pb + at)));
   }
 }
 
@@ -169,16 +172,8 @@ function simdRowF32(op: i32, pa: usize, sa: i32, pb: usize, sb: i32, po: usize, 
   for (; i < n4; i += 4) {
     const x = vload(pa, i, sa, ka);
     const y = vload(pb, i, sb, kb);
-    let z: v128;
-    switch (op) {
-      case 0: z = f32x4.add(x, unit ? y : f32x4.mul(al, y)); break;
-      case 1: z = f32x4.sub(x, unit ? y : f32x4.mul(al, y)); break;
-      case 2: z = f32x4.mul(x, y); break;
-      case 3: z = f32x4.div(x, y); break;
-      case 7: z = f32x4.max(x, y); break;
-      default: z = f32x4.min(x, y);
-    }
-    v128.store(po + (<usize>i << 2), z);
+    // alpha scales the second operand of add and sub only
+    v128.store(po + (<usize>i << 2), arith4(op, x, unit || op > 1 ? y : f32x4.mul(al, y)));
   }
   return i;
 }
