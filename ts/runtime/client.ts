@@ -29,7 +29,7 @@ import { spawnWorker, type WorkerHandle } from '../worker-scripts.js';
 import { onPortMessage } from '../platform.js';
 import { Board, STREAM_SLOTS, type BoardUpdate } from '../worker/board.js';
 import { streamId } from './current-stream.js';
-import { CallPort, canUseReplySlot, spinTime } from '../worker/channel.js';
+import { CallPort } from '../worker/channel.js';
 import type { CaptureHook } from './graphs.js';
 import { BatchWriter, DEVICE_COMMANDS, type Batch, type Command, type DeviceInfo, type GraphInfo, type HostMemory, type SyncTarget, type WorkerApi, type WorkerProfile } from '../worker/protocol.js';
 
@@ -117,7 +117,7 @@ export class DeviceClient {
       const channel = typeof SharedArrayBuffer === 'undefined' ? new MessageChannel() : null;
       // Everything after init goes over a port of its own, answered through a shared slot where it can be.
       const calls = new MessageChannel();
-      const remote = new CallPort(calls.port1, canUseReplySlot(), spinTime());
+      const remote = new CallPort(calls.port1);
       // A GPU worker says on a port of its own when its device is lost (ts/worker/gpu-lost.ts).
       const loss = this.kind === 'gpu' ? new MessageChannel() : null;
       if (loss) {
@@ -150,8 +150,8 @@ export class DeviceClient {
   }
 
   /** How this device's answers came back so far: through the shared reply slot, or by message (for the tests). */
-  get answered(): { slot: number; message: number; spun: number; hasSlot: boolean } {
-    return { ...(this.remote?.answered ?? { slot: 0, message: 0, spun: 0 }), hasSlot: !!this.remote?.slot };
+  get answered(): { slot: number; message: number; hasSlot: boolean } {
+    return { ...(this.remote?.answered ?? { slot: 0, message: 0 }), hasSlot: !!this.remote?.slot };
   }
 
   /** Whether the worker was started. */

@@ -67,18 +67,6 @@ export function canUseReplySlot(): boolean {
   return (globalThis as { crossOriginIsolated?: boolean }).crossOriginIsolated !== false;
 }
 
-/**
- * How long a caller polls the slot after a call before it sleeps in `Atomics.waitAsync`, in ms:
- * `WEBTORCH_SPIN_US` (µs), off by default. On a 16-core H100 host (2026-11-27) spinning 50 or
- * 200 µs did not move the median of a GPU round trip out of that host's noise (154–306 µs either
- * way, interleaved processes; BENCHMARKS.md), and on 2 cores it took a core from the worker and
- * the software GPU's threads (271 → 324 µs on lavapipe).
- */
-export function spinTime(): number {
-  const us = Number(env('WEBTORCH_SPIN_US') ?? 0);
-  return Number.isFinite(us) ? Math.max(0, us) / 1000 : 0;
-}
-
 /** The caller's end: numbered calls over a port, answered by message or through the shared slot. */
 export class CallPort {
   private nextId = 1;
@@ -86,13 +74,13 @@ export class CallPort {
   /** The shared slot (null without one) and its words. */
   readonly slot: SharedArrayBuffer | null;
   private readonly words: Int32Array | null;
-  /** How many answers came through the slot (`spun` of them taken while spinning) and by message (the tests check the path taken). */
-  readonly answered = { slot: 0, message: 0, spun: 0 };
+  /** How many answers came through the slot and by message (the tests check the path taken). */
+  readonly answered = { slot: 0, message: 0 };
   /** The number of the next answer to settle, and answers that arrived ahead of it. */
   private expected = 1;
   private readonly early = new Map<number, () => void>();
 
-  constructor(private readonly port: MessagePort, useSlot = canUseReplySlot(), private readonly spinMs = 0) {
+  constructor(private readonly port: MessagePort, useSlot = canUseReplySlot()) {
     this.slot = useSlot ? new SharedArrayBuffer(HEADER * 4 + SLOT_BYTES) : null;
     this.words = this.slot && new Int32Array(this.slot);
     onPortMessage(port, (m) => {
@@ -111,13 +99,7 @@ export class CallPort {
     if (this.nextId > 0x7fffffff) this.nextId = 1;
     const p = new Promise<T>((resolve, reject) => this.pending.set(id, { resolve: resolve as (v: unknown) => void, reject }));
     this.port.postMessage([id, method, args], transfer);
-    if (this.words) {
-      this.watch();
-      if (this.spinMs > 0 && !this.spinning) {
-        this.spinning = true;
-        queueMicrotask(() => this.spin());
-      }
-    }
+    if (this.words) this.watch();
     return p;
   }
 
@@ -155,30 +137,6 @@ export class CallPort {
 
   /** One `waitAsync` on the slot at a time, while calls are pending. */
   private watching = false;
-
-  /** Whether a spin is queued or running (one at a time). */
-  private spinning = false;
-
-  /**
-   * Polls the slot for up to `spinMs` (see `spinTime`) after a call, once the caller's
-   * synchronous code has run (a microtask): an answer that comes within it is taken at once, without the thread's wake-up
-   * from `waitAsync` (15–20 µs of a 185 µs round trip on an H100's host), as CUDA's default sync
-   * spins before it yields. Then the `waitAsync` of `watch` takes over.
-   */
-  private spin(): void {
-    const w = this.words!, end = performance.now() + this.spinMs;
-    try {
-      while (this.pending.size > 0) {
-        const id = Atomics.load(w, 0);
-        if (id !== 0) {
-          this.answered.spun++;
-          this.take(id);
-        } else if (performance.now() > end) return;
-      }
-    } finally {
-      this.spinning = false;
-    }
-  }
 
   /** Takes answers from the slot until no call is pending. */
   private watch(): void {

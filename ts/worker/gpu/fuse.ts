@@ -65,10 +65,10 @@ const spanOf = (dims: number[], strides: number[]): number => dims.reduce((e, d,
 /**
  * The element ranges [start, end) of segments (in f32 elements) that `cmd` may read. A reduction
  * reads its `outer` rows of `inner` contiguous elements, as the row kernels do, and a product its
- * operands' spans over (batch, rows, columns); other operands with strides span their shape; the rest count as
- * reading their segment from their offset on. (Every small tensor shares a segment with others,
- * so a range to the segment's end once kept the bias add and the activation of a training step's
- * forward from fusing: the backward's sums over the batch seemed to read them.)
+ * operands' spans over (batch, rows, columns); other operands with strides span their shape; the
+ * rest count as reading their segment from their offset on. (Every small tensor shares a segment
+ * with others, so a range to the segment's end once kept the bias add and the activation of a
+ * training step's forward from fusing: the backward's sums over the batch seemed to read them.)
  */
 function readRanges(cmd: Command): { id: number; start: number; end: number }[] {
   const out: { id: number; start: number; end: number }[] = [];
