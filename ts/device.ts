@@ -119,7 +119,7 @@ export function clientOf(d: Device): DeviceClient {
  * message; and the reads, writes and syncs an idle cpu device took without a message
  * (test/device/sync-point.test.ts).
  */
-export function replyCounts(d: DeviceLike): { slot: number; message: number; hasSlot: boolean; direct: { read: number; write: number; sync: number } } {
+export function replyCounts(d: DeviceLike): { slot: number; message: number; polled: number; hasSlot: boolean; direct: { read: number; write: number; sync: number } } {
   const c = clientOf(device(d));
   return { ...c.answered, direct: { ...c.direct } };
 }

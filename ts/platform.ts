@@ -269,6 +269,17 @@ export function exitGuard(): (<T>(fn: () => T) => T) & { hold(on: boolean): void
   });
 }
 
+/**
+ * Takes a message off a port synchronously (Node's `receiveMessageOnPort`), or null where the
+ * platform has no such call (browsers): the worker's doorbell (ts/worker/channel.ts) needs it.
+ */
+export function portReceiver(): ((port: MessagePort) => { message: unknown } | undefined) | null {
+  if (!isNode || typeof setImmediate !== 'function') return null;
+  const threads = process.getBuiltinModule?.('node:worker_threads') as typeof import('node:worker_threads') | undefined;
+  const receive = threads?.receiveMessageOnPort;
+  return receive ? (port) => receive(port as unknown as import('node:worker_threads').MessagePort) : null;
+}
+
 /** Exposes a worker's API to its parent. */
 export async function exposeWorker(api: object): Promise<void> {
   if (isNode) {

@@ -26,7 +26,7 @@ import * as Comlink from 'comlink';
 import { OutOfMemoryError } from '../memory/errors.js';
 import { DeviceLostError, lostInfoOf, type LostInfo } from './device-lost.js';
 import { spawnWorker, type WorkerHandle } from '../worker-scripts.js';
-import { onPortMessage } from '../platform.js';
+import { env, onPortMessage } from '../platform.js';
 import { Board, STREAM_SLOTS, type BoardUpdate } from '../worker/board.js';
 import { streamId } from './current-stream.js';
 import { CallPort } from '../worker/channel.js';
@@ -45,6 +45,10 @@ interface Outgoing {
  * of 1,000 adds went from 12.8 to 7.9 µs per op with the worker's other changes of that commit.
  */
 const SEND_AT = 2048;
+/** How many queued words (a few small commands) a read or sync may carry and still be polled for (`answerSoon`), and for how long (ms). */
+const SPIN_WORDS = 128;
+const ANSWER_SPIN_MS = 0.2;
+const GPU_SPIN_MS = Number(env('WEBTORCH_GPU_SPIN_MS') ?? 0);
 
 /** Batches of more bytes than this are transferred to the worker; smaller ones are copied. */
 const TRANSFER_AT = 1 << 16;
@@ -150,8 +154,8 @@ export class DeviceClient {
   }
 
   /** How this device's answers came back so far: through the shared reply slot, or by message (for the tests). */
-  get answered(): { slot: number; message: number; hasSlot: boolean } {
-    return { ...(this.remote?.answered ?? { slot: 0, message: 0 }), hasSlot: !!this.remote?.slot };
+  get answered(): { slot: number; message: number; polled: number; hasSlot: boolean } {
+    return { ...(this.remote?.answered ?? { slot: 0, message: 0, polled: 0 }), hasSlot: !!this.remote?.slot };
   }
 
   /** Whether the worker was started. */
@@ -265,6 +269,18 @@ export class DeviceClient {
       this.board.batchesDone() >= this.sent && !this.board.failed;
   }
 
+  /**
+   * Whether a read or sync sent now should be answered within microseconds: a cpu device that
+   * has run every batch sent and has only a few small commands queued. The caller then polls the reply
+   * slot for a while (`CallPort.spinFor`) instead of sleeping until the answer wakes it, as CUDA's
+   * default synchronization spins: a thread's wake-up costs tens of µs on a virtual machine.
+   */
+  private answerSoon(): boolean {
+    if (this.kind === 'gpu') return GPU_SPIN_MS > 0 && this.remote !== null && this.waitingOnStart === 0 && this.queue.size <= SPIN_WORDS;
+    return this.host !== null && this.remote !== null && this.waitingOnStart === 0 && this.queue.size <= SPIN_WORDS &&
+      this.board.batchesDone() >= this.sent;
+  }
+
   /** The bytes of segment `id` from `byteOffset` in the cpu's shared memory (its address read now: the memory may have grown). */
   private hostBytes(id: number, byteOffset: number, bytes: number): Uint8Array {
     const { memory, addresses } = this.host!;
@@ -336,13 +352,13 @@ export class DeviceClient {
   }
 
   /** Calls a worker method that is answered, after the commands in `out`, which travel with it. */
-  private call<T>(method: keyof WorkerApi, args: unknown[], out: Outgoing | null): Promise<T> {
+  private call<T>(method: keyof WorkerApi, args: unknown[], out: Outgoing | null, spinMs = 0): Promise<T> {
     // A loss the worker already told about is raised at once, without asking it.
     if (this.lostInfo) {
       this.lostRaised = true;
       return Promise.reject(this.lostError());
     }
-    return this.awaiting(() => this.post((r) => r.call<T>(method, args, out?.transfer))).catch((e) => this.rethrow(e));
+    return this.awaiting(() => this.post((r) => r.call<T>(method, args, out?.transfer, spinMs))).catch((e) => this.rethrow(e));
   }
 
   /**
@@ -377,8 +393,9 @@ export class DeviceClient {
       return data;
     }
     // The queued commands travel with the read; `post` keeps it ahead of later ops.
+    const spin = this.answerSoon() ? (this.kind === 'gpu' ? GPU_SPIN_MS : ANSWER_SPIN_MS) : 0;
     const out = this.takeQueued(), queued = this.queued[stream];
-    const data = await this.call<ArrayBuffer>('read', [id, byteOffset, bytes, out?.batch ?? null, stream], out);
+    const data = await this.call<ArrayBuffer>('read', [id, byteOffset, bytes, out?.batch ?? null, stream], out, spin);
     // The read ran after the stream's earlier work had finished: as for a sync, the board says so.
     this.finishedUpTo(stream, queued);
     return data;
@@ -407,9 +424,9 @@ export class DeviceClient {
       else if ('stream' in target) this.finishedUpTo(target.stream, this.queued[target.stream]);
       return;
     }
-    const queued = this.queued.slice();
+    const queued = this.queued.slice(), spin = this.answerSoon() ? (this.kind === 'gpu' ? GPU_SPIN_MS : ANSWER_SPIN_MS) : 0;
     const out = this.takeQueued();
-    const time = await this.call<number | void>('sync', [out?.batch ?? null, target], out);
+    const time = await this.call<number | void>('sync', [out?.batch ?? null, target], out, spin);
     if ('slot' in target && typeof time === 'number') this.board.finishEvent(target.slot, target.version, time);
     // Every stream the sync covered has finished what was queued before it: a mark made here says so.
     if ('all' in target) for (let s = 0; s < STREAM_SLOTS; s++) this.finishedUpTo(s, queued[s]);

@@ -41,14 +41,51 @@ const fromWire = (w: WireError): Error => {
 //
 // Layout (Int32 words): [0] the id of the call whose answer is in the slot, 0 when the slot is
 // free; [1] its kind (see `Slot`); [2] its byte length; [3] its answer number (see `nextAnswer`);
-// then up to `SLOT_BYTES` bytes (8-aligned, for a number). The worker takes the slot with a
+// [4] the doorbell and [5] whether the worker sleeps on it (see `BELL`); then up to `SLOT_BYTES`
+// bytes (8-aligned, for a number). The worker takes the slot with a
 // compare-exchange of word 0 from 0 to the call's id (if an answer sits there unread, it answers
 // by message instead) and notifies word 0; the caller, waiting on it with `Atomics.waitAsync`
 // while any call is pending, copies the answer out and frees the slot (stores 0).
 
+/**
+ * Whether to poll this time: after a poll that found nothing, the next 1, 2, 4 … 64 chances are
+ * skipped, so that a busy device or a machine without a free core does not pay for polls that fail.
+ */
+class Backoff {
+  private skips = 0;
+  private left = 0;
+  /** True when this chance is skipped. */
+  skip(): boolean {
+    if (this.left === 0) return false;
+    this.left--;
+    return true;
+  }
+  hit(): void {
+    this.skips = 0;
+  }
+  miss(): void {
+    this.left = this.skips = Math.min(64, this.skips * 2 || 1);
+  }
+}
+
 /** The largest result that goes through the shared slot; larger ones are transferred in a message. */
 export const SLOT_BYTES = 4096;
-const HEADER = 4;
+const HEADER = 6;
+/**
+ * The doorbell: the caller adds 1 to this word and notifies it after every message it posts, so
+ * that a worker lingering in `Atomics.wait` (see `serveCalls`) wakes and takes the message from
+ * its port at once, without a turn of its event loop.
+ */
+const BELL = 4;
+/** Set while the worker sleeps on the doorbell: only then does a ring notify it (a notify is a system call). */
+const ASLEEP = 5;
+/**
+ * How long a lingering worker polls the doorbell after it answered a call, before it sleeps on
+ * it, in ms: the caller's next message usually follows its answer within tens of µs (it resumes,
+ * issues the next op, posts), and a sleeping thread's wake-up alone costs about as much on a
+ * virtual machine. CUDA's default sync spins too, where cores allow.
+ */
+const POLL_MS = 0.1;
 const enum Slot { Bytes = 1, Number = 2, Void = 3 }
 
 /**
@@ -75,7 +112,7 @@ export class CallPort {
   readonly slot: SharedArrayBuffer | null;
   private readonly words: Int32Array | null;
   /** How many answers came through the slot and by message (the tests check the path taken). */
-  readonly answered = { slot: 0, message: 0 };
+  readonly answered = { slot: 0, message: 0, polled: 0 };
   /** The number of the next answer to settle, and answers that arrived ahead of it. */
   private expected = 1;
   private readonly early = new Map<number, () => void>();
@@ -92,21 +129,59 @@ export class CallPort {
     (port as { unref?: () => void }).unref?.();
   }
 
-  /** Calls `method` in the worker; resolves with its result. */
-  call<T>(method: string, args: unknown[], transfer: Transferable[] = []): Promise<T> {
+  /**
+   * Calls `method` in the worker; resolves with its result. With `spinMs`, polls the reply slot
+   * that long first (see `spinFor`): for a call the worker should answer within microseconds.
+   */
+  call<T>(method: string, args: unknown[], transfer: Transferable[] = [], spinMs = 0): Promise<T> {
     const id = this.nextId++;
     // Ids stay in the int32 range of the slot's word 0 (never 0, which means a free slot).
     if (this.nextId > 0x7fffffff) this.nextId = 1;
     const p = new Promise<T>((resolve, reject) => this.pending.set(id, { resolve: resolve as (v: unknown) => void, reject }));
     this.port.postMessage([id, method, args], transfer);
-    if (this.words) this.watch();
+    if (this.words) {
+      this.ring(this.words);
+      if (spinMs > 0) this.spinFor(id, spinMs);
+      if (this.pending.size) this.watch();
+    }
     return p;
   }
 
   /** Sends a call that is not answered. */
   send(method: string, args: unknown[], transfer: Transferable[] = []): void {
     this.port.postMessage([NO_REPLY, method, args], transfer);
+    if (this.words) this.ring(this.words);
   }
+
+  /** Rings the worker's doorbell (a message is on its port). */
+  private ring(w: Int32Array): void {
+    Atomics.add(w, BELL, 1);
+    if (Atomics.load(w, ASLEEP)) Atomics.notify(w, BELL, 1);
+  }
+
+  /**
+   * Polls the slot for up to `ms` for the answer to call `id` (a small read the worker should
+   * answer within microseconds), so that it settles without the thread wake-up of `waitAsync`.
+   */
+  private spinFor(id: number, ms: number): void {
+    const w = this.words!;
+    if (this.watching) return; // answers go to the watch (an earlier call still waits)
+    if (this.spinBackoff.skip()) return;
+    const until = performance.now() + ms;
+    for (;;) {
+      const at = Atomics.load(w, 0);
+      if (at !== 0) {
+        this.take(at);
+        if (!this.pending.has(id)) {
+          this.spinBackoff.hit();
+          return void this.answered.polled++;
+        }
+      } else if (performance.now() > until) return this.spinBackoff.miss();
+    }
+  }
+
+  /** Fewer polls after polls that found nothing (a busy device, or a machine whose cores are all taken). */
+  private readonly spinBackoff = new Backoff();
 
   /** Closes the port; calls still pending reject. */
   close(): void {
@@ -177,11 +252,35 @@ export class CallPort {
   }
 }
 
-/** The worker's end: runs the calls that arrive on `port` against `api` and answers them. */
-export function serveCalls(port: MessagePort, api: object, slot: SharedArrayBuffer | null): void {
+/**
+ * How a worker lingers on its doorbell between calls (Node only: it needs `receiveMessageOnPort`
+ * to take a message off its port without a turn of the event loop).
+ */
+export interface Linger {
+  /** How long it waits for the next message after it has answered everything, in ms. */
+  ms: number;
+  /** Takes the next message off `port` now, if one is there. */
+  receive(port: MessagePort): { message: unknown } | undefined;
+  /** Whether the worker has nothing in flight (only then may it block its event loop). */
+  quiet(): boolean;
+}
+
+/**
+ * The worker's end: runs the calls that arrive on `port` against `api` and answers them.
+ *
+ * With `linger` (the cpu worker in Node), a worker that has answered every call and has nothing
+ * in flight waits on the doorbell in `Atomics.wait` for a while instead of returning to its event
+ * loop, and takes the next messages straight off the port: a futex wake instead of the event
+ * loop's, which halves a small read's round trip on a loaded 2-core machine. It returns to its
+ * event loop after every call that is answered later (its promise needs the loop), and when the
+ * wait times out; a sleeping `Atomics.wait` takes no core.
+ */
+export function serveCalls(port: MessagePort, api: object, slot: SharedArrayBuffer | null, linger: Linger | null = null): void {
   const words = slot && new Int32Array(slot);
   const methods = api as Record<string, (...args: unknown[]) => unknown>;
   let answers = 0;
+  /** Calls received and not answered yet. */
+  let unanswered = 0;
   /** Answers through the slot when the result fits and the slot is free; false otherwise. */
   const inSlot = (id: number, value: unknown, answer: number): boolean => {
     if (!words) return false;
@@ -201,7 +300,8 @@ export function serveCalls(port: MessagePort, api: object, slot: SharedArrayBuff
     Atomics.notify(words, 0);
     return true;
   };
-  onPortMessage(port, (m) => {
+  /** Runs one call; true when its answer is still to come (then the event loop must turn). */
+  const handle = (m: unknown): boolean => {
     const [id, method, args] = m as [number, string, unknown[]];
     let result: unknown;
     try {
@@ -211,8 +311,9 @@ export function serveCalls(port: MessagePort, api: object, slot: SharedArrayBuff
     }
     if (id === NO_REPLY) {
       if (result instanceof Promise) result.catch(() => undefined);
-      return;
+      return false;
     }
+    unanswered++;
     const fail = (e: unknown, answer: number) => port.postMessage([id, 0, toWire(e), answer]);
     void Promise.resolve(result).then(
       (value) => {
@@ -225,6 +326,51 @@ export function serveCalls(port: MessagePort, api: object, slot: SharedArrayBuff
         }
       },
       (e: unknown) => fail(e, (answers = nextAnswer(answers))),
-    );
+    ).finally(() => {
+      if (--unanswered === 0) lingerSoon(true);
+    });
+    return true;
+  };
+
+  let lingering = false;
+  /** Whether the last message handled was a call now answered (then the worker polls before it sleeps). */
+  let answeredLast = false;
+  const pollBackoff = new Backoff();
+  /** Lingers after the tasks already queued (the answers' promises and the executor's own tasks). */
+  const lingerSoon = (afterAnswer = false): void => {
+    answeredLast = afterAnswer;
+    if (!linger || !words || lingering) return;
+    lingering = true;
+    setImmediate(lingerNow);
+  };
+  const lingerNow = (): void => {
+    lingering = false;
+    const w = words!, start = performance.now(), until = start + linger!.ms, pollUntil = start + POLL_MS;
+    let polling = answeredLast && !pollBackoff.skip();
+    for (;;) {
+      if (unanswered || !linger!.quiet()) return;
+      const rung = Atomics.load(w, BELL);
+      const got = linger!.receive(port);
+      if (got) {
+        if (polling) pollBackoff.hit();
+        polling = false;
+        if (!handle(got.message)) continue;
+        return; // its answer needs the event loop; `finally` lingers again once it is given
+      }
+      const now = performance.now();
+      if (now >= until) return;
+      if (polling) {
+        if (now < pollUntil) continue;
+        pollBackoff.miss();
+        polling = false;
+      }
+      Atomics.store(w, ASLEEP, 1);
+      Atomics.wait(w, BELL, rung, until - now);
+      Atomics.store(w, ASLEEP, 0);
+    }
+  };
+
+  onPortMessage(port, (m) => {
+    if (!handle(m)) lingerSoon();
   });
 }

@@ -16,7 +16,7 @@
  * A copy is a (`send` on the source, `recv` on the destination) pair with a shared tag; a
  * cross-device event wait is a (`signal`, `waitSignal`) pair the same way, with no bytes.
  */
-import { exposeWorker, onPortMessage } from '../platform.js';
+import { env, exposeWorker, onPortMessage, portReceiver } from '../platform.js';
 import { Board } from './board.js';
 import { serveCalls } from './channel.js';
 import { bumpCounter, readBatch, type ReplayRng, type Batch, type Command, type DeviceInfo, type GraphInfo, type HostMemory, type SyncTarget, type TraceEntry, type WorkerApi, type WorkerProfile } from './protocol.js';
@@ -58,6 +58,12 @@ export interface Backend {
   close(): Promise<void> | void;
   /** The cpu device's shared memory, for the other devices' pinned copies (ts/runtime/pinned.ts); null elsewhere. */
   hostMemory?(): HostMemory | null;
+  /**
+   * How long the worker waits on its doorbell for the next call after it has answered every call,
+   * in ms (ts/worker/channel.ts: `Linger`); none when absent. Only a backend that needs no turn of
+   * the event loop between calls may linger (not Dawn's, whose callbacks come from the loop).
+   */
+  lingerMs?: number;
   /** Starts (if not running) or stops timing the device's own work, where it can (GPU passes with timestamp queries). */
   timePasses?(on: boolean): void;
   /**
@@ -435,7 +441,10 @@ export function serve(backend: Backend): void {
     init: async (options) => {
       board = Board.create(options.board ?? null);
       const info = await backend.init(options);
-      if (options.calls) serveCalls(options.calls, api, options.slot ?? null);
+      const lingerMs = Number(env('WEBTORCH_LINGER_MS') ?? backend.lingerMs ?? 0);
+      const receive = lingerMs ? portReceiver() : null;
+      const linger = receive && { ms: lingerMs, receive, quiet: () => scheduler.idle && !flushing };
+      if (options.calls) serveCalls(options.calls, api, options.slot ?? null, linger);
       // The cpu's memory goes to the calling thread too, where the board is shared (it needs both).
       const host = board.buffer ? backend.hostMemory?.() ?? null : null;
       countBatches = host !== null;

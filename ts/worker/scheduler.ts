@@ -105,6 +105,11 @@ export class Scheduler {
     else s.fifo.push({ cmd, seq, after: null });
   }
 
+  /** Whether every command received so far has run (or settled). */
+  get idle(): boolean {
+    return !this.lag && !this.device.length;
+  }
+
   /** Resolves once every command received so far has run (an awaited command: once it settled). */
   whenDone(): Promise<void> {
     if (!this.lag && !this.device.length) return Promise.resolve();
