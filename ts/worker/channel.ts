@@ -85,7 +85,7 @@ const ASLEEP = 5;
  * issues the next op, posts), and a sleeping thread's wake-up alone costs about as much on a
  * virtual machine. CUDA's default sync spins too, where cores allow.
  */
-const POLL_MS = 0.1;
+const POLL_MS = 0.3;
 const enum Slot { Bytes = 1, Number = 2, Void = 3 }
 
 /**
