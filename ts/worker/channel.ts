@@ -41,8 +41,8 @@ const fromWire = (w: WireError): Error => {
 //
 // Layout (Int32 words): [0] the id of the call whose answer is in the slot, 0 when the slot is
 // free; [1] its kind (see `Slot`); [2] its byte length; [3] its answer number (see `nextAnswer`);
-// [4] the doorbell and [5] whether the worker sleeps on it (see `BELL`); then up to `SLOT_BYTES`
-// bytes (8-aligned, for a number). The worker takes the slot with a
+// [4] the doorbell (see `BELL`); [5] unused; then up to `SLOT_BYTES` bytes (8-aligned, for a
+// number). The worker takes the slot with a
 // compare-exchange of word 0 from 0 to the call's id (if an answer sits there unread, it answers
 // by message instead) and notifies word 0; the caller, waiting on it with `Atomics.waitAsync`
 // while any call is pending, copies the answer out and frees the slot (stores 0).
@@ -72,20 +72,12 @@ class Backoff {
 export const SLOT_BYTES = 4096;
 const HEADER = 6;
 /**
- * The doorbell: the caller adds 1 to this word and notifies it after every message it posts, so
- * that a worker lingering in `Atomics.wait` (see `serveCalls`) wakes and takes the message from
- * its port at once, without a turn of its event loop.
+ * The doorbell: the caller adds 1 to this word after every message it posts, so that a worker
+ * polling for its next call (see `serveCalls`) sees it with a load and takes the message off its
+ * port at once, without a turn of its event loop. Nothing sleeps on it: a worker that stopped
+ * polling is woken by the message itself, through its event loop.
  */
 const BELL = 4;
-/** Set while the worker sleeps on the doorbell: only then does a ring notify it (a notify is a system call). */
-const ASLEEP = 5;
-/**
- * How long a lingering worker polls the doorbell after it answered a call, before it sleeps on
- * it, in ms: the caller's next message usually follows its answer within tens of µs (it resumes,
- * issues the next op, posts), and a sleeping thread's wake-up alone costs about as much on a
- * virtual machine. CUDA's default sync spins too, where cores allow.
- */
-const POLL_MS = 0.3;
 const enum Slot { Bytes = 1, Number = 2, Void = 3 }
 
 /**
@@ -156,7 +148,6 @@ export class CallPort {
   /** Rings the worker's doorbell (a message is on its port). */
   private ring(w: Int32Array): void {
     Atomics.add(w, BELL, 1);
-    if (Atomics.load(w, ASLEEP)) Atomics.notify(w, BELL, 1);
   }
 
   /**
@@ -253,29 +244,30 @@ export class CallPort {
 }
 
 /**
- * How a worker lingers on its doorbell between calls (Node only: it needs `receiveMessageOnPort`
- * to take a message off its port without a turn of the event loop).
+ * How a worker polls its doorbell for the next call after an answer (Node only: it needs
+ * `receiveMessageOnPort` to take a message off its port without a turn of the event loop).
  */
-export interface Linger {
-  /** How long it waits for the next message after it has answered everything, in ms. */
+export interface Poll {
+  /** How long it polls after it has answered every call, in ms. */
   ms: number;
   /** Takes the next message off `port` now, if one is there. */
   receive(port: MessagePort): { message: unknown } | undefined;
-  /** Whether the worker has nothing in flight (only then may it block its event loop). */
+  /** Whether the worker has nothing in flight (only then may it hold its event loop). */
   quiet(): boolean;
 }
 
 /**
  * The worker's end: runs the calls that arrive on `port` against `api` and answers them.
  *
- * With `linger` (the cpu worker in Node), a worker that has answered every call and has nothing
- * in flight waits on the doorbell in `Atomics.wait` for a while instead of returning to its event
- * loop, and takes the next messages straight off the port: a futex wake instead of the event
- * loop's, which halves a small read's round trip on a loaded 2-core machine. It returns to its
- * event loop after every call that is answered later (its promise needs the loop), and when the
- * wait times out; a sleeping `Atomics.wait` takes no core.
+ * With `poll` (the cpu worker in Node), a worker that has just answered every call and has
+ * nothing in flight polls the doorbell for a short while before it returns to its event loop, and
+ * takes the next messages straight off the port: the caller's next op usually follows its answer
+ * within tens of µs, and a sleeping thread's wake-up alone costs about as much on a virtual
+ * machine (CUDA's default synchronization spins too, where cores allow). It returns to its event
+ * loop after a call whose answer is still to come (its promise needs the loop) and when the poll
+ * ends; polls back off after polls that found nothing (`Backoff`).
  */
-export function serveCalls(port: MessagePort, api: object, slot: SharedArrayBuffer | null, linger: Linger | null = null): void {
+export function serveCalls(port: MessagePort, api: object, slot: SharedArrayBuffer | null, poll: Poll | null = null): void {
   const words = slot && new Int32Array(slot);
   const methods = api as Record<string, (...args: unknown[]) => unknown>;
   let answers = 0;
@@ -327,50 +319,44 @@ export function serveCalls(port: MessagePort, api: object, slot: SharedArrayBuff
       },
       (e: unknown) => fail(e, (answers = nextAnswer(answers))),
     ).finally(() => {
-      if (--unanswered === 0) lingerSoon(true);
+      if (--unanswered === 0) pollSoon();
     });
     return true;
   };
 
-  let lingering = false;
-  /** Whether the last message handled was a call now answered (then the worker polls before it sleeps). */
-  let answeredLast = false;
+  let polling = false;
   const pollBackoff = new Backoff();
-  /** Lingers after the tasks already queued (the answers' promises and the executor's own tasks). */
-  const lingerSoon = (afterAnswer = false): void => {
-    answeredLast = afterAnswer;
-    if (!linger || !words || lingering) return;
-    lingering = true;
-    setImmediate(lingerNow);
+  /** Polls once the tasks already queued have run (the answers' promises, the executor's own tasks). */
+  const pollSoon = (): void => {
+    if (!poll || !words || polling || pollBackoff.skip()) return;
+    polling = true;
+    setImmediate(pollNow);
   };
-  const lingerNow = (): void => {
-    lingering = false;
-    const w = words!, start = performance.now(), until = start + linger!.ms, pollUntil = start + POLL_MS;
-    let polling = answeredLast && !pollBackoff.skip();
+  const pollNow = (): void => {
+    polling = false;
+    const w = words!, until = performance.now() + poll!.ms;
+    let rung = Atomics.load(w, BELL);
     for (;;) {
-      if (unanswered || !linger!.quiet()) return;
-      const rung = Atomics.load(w, BELL);
-      const got = linger!.receive(port);
+      if (unanswered || !poll!.quiet()) return;
+      const got = poll!.receive(port);
       if (got) {
-        if (polling) pollBackoff.hit();
-        polling = false;
+        pollBackoff.hit();
         if (!handle(got.message)) continue;
-        return; // its answer needs the event loop; `finally` lingers again once it is given
+        return; // its answer needs the event loop; the poll starts again once it is given
       }
-      const now = performance.now();
-      if (now >= until) return;
-      if (polling) {
-        if (now < pollUntil) continue;
-        pollBackoff.miss();
-        polling = false;
+      // A message is on its way once the bell has moved (posting is not atomic with the ring).
+      for (;;) {
+        const now = Atomics.load(w, BELL);
+        if (now !== rung) {
+          rung = now;
+          break;
+        }
+        if (performance.now() > until) return pollBackoff.miss();
       }
-      Atomics.store(w, ASLEEP, 1);
-      Atomics.wait(w, BELL, rung, until - now);
-      Atomics.store(w, ASLEEP, 0);
     }
   };
 
   onPortMessage(port, (m) => {
-    if (!handle(m)) lingerSoon();
+    handle(m);
   });
 }

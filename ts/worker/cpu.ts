@@ -442,7 +442,7 @@ export const cpuBackend: Backend = {
   read: (id, byteOffset, bytes) => new Uint8Array(K.memory.buffer, ptr(id) + byteOffset, bytes).slice().buffer,
   write,
   async idle() {},
-  lingerMs: 5,
+  pollMs: 0.3,
   hostMemory: () => (shared && addresses ? { memory: shared, addresses } : null),
   // Commands run synchronously here: work recorded so far has finished.
   mark: async () => performance.now(),

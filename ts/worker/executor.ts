@@ -59,11 +59,11 @@ export interface Backend {
   /** The cpu device's shared memory, for the other devices' pinned copies (ts/runtime/pinned.ts); null elsewhere. */
   hostMemory?(): HostMemory | null;
   /**
-   * How long the worker waits on its doorbell for the next call after it has answered every call,
-   * in ms (ts/worker/channel.ts: `Linger`); none when absent. Only a backend that needs no turn of
-   * the event loop between calls may linger (not Dawn's, whose callbacks come from the loop).
+   * How long the worker polls for the next call after it has answered every call, in ms
+   * (ts/worker/channel.ts: `Poll`); not at all when absent. Only a backend that needs no turn of
+   * the event loop right after an answer may poll (not Dawn's, whose callbacks come from the loop).
    */
-  lingerMs?: number;
+  pollMs?: number;
   /** Starts (if not running) or stops timing the device's own work, where it can (GPU passes with timestamp queries). */
   timePasses?(on: boolean): void;
   /**
@@ -441,10 +441,10 @@ export function serve(backend: Backend): void {
     init: async (options) => {
       board = Board.create(options.board ?? null);
       const info = await backend.init(options);
-      const lingerMs = Number(env('WEBTORCH_LINGER_MS') ?? backend.lingerMs ?? 0);
-      const receive = lingerMs ? portReceiver() : null;
-      const linger = receive && { ms: lingerMs, receive, quiet: () => scheduler.idle && !flushing };
-      if (options.calls) serveCalls(options.calls, api, options.slot ?? null, linger);
+      const pollMs = Number(env('WEBTORCH_POLL_MS') ?? backend.pollMs ?? 0);
+      const receive = pollMs ? portReceiver() : null;
+      const poll = receive && { ms: pollMs, receive, quiet: () => scheduler.idle && !flushing };
+      if (options.calls) serveCalls(options.calls, api, options.slot ?? null, poll);
       // The cpu's memory goes to the calling thread too, where the board is shared (it needs both).
       const host = board.buffer ? backend.hostMemory?.() ?? null : null;
       countBatches = host !== null;

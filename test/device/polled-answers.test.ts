@@ -1,10 +1,10 @@
 /**
- * The cpu device's short round trip (ts/worker/channel.ts: `Linger`, `CallPort.spinFor`): after
- * an answer the worker waits on a doorbell and takes the next message straight off its port, and
- * the caller polls the reply slot for a small read it expects within microseconds. These tests
- * check that both paths are taken and that neither changes what a program sees: values, program
- * order, errors at the sync point, reads after long work, other devices, and a worker whose
- * linger has timed out.
+ * The cpu device's short round trip (ts/worker/channel.ts: `Poll`, `CallPort.spinFor`): after an
+ * answer the worker polls a doorbell for a while and takes the next message straight off its
+ * port, and the caller polls the reply slot for a small read it expects within microseconds.
+ * These tests check that the polled path is taken and that neither poll changes what a program
+ * sees: values, program order, errors at the sync point, reads after long work, other devices,
+ * and a worker whose poll has ended.
  */
 import { describe, expect, it } from 'vitest';
 import * as torch from '../../dist/webtorch.js';
@@ -12,7 +12,7 @@ import { suiteDevices } from '../devices.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-describe('the cpu worker lingers between calls and the caller polls for small answers', () => {
+describe('the cpu worker polls for the next call and the caller polls for small answers', () => {
   const devices = suiteDevices();
 
   it('small reads after an op are answered through the slot, some of them polled for, each right', async () => {
@@ -52,7 +52,7 @@ describe('the cpu worker lingers between calls and the caller polls for small an
     b.dispose();
   });
 
-  it('keeps program order across submits, reads, a linger that timed out, and an error at the sync point', async () => {
+  it('keeps program order across submits, reads, a worker whose poll ended, and an error at the sync point', async () => {
     const x = torch.zeros([3], { device: 'cpu' });
     let want = 0;
     for (let round = 0; round < 6; round++) {
@@ -60,7 +60,7 @@ describe('the cpu worker lingers between calls and the caller polls for small an
         x.add_(1); // no answer: a submit
         want++;
       }
-      if (round % 2) await sleep(12); // past the worker's linger: the next message comes by its event loop
+      if (round % 2) await sleep(12); // past the worker's poll: the next message comes by its event loop
       expect(Array.from((await x.data()) as Float32Array), `round ${round}`).toEqual([want, want, want]);
     }
     const src = torch.ones([2, 2], { device: 'cpu' }), idx = torch.tensor([[0, 5]], { device: 'cpu' });
@@ -72,10 +72,10 @@ describe('the cpu worker lingers between calls and the caller polls for small an
     for (const t of [x, src, idx, bad]) t.dispose();
   });
 
-  it('copies between the lingering cpu worker and the GPU devices arrive', async () => {
+  it('copies between the polling cpu worker and the GPU devices arrive', async () => {
     for (const d of devices.filter((n) => n.startsWith('gpu'))) {
       const x = torch.arange(6, { device: 'cpu', dtype: 'float32' });
-      await x.data(); // the cpu worker has answered: it lingers now
+      await x.data(); // the cpu worker has answered: it polls now
       const back = torch.tidy(() => x.to(d).mul(2).to('cpu').add(1));
       expect(Array.from((await back.data()) as Float32Array), d).toEqual([1, 3, 5, 7, 9, 11]);
       for (const t of [x, back]) t.dispose();
