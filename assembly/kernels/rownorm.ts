@@ -127,7 +127,7 @@ function affineRow(x: usize, out: usize, len: i32, c: f32, k: f32, w: usize, b: 
   const n4 = len & ~3;
   let i = 0;
   if (!w && !b) {
-    // softmax's scaling and a layer norm without weights: no branch per vector
+    // a layer norm without weights: no branch per vector
     for (; i < n4; i += 4) {
       const at = <usize>i << 2;
       v128.store(out + at, f32x4.mul(f32x4.add(v128.load(x + at), cv), kv));
@@ -146,6 +146,20 @@ function affineRow(x: usize, out: usize, len: i32, c: f32, k: f32, w: usize, b: 
     if (w) y *= load<f32>(w + at);
     if (b) y += load<f32>(b + at);
     store<f32>(out + at, y);
+  }
+}
+
+/** x ·= k over the row, in place (softmax's last pass). */
+function scaleRow(x: usize, len: i32, k: f32): void {
+  const kv = f32x4.splat(k);
+  const n4 = len & ~3;
+  for (let i = 0; i < n4; i += 4) {
+    const at = x + (<usize>i << 2);
+    v128.store(at, f32x4.mul(v128.load(at), kv));
+  }
+  for (let i = n4; i < len; i++) {
+    const at = x + (<usize>i << 2);
+    store<f32>(at, load<f32>(at) * k);
   }
 }
 
@@ -173,7 +187,7 @@ function row(kind: i32, x: usize, out: usize, len: i32, w: usize, b: usize, eps:
   if (kind == SOFTMAX) {
     const m = rowMax(x, len);
     const sum = expSum(x, out, len, m);
-    affineRow(out, out, len, 0, <f32>(1 / sum), 0, 0);
+    scaleRow(out, len, <f32>(1 / sum));
   } else if (kind == LOG_SOFTMAX) {
     const m = rowMax(x, len);
     const sum = expSum(x, 0, len, m);

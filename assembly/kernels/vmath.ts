@@ -33,6 +33,8 @@ const SQRT2: f32 = 1.4142135623730951;
 /** 1.5·2^23: adding it rounds |v| < 2^22 to an integer, held in the low bits of the sum's bits. */
 const MAGIC: f32 = 12582912.0;
 const MAGIC_BITS: i32 = 0x4b400000;
+/** MAGIC + 127: the sum's low bits are then n + 127, an exponent field's value (`expNeg4`). */
+const MAGIC_BIASED: f32 = 12583039.0;
 
 /** The reduction shared by exp and expm1: returns r = x − n·ln2; `t` holds n + MAGIC. */
 // @ts-ignore: decorator
@@ -230,14 +232,17 @@ export const INV_LN2: f32 = 1.0 / LN2;
  */
 // @ts-ignore: decorator
 @inline export function expNeg4(x: v128): v128 {
-  const t = magicN(x);
-  const r = reduce(x, t);
+  // The magic number carries the exponent bias: t's low bits are n + 127, so 2^n is t's bits
+  // shifted into the exponent field, one instruction (n + 127 is in 1..127 for x ≥ −87.33).
+  const t = f32x4.add(f32x4.mul(x, splat(LOG2E)), splat(MAGIC_BIASED));
+  const n = f32x4.sub(t, splat(MAGIC_BIASED));
+  const r = f32x4.sub(f32x4.sub(x, f32x4.mul(n, splat(LN2_HI))), f32x4.mul(n, splat(LN2_LO)));
   let p = splat(0.00828578323);
   p = f32x4.add(f32x4.mul(p, r), splat(0.0418731682));
   p = f32x4.add(f32x4.mul(p, r), splat(0.166675016));
   p = f32x4.add(f32x4.mul(p, r), splat(0.49999395));
   p = f32x4.add(f32x4.mul(p, r), splat(0.999999881));
   p = f32x4.add(f32x4.mul(p, r), splat(1));
-  const y = f32x4.mul(p, pow2(i32x4.sub(t, i32x4.splat(MAGIC_BITS))));
-  return v128.bitselect(splat(0), y, f32x4.lt(x, splat(-87.33)));
+  // the flush as an andnot (a bitselect against 0 takes three x64 instructions)
+  return v128.andnot(f32x4.mul(p, i32x4.shl(t, 23)), f32x4.lt(x, splat(-87.33)));
 }
