@@ -10,8 +10,8 @@
 // 1 on both sides (contiguous, scalar-broadcast, or bias-style row broadcast)
 // take an f32x4 / i32x4 path.
 
-import { BOOL, F32, I32, elemShift, isFloat, loadF, loadI, storeF, storeI } from "./dtype";
-import { begin, beginAt, chunkFirst, chunkLast, chunkOf, nextRow, normalize, off0, off1, off2, rowLen, rowStride } from "./iter";
+import { BOOL, F32, I32, I64, elemShift, isFloat, loadF, loadI, storeF, storeI } from "./dtype";
+import { begin, beginAt, chunkFirst, chunkLast, chunkOf, nextRow, normalize, off0, off1, off2, rowLen, rowStride, stridesAt } from "./iter";
 import { powC, powI } from "./special";
 
 /**
@@ -254,6 +254,61 @@ function simdRowI32(op: i32, pa: usize, sa: i32, pb: usize, sb: i32, po: usize, 
   return i;
 }
 
+/** Comparison `op` (11–16) of two integers. */
+// @ts-ignore: decorator
+@inline function cmpI64(op: i32, x: i64, y: i64): bool {
+  switch (op) {
+    case 11: return x == y;
+    case 12: return x != y;
+    case 13: return x < y;
+    case 14: return x <= y;
+    case 15: return x > y;
+    default: return x >= y;
+  }
+}
+
+/** One comparison's loop over a row of int32 (`wide` false) or int64 elements, any strides (bytes); inlined where `op` is a constant. */
+// @ts-ignore: decorator
+@inline function cmpLoopI(op: i32, wide: bool, pa: usize, da: usize, pb: usize, db: usize, po: usize, len: i32): void {
+  for (let i = 0; i < len; i++) {
+    const x = wide ? load<i64>(pa) : <i64>load<i32>(pa), y = wide ? load<i64>(pb) : <i64>load<i32>(pb);
+    store<u8>(po + <usize>i, <u8>cmpI64(op, x, y));
+    pa += da;
+    pb += db;
+  }
+}
+
+/**
+ * Integer comparisons (ops 11–16) of int32 or int64 rows into bool bytes, any strides: one loop
+ * per op and width, without the general path's dtype dispatch per element (max(dim)'s gradient
+ * compares an int64 arange with the saved indices: [N, C, oh, ow, window] against [.., 1], rows as
+ * short as a pooling window, took 14 ns an element there).
+ */
+function cmpRowInt(op: i32, wide: bool, pa: usize, sa: i32, pb: usize, sb: i32, po: usize, len: i32): i32 {
+  const sh: usize = wide ? 3 : 2;
+  const da = <usize>(<isize>sa << sh), db = <usize>(<isize>sb << sh);
+  if (wide) {
+    switch (op) {
+      case 11: cmpLoopI(11, true, pa, da, pb, db, po, len); break;
+      case 12: cmpLoopI(12, true, pa, da, pb, db, po, len); break;
+      case 13: cmpLoopI(13, true, pa, da, pb, db, po, len); break;
+      case 14: cmpLoopI(14, true, pa, da, pb, db, po, len); break;
+      case 15: cmpLoopI(15, true, pa, da, pb, db, po, len); break;
+      default: cmpLoopI(16, true, pa, da, pb, db, po, len);
+    }
+  } else {
+    switch (op) {
+      case 11: cmpLoopI(11, false, pa, da, pb, db, po, len); break;
+      case 12: cmpLoopI(12, false, pa, da, pb, db, po, len); break;
+      case 13: cmpLoopI(13, false, pa, da, pb, db, po, len); break;
+      case 14: cmpLoopI(14, false, pa, da, pb, db, po, len); break;
+      case 15: cmpLoopI(15, false, pa, da, pb, db, po, len); break;
+      default: cmpLoopI(16, false, pa, da, pb, db, po, len);
+    }
+  }
+  return len;
+}
+
 /**
  * out = a (op) b with broadcasting; contiguous out.
  * p: [r, n, shape[r], aStrides[r], aOffset, bStrides[r], bOffset].
@@ -296,7 +351,12 @@ function binaryRows(op: i32, dt: i32, outDt: i32, a: usize, b: usize, out: usize
   const simdI = unitStrides && dt == I32 && outDt == I32 && op <= 2;
   const stridedF = !simdF && dt == F32 && outDt == F32 && (op <= 3 || op == 7 || op == 8);
   const simdCmp = unitStrides && dt == F32 && outDt == BOOL && op >= 11 && op <= 16;
+  const intCmp = (dt == I32 || dt == I64) && outDt == BOOL && op >= 11 && op <= 16;
+  const wide = dt == I64;
   beginAt(d, 2, r0);
+  // rank 2 (one outer dim, as short broadcast rows often are): the next row is one stride on
+  const rank2 = load<i32>(d) == 2;
+  const oa = rank2 ? load<i32>(stridesAt(d, 2, 0)) : 0, ob = rank2 ? load<i32>(stridesAt(d, 2, 1)) : 0;
   let o = o0;
   for (let row = r0; row < r1; row++) {
     let i = 0;
@@ -306,6 +366,8 @@ function binaryRows(op: i32, dt: i32, outDt: i32, a: usize, b: usize, out: usize
       i = simdRowCmp(op, a + (<usize>off0 << 2), sa, b + (<usize>off1 << 2), sb, out + <usize>o, len);
     } else if (stridedF) {
       i = stridedRowF32(op, a + (<usize>off0 << 2), sa, b + (<usize>off1 << 2), sb, out + (<usize>o << 2), len, fa);
+    } else if (intCmp) {
+      i = cmpRowInt(op, wide, a + (<usize>off0 << elemShift(dt)), sa, b + (<usize>off1 << elemShift(dt)), sb, out + <usize>o, len);
     } else if (simdI) {
       i = simdRowI32(op, a + (<usize>off0 << 2), sa, b + (<usize>off1 << 2), sb, out + (<usize>o << 2), len, <i32>ia);
     }
@@ -319,7 +381,12 @@ function binaryRows(op: i32, dt: i32, outDt: i32, a: usize, b: usize, out: usize
       }
     }
     o += len;
-    nextRow(d, 2);
+    if (rank2) {
+      off0 += oa;
+      off1 += ob;
+    } else {
+      nextRow(d, 2);
+    }
   }
 }
 

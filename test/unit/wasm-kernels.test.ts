@@ -742,6 +742,31 @@ describe('int64 kernels (i64 storage, 8 bytes)', () => {
     expect(get64(o, A.length)).toEqual(A.map((x, i) => ref(x, B[i])));
   });
 
+  it('integer comparisons into bool, int64 and int32, any strides: short broadcast rows (a pooling window), transposed, strided, odd lengths', () => {
+    // values that agree in their low 32 bits but differ in int64, and the extremes
+    const V = [0n, 1n, -1n, 2n ** 32n + 1n, 2n ** 32n, -(2n ** 63n), 2n ** 63n - 1n, 5n, -(2n ** 32n) - 1n, 7n, 3n, -2n, 1n];
+    const a64 = put64(V), V32 = [0, 1, -1, 2147483647, -2147483648, 5, 3, -2, 7, 1, 1, 0, -1];
+    const a32 = put(I32, V32);
+    const REF: Record<number, (x: bigint, y: bigint) => boolean> = {
+      11: (x, y) => x === y, 12: (x, y) => x !== y, 13: (x, y) => x < y, 14: (x, y) => x <= y, 15: (x, y) => x > y, 16: (x, y) => x >= y,
+    };
+    // [shape, aStrides, aOffset, bStrides, bOffset]: the window arange against the index, its transpose, a stride-2 row, one odd row
+    const layouts: [number[], number[], number, number[], number][] = [
+      [[3, 4], [0, 1], 0, [1, 0], 5], [[4, 3], [1, 0], 2, [0, 1], 0], [[2, 5], [1, 2], 1, [5, 1], 0], [[13], [1], 0, [-1], 12], [[3, 3], [3, 1], 0, [0, 0], 3],
+    ];
+    for (const [op, ref] of Object.entries(REF)) {
+      for (const [shape, as, ao, bs, bo] of layouts) {
+        const n = numel(shape), o = out(BOOL, n);
+        k.binary(Number(op), I64, BOOL, a64, a64, o, sdesc(shape, [as, ao], [bs, bo]), 1);
+        const ga = gather(V, shape, as, ao), gb = gather(V, shape, bs, bo);
+        expect(get(BOOL, o, n), `int64 op ${op} ${shape}`).toEqual(ga.map((x, i) => +ref(x, gb[i])));
+        k.binary(Number(op), I32, BOOL, a32, a32, o, sdesc(shape, [as, ao], [bs, bo]), 1);
+        const ha = gather(V32, shape, as, ao), hb = gather(V32, shape, bs, bo);
+        expect(get(BOOL, o, n), `int32 op ${op} ${shape}`).toEqual(ha.map((x, i) => +ref(BigInt(x), BigInt(hb[i]))));
+      }
+    }
+  });
+
   it('reduce sums, multiplies and finds extremes in 64 bits; argmax writes an int64 index', () => {
     const o = alloc(8 * 4);
     k.reduce(0, I64, I64, put64(A), o, 1, A.length);
