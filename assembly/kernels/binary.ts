@@ -405,6 +405,9 @@ export function where(dt: i32, c: usize, a: usize, b: usize, out: usize, p: usiz
   const rows = n / len;
   const sh = elemShift(dt);
   begin(d, 3);
+  // rank 2 (a gradient broadcast over a pooling window's short rows): the next row is one stride on
+  const rank2 = load<i32>(d) == 2;
+  const oc = rank2 ? load<i32>(stridesAt(d, 2, 0)) : 0, oa = rank2 ? load<i32>(stridesAt(d, 2, 1)) : 0, ob = rank2 ? load<i32>(stridesAt(d, 2, 2)) : 0;
   let o = 0;
   for (let row = 0; row < rows; row++) {
     let i = 0;
@@ -430,6 +433,12 @@ export function where(dt: i32, c: usize, a: usize, b: usize, out: usize, p: usiz
       else store<u8>(dst, load<u8>(src));
     }
     o += len;
-    nextRow(d, 3);
+    if (rank2) {
+      off0 += oc;
+      off1 += oa;
+      off2 += ob;
+    } else {
+      nextRow(d, 3);
+    }
   }
 }

@@ -487,6 +487,20 @@ describe('binary', () => {
     get(F32, o, 3 * n).forEach((v, i) => expect(Object.is(v, c[i] ? A[i] : B[Math.floor(i / n)]), `element ${i}: ${v}`).toBe(true));
   });
 
+  it('where with a gradient broadcast over short rows (max pooling\'s backward): rank 2 and rank 3 after merging, tails', () => {
+    for (const len of [4, 5, 9]) {
+      // [3, 2, len]: c contiguous, a one value per (i, j) laid out [i, j] (rank 2 after merging) or transposed (rank 3), b a scalar
+      const n = 6 * len, c = Array.from({ length: n }, (_, i) => +((i * 5) % 3 === 0));
+      const A = [1.5, -0, NaN, 4, -Infinity, 6.25], B = [-3.5];
+      for (const as of [[2, 1, 0], [1, 3, 0]]) {
+        const o = out(F32, n);
+        k.where(F32, put(BOOL, c), put(F32, A), put(F32, B), o, sdesc([3, 2, len], [[2 * len, len, 1], 0], [as, 0], [[0, 0, 0], 0]));
+        const ga = gather(A, [3, 2, len], as, 0);
+        get(F32, o, n).forEach((v, i) => expect(Object.is(v, c[i] ? ga[i] : B[0]), `len ${len} strides ${as} element ${i}: ${v}`).toBe(true));
+      }
+    }
+  });
+
   it('where over contiguous 32-bit rows (four at a time, then the tail) keeps each element\'s bits', () => {
     for (const [dt, n] of [[F32, 11], [F32, 3], [I32, 13], [F32, 64]] as const) {
       const c = Array.from({ length: 2 * n }, (_, i) => +((i * 7) % 3 === 0));
