@@ -31,6 +31,17 @@ export function matmulWorkspaceBytes(M: i32, N: i32, K: i32): i32 {
   return min<i32>(K, KC) * ((min<i32>(N, NC) + 7) & ~7) * 4 + EDGE_BYTES;
 }
 
+/** Stores the transpose of the 4×4 block whose columns are c0..c3 as four rows 32 bytes apart (half of four packed strip rows). */
+// @ts-ignore: decorator
+@inline function transpose4(dst: usize, c0: v128, c1: v128, c2: v128, c3: v128): void {
+  const t0 = v128.shuffle<f32>(c0, c1, 0, 4, 1, 5), t1 = v128.shuffle<f32>(c2, c3, 0, 4, 1, 5);
+  const t2 = v128.shuffle<f32>(c0, c1, 2, 6, 3, 7), t3 = v128.shuffle<f32>(c2, c3, 2, 6, 3, 7);
+  v128.store(dst, v128.shuffle<f32>(t0, t1, 0, 1, 4, 5));
+  v128.store(dst, v128.shuffle<f32>(t0, t1, 2, 3, 6, 7), 32);
+  v128.store(dst, v128.shuffle<f32>(t2, t3, 0, 1, 4, 5), 64);
+  v128.store(dst, v128.shuffle<f32>(t2, t3, 2, 3, 6, 7), 96);
+}
+
 function packB(src: usize, rs: usize, cs: usize, kc: i32, nc: i32, ws: usize): void {
   const strips = (nc + 7) >> 3;
   let dst = ws;
@@ -44,8 +55,24 @@ function packB(src: usize, rs: usize, cs: usize, kc: i32, nc: i32, ws: usize): v
         row += rs;
         dst += 32;
       }
+    } else if (rs == 4 && cols == 8) {
+      // Column-major B (a transposed view: a weight gradient's windows, x·Wᵀ's W): four k of
+      // each of the 8 columns, two 4×4 transposes in registers, four packed rows (the scalar
+      // path below took a third of a convolution's weight-gradient product)
+      let k = 0;
+      for (; k + 4 <= kc; k += 4) {
+        const at = row + (<usize>k << 2);
+        transpose4(dst, v128.load(at), v128.load(at + cs), v128.load(at + 2 * cs), v128.load(at + 3 * cs));
+        const hi = at + 4 * cs;
+        transpose4(dst + 16, v128.load(hi), v128.load(hi + cs), v128.load(hi + 2 * cs), v128.load(hi + 3 * cs));
+        dst += 128;
+      }
+      for (; k < kc; k++) {
+        for (let j = 0; j < 8; j++) store<f32>(dst + (<usize>j << 2), load<f32>(row + <usize>j * cs + (<usize>k << 2)));
+        dst += 32;
+      }
     } else if (rs == 4) {
-      // Column-major B (e.g. a transposed view): read each column contiguously.
+      // Column-major B, a partial strip: read each column contiguously.
       for (let j = 0; j < 8; j++) {
         let at = dst + (<usize>j << 2);
         if (j < cols) {

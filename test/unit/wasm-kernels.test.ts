@@ -678,6 +678,8 @@ describe('matmul', () => {
     { Bt: 2, M: 7, N: 9, K: 5, bT: true }, { Bt: 1, M: 65, N: 33, K: 17, aT: true, bT: true },
     { Bt: 3, M: 6, N: 10, K: 4, aB0: true }, { Bt: 3, M: 5, N: 8, K: 6, bB0: true }, { Bt: 2, M: 4, N: 11, K: 3, bCS2: true },
     { Bt: 1, M: 9, N: 530, K: 300 }, { Bt: 1, M: 2, N: 3, K: 600, bT: true },
+    // column-major B in full strips, 4 k at a time: two K blocks whose lengths (256, 46) leave k tails of 0 and 2, a partial last strip
+    { Bt: 2, M: 9, N: 17, K: 302, bT: true }, { Bt: 1, M: 4, N: 16, K: 7, bT: true, aT: true },
   ];
   for (const c of cases) it(`matches a naive loop: ${JSON.stringify(c)}`, () => checkMatmul(c));
 
