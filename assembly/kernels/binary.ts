@@ -267,14 +267,23 @@ function simdRowI32(op: i32, pa: usize, sa: i32, pb: usize, sb: i32, po: usize, 
   }
 }
 
-/** One comparison's loop over a row of int32 (`wide` false) or int64 elements, any strides (bytes); inlined where `op` is a constant. */
+/**
+ * One comparison's loop over `rows` rows of int32 (`wide` false) or int64 elements, any strides
+ * (bytes; `ra`, `rb`: from one row to the next); inlined where `op` is a constant.
+ */
 // @ts-ignore: decorator
-@inline function cmpLoopI(op: i32, wide: bool, pa: usize, da: usize, pb: usize, db: usize, po: usize, len: i32): void {
-  for (let i = 0; i < len; i++) {
-    const x = wide ? load<i64>(pa) : <i64>load<i32>(pa), y = wide ? load<i64>(pb) : <i64>load<i32>(pb);
-    store<u8>(po + <usize>i, <u8>cmpI64(op, x, y));
-    pa += da;
-    pb += db;
+@inline function cmpLoopI(op: i32, wide: bool, pa: usize, da: usize, ra: usize, pb: usize, db: usize, rb: usize, po: usize, len: i32, rows: i32): void {
+  for (let r = 0; r < rows; r++) {
+    let x = pa, y = pb;
+    for (let i = 0; i < len; i++) {
+      const u = wide ? load<i64>(x) : <i64>load<i32>(x), v = wide ? load<i64>(y) : <i64>load<i32>(y);
+      store<u8>(po + <usize>i, <u8>cmpI64(op, u, v));
+      x += da;
+      y += db;
+    }
+    pa += ra;
+    pb += rb;
+    po += <usize>len;
   }
 }
 
@@ -282,31 +291,31 @@ function simdRowI32(op: i32, pa: usize, sa: i32, pb: usize, sb: i32, po: usize, 
  * Integer comparisons (ops 11–16) of int32 or int64 rows into bool bytes, any strides: one loop
  * per op and width, without the general path's dtype dispatch per element (max(dim)'s gradient
  * compares an int64 arange with the saved indices: [N, C, oh, ow, window] against [.., 1], rows as
- * short as a pooling window, took 14 ns an element there).
+ * short as a pooling window, took 14 ns an element there). `rows` rows `ra` and `rb` elements
+ * apart (a rank-2 view's rows in one call: the op's dispatch once, not per row of 4).
  */
-function cmpRowInt(op: i32, wide: bool, pa: usize, sa: i32, pb: usize, sb: i32, po: usize, len: i32): i32 {
+function cmpRowsInt(op: i32, wide: bool, pa: usize, sa: i32, ra: i32, pb: usize, sb: i32, rb: i32, po: usize, len: i32, rows: i32): void {
   const sh: usize = wide ? 3 : 2;
-  const da = <usize>(<isize>sa << sh), db = <usize>(<isize>sb << sh);
+  const da = <usize>(<isize>sa << sh), db = <usize>(<isize>sb << sh), rab = <usize>(<isize>ra << sh), rbb = <usize>(<isize>rb << sh);
   if (wide) {
     switch (op) {
-      case 11: cmpLoopI(11, true, pa, da, pb, db, po, len); break;
-      case 12: cmpLoopI(12, true, pa, da, pb, db, po, len); break;
-      case 13: cmpLoopI(13, true, pa, da, pb, db, po, len); break;
-      case 14: cmpLoopI(14, true, pa, da, pb, db, po, len); break;
-      case 15: cmpLoopI(15, true, pa, da, pb, db, po, len); break;
-      default: cmpLoopI(16, true, pa, da, pb, db, po, len);
+      case 11: cmpLoopI(11, true, pa, da, rab, pb, db, rbb, po, len, rows); break;
+      case 12: cmpLoopI(12, true, pa, da, rab, pb, db, rbb, po, len, rows); break;
+      case 13: cmpLoopI(13, true, pa, da, rab, pb, db, rbb, po, len, rows); break;
+      case 14: cmpLoopI(14, true, pa, da, rab, pb, db, rbb, po, len, rows); break;
+      case 15: cmpLoopI(15, true, pa, da, rab, pb, db, rbb, po, len, rows); break;
+      default: cmpLoopI(16, true, pa, da, rab, pb, db, rbb, po, len, rows);
     }
   } else {
     switch (op) {
-      case 11: cmpLoopI(11, false, pa, da, pb, db, po, len); break;
-      case 12: cmpLoopI(12, false, pa, da, pb, db, po, len); break;
-      case 13: cmpLoopI(13, false, pa, da, pb, db, po, len); break;
-      case 14: cmpLoopI(14, false, pa, da, pb, db, po, len); break;
-      case 15: cmpLoopI(15, false, pa, da, pb, db, po, len); break;
-      default: cmpLoopI(16, false, pa, da, pb, db, po, len);
+      case 11: cmpLoopI(11, false, pa, da, rab, pb, db, rbb, po, len, rows); break;
+      case 12: cmpLoopI(12, false, pa, da, rab, pb, db, rbb, po, len, rows); break;
+      case 13: cmpLoopI(13, false, pa, da, rab, pb, db, rbb, po, len, rows); break;
+      case 14: cmpLoopI(14, false, pa, da, rab, pb, db, rbb, po, len, rows); break;
+      case 15: cmpLoopI(15, false, pa, da, rab, pb, db, rbb, po, len, rows); break;
+      default: cmpLoopI(16, false, pa, da, rab, pb, db, rbb, po, len, rows);
     }
   }
-  return len;
 }
 
 /**
@@ -358,6 +367,11 @@ function binaryRows(op: i32, dt: i32, outDt: i32, a: usize, b: usize, out: usize
   const rank2 = load<i32>(d) == 2;
   const oa = rank2 ? load<i32>(stridesAt(d, 2, 0)) : 0, ob = rank2 ? load<i32>(stridesAt(d, 2, 1)) : 0;
   let o = o0;
+  if (intCmp && rank2) {
+    const sh = elemShift(dt);
+    cmpRowsInt(op, wide, a + (<usize>off0 << sh), sa, oa, b + (<usize>off1 << sh), sb, ob, out + <usize>o, len, r1 - r0);
+    return;
+  }
   for (let row = r0; row < r1; row++) {
     let i = 0;
     if (simdF) {
@@ -367,7 +381,8 @@ function binaryRows(op: i32, dt: i32, outDt: i32, a: usize, b: usize, out: usize
     } else if (stridedF) {
       i = stridedRowF32(op, a + (<usize>off0 << 2), sa, b + (<usize>off1 << 2), sb, out + (<usize>o << 2), len, fa);
     } else if (intCmp) {
-      i = cmpRowInt(op, wide, a + (<usize>off0 << elemShift(dt)), sa, b + (<usize>off1 << elemShift(dt)), sb, out + <usize>o, len);
+      cmpRowsInt(op, wide, a + (<usize>off0 << elemShift(dt)), sa, 0, b + (<usize>off1 << elemShift(dt)), sb, 0, out + <usize>o, len, 1);
+      i = len;
     } else if (simdI) {
       i = simdRowI32(op, a + (<usize>off0 << 2), sa, b + (<usize>off1 << 2), sb, out + (<usize>o << 2), len, <i32>ia);
     }

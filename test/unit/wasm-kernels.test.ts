@@ -766,9 +766,10 @@ describe('int64 kernels (i64 storage, 8 bytes)', () => {
     const REF: Record<number, (x: bigint, y: bigint) => boolean> = {
       11: (x, y) => x === y, 12: (x, y) => x !== y, 13: (x, y) => x < y, 14: (x, y) => x <= y, 15: (x, y) => x > y, 16: (x, y) => x >= y,
     };
-    // [shape, aStrides, aOffset, bStrides, bOffset]: the window arange against the index, its transpose, a stride-2 row, one odd row
+    // [shape, aStrides, aOffset, bStrides, bOffset]: the window arange against the index (rank 2: every row in one call), its transpose, a stride-2 row, one odd row (rank 1)
     const layouts: [number[], number[], number, number[], number][] = [
       [[3, 4], [0, 1], 0, [1, 0], 5], [[4, 3], [1, 0], 2, [0, 1], 0], [[2, 5], [1, 2], 1, [5, 1], 0], [[13], [1], 0, [-1], 12], [[3, 3], [3, 1], 0, [0, 0], 3],
+      [[2, 3, 2], [1, 4, 2], 0, [6, 2, 1], 0], // rank 3: rows one at a time
     ];
     for (const [op, ref] of Object.entries(REF)) {
       for (const [shape, as, ao, bs, bo] of layouts) {
