@@ -55,7 +55,7 @@ const SHAPES: Shape[] = [
   [2, 100, 30, 100, 'w', true, false], // broadcast A, transposed
   // computed as Cᵀ = Wᵀ·Aᵀ, then copied into place (few columns: ts/worker/cpu.ts swapsOperands)
   [16, 8, 784, 9, 'both', false, true], // a 3×3 convolution's weight gradient, 8 channels, on the threads
-  [1, 16, 784, 10, 'both', false, true], // x·Wᵀ of a 10-way linear layer, one thread
+  [1, 8, 300, 9, 'both', false, true], // one thread
   [2, 6, 20, 9, 'w', true, false], // broadcast A, transposed, a leftover row
 ];
 
