@@ -680,6 +680,8 @@ describe('matmul', () => {
     { Bt: 1, M: 9, N: 530, K: 300 }, { Bt: 1, M: 2, N: 3, K: 600, bT: true },
     // column-major B in full strips, 4 k at a time: two K blocks whose lengths (256, 46) leave k tails of 0 and 2, a partial last strip
     { Bt: 2, M: 9, N: 17, K: 302, bT: true }, { Bt: 1, M: 4, N: 16, K: 7, bT: true, aT: true },
+    // few rows, a row-major B read in place (full strips), only the ragged strip packed: two N blocks, two K blocks
+    { Bt: 2, M: 16, N: 603, K: 260 }, { Bt: 1, M: 17, N: 24, K: 9 }, { Bt: 2, M: 13, N: 37, K: 20, aT: true, aB0: true },
   ];
   for (const c of cases) it(`matches a naive loop: ${JSON.stringify(c)}`, () => checkMatmul(c));
 
@@ -691,7 +693,7 @@ describe('matmul', () => {
     { Bt: 5, M: 7, N: 9, K: 5, parts: 3 }, { Bt: 1, M: 9, N: 530, K: 300, parts: 2 }, { Bt: 2, M: 5, N: 203, K: 17, parts: 3, bT: true },
     { Bt: 1, M: 150, N: 70, K: 40, parts: 2, aT: true, bT: true }, { Bt: 3, M: 33, N: 24, K: 6, parts: 2, aB0: true },
     { Bt: 2, M: 3, N: 70, K: 8, parts: 4, bB0: true, bCS2: true }, { Bt: 1, M: 2, N: 3, K: 4, parts: 4 }, { Bt: 1, M: 1, N: 1, K: 1, parts: 3 },
-    { Bt: 2, M: 3, N: 4, K: 0, parts: 3 },
+    { Bt: 2, M: 3, N: 4, K: 0, parts: 3 }, { Bt: 3, M: 13, N: 37, K: 20, parts: 3 }, { Bt: 1, M: 8, N: 61, K: 30, parts: 2 },
   ];
   for (const c of split) it(`matmulPart: the parts cover the output once: ${JSON.stringify(c)}`, () => checkMatmul(c));
 
