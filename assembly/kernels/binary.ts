@@ -424,6 +424,24 @@ export function where(dt: i32, c: usize, a: usize, b: usize, out: usize, p: usiz
   const rank2 = load<i32>(d) == 2;
   const oc = rank2 ? load<i32>(stridesAt(d, 2, 0)) : 0, oa = rank2 ? load<i32>(stridesAt(d, 2, 1)) : 0, ob = rank2 ? load<i32>(stridesAt(d, 2, 2)) : 0;
   let o = 0;
+  if (rank2 && sh == 2 && sc == 1 && sa == 0 && sb == 0 && (len & 3) == 0) {
+    // one value of a and of b per row, rows a multiple of 4 long (max pooling's gradient spread
+    // over a 2×2 window, or 0): every row in this one loop, the splats once per row
+    let pc = c + <usize>off0, pa = a + (<usize>off1 << 2), pb = b + (<usize>off2 << 2), po = out;
+    const dc = <usize>(<isize>oc), da = <usize>(<isize>oa << 2), db = <usize>(<isize>ob << 2), zero = i32x4.splat(0);
+    for (let row = 0; row < rows; row++) {
+      const ka = v128.load32_splat(pa), kb = v128.load32_splat(pb);
+      for (let i = 0; i < len; i += 4) {
+        const m = i32x4.ne(i32x4.extend_low_i16x8_u(i16x8.extend_low_i8x16_u(v128.load32_zero(pc + <usize>i))), zero);
+        v128.store(po + (<usize>i << 2), v128.bitselect(ka, kb, m));
+      }
+      pc += dc;
+      pa += da;
+      pb += db;
+      po += <usize>len << 2;
+    }
+    return;
+  }
   for (let row = 0; row < rows; row++) {
     let i = 0;
     if (sh == 2 && sc == 1 && (sa == 0 || sa == 1) && (sb == 0 || sb == 1)) {

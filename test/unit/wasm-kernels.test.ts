@@ -487,8 +487,8 @@ describe('binary', () => {
     get(F32, o, 3 * n).forEach((v, i) => expect(Object.is(v, c[i] ? A[i] : B[Math.floor(i / n)]), `element ${i}: ${v}`).toBe(true));
   });
 
-  it('where with a gradient broadcast over short rows (max pooling\'s backward): rank 2 and rank 3 after merging, tails', () => {
-    for (const len of [4, 5, 9]) {
+  it('where with a gradient broadcast over short rows (max pooling\'s backward): rank 2 (rows a multiple of 4: one loop over them all) and rank 3 after merging, tails', () => {
+    for (const len of [4, 5, 8, 9, 12]) {
       // [3, 2, len]: c contiguous, a one value per (i, j) laid out [i, j] (rank 2 after merging) or transposed (rank 3), b a scalar
       const n = 6 * len, c = Array.from({ length: n }, (_, i) => +((i * 5) % 3 === 0));
       const A = [1.5, -0, NaN, 4, -Infinity, 6.25], B = [-3.5];
