@@ -10,8 +10,8 @@
 // 1 on both sides (contiguous, scalar-broadcast, or bias-style row broadcast)
 // take an f32x4 / i32x4 path.
 
-import { BOOL, F32, I32, elemShift, isFloat, loadF, loadI, storeF, storeI } from "./dtype";
-import { begin, beginAt, chunkFirst, chunkLast, chunkOf, nextRow, normalize, off0, off1, off2, rowLen, rowStride } from "./iter";
+import { BOOL, F32, I32, I64, elemShift, isFloat, loadF, loadI, storeF, storeI } from "./dtype";
+import { begin, beginAt, chunkFirst, chunkLast, chunkOf, nextRow, normalize, off0, off1, off2, rowLen, rowStride, stridesAt } from "./iter";
 import { powC, powI } from "./special";
 
 /**
@@ -254,6 +254,70 @@ function simdRowI32(op: i32, pa: usize, sa: i32, pb: usize, sb: i32, po: usize, 
   return i;
 }
 
+/** Comparison `op` (11–16) of two integers. */
+// @ts-ignore: decorator
+@inline function cmpI64(op: i32, x: i64, y: i64): bool {
+  switch (op) {
+    case 11: return x == y;
+    case 12: return x != y;
+    case 13: return x < y;
+    case 14: return x <= y;
+    case 15: return x > y;
+    default: return x >= y;
+  }
+}
+
+/**
+ * One comparison's loop over `rows` rows of int32 (`wide` false) or int64 elements, any strides
+ * (bytes; `ra`, `rb`: from one row to the next); inlined where `op` is a constant.
+ */
+// @ts-ignore: decorator
+@inline function cmpLoopI(op: i32, wide: bool, pa: usize, da: usize, ra: usize, pb: usize, db: usize, rb: usize, po: usize, len: i32, rows: i32): void {
+  for (let r = 0; r < rows; r++) {
+    let x = pa, y = pb;
+    for (let i = 0; i < len; i++) {
+      const u = wide ? load<i64>(x) : <i64>load<i32>(x), v = wide ? load<i64>(y) : <i64>load<i32>(y);
+      store<u8>(po + <usize>i, <u8>cmpI64(op, u, v));
+      x += da;
+      y += db;
+    }
+    pa += ra;
+    pb += rb;
+    po += <usize>len;
+  }
+}
+
+/**
+ * Integer comparisons (ops 11–16) of int32 or int64 rows into bool bytes, any strides: one loop
+ * per op and width, without the general path's dtype dispatch per element (max(dim)'s gradient
+ * compares an int64 arange with the saved indices: [N, C, oh, ow, window] against [.., 1], rows as
+ * short as a pooling window, took 14 ns an element there). `rows` rows `ra` and `rb` elements
+ * apart (a rank-2 view's rows in one call: the op's dispatch once, not per row of 4).
+ */
+function cmpRowsInt(op: i32, wide: bool, pa: usize, sa: i32, ra: i32, pb: usize, sb: i32, rb: i32, po: usize, len: i32, rows: i32): void {
+  const sh: usize = wide ? 3 : 2;
+  const da = <usize>(<isize>sa << sh), db = <usize>(<isize>sb << sh), rab = <usize>(<isize>ra << sh), rbb = <usize>(<isize>rb << sh);
+  if (wide) {
+    switch (op) {
+      case 11: cmpLoopI(11, true, pa, da, rab, pb, db, rbb, po, len, rows); break;
+      case 12: cmpLoopI(12, true, pa, da, rab, pb, db, rbb, po, len, rows); break;
+      case 13: cmpLoopI(13, true, pa, da, rab, pb, db, rbb, po, len, rows); break;
+      case 14: cmpLoopI(14, true, pa, da, rab, pb, db, rbb, po, len, rows); break;
+      case 15: cmpLoopI(15, true, pa, da, rab, pb, db, rbb, po, len, rows); break;
+      default: cmpLoopI(16, true, pa, da, rab, pb, db, rbb, po, len, rows);
+    }
+  } else {
+    switch (op) {
+      case 11: cmpLoopI(11, false, pa, da, rab, pb, db, rbb, po, len, rows); break;
+      case 12: cmpLoopI(12, false, pa, da, rab, pb, db, rbb, po, len, rows); break;
+      case 13: cmpLoopI(13, false, pa, da, rab, pb, db, rbb, po, len, rows); break;
+      case 14: cmpLoopI(14, false, pa, da, rab, pb, db, rbb, po, len, rows); break;
+      case 15: cmpLoopI(15, false, pa, da, rab, pb, db, rbb, po, len, rows); break;
+      default: cmpLoopI(16, false, pa, da, rab, pb, db, rbb, po, len, rows);
+    }
+  }
+}
+
 /**
  * out = a (op) b with broadcasting; contiguous out.
  * p: [r, n, shape[r], aStrides[r], aOffset, bStrides[r], bOffset].
@@ -296,8 +360,18 @@ function binaryRows(op: i32, dt: i32, outDt: i32, a: usize, b: usize, out: usize
   const simdI = unitStrides && dt == I32 && outDt == I32 && op <= 2;
   const stridedF = !simdF && dt == F32 && outDt == F32 && (op <= 3 || op == 7 || op == 8);
   const simdCmp = unitStrides && dt == F32 && outDt == BOOL && op >= 11 && op <= 16;
+  const intCmp = (dt == I32 || dt == I64) && outDt == BOOL && op >= 11 && op <= 16;
+  const wide = dt == I64;
   beginAt(d, 2, r0);
+  // rank 2 (one outer dim, as short broadcast rows often are): the next row is one stride on
+  const rank2 = load<i32>(d) == 2;
+  const oa = rank2 ? load<i32>(stridesAt(d, 2, 0)) : 0, ob = rank2 ? load<i32>(stridesAt(d, 2, 1)) : 0;
   let o = o0;
+  if (intCmp && rank2) {
+    const sh = elemShift(dt);
+    cmpRowsInt(op, wide, a + (<usize>off0 << sh), sa, oa, b + (<usize>off1 << sh), sb, ob, out + <usize>o, len, r1 - r0);
+    return;
+  }
   for (let row = r0; row < r1; row++) {
     let i = 0;
     if (simdF) {
@@ -306,6 +380,9 @@ function binaryRows(op: i32, dt: i32, outDt: i32, a: usize, b: usize, out: usize
       i = simdRowCmp(op, a + (<usize>off0 << 2), sa, b + (<usize>off1 << 2), sb, out + <usize>o, len);
     } else if (stridedF) {
       i = stridedRowF32(op, a + (<usize>off0 << 2), sa, b + (<usize>off1 << 2), sb, out + (<usize>o << 2), len, fa);
+    } else if (intCmp) {
+      cmpRowsInt(op, wide, a + (<usize>off0 << elemShift(dt)), sa, 0, b + (<usize>off1 << elemShift(dt)), sb, 0, out + <usize>o, len, 1);
+      i = len;
     } else if (simdI) {
       i = simdRowI32(op, a + (<usize>off0 << 2), sa, b + (<usize>off1 << 2), sb, out + (<usize>o << 2), len, <i32>ia);
     }
@@ -319,7 +396,12 @@ function binaryRows(op: i32, dt: i32, outDt: i32, a: usize, b: usize, out: usize
       }
     }
     o += len;
-    nextRow(d, 2);
+    if (rank2) {
+      off0 += oa;
+      off1 += ob;
+    } else {
+      nextRow(d, 2);
+    }
   }
 }
 
@@ -338,7 +420,28 @@ export function where(dt: i32, c: usize, a: usize, b: usize, out: usize, p: usiz
   const rows = n / len;
   const sh = elemShift(dt);
   begin(d, 3);
+  // rank 2 (a gradient broadcast over a pooling window's short rows): the next row is one stride on
+  const rank2 = load<i32>(d) == 2;
+  const oc = rank2 ? load<i32>(stridesAt(d, 2, 0)) : 0, oa = rank2 ? load<i32>(stridesAt(d, 2, 1)) : 0, ob = rank2 ? load<i32>(stridesAt(d, 2, 2)) : 0;
   let o = 0;
+  if (rank2 && sh == 2 && sc == 1 && sa == 0 && sb == 0 && (len & 3) == 0) {
+    // one value of a and of b per row, rows a multiple of 4 long (max pooling's gradient spread
+    // over a 2×2 window, or 0): every row in this one loop, the splats once per row
+    let pc = c + <usize>off0, pa = a + (<usize>off1 << 2), pb = b + (<usize>off2 << 2), po = out;
+    const dc = <usize>(<isize>oc), da = <usize>(<isize>oa << 2), db = <usize>(<isize>ob << 2), zero = i32x4.splat(0);
+    for (let row = 0; row < rows; row++) {
+      const ka = v128.load32_splat(pa), kb = v128.load32_splat(pb);
+      for (let i = 0; i < len; i += 4) {
+        const m = i32x4.ne(i32x4.extend_low_i16x8_u(i16x8.extend_low_i8x16_u(v128.load32_zero(pc + <usize>i))), zero);
+        v128.store(po + (<usize>i << 2), v128.bitselect(ka, kb, m));
+      }
+      pc += dc;
+      pa += da;
+      pb += db;
+      po += <usize>len << 2;
+    }
+    return;
+  }
   for (let row = 0; row < rows; row++) {
     let i = 0;
     if (sh == 2 && sc == 1 && (sa == 0 || sa == 1) && (sb == 0 || sb == 1)) {
@@ -363,6 +466,12 @@ export function where(dt: i32, c: usize, a: usize, b: usize, out: usize, p: usiz
       else store<u8>(dst, load<u8>(src));
     }
     o += len;
-    nextRow(d, 3);
+    if (rank2) {
+      off0 += oc;
+      off1 += oa;
+      off2 += ob;
+    } else {
+      nextRow(d, 3);
+    }
   }
 }

@@ -487,6 +487,20 @@ describe('binary', () => {
     get(F32, o, 3 * n).forEach((v, i) => expect(Object.is(v, c[i] ? A[i] : B[Math.floor(i / n)]), `element ${i}: ${v}`).toBe(true));
   });
 
+  it('where with a gradient broadcast over short rows (max pooling\'s backward): rank 2 (rows a multiple of 4: one loop over them all) and rank 3 after merging, tails', () => {
+    for (const len of [4, 5, 8, 9, 12]) {
+      // [3, 2, len]: c contiguous, a one value per (i, j) laid out [i, j] (rank 2 after merging) or transposed (rank 3), b a scalar
+      const n = 6 * len, c = Array.from({ length: n }, (_, i) => +((i * 5) % 3 === 0));
+      const A = [1.5, -0, NaN, 4, -Infinity, 6.25], B = [-3.5];
+      for (const as of [[2, 1, 0], [1, 3, 0]]) {
+        const o = out(F32, n);
+        k.where(F32, put(BOOL, c), put(F32, A), put(F32, B), o, sdesc([3, 2, len], [[2 * len, len, 1], 0], [as, 0], [[0, 0, 0], 0]));
+        const ga = gather(A, [3, 2, len], as, 0);
+        get(F32, o, n).forEach((v, i) => expect(Object.is(v, c[i] ? ga[i] : B[0]), `len ${len} strides ${as} element ${i}: ${v}`).toBe(true));
+      }
+    }
+  });
+
   it('where over contiguous 32-bit rows (four at a time, then the tail) keeps each element\'s bits', () => {
     for (const [dt, n] of [[F32, 11], [F32, 3], [I32, 13], [F32, 64]] as const) {
       const c = Array.from({ length: 2 * n }, (_, i) => +((i * 7) % 3 === 0));
@@ -664,6 +678,10 @@ describe('matmul', () => {
     { Bt: 2, M: 7, N: 9, K: 5, bT: true }, { Bt: 1, M: 65, N: 33, K: 17, aT: true, bT: true },
     { Bt: 3, M: 6, N: 10, K: 4, aB0: true }, { Bt: 3, M: 5, N: 8, K: 6, bB0: true }, { Bt: 2, M: 4, N: 11, K: 3, bCS2: true },
     { Bt: 1, M: 9, N: 530, K: 300 }, { Bt: 1, M: 2, N: 3, K: 600, bT: true },
+    // column-major B in full strips, 4 k at a time: two K blocks whose lengths (256, 46) leave k tails of 0 and 2, a partial last strip
+    { Bt: 2, M: 9, N: 17, K: 302, bT: true }, { Bt: 1, M: 4, N: 16, K: 7, bT: true, aT: true },
+    // few rows, a row-major B read in place (full strips), only the ragged strip packed: two N blocks, two K blocks
+    { Bt: 2, M: 16, N: 603, K: 260 }, { Bt: 1, M: 17, N: 24, K: 9 }, { Bt: 2, M: 13, N: 37, K: 20, aT: true, aB0: true },
   ];
   for (const c of cases) it(`matches a naive loop: ${JSON.stringify(c)}`, () => checkMatmul(c));
 
@@ -675,7 +693,7 @@ describe('matmul', () => {
     { Bt: 5, M: 7, N: 9, K: 5, parts: 3 }, { Bt: 1, M: 9, N: 530, K: 300, parts: 2 }, { Bt: 2, M: 5, N: 203, K: 17, parts: 3, bT: true },
     { Bt: 1, M: 150, N: 70, K: 40, parts: 2, aT: true, bT: true }, { Bt: 3, M: 33, N: 24, K: 6, parts: 2, aB0: true },
     { Bt: 2, M: 3, N: 70, K: 8, parts: 4, bB0: true, bCS2: true }, { Bt: 1, M: 2, N: 3, K: 4, parts: 4 }, { Bt: 1, M: 1, N: 1, K: 1, parts: 3 },
-    { Bt: 2, M: 3, N: 4, K: 0, parts: 3 },
+    { Bt: 2, M: 3, N: 4, K: 0, parts: 3 }, { Bt: 3, M: 13, N: 37, K: 20, parts: 3 }, { Bt: 1, M: 8, N: 61, K: 30, parts: 2 },
   ];
   for (const c of split) it(`matmulPart: the parts cover the output once: ${JSON.stringify(c)}`, () => checkMatmul(c));
 
@@ -740,6 +758,32 @@ describe('int64 kernels (i64 storage, 8 bytes)', () => {
     const o = alloc(A.length * 8);
     expect(k.binary(op, I64, I64, put64(A), put64(B), o, sdesc([A.length], [[1], 0], [[1], 0]), 1)).toBe(0);
     expect(get64(o, A.length)).toEqual(A.map((x, i) => ref(x, B[i])));
+  });
+
+  it('integer comparisons into bool, int64 and int32, any strides: short broadcast rows (a pooling window), transposed, strided, odd lengths', () => {
+    // values that agree in their low 32 bits but differ in int64, and the extremes
+    const V = [0n, 1n, -1n, 2n ** 32n + 1n, 2n ** 32n, -(2n ** 63n), 2n ** 63n - 1n, 5n, -(2n ** 32n) - 1n, 7n, 3n, -2n, 1n];
+    const a64 = put64(V), V32 = [0, 1, -1, 2147483647, -2147483648, 5, 3, -2, 7, 1, 1, 0, -1];
+    const a32 = put(I32, V32);
+    const REF: Record<number, (x: bigint, y: bigint) => boolean> = {
+      11: (x, y) => x === y, 12: (x, y) => x !== y, 13: (x, y) => x < y, 14: (x, y) => x <= y, 15: (x, y) => x > y, 16: (x, y) => x >= y,
+    };
+    // [shape, aStrides, aOffset, bStrides, bOffset]: the window arange against the index (rank 2: every row in one call), its transpose, a stride-2 row, one odd row (rank 1)
+    const layouts: [number[], number[], number, number[], number][] = [
+      [[3, 4], [0, 1], 0, [1, 0], 5], [[4, 3], [1, 0], 2, [0, 1], 0], [[2, 5], [1, 2], 1, [5, 1], 0], [[13], [1], 0, [-1], 12], [[3, 3], [3, 1], 0, [0, 0], 3],
+      [[2, 3, 2], [1, 4, 2], 0, [6, 2, 1], 0], // rank 3: rows one at a time
+    ];
+    for (const [op, ref] of Object.entries(REF)) {
+      for (const [shape, as, ao, bs, bo] of layouts) {
+        const n = numel(shape), o = out(BOOL, n);
+        k.binary(Number(op), I64, BOOL, a64, a64, o, sdesc(shape, [as, ao], [bs, bo]), 1);
+        const ga = gather(V, shape, as, ao), gb = gather(V, shape, bs, bo);
+        expect(get(BOOL, o, n), `int64 op ${op} ${shape}`).toEqual(ga.map((x, i) => +ref(x, gb[i])));
+        k.binary(Number(op), I32, BOOL, a32, a32, o, sdesc(shape, [as, ao], [bs, bo]), 1);
+        const ha = gather(V32, shape, as, ao), hb = gather(V32, shape, bs, bo);
+        expect(get(BOOL, o, n), `int32 op ${op} ${shape}`).toEqual(ha.map((x, i) => +ref(BigInt(x), BigInt(hb[i]))));
+      }
+    }
   });
 
   it('reduce sums, multiplies and finds extremes in 64 bits; argmax writes an int64 index', () => {

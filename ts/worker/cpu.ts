@@ -242,6 +242,7 @@ function run(cmd: Command): void {
       return pool.run('foldWindowsPart', [g, out, p], Math.min(N * C, 4 * pool.threads), 0, 0);
     }
     case 'matmul': {
+      if (cmd.dt === StorageCode.F32 && swapsOperands(cmd.m, cmd.n, cmd.kk)) return runMatmulTransposed(cmd);
       const p = [cmd.batch, cmd.m, cmd.n, cmd.kk, ...cmd.aStrides, cmd.a.offset, ...cmd.bStrides, cmd.b.offset];
       // Large products run on the pool's threads in chunks (up to 4 per thread, of at least 2^18
       // multiply-adds), each thread with its own workspace slice.
@@ -294,6 +295,44 @@ function run(cmd: Command): void {
     default:
       throw new Error(`unknown command ${cmd.k}`);
   }
+}
+
+/**
+ * The micro-kernel's work for an M×N output: 8-column strips (a ragged last strip costs a whole
+ * one) times 4-row tiles, a leftover row costing about half a tile (assembly/kernels/matmul.ts).
+ */
+const tileCost = (m: number, n: number) => Math.ceil(n / 8) * (Math.floor(m / 4) + 0.5 * (m % 4));
+
+/**
+ * Whether an f32 product is cheaper as its transpose, Cᵀ = Bᵀ·Aᵀ, then copied into place: when
+ * N's strips are mostly padding and M fits them better (a 3×3 convolution's weight gradient,
+ * 8 channels × 9 taps: 2 strips for 9 columns, 1 for 8: 284 → 144 µs in the small CNN's step).
+ * The same sums in the same k order, so the same bits. K of at least 16 repays the transposing
+ * copy (M·N elements). A 10-way linear layer's x·Wᵀ (16 rows: 0.75 of the cost) measured no
+ * gain, so only clearer cases swap.
+ */
+function swapsOperands(m: number, n: number, k: number): boolean {
+  return k >= 16 && tileCost(n, m) < 0.7 * tileCost(m, n);
+}
+
+/** An f32 product computed as Cᵀ = Bᵀ·Aᵀ into scratch, then copied into out transposed (see `swapsOperands`). */
+function runMatmulTransposed(cmd: Extract<Command, { k: 'matmul' }>): void {
+  const { batch, m, n, kk } = cmd, a = cmd.aStrides, b = cmd.bStrides, count = batch * m * n;
+  const macs = count * kk, threads = pool && macs >= POOL_MIN_MACS ? pool.threads : 1;
+  const chunks = Math.min(4 * threads, Math.max(threads, Math.floor(macs / 2 ** 18)));
+  const wsPart = K.matmulWorkspaceBytes(n, m, kk), wsBytes = wsPart * threads;
+  const scratch = wsBytes + count * 4;
+  reserveScratch(scratch, 'matmul');
+  const ws = wsBytes > 0 ? allocRange(wsBytes) : 0, tmp = allocRange(count * 4);
+  const p = desc([batch, n, m, kk, b[0], b[2], b[1], cmd.b.offset, a[0], a[2], a[1], cmd.a.offset]);
+  const A = ptr(cmd.b.id), B = ptr(cmd.a.id);
+  if (threads > 1) pool!.run('matmulPart', [StorageCode.F32, A, B, tmp, p], chunks, ws, wsPart);
+  else K.matmul(StorageCode.F32, A, B, tmp, p, ws);
+  // tmp is [batch, n, m]: read it as [batch, m, n]
+  K.copy(StorageCode.F32, StorageCode.F32, tmp, at(cmd.out, StorageCode.F32), viewDesc([batch, m, n], [{ id: -1, offset: 0, strides: [m * n, 1, m] }]));
+  freeRange(tmp, count * 4);
+  if (ws) freeRange(ws, wsBytes);
+  releaseScratch(scratch);
 }
 
 const ROW_KINDS = { softmax: 0, log_softmax: 1, layer_norm: 2 } as const;
