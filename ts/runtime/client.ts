@@ -48,7 +48,7 @@ const SEND_AT = 2048;
 /** How many queued words (a few small commands) a read or sync may carry and still be polled for (`answerSoon`), and for how long (ms). */
 const SPIN_WORDS = 128;
 const ANSWER_SPIN_MS = 0.2;
-const GPU_SPIN_MS = Number(env('WEBTORCH_GPU_SPIN_MS') ?? 0);
+const GPU_SPIN_MS = Number(env('WEBTORCH_GPU_SPIN_MS') ?? 0.3);
 
 /** Batches of more bytes than this are transferred to the worker; smaller ones are copied. */
 const TRANSFER_AT = 1 << 16;
@@ -270,10 +270,12 @@ export class DeviceClient {
   }
 
   /**
-   * Whether a read or sync sent now should be answered within microseconds: a cpu device that
-   * has run every batch sent and has only a few small commands queued. The caller then polls the reply
-   * slot for a while (`CallPort.spinFor`) instead of sleeping until the answer wakes it, as CUDA's
-   * default synchronization spins: a thread's wake-up costs tens of µs on a virtual machine.
+   * Whether a read or sync sent now should be answered soon: it carries only a few small
+   * commands, and on the cpu device every batch sent before it has run. The caller then polls the
+   * reply slot for a while (`CallPort.spinFor`; 0.2 ms on the cpu, 0.3 on a GPU, where a small read
+   * takes 0.1–0.2 ms on an H100) instead of sleeping until the answer wakes it, as CUDA's default
+   * synchronization spins: a thread's wake-up costs tens of µs on a virtual machine. Polls that
+   * miss back off (a GPU much slower than that, such as lavapipe, soon stops polling).
    */
   private answerSoon(): boolean {
     if (this.kind === 'gpu') return GPU_SPIN_MS > 0 && this.remote !== null && this.waitingOnStart === 0 && this.queue.size <= SPIN_WORDS;

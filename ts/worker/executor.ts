@@ -60,8 +60,9 @@ export interface Backend {
   hostMemory?(): HostMemory | null;
   /**
    * How long the worker polls for the next call after it has answered every call, in ms
-   * (ts/worker/channel.ts: `Poll`); not at all when absent. Only a backend that needs no turn of
-   * the event loop right after an answer may poll (not Dawn's, whose callbacks come from the loop).
+   * (ts/worker/channel.ts: `Poll`); not at all when absent. The worker polls only once every call
+   * is answered and nothing is in flight, so nothing waits on its event loop meanwhile but
+   * callbacks nobody awaits (Dawn's), which wait the poll's length at most.
    */
   pollMs?: number;
   /** Starts (if not running) or stops timing the device's own work, where it can (GPU passes with timestamp queries). */

@@ -202,6 +202,9 @@ export const gpuBackend: Backend = {
   timePasses,
   traceSeq: setTraceSeq,
   passTimes,
+  // Polls for the next call after an answer (ts/worker/channel.ts: `Poll`): nothing of Dawn's
+  // waits on the event loop then (every call is answered), and its callbacks wait 0.3 ms at most.
+  pollMs: 0.3,
   async idle() {
     encodePending();
     // Nothing recorded, handed over, waited on or left to check since a sync point saw the queue
