@@ -132,7 +132,7 @@ export const OPS: readonly OpInfo[] = [
   row('dropout', 'nn', ['torch.dropout', 'F.dropout'], ALL, true, ['random', 'binary']),
   row('conv1d', 'nn', fn('conv1d'), NUMBER, true, ['windows', 'gather', 'matmul'], { options: ['stride', 'padding', 'dilation', 'groups'], ...LOW }),
   row('conv2d', 'nn', fn('conv2d'), NUMBER, true, ['windows', 'gather', 'matmul'], { options: ['stride', 'padding', 'dilation', 'groups'], ...LOW }),
-  row('max_pool2d', 'nn', fn('max_pool2d'), FLOAT, true, ['windows', 'gather', 'reduce'],
+  row('max_pool2d', 'nn', fn('max_pool2d'), FLOAT, true, ['maxPool', 'maxPoolGrad', 'windows', 'gather', 'reduce'],
     { options: ['stride', 'padding', 'dilation', 'ceilMode', 'returnIndices'] }),
   row('avg_pool2d', 'nn', fn('avg_pool2d'), [...FLOAT, 'int64'], true, ['windows', 'gather', 'reduce'],
     { options: ['stride', 'padding', 'ceilMode', 'countIncludePad', 'divisorOverride'] }),

@@ -1,0 +1,118 @@
+// 2-D max pooling on the cpu: the `maxPool` and `maxPoolGrad` commands of ts/worker/protocol.ts
+// (ts/ops/pool.ts; wgsl/pool.ts is the GPU's).
+//
+// Why a kernel: composed, max pooling copied every window out (the `windows` command, kh·kw
+// times the output), reduced the copies to values and to argmaxes (two `reduce` commands), turned
+// each argmax into a flat index with six int64 elementwise ops, and its gradient was a mask and a
+// `where` over the windows, then the fold. Here one pass reads each window in place and writes
+// the value and its index; the gradient is one pass that adds each output's gradient at its index.
+//
+// PyTorch's rule (aten/src/ATen/native/cpu/MaxPoolKernel.cpp): the window is clipped to the
+// input, its first element inside is the start (so a window of -inf names it), and an element
+// takes the place when it is greater or NaN: ties keep the first, the last NaN wins. The
+// gradient adds in output order within a plane, as PyTorch's does, so the f32 sums are its sums.
+//
+// Planes are independent, so `maxPoolPart` and `maxPoolGradPart` split them across the pool.
+// Descriptor (i32 words at p): [planes, H, W, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw].
+
+// @ts-ignore: decorator
+@inline function w(p: usize, i: i32): i32 {
+  return load<i32>(p + (<usize>i << 2));
+}
+
+/** Whether `v` takes the place of the maximum `m` so far (PyTorch's `val > maxval || isnan(val)`). */
+// @ts-ignore: decorator
+@inline function takes(v: f32, m: f32): bool {
+  return v > m || v != v;
+}
+
+/** Planes [q0, q1) of the forward described at p. */
+function maxPlanes(x: usize, values: usize, indices: usize, p: usize, q0: i32, q1: i32): void {
+  const H = w(p, 1), W = w(p, 2), oh = w(p, 3), ow = w(p, 4), kh = w(p, 5), kw = w(p, 6);
+  const sh = w(p, 7), sw = w(p, 8), ph = w(p, 9), pw = w(p, 10), dh = w(p, 11), dw = w(p, 12);
+  const plane = H * W, outs = oh * ow;
+  // 2×2 windows at stride 2 that all lie inside the input (the common CNN pooling): no clipping
+  const pairs = kh == 2 && kw == 2 && sh == 2 && sw == 2 && dh == 1 && dw == 1 && ph == 0 && pw == 0 && 2 * oh <= H && 2 * ow <= W;
+  for (let q = q0; q < q1; q++) {
+    const xp = x + (<usize>q * <usize>plane << 2);
+    let vo = values + (<usize>q * <usize>outs << 2), io = indices + (<usize>q * <usize>outs << 3);
+    for (let oy = 0; oy < oh; oy++) {
+      if (pairs) {
+        const i0 = 2 * oy * W;
+        const r0 = xp + (<usize>i0 << 2), r1 = r0 + (<usize>W << 2);
+        for (let ox = 0; ox < ow; ox++) {
+          const c = <usize>(2 * ox) << 2;
+          let m = load<f32>(r0 + c), mi = i0 + 2 * ox;
+          const b = load<f32>(r0 + c + 4), d = load<f32>(r1 + c), e = load<f32>(r1 + c + 4);
+          if (takes(b, m)) { m = b; mi = i0 + 2 * ox + 1; }
+          if (takes(d, m)) { m = d; mi = i0 + W + 2 * ox; }
+          if (takes(e, m)) { m = e; mi = i0 + W + 2 * ox + 1; }
+          store<f32>(vo, m);
+          store<i64>(io, <i64>mi);
+          vo += 4;
+          io += 8;
+        }
+        continue;
+      }
+      let h0 = oy * sh - ph;
+      const h1 = min(h0 + (kh - 1) * dh + 1, H);
+      while (h0 < 0) h0 += dh;
+      for (let ox = 0; ox < ow; ox++) {
+        let w0 = ox * sw - pw;
+        const w1 = min(w0 + (kw - 1) * dw + 1, W);
+        while (w0 < 0) w0 += dw;
+        let m = -Infinity as f32, mi = h0 * W + w0;
+        for (let h = h0; h < h1; h += dh) {
+          const row = h * W;
+          for (let c = w0; c < w1; c += dw) {
+            const v = load<f32>(xp + (<usize>(row + c) << 2));
+            if (takes(v, m)) { m = v; mi = row + c; }
+          }
+        }
+        store<f32>(vo, m);
+        store<i64>(io, <i64>mi);
+        vo += 4;
+        io += 8;
+      }
+    }
+  }
+}
+
+/** Planes [q0, q1) of the gradient described at p: grad (zeroed here) += g at each index. */
+function gradPlanes(g: usize, indices: usize, grad: usize, p: usize, q0: i32, q1: i32): void {
+  const plane = w(p, 1) * w(p, 2), outs = w(p, 3) * w(p, 4);
+  for (let q = q0; q < q1; q++) {
+    const gp = grad + (<usize>q * <usize>plane << 2);
+    memory.fill(gp, 0, <usize>plane << 2);
+    const go = g + (<usize>q * <usize>outs << 2), io = indices + (<usize>q * <usize>outs << 3);
+    for (let o = 0; o < outs; o++) {
+      // the low word: indices come from the forward, in [0, H·W) (checked, so a bad one writes nothing)
+      const i = load<i32>(io + (<usize>o << 3));
+      if (<u32>i >= <u32>plane) continue;
+      const at = gp + (<usize>i << 2);
+      store<f32>(at, load<f32>(at) + load<f32>(go + (<usize>o << 2)));
+    }
+  }
+}
+
+/** The whole forward (see the file's note). */
+export function maxPool(x: usize, values: usize, indices: usize, p: usize): void {
+  maxPlanes(x, values, indices, p, 0, w(p, 0));
+}
+
+/** The whole gradient (see the file's note). */
+export function maxPoolGrad(g: usize, indices: usize, grad: usize, p: usize): void {
+  gradPlanes(g, indices, grad, p, 0, w(p, 0));
+}
+
+/** Part `part` of `parts` of the forward's planes (the cpu pool's form; ws is unused). */
+export function maxPoolPart(x: usize, values: usize, indices: usize, p: usize, ws: usize, part: i32, parts: i32): void {
+  const n = w(p, 0), per = (n + parts - 1) / parts, first = part * per;
+  if (first < n) maxPlanes(x, values, indices, p, first, min(n, first + per));
+}
+
+/** Part `part` of `parts` of the gradient's planes (the cpu pool's form; ws is unused). */
+export function maxPoolGradPart(g: usize, indices: usize, grad: usize, p: usize, ws: usize, part: i32, parts: i32): void {
+  const n = w(p, 0), per = (n + parts - 1) / parts, first = part * per;
+  if (first < n) gradPlanes(g, indices, grad, p, first, min(n, first + per));
+}
