@@ -40,13 +40,42 @@ function maxPlanes(x: usize, values: usize, indices: usize, p: usize, q0: i32, q
       if (pairs) {
         const i0 = 2 * oy * W;
         const r0 = xp + (<usize>i0 << 2), r1 = r0 + (<usize>W << 2);
-        for (let ox = 0; ox < ow; ox++) {
-          const c = <usize>(2 * ox) << 2;
-          let m = load<f32>(r0 + c), mi = i0 + 2 * ox;
+        let ox = 0;
+        // four windows at a time: the rows' even and odd columns split by shuffles, the rule as lane masks
+        for (; ox + 4 <= ow; ox += 4) {
+          const c = <usize>ox << 3;
+          const a0 = v128.load(r0 + c), a1 = v128.load(r0 + c + 16), b0 = v128.load(r1 + c), b1 = v128.load(r1 + c + 16);
+          const i = i32x4.add(i32x4.splat(i0 + 2 * ox), i32x4(0, 2, 4, 6));
+          let m = f32x4.shuffle(a0, a1, 0, 2, 4, 6), mi = i;
+          const tr = f32x4.shuffle(a0, a1, 1, 3, 5, 7), bl = f32x4.shuffle(b0, b1, 0, 2, 4, 6), br = f32x4.shuffle(b0, b1, 1, 3, 5, 7);
+          let t = v128.or(f32x4.gt(tr, m), f32x4.ne(tr, tr));
+          m = v128.bitselect(tr, m, t);
+          mi = v128.bitselect(i32x4.add(i, i32x4.splat(1)), mi, t);
+          t = v128.or(f32x4.gt(bl, m), f32x4.ne(bl, bl));
+          m = v128.bitselect(bl, m, t);
+          mi = v128.bitselect(i32x4.add(i, i32x4.splat(W)), mi, t);
+          t = v128.or(f32x4.gt(br, m), f32x4.ne(br, br));
+          m = v128.bitselect(br, m, t);
+          mi = v128.bitselect(i32x4.add(i, i32x4.splat(W + 1)), mi, t);
+          v128.store(vo, m);
+          v128.store(io, i64x2.extend_low_i32x4_s(mi));
+          v128.store(io + 16, i64x2.extend_high_i32x4_s(mi));
+          vo += 16;
+          io += 32;
+        }
+        for (; ox < ow; ox++) {
+          const c = <usize>ox << 3, i = i0 + 2 * ox;
+          let m = load<f32>(r0 + c), mi = i;
           const b = load<f32>(r0 + c + 4), d = load<f32>(r1 + c), e = load<f32>(r1 + c + 4);
-          if (takes(b, m)) { m = b; mi = i0 + 2 * ox + 1; }
-          if (takes(d, m)) { m = d; mi = i0 + W + 2 * ox; }
-          if (takes(e, m)) { m = e; mi = i0 + W + 2 * ox + 1; }
+          let t = takes(b, m);
+          m = select(b, m, t);
+          mi = select(i + 1, mi, t);
+          t = takes(d, m);
+          m = select(d, m, t);
+          mi = select(i + W, mi, t);
+          t = takes(e, m);
+          m = select(e, m, t);
+          mi = select(i + W + 1, mi, t);
           store<f32>(vo, m);
           store<i64>(io, <i64>mi);
           vo += 4;
@@ -65,8 +94,9 @@ function maxPlanes(x: usize, values: usize, indices: usize, p: usize, q0: i32, q
         for (let h = h0; h < h1; h += dh) {
           const row = h * W;
           for (let c = w0; c < w1; c += dw) {
-            const v = load<f32>(xp + (<usize>(row + c) << 2));
-            if (takes(v, m)) { m = v; mi = row + c; }
+            const v = load<f32>(xp + (<usize>(row + c) << 2)), t = takes(v, m);
+            m = select(v, m, t);
+            mi = select(row + c, mi, t);
           }
         }
         store<f32>(vo, m);
