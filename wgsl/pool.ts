@@ -1,6 +1,7 @@
 /**
  * 2-D max pooling and its gradient (the `maxPool` and `maxPoolGrad` commands,
- * ts/worker/protocol.ts; assembly/kernels/pool.ts is the cpu's), one dispatch each way.
+ * ts/worker/protocol.ts; assembly/kernels/pool.ts is the cpu's), one dispatch each way; average
+ * pooling (`avgPool`, `avgPoolGrad`) at the end.
  *
  * Composed, a GPU's max pooling was the windows (a pad and a strided copy, or the windows
  * kernel), two reductions, six int64 elementwise ops for the flat indices, and a mask, a `where`
@@ -44,7 +45,7 @@ var<private> NEG_INF_BITS: u32 = 0xff800000u;
 `;
 
 /** The kernel's cache key. */
-export const poolKey = (kind: 'forward' | 'gather' | 'tiles', a: number, idx: number, slots: number): string => `maxpool|${kind}|${a}|${idx}|${slots}`;
+export const poolKey = (kind: 'forward' | 'gather' | 'tiles' | 'avg' | 'avgGrad', a: number, idx: number, slots: number): string => `maxpool|${kind}|${a}|${idx}|${slots}`;
 
 /** The forward: x in slot `xSlot`, values in slot 0, indices in slot `idxSlot`. */
 export function maxPoolShader(xSlot: number, idxSlot: number, slots: number): string {
@@ -141,6 +142,82 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       let o = first + u32(oy * ow + ox);
       let at = 2u * (P[14] + o);
       if (S${idxSlot}[at] == r && S${idxSlot}[at + 1u] == 0u) { acc += bitcast<f32>(S${gSlot}[P[13] + o]); }
+    }
+  }
+  S0[P[15] + e] = bitcast<u32>(acc);
+}
+`;
+}
+
+/**
+ * Average pooling (the `avgPool` and `avgPoolGrad` commands; no dilation), params as above but
+ * 11 includePad and 12 the divisor's f32 bits (0: none). `fn window(oy, ox)`: the window's
+ * bounds clipped to the input and its divisor (PyTorch's: `divisor_override`, else its size
+ * clipped to the padded input with `includePad`, else to the input; a window with no element
+ * inside has divisor 0 and counts nothing).
+ */
+const AVG_WINDOW = `struct Win { h0: i32, h1: i32, w0: i32, w1: i32, div: f32 }
+fn window(oy: i32, ox: i32) -> Win {
+  let H = i32(P[1]); let W = i32(P[2]);
+  var h0 = oy * i32(P[7]) - i32(P[9]); var h1 = min(h0 + i32(P[5]), H + i32(P[9]));
+  var w0 = ox * i32(P[8]) - i32(P[10]); var w1 = min(w0 + i32(P[6]), W + i32(P[10]));
+  let padded = (h1 - h0) * (w1 - w0);
+  h0 = max(h0, 0); h1 = min(h1, H); w0 = max(w0, 0); w1 = min(w1, W);
+  if (h0 >= h1 || w0 >= w1) { return Win(h0, h1, w0, w1, 0.0); }
+  var div = f32(select((h1 - h0) * (w1 - w0), padded, P[11] != 0u));
+  if (P[12] != 0u) { div = bitcast<f32>(P[12]); }
+  return Win(h0, h1, w0, w1, div);
+}
+`;
+
+/** The average pooling forward: x in slot `xSlot`, an invocation per output. */
+export function avgPoolShader(xSlot: number, slots: number): string {
+  return `${bindings(slots, -1)}${AVG_WINDOW}
+@compute @workgroup_size(${POOL_WG})
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
+  let o = (wid.y * nwg.x + wid.x) * ${POOL_WG}u + li;
+  if (o >= P[0]) { return; }
+  let t = o / P[4];
+  let ox = o - t * P[4];
+  let q = t / P[3];
+  let oy = t - q * P[3];
+  let win = window(i32(oy), i32(ox));
+  let base = P[13] + q * P[1] * P[2];
+  var sum = 0.0;
+  for (var h = win.h0; h < win.h1; h++) {
+    for (var c = win.w0; c < win.w1; c++) { sum += bitcast<f32>(S${xSlot}[base + u32(h) * P[2] + u32(c)]); }
+  }
+  S0[P[15] + o] = bitcast<u32>(select(0.0, sum / win.div, win.div != 0.0));
+}
+`;
+}
+
+/**
+ * The average pooling gradient: a gather, an invocation per input element adding g / divisor of
+ * each window that covers it, in output order (the order of PyTorch's scatter).
+ */
+export function avgPoolGradShader(gSlot: number, slots: number): string {
+  return `${bindings(slots, -1)}${AVG_WINDOW}
+@compute @workgroup_size(${POOL_WG})
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
+  let e = (wid.y * nwg.x + wid.x) * ${POOL_WG}u + li;
+  if (e >= P[0]) { return; }
+  let plane = P[1] * P[2];
+  let q = e / plane;
+  let r = e - q * plane;
+  let h = i32(r / P[2]);
+  let c = i32(r) - h * i32(P[2]);
+  let sh = i32(P[7]); let sw = i32(P[8]);
+  // the windows whose rows reach h: oy·sh − ph ≤ h ≤ oy·sh − ph + kh − 1 (and the same for c)
+  let th = h + i32(P[9]); let tc = c + i32(P[10]);
+  let y0 = max(0, (th - i32(P[5]) + sh) / sh); let y1 = min(i32(P[3]) - 1, th / sh);
+  let x0 = max(0, (tc - i32(P[6]) + sw) / sw); let x1 = min(i32(P[4]) - 1, tc / sw);
+  let first = P[13] + q * P[3] * P[4];
+  var acc = 0.0;
+  for (var oy = y0; oy <= y1; oy++) {
+    for (var ox = x0; ox <= x1; ox++) {
+      let win = window(oy, ox);
+      acc += bitcast<f32>(S${gSlot}[first + u32(oy) * P[4] + u32(ox)]) / win.div;
     }
   }
   S0[P[15] + e] = bitcast<u32>(acc);

@@ -1,5 +1,5 @@
 // 2-D max pooling on the cpu: the `maxPool` and `maxPoolGrad` commands of ts/worker/protocol.ts
-// (ts/ops/pool.ts; wgsl/pool.ts is the GPU's).
+// (ts/ops/pool.ts; wgsl/pool.ts is the GPU's); average pooling (`avgPool`) is at the end.
 //
 // Why a kernel: composed, max pooling copied every window out (the `windows` command, kh·kw
 // times the output), reduced the copies to values and to argmaxes (two `reduce` commands), turned
@@ -12,7 +12,7 @@
 // takes the place when it is greater or NaN: ties keep the first, the last NaN wins. The
 // gradient adds in output order within a plane, as PyTorch's does, so the f32 sums are its sums.
 //
-// Planes are independent, so `maxPoolPart` and `maxPoolGradPart` split them across the pool.
+// Planes are independent, so `maxPoolPart`, `maxPoolGradPart` and `avgPoolPart` split them across the pool.
 // Descriptor (i32 words at p): [planes, H, W, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw].
 
 // @ts-ignore: decorator
@@ -145,4 +145,67 @@ export function maxPoolPart(x: usize, values: usize, indices: usize, p: usize, w
 export function maxPoolGradPart(g: usize, indices: usize, grad: usize, p: usize, ws: usize, part: i32, parts: i32): void {
   const n = w(p, 0), per = (n + parts - 1) / parts, first = part * per;
   if (first < n) gradPlanes(g, indices, grad, p, first, min(n, first + per));
+}
+
+// ---- Average pooling: the `avgPool` and `avgPoolGrad` commands ----
+//
+// PyTorch's loop (aten/src/ATen/native/cpu/AvgPoolKernel.cpp): the window clipped to the padded
+// input gives the size counted with padding, clipped to the input the elements summed (in f32, in
+// row order); the divisor is `divisor_override`, else one of those two sizes, and a window with
+// no element inside is 0. The gradient adds g / divisor to each element of a window, windows in
+// output order. Descriptor (i32 words at p): [planes, H, W, oh, ow, kh, kw, sh, sw, ph, pw,
+// includePad, divisor (f32 bits; 0: none)].
+
+/** Planes [q0, q1) of the average pooling (or, with `grad`, its gradient) described at p. */
+function avgPlanes(src: usize, dst: usize, p: usize, q0: i32, q1: i32, grad: bool): void {
+  const H = w(p, 1), W = w(p, 2), oh = w(p, 3), ow = w(p, 4), kh = w(p, 5), kw = w(p, 6);
+  const sh = w(p, 7), sw = w(p, 8), ph = w(p, 9), pw = w(p, 10), includePad = w(p, 11) != 0, divisor = reinterpret<f32>(w(p, 12));
+  const plane = H * W, outs = oh * ow;
+  for (let q = q0; q < q1; q++) {
+    const xp = (grad ? dst : src) + (<usize>q * <usize>plane << 2);
+    const op = (grad ? src : dst) + (<usize>q * <usize>outs << 2);
+    if (grad) memory.fill(xp, 0, <usize>plane << 2);
+    for (let oy = 0; oy < oh; oy++) {
+      let h0 = oy * sh - ph, h1 = min(h0 + kh, H + ph);
+      const hp = h1 - h0;
+      h0 = max(h0, 0);
+      h1 = min(h1, H);
+      for (let ox = 0; ox < ow; ox++) {
+        let w0 = ox * sw - pw, w1 = min(w0 + kw, W + pw);
+        const wp = w1 - w0;
+        w0 = max(w0, 0);
+        w1 = min(w1, W);
+        const o = op + (<usize>(oy * ow + ox) << 2);
+        if (h0 >= h1 || w0 >= w1) {
+          if (!grad) store<f32>(o, 0);
+          continue;
+        }
+        const div: f32 = divisor != 0 ? divisor : <f32>(includePad ? hp * wp : (h1 - h0) * (w1 - w0));
+        if (grad) {
+          const d = load<f32>(o) / div;
+          for (let h = h0; h < h1; h++) {
+            for (let c = w0; c < w1; c++) {
+              const at = xp + (<usize>(h * W + c) << 2);
+              store<f32>(at, load<f32>(at) + d);
+            }
+          }
+        } else {
+          let sum: f32 = 0;
+          for (let h = h0; h < h1; h++) for (let c = w0; c < w1; c++) sum += load<f32>(xp + (<usize>(h * W + c) << 2));
+          store<f32>(o, sum / div);
+        }
+      }
+    }
+  }
+}
+
+/** The whole average pooling (grad 0) or its gradient (grad 1): src is x or g, dst the values or the input's gradient. */
+export function avgPool(src: usize, dst: usize, p: usize, grad: i32): void {
+  avgPlanes(src, dst, p, 0, w(p, 0), grad != 0);
+}
+
+/** Part `part` of `parts` of the planes of `avgPool` (the cpu pool's form; ws is unused). */
+export function avgPoolPart(src: usize, dst: usize, p: usize, grad: i32, ws: usize, part: i32, parts: i32): void {
+  const n = w(p, 0), per = (n + parts - 1) / parts, first = part * per;
+  if (first < n) avgPlanes(src, dst, p, first, min(n, first + per), grad != 0);
 }

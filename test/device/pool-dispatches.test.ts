@@ -1,6 +1,7 @@
 /**
  * Max pooling of float32 is its own kernel each way (ts/ops/pool.ts): one `maxPool` command
- * forward (values and indices) and one `maxPoolGrad` backward, on cpu, gpu:0 and gpu:1, where
+ * forward (values and indices) and one `maxPoolGrad` backward (average pooling: `avgPool` and
+ * `avgPoolGrad`), on cpu, gpu:0 and gpu:1, where
  * composed it was the windows copied out, two reductions and six int64 ops forward, and a mask, a
  * `where` and the fold backward. Counted on captured graphs (unfused). Also what the goldens are
  * too small to show: planes large enough for the cpu pool's threads and for many GPU workgroups,
@@ -59,6 +60,21 @@ describe('max pooling is one kernel each way', () => {
     }
   });
 
+  it('avgPool2d is 1 command forward and its gradient 1 command', async () => {
+    for (const d of devices) {
+      const x = torch.randn([2, 3, 9, 8], { device: d });
+      let out: torch.Tensor | null = null;
+      expect(await counted(d, () => (out = F.avgPool2d(x, 3, { stride: 2, padding: 1, ceilMode: true, countIncludePad: false }))), `${d} forward`)
+        .toEqual({ commands: 1, dispatches: 1 });
+      out!.dispose();
+      const leaf = x.detach().requiresGrad_();
+      const y = F.avgPool2d(leaf, 2);
+      const seed = torch.onesLike(y);
+      expect((await counted(d, () => y.backward(seed))).commands, `${d} backward`).toBe(2);
+      for (const z of [x, leaf, leaf.grad, y, seed]) z?.dispose();
+    }
+  });
+
   it('planes large enough for the cpu pool and many GPU workgroups, overlapping windows: values, indices and gradient are PyTorch\'s', async () => {
     // 4·16·45·47 = 135360 elements (over the cpu's pool threshold), 3×3 windows at stride 2 with padding 1
     const [N, C, H, W] = [4, 16, 45, 47];
@@ -78,6 +94,33 @@ describe('max pooling is one kernel each way', () => {
       expect(Array.from(await indices.data(), Number), `${d} indices`).toEqual(ref.indices);
       expect(Array.from(await x.grad!.data()), `${d} gradient`).toEqual(ref.grad);
       for (const z of [x, x.grad, values, indices, g]) z?.dispose();
+    }
+  });
+
+  it('average pooling over planes large enough for the cpu pool and many GPU workgroups, overlapping windows with padding', async () => {
+    // 4·16·45·47 elements, 3×3 windows at stride 2 with padding 1, the padding counted: every divisor is 9
+    const [N, C, H, W] = [4, 16, 45, 47], P = N * C, oh = 23, ow = 24;
+    const xs = Float32Array.from({ length: P * H * W }, (_, i) => ((i * 7919) % 31) / 4 - 3);
+    const gs = Float32Array.from({ length: P * oh * ow }, (_, i) => ((i * 104729) % 17) / 8 - 1);
+    const want: number[] = [], grad = new Float64Array(P * H * W);
+    for (let q = 0; q < P; q++) for (let oy = 0; oy < oh; oy++) for (let ox = 0; ox < ow; ox++) {
+      let sum = 0;
+      for (let h = Math.max(0, 2 * oy - 1); h < Math.min(H, 2 * oy + 2); h++) for (let w = Math.max(0, 2 * ox - 1); w < Math.min(W, 2 * ox + 2); w++) {
+        sum += xs[(q * H + h) * W + w];
+        grad[(q * H + h) * W + w] += gs[(q * oh + oy) * ow + ox] / 9;
+      }
+      want.push(sum / 9);
+    }
+    for (const d of devices) {
+      const x = torch.tidy(() => torch.tensor(xs, { device: d }).reshape([N, C, H, W])).requiresGrad_();
+      const y = F.avgPool2d(x, 3, { stride: 2, padding: 1 });
+      expect(y.shape).toEqual([N, C, oh, ow]);
+      const g = torch.tidy(() => torch.tensor(gs, { device: d }).reshape(y.shape));
+      y.backward(g);
+      const got = await y.data(), gx = await x.grad!.data();
+      want.forEach((v, i) => { if (Math.abs(got[i] - v) > 1e-5) expect(got[i], `${d} value ${i}`).toBeCloseTo(v, 5); });
+      grad.forEach((v, i) => { if (Math.abs(gx[i] - v) > 1e-5) expect(gx[i], `${d} gradient ${i}`).toBeCloseTo(v, 5); });
+      for (const z of [x, x.grad, y, g]) z?.dispose();
     }
   });
 

@@ -1,11 +1,13 @@
-// Direct tests of build/webtorch.wasm's max pooling (assembly/kernels/pool.ts) against a plain-JS
-// reference of PyTorch's CPU loop (MaxPoolKernel.cpp): the window clipped to the input, its first
-// element inside the start, and an element takes the place when it is greater or NaN.
+// Direct tests of build/webtorch.wasm's max and average pooling (assembly/kernels/pool.ts) against
+// plain-JS references of PyTorch's CPU loops (MaxPoolKernel.cpp, AvgPoolKernel.cpp). Max pooling:
+// the window clipped to the input, its first element inside the start, and an element takes the
+// place when it is greater or NaN. Average pooling: f32 sums over the clipped window, divided by
+// the window's size with or without the padding, or by the override.
 //
-// The hard part is the 2×2 stride-2 path, which does four windows at a time with lane masks: its
-// tails (ow not a multiple of 4), rows and columns left over (odd H and W), ties, NaN and -inf
-// must give what the plain loop gives. Each case also runs the planes split into parts, as the
-// cpu pool does (`maxPoolPart`), and the gradient against a scatter in output order.
+// The hard part is max pooling's 2×2 stride-2 path, which does four windows at a time with lane
+// masks: its tails (ow not a multiple of 4), rows and columns left over (odd H and W), ties, NaN
+// and -inf must give what the plain loop gives. Each case also runs the planes split into parts,
+// as the cpu pool does (`…Part`), and the gradient against a scatter in output order.
 import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { loadKernels } from './wasm.js';
 
@@ -17,6 +19,8 @@ interface Kernels {
   maxPoolGrad(g: number, indices: number, grad: number, p: number): void;
   maxPoolPart(x: number, values: number, indices: number, p: number, ws: number, part: number, parts: number): void;
   maxPoolGradPart(g: number, indices: number, grad: number, p: number, ws: number, part: number, parts: number): void;
+  avgPool(src: number, dst: number, p: number, grad: number): void;
+  avgPoolPart(src: number, dst: number, p: number, grad: number, ws: number, part: number, parts: number): void;
 }
 
 let k: Kernels;
@@ -155,5 +159,58 @@ describe('max pooling (maxPool, maxPoolGrad)', () => {
     const x = data(g.planes * g.H * g.W, 3);
     x[5] = NaN;
     check(g, x);
+  });
+});
+
+/** PyTorch's average pooling loop (AvgPoolKernel.cpp): values, and the gradient as its scatter. */
+function avgReference(x: number[], g: Geom, includePad: boolean, divisor: number, gOut: number[]) {
+  const oh = outSize(g.H, g.k[0], g.s[0], g.p[0], 1, !!g.ceil), ow = outSize(g.W, g.k[1], g.s[1], g.p[1], 1, !!g.ceil);
+  const values: number[] = [], grad = new Array<number>(g.planes * g.H * g.W).fill(0);
+  for (let q = 0; q < g.planes; q++) {
+    for (let oy = 0; oy < oh; oy++) {
+      for (let ox = 0; ox < ow; ox++) {
+        let h0 = oy * g.s[0] - g.p[0], h1 = Math.min(h0 + g.k[0], g.H + g.p[0]), w0 = ox * g.s[1] - g.p[1], w1 = Math.min(w0 + g.k[1], g.W + g.p[1]);
+        const padded = (h1 - h0) * (w1 - w0);
+        (h0 = Math.max(h0, 0)), (w0 = Math.max(w0, 0)), (h1 = Math.min(h1, g.H)), (w1 = Math.min(w1, g.W));
+        const div = divisor || (includePad ? padded : (h1 - h0) * (w1 - w0));
+        let sum = 0;
+        for (let h = h0; h < h1; h++) for (let w = w0; w < w1; w++) sum = Math.fround(sum + x[q * g.H * g.W + h * g.W + w]);
+        const d = Math.fround(gOut[values.length] / div);
+        for (let h = h0; h < h1; h++) for (let w = w0; w < w1; w++) grad[q * g.H * g.W + h * g.W + w] = Math.fround(grad[q * g.H * g.W + h * g.W + w] + d);
+        values.push(Math.fround(sum / div));
+      }
+    }
+  }
+  return { values, grad, oh, ow };
+}
+
+describe('average pooling (avgPool, its gradient)', () => {
+  it.each<[string, Geom, boolean, number]>([
+    ['2×2 stride 2, odd sizes', { planes: 5, H: 7, W: 9, k: [2, 2], s: [2, 2], p: [0, 0], d: [1, 1] }, true, 0],
+    ['3×3 stride 2 padding 1, counting the padding', { planes: 4, H: 7, W: 6, k: [3, 3], s: [2, 2], p: [1, 1], d: [1, 1] }, true, 0],
+    ['3×3 stride 2 padding 1, ceil, not counting the padding', { planes: 3, H: 7, W: 8, k: [3, 3], s: [2, 2], p: [1, 1], d: [1, 1], ceil: true }, false, 0],
+    ['3×4 stride (1, 3) padding (1, 2), ceil, counting the padding', { planes: 2, H: 6, W: 11, k: [3, 4], s: [1, 3], p: [1, 2], d: [1, 1], ceil: true }, true, 0],
+    ['2×3 stride 1, divisor 4', { planes: 3, H: 5, W: 5, k: [2, 3], s: [1, 1], p: [0, 0], d: [1, 1] }, true, 4],
+  ])('%s', (_name, g, includePad, divisor) => {
+    const x = data(g.planes * g.H * g.W, 9);
+    x[7] = NaN;
+    const gOut = data(g.planes * 64, 4).map((v) => v + 0.5);
+    const ref = avgReference(x, g, includePad, divisor, gOut);
+    const n = g.planes * ref.oh * ref.ow;
+    for (const count of [1, 3]) {
+      top = k.heapBase();
+      const xp = putF32(x), v = garbage(n, 4), gp = putF32(gOut.slice(0, n)), gi = garbage(g.planes * g.H * g.W, 4);
+      const p = k.scratch();
+      new Int32Array(k.memory.buffer, p, 13).set([g.planes, g.H, g.W, ref.oh, ref.ow, ...g.k, ...g.s, ...g.p, +includePad, 0]);
+      new Float32Array(k.memory.buffer, p + 48, 1)[0] = divisor;
+      const run = (src: number, dst: number, grad: number) => {
+        if (count === 1) k.avgPool(src, dst, p, grad);
+        else for (let part = 0; part < count; part++) k.avgPoolPart(src, dst, p, grad, 0, part, count);
+      };
+      run(xp, v, 0);
+      expect(f32s(v, n), `values, ${count} part(s)`).toEqual(ref.values);
+      run(gp, gi, 1);
+      expect(f32s(gi, g.planes * g.H * g.W), `gradient, ${count} part(s)`).toEqual(ref.grad);
+    }
   });
 });

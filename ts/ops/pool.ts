@@ -8,7 +8,9 @@
  * ways). The kernels keep PyTorch's rule (a greater value or a NaN takes the place: ties keep the
  * first, the last NaN wins; a window of -inf names its first element inside the input).
  *
- * 16-bit floats, average and adaptive pooling are composed from `pad`, `windows` (or
+ * Average pooling of float32 is likewise one `avgPool` command and one `avgPoolGrad`.
+ *
+ * 16-bit floats, int64 average pooling and adaptive pooling are composed from `pad`, `windows` (or
  * `paddedWindows` on a CPU adapter's GPU device, conv.ts) and reductions, so their gradients need
  * no rule of their own. Composed max pooling pads with -inf and reduces with `max(dim)`, whose
  * gradient goes to the first maximal element of each window, as PyTorch's does. `ceilMode` adds
@@ -200,6 +202,7 @@ export function avgPool2d(x: Tensor, kernelSize: Size2,
   if (o.divisorOverride != null && !(o.divisorOverride !== 0 && Number.isFinite(o.divisorOverride))) {
     throw new RangeError(`avg_pool2d(): divisor must be not zero, but got divisorOverride=${o.divisorOverride}`);
   }
+  if (x.dtype === 'float32') return avgPoolKernel(x, g, o.countIncludePad ?? true, o.divisorOverride ?? 0);
   const [hp, hi] = counts(g.H, g.out[0], g.k[0], g.s[0], g.p[0]), [wp, wi] = counts(g.W, g.out[1], g.k[1], g.s[1], g.p[1]);
   const [hs, ws] = (o.countIncludePad ?? true) ? [hp, wp] : [hi, wi];
   const divisor = hs.flatMap((a) => ws.map((b) => o.divisorOverride ?? a * b));
@@ -208,6 +211,31 @@ export function avgPool2d(x: Tensor, kernelSize: Size2,
     if (x.dtype === 'int64') return unbatch(x, binaryOp('trunc_divide', sum, fromHost(divisor, g.out, 'int64', x.device)));
     const y = binaryOp('div', sum, fromHost(divisor, g.out, x.dtype, x.device));
     return unbatch(x, y);
+  });
+}
+
+/**
+ * Average pooling of a float32 x by the kernels: one `avgPool` command, recorded with its gradient
+ * rule (one `avgPoolGrad` command). As the composed form's (whose windows' gradient, the fold, runs
+ * with grad mode off), the gradient is not itself differentiable.
+ */
+function avgPoolKernel(x: Tensor, g: PoolGeom, includePad: boolean, divisor: number): Tensor {
+  const planes = x.shape.slice(0, -2).reduce((a, b) => a * b, 1);
+  const geom = { planes, size: [g.H, g.W], kernel: g.k, stride: g.s, padding: g.p, outSize: g.out, includePad, divisor };
+  const shape = [...x.shape.slice(0, -2), ...g.out];
+  return recorded('avg_pool2d', [x], () => {
+    const xc = V.contiguous(x);
+    const v = alloc(shape, 'float32', x.device);
+    if (planes) launch(x.device, { k: 'avgPool', x: place(xc), values: place(v), ...geom });
+    if (xc !== x) xc.dispose();
+    return v;
+  }, () => ([gOut]) => {
+    const grad = alloc(x.shape.slice(), 'float32', x.device);
+    if (!planes) return [grad];
+    const gc = tidy(() => V.contiguous(gOut!.dtype === 'float32' ? gOut! : V.cast(gOut!, 'float32')));
+    launch(x.device, { k: 'avgPoolGrad', g: place(gc), grad: place(grad), ...geom });
+    if (gc !== gOut) gc.dispose();
+    return [grad];
   });
 }
 

@@ -134,7 +134,7 @@ export const OPS: readonly OpInfo[] = [
   row('conv2d', 'nn', fn('conv2d'), NUMBER, true, ['windows', 'gather', 'matmul'], { options: ['stride', 'padding', 'dilation', 'groups'], ...LOW }),
   row('max_pool2d', 'nn', fn('max_pool2d'), FLOAT, true, ['maxPool', 'maxPoolGrad', 'windows', 'gather', 'reduce'],
     { options: ['stride', 'padding', 'dilation', 'ceilMode', 'returnIndices'] }),
-  row('avg_pool2d', 'nn', fn('avg_pool2d'), [...FLOAT, 'int64'], true, ['windows', 'gather', 'reduce'],
+  row('avg_pool2d', 'nn', fn('avg_pool2d'), [...FLOAT, 'int64'], true, ['avgPool', 'avgPoolGrad', 'windows', 'gather', 'reduce'],
     { options: ['stride', 'padding', 'ceilMode', 'countIncludePad', 'divisorOverride'] }),
   row('adaptive_avg_pool2d', 'nn', fn('adaptive_avg_pool2d'), FLOAT, true, ['gather', 'reduce']),
   row('pad', 'nn', fn('pad'), ALL, true, ['fill', 'copyInto']),

@@ -395,7 +395,21 @@ export type PoolCommand =
   | { k: 'maxPool'; x: Place; values: Place; indices: Place; planes: number; size: number[]; kernel: number[]; stride: number[]; padding: number[];
       dilation: number[]; outSize: number[] }
   | { k: 'maxPoolGrad'; g: Place; indices: Place; grad: Place; planes: number; size: number[]; kernel: number[]; stride: number[]; padding: number[];
-      dilation: number[]; outSize: number[] };
+      dilation: number[]; outSize: number[] }
+  | AvgPoolCommand;
+
+/**
+ * 2-D average pooling over the same planes (no dilation): each window's f32 sum over the input
+ * elements it covers, divided by `divisor` when it is not 0 (PyTorch's `divisor_override`), else by
+ * the window's size clipped to the padded input (`includePad`) or to the input; a window with no
+ * element inside is 0. `avgPoolGrad`: each output's gradient over that divisor, added to every
+ * element of its window, into a contiguous f32 `grad` [planes, H, W].
+ */
+export type AvgPoolCommand =
+  | { k: 'avgPool'; x: Place; values: Place; planes: number; size: number[]; kernel: number[]; stride: number[]; padding: number[]; outSize: number[];
+      includePad: boolean; divisor: number }
+  | { k: 'avgPoolGrad'; g: Place; grad: Place; planes: number; size: number[]; kernel: number[]; stride: number[]; padding: number[]; outSize: number[];
+      includePad: boolean; divisor: number };
 
 // ---- The wire form of a batch ----
 
