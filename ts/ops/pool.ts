@@ -10,14 +10,14 @@
  *
  * Average pooling of float32 is likewise one `avgPool` command and one `avgPoolGrad`.
  *
- * 16-bit floats, int64 average pooling and adaptive pooling are composed from `pad`, `windows` (or
+ * 16-bit floats and int64 average pooling are composed from `pad`, `windows` (or
  * `paddedWindows` on a CPU adapter's GPU device, conv.ts) and reductions, so their gradients need
  * no rule of their own. Composed max pooling pads with -inf and reduces with `max(dim)`, whose
  * gradient goes to the first maximal element of each window, as PyTorch's does. `ceilMode` adds
  * a partial window at the end, so the input is padded further on the right. Average pooling
  * divides by a per-position count computed on the host (it depends only on the geometry): the
  * window clipped to the padded input (`countIncludePad`), or to the input. Adaptive pooling with
- * uneven windows is two matmuls with averaging matrices.
+ * even windows is average pooling; with uneven windows, two matmuls with averaging matrices.
  */
 import { needsGrad, op as recorded } from '../autograd/graph.js';
 import { alloc, launch, place, sameDevice } from '../runtime/dispatch.js';
