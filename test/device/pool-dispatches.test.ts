@@ -75,6 +75,26 @@ describe('max pooling is one kernel each way', () => {
     }
   });
 
+  it('16-bit floats go through float32 (cast, maxPool, cast): PyTorch\'s rule (the last NaN of a window), and the gradient at its index', async () => {
+    for (const d of devices) {
+      for (const dtype of ['float16', 'bfloat16'] as const) {
+        const x = torch.tensor([[[[1, NaN, 5], [NaN, 3, 5], [7, 7, 2]]]], { device: d, dtype, requiresGrad: true });
+        let r: torch.ValuesIndices | null = null;
+        expect((await counted(d, () => (r = F.maxPool2d(x, 2, { stride: 1, returnIndices: true })))).commands, `${d} ${dtype}`).toBe(3);
+        r!.values.dispose();
+        r!.indices.dispose();
+        const { values, indices } = F.maxPool2d(x, 2, { stride: 1, returnIndices: true });
+        expect(values.dtype).toBe(dtype);
+        // windows: [1, nan, nan, 3] -> the nan at 3; [nan, 5, 3, 5] -> 1; [nan, 3, 7, 7] -> 3; [3, 5, 7, 2] -> 7
+        expect(await indices.tolist(), `${d} ${dtype}`).toEqual([[[[3, 1], [3, 7]]]]);
+        const seed = torch.onesLike(values);
+        values.backward(seed);
+        expect(await x.grad!.tolist(), `${d} ${dtype}`).toEqual([[[[0, 1, 0], [2, 0, 0], [0, 1, 0]]]]);
+        for (const t of [x, x.grad, values, indices, seed]) t?.dispose();
+      }
+    }
+  });
+
   it('planes large enough for the cpu pool and many GPU workgroups, overlapping windows: values, indices and gradient are PyTorch\'s', async () => {
     // 4·16·45·47 = 135360 elements (over the cpu's pool threshold), 3×3 windows at stride 2 with padding 1
     const [N, C, H, W] = [4, 16, 45, 47];

@@ -8,15 +8,15 @@
  * ways). The kernels keep PyTorch's rule (a greater value or a NaN takes the place: ties keep the
  * first, the last NaN wins; a window of -inf names its first element inside the input).
  *
- * Average pooling of float32 is likewise one `avgPool` command and one `avgPoolGrad`.
+ * Average pooling of float32 is likewise one `avgPool` command and one `avgPoolGrad`. 16-bit
+ * floats go through float32 (a cast each way), which is the goldens' rule for them: PyTorch's f32
+ * result on the 16-bit inputs, rounded once.
  *
- * 16-bit floats and int64 average pooling are composed from `pad`, `windows` (or
- * `paddedWindows` on a CPU adapter's GPU device, conv.ts) and reductions, so their gradients need
- * no rule of their own. Composed max pooling pads with -inf and reduces with `max(dim)`, whose
- * gradient goes to the first maximal element of each window, as PyTorch's does. `ceilMode` adds
- * a partial window at the end, so the input is padded further on the right. Average pooling
- * divides by a per-position count computed on the host (it depends only on the geometry): the
- * window clipped to the padded input (`countIncludePad`), or to the input. Adaptive pooling with
+ * Int64 average pooling is composed from `pad`, `windows` (or `paddedWindows` on a CPU adapter's
+ * GPU device, conv.ts) and reductions; `ceilMode` adds a partial window at the end, so the input
+ * is padded further on the right, and the sums are divided (truncating) by a per-position count
+ * computed on the host (it depends only on the geometry): the window clipped to the padded input
+ * (`countIncludePad`), or to the input. Adaptive pooling with
  * even windows is average pooling; with uneven windows, two matmuls with averaging matrices.
  */
 import { needsGrad, op as recorded } from '../autograd/graph.js';
@@ -24,12 +24,12 @@ import { alloc, launch, place, sameDevice } from '../runtime/dispatch.js';
 import { fmt } from '../shape.js';
 import { Tensor } from '../tensor.js';
 import { ReduceOp } from '../../wgsl/reduce.js';
-import { arange, fromHost, zeros } from './creation.js';
+import { fromHost, zeros } from './creation.js';
 import { binaryOp } from './elementwise.js';
 import { scatterAdd } from './indexing.js';
 import { matmul } from './matmul.js';
 import { bindArgs, REQUIRED, type PyArgs } from './options.js';
-import { maxMin, reduce, type ValuesIndices } from './reduce.js';
+import { reduce, type ValuesIndices } from './reduce.js';
 import { checkAccepted } from './nn.js';
 import { fusedWindows, pad, paddedWindows, sizes, windows, type Size2 } from './conv.js';
 import { tidy } from './scoped.js';
@@ -119,16 +119,12 @@ export function maxPool2d(x: Tensor, kernelSize: Size2, ...args: unknown[]): Ten
     indices.dispose();
     return values;
   }
+  // the other dtypes max pooling accepts, float16 and bfloat16, through float32: the maximum is
+  // one of the inputs, so the values come back exact, and the gradient's sums are rounded once
   return tidy(() => {
-    const { values, indices } = maxMin(true, poolWindows(x, g, -Infinity), -1) as ValuesIndices;
-    if (!o.returnIndices) return unbatch(x, values);
-    const i64 = { device: x.device, dtype: 'int64' };
-    const row = V.reshape(arange(0, g.out[0] * g.s[0], g.s[0], i64), [g.out[0], 1]);
-    const col = arange(0, g.out[1] * g.s[1], g.s[1], i64);
-    const h = binaryOp('add', row, binaryOp('mul', binaryOp('floor_divide', indices, g.k[1]), g.d[0]));
-    const w = binaryOp('add', col, binaryOp('mul', binaryOp('remainder', indices, g.k[1]), g.d[1]));
-    const flat = binaryOp('add', binaryOp('mul', binaryOp('sub', h, g.p[0]), g.W), binaryOp('sub', w, g.p[1]));
-    return { values: unbatch(x, values), indices: unbatch(x, flat) };
+    const { values, indices } = maxPoolKernel(V.cast(x, 'float32'), g);
+    const back = V.cast(values, x.dtype);
+    return o.returnIndices ? { values: back, indices } : back;
   });
 }
 
@@ -203,6 +199,8 @@ export function avgPool2d(x: Tensor, kernelSize: Size2,
     throw new RangeError(`avg_pool2d(): divisor must be not zero, but got divisorOverride=${o.divisorOverride}`);
   }
   if (x.dtype === 'float32') return avgPoolKernel(x, g, o.countIncludePad ?? true, o.divisorOverride ?? 0);
+  // 16-bit floats through float32, rounded once
+  if (x.dtype !== 'int64') return tidy(() => V.cast(avgPoolKernel(V.cast(x, 'float32'), g, o.countIncludePad ?? true, o.divisorOverride ?? 0), x.dtype));
   const [hp, hi] = counts(g.H, g.out[0], g.k[0], g.s[0], g.p[0]), [wp, wi] = counts(g.W, g.out[1], g.k[1], g.s[1], g.p[1]);
   const [hs, ws] = (o.countIncludePad ?? true) ? [hp, wp] : [hi, wi];
   const divisor = hs.flatMap((a) => ws.map((b) => o.divisorOverride ?? a * b));
