@@ -19,6 +19,9 @@ export { rowNorm, rowNormPart } from "./kernels/rownorm";
 // Sliding windows (im2col) with the padding inside, for conv and pooling.
 export { foldWindows, foldWindowsPart, windows, windowsPart } from "./kernels/window";
 
+// Max and average pooling and their gradients, a plane at a time.
+export { avgPool, avgPoolPart, maxPool, maxPoolGrad, maxPoolGradPart, maxPoolPart } from "./kernels/pool";
+
 // Philox4x32-10 random numbers (ts/random.ts is the reference).
 export { random, randomPart } from "./kernels/random";
 

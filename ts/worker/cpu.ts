@@ -17,7 +17,7 @@ import { releaseScratch, reserveScratch, scratchCounter } from './scratch.js';
 import type { Backend } from './executor.js';
 import type { Command, DeviceInfo, Operand, Place, ViewRef } from './protocol.js';
 // The index family.
-import type { DeviceCheck, IndexCommand, NllCommand } from './protocol.js';
+import type { AvgPoolCommand, DeviceCheck, IndexCommand, NllCommand, PoolCommand } from './protocol.js';
 
 /** The AssemblyScript kernels' exports (see `assembly/index.ts`). */
 interface Kernels {
@@ -44,6 +44,11 @@ interface Kernels {
   /** The fused negative log likelihood (assembly/kernels/loss.ts): returns 1 on a target out of range (then `badIndex()` is it). */
   nll(p: number): number;
   nllGrad(p: number): void;
+  /** Max pooling and its gradient (assembly/kernels/pool.ts). */
+  maxPool(x: number, values: number, indices: number, p: number): void;
+  maxPoolGrad(g: number, indices: number, grad: number, p: number): void;
+  /** Average pooling (grad 0: src x, dst the values) or its gradient (grad 1: src g, dst the input's gradient). */
+  avgPool(src: number, dst: number, p: number, grad: number): void;
   /** h/ampcheck: GradScaler's fused check (assembly/kernels/amp.ts); returns 1 when it set the flag. */
   ampUnscale(p: number, n: number, inv: number, found: number): number;
 }
@@ -283,6 +288,10 @@ function run(cmd: Command): void {
       return runIndex(cmd);
     case 'nll': case 'nllGrad':
       return runNll(cmd);
+    case 'maxPool': case 'maxPoolGrad':
+      return runMaxPool(cmd);
+    case 'avgPool': case 'avgPoolGrad':
+      return runAvgPool(cmd);
     case 'ampUnscale': { // h/ampcheck: GradScaler's fused check (assembly/kernels/amp.ts), one call for every gradient
       const words: number[] = [];
       for (const g of cmd.grads) words.push(at(g.at, g.dt), g.dt, g.n);
@@ -447,6 +456,33 @@ function runNll(cmd: NllCommand): void {
   words.push(cmd.k === 'nllGrad' ? f32(cmd.g) : 0, f32(cmd.total));
   if (cmd.k === 'nll') return checked(K.nll(desc(words)), cmd.check);
   K.nllGrad(desc(words));
+}
+
+/**
+ * Max pooling and its gradient (assembly/kernels/pool.ts; the descriptor is its note's), a plane
+ * at a time: on the pool's threads when the planes are large enough to pay for waking them.
+ */
+function runMaxPool(cmd: Exclude<PoolCommand, AvgPoolCommand>): void {
+  const [H, W] = cmd.size, [oh, ow] = cmd.outSize, n = cmd.planes * H * W;
+  if (!cmd.planes || !oh || !ow) return;
+  const p = desc([cmd.planes, H, W, oh, ow, ...cmd.kernel, ...cmd.stride, ...cmd.padding, ...cmd.dilation]);
+  const args = cmd.k === 'maxPool'
+    ? [at(cmd.x, StorageCode.F32), at(cmd.values, StorageCode.F32), at(cmd.indices, StorageCode.I64), p]
+    : [at(cmd.g, StorageCode.F32), at(cmd.indices, StorageCode.I64), at(cmd.grad, StorageCode.F32), p];
+  if (pool && n >= POOL_MIN_MAP && cmd.planes > 1) return pool.run(cmd.k === 'maxPool' ? 'maxPoolPart' : 'maxPoolGradPart', args, Math.min(cmd.planes, 4 * pool.threads), 0, 0);
+  if (cmd.k === 'maxPool') K.maxPool(args[0], args[1], args[2], p);
+  else K.maxPoolGrad(args[0], args[1], args[2], p);
+}
+
+/** Average pooling and its gradient (assembly/kernels/pool.ts), a plane at a time, as `runMaxPool`. */
+function runAvgPool(cmd: AvgPoolCommand): void {
+  const [H, W] = cmd.size, [oh, ow] = cmd.outSize, n = cmd.planes * H * W;
+  if (!cmd.planes || !oh || !ow) return;
+  const p = desc([cmd.planes, H, W, oh, ow, ...cmd.kernel, ...cmd.stride, ...cmd.padding, +cmd.includePad, f32Word(cmd.divisor)]);
+  const grad = cmd.k === 'avgPoolGrad' ? 1 : 0;
+  const [src, dst] = cmd.k === 'avgPool' ? [at(cmd.x, StorageCode.F32), at(cmd.values, StorageCode.F32)] : [at(cmd.g, StorageCode.F32), at(cmd.grad, StorageCode.F32)];
+  if (pool && n >= POOL_MIN_MAP && cmd.planes > 1) return pool.run('avgPoolPart', [src, dst, p, grad], Math.min(cmd.planes, 4 * pool.threads), 0, 0);
+  K.avgPool(src, dst, p, grad);
 }
 
 /** The cpu device backend. */

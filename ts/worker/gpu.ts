@@ -33,6 +33,7 @@ import { runIndex } from './gpu/index-family.js';
 import { runRandom } from './gpu/random.js';
 import { runAmpUnscale } from './gpu/amp.js'; // h/ampcheck: GradScaler's fused check
 import { runNll } from './gpu/loss.js';
+import { runPool } from './gpu/pool.js';
 // Device loss (ts/worker/gpu-lost.ts): the one hook, in init.
 import { watchLoss } from './gpu-lost.js';
 import { chooseF16Path } from './half.js'; // f16: which float16 path (shader-f16 or storage)
@@ -145,6 +146,9 @@ function run(cmd: Command): void {
       return;
     case 'nll': case 'nllGrad': // the fused negative log likelihood (gpu/loss.ts)
       runNll(cmd);
+      return;
+    case 'maxPool': case 'maxPoolGrad': case 'avgPool': case 'avgPoolGrad': // pooling and its gradients (gpu/pool.ts)
+      runPool(cmd);
       return;
     case 'ampUnscale': // h/ampcheck: GradScaler's fused check (gpu/amp.ts)
       runAmpUnscale(cmd);

@@ -101,6 +101,7 @@ export type Command =
   | { k: 'recv'; peer: string; tag: number; id: number; byteOffset: number }
   | IndexCommand
   | NllCommand
+  | PoolCommand
   /**
    * The input gradient of a row normalisation of a contiguous f32 [outer, inner] block, in one
    * pass per row (assembly/kernels/rownorm.ts, wgsl/softmax.ts): softmax's `y·(g − Σ g·y)` and
@@ -377,6 +378,38 @@ export type NllCommand =
       ignore: number; eps: number; reduction: 'none' | 'sum' | 'mean'; check: DeviceCheck }
   | { k: 'nllGrad'; g: Place; target: Place; w: Place | null; total: Place | null; out: Place; outer: number; classes: number; inner: number;
       ignore: number; eps: number; reduction: 'none' | 'sum' | 'mean' };
+
+// ---- Max pooling (ts/ops/pool.ts; kernels in wgsl/pool.ts, assembly/kernels/pool.ts) ----
+
+/**
+ * 2-D max pooling over `planes` contiguous f32 planes of `size` [H, W], windows of `kernel`
+ * [kh, kw] at `stride`, `padding` [top, left] and `dilation`, `outSize` [oh, ow] windows per plane.
+ * - `maxPool`: each window's maximum into `values` (contiguous f32 [planes, oh, ow]) and its flat
+ *   index in the plane, h·W + w, into `indices` (contiguous int64, same shape). PyTorch's rule:
+ *   a greater value or a NaN takes the place (ties keep the first, the last NaN wins), and a
+ *   window of -inf names its first element inside the input.
+ * - `maxPoolGrad`: the input's gradient into a contiguous f32 `out` [planes, H, W]: each output's
+ *   gradient `g` (contiguous f32 [planes, oh, ow]) added at the element its index names.
+ */
+export type PoolCommand =
+  | { k: 'maxPool'; x: Place; values: Place; indices: Place; planes: number; size: number[]; kernel: number[]; stride: number[]; padding: number[];
+      dilation: number[]; outSize: number[] }
+  | { k: 'maxPoolGrad'; g: Place; indices: Place; grad: Place; planes: number; size: number[]; kernel: number[]; stride: number[]; padding: number[];
+      dilation: number[]; outSize: number[] }
+  | AvgPoolCommand;
+
+/**
+ * 2-D average pooling over the same planes (no dilation): each window's f32 sum over the input
+ * elements it covers, divided by `divisor` when it is not 0 (PyTorch's `divisor_override`), else by
+ * the window's size clipped to the padded input (`includePad`) or to the input; a window with no
+ * element inside is 0. `avgPoolGrad`: each output's gradient over that divisor, added to every
+ * element of its window, into a contiguous f32 `grad` [planes, H, W].
+ */
+export type AvgPoolCommand =
+  | { k: 'avgPool'; x: Place; values: Place; planes: number; size: number[]; kernel: number[]; stride: number[]; padding: number[]; outSize: number[];
+      includePad: boolean; divisor: number }
+  | { k: 'avgPoolGrad'; g: Place; grad: Place; planes: number; size: number[]; kernel: number[]; stride: number[]; padding: number[]; outSize: number[];
+      includePad: boolean; divisor: number };
 
 // ---- The wire form of a batch ----
 

@@ -84,6 +84,13 @@ function readRanges(cmd: Command): { id: number; start: number; end: number }[] 
     const read = cmd.k === 'nll' ? span(cmd.x, cmd.outer * cmd.classes * cmd.inner) : span(cmd.g, cmd.reduction === 'none' ? cmd.outer * cmd.inner : 1);
     return [...read, target, ...span(cmd.w, cmd.classes), ...span(cmd.total, 1)];
   }
+  if (cmd.k === 'avgPool') return span(cmd.x, cmd.planes * cmd.size[0] * cmd.size[1]);
+  if (cmd.k === 'avgPoolGrad') return span(cmd.g, cmd.planes * cmd.outSize[0] * cmd.outSize[1]);
+  if (cmd.k === 'maxPool' || cmd.k === 'maxPoolGrad') {
+    // f32 planes, contiguous; the int64 indices: their whole segment (their offset's unit is not a float's)
+    const [H, W] = cmd.size, [oh, ow] = cmd.outSize, indices = { id: cmd.indices.id, start: 0, end: Infinity };
+    return cmd.k === 'maxPool' ? span(cmd.x, cmd.planes * H * W) : [...span(cmd.g, cmd.planes * oh * ow), indices];
+  }
   if (f32 && cmd.k === 'matmul' && cmd.aStrides.length === 3 && cmd.bStrides.length === 3) {
     return [
       { id: cmd.a.id, start: cmd.a.offset, end: cmd.a.offset + spanOf([cmd.batch, cmd.m, cmd.kk], cmd.aStrides) },
@@ -115,6 +122,8 @@ function writeRange(cmd: Command): { id: number; start: number; end: number } | 
   if (cmd.k === 'matmul' && cmd.dt === StorageCode.F32) return at(cmd.out, cmd.batch * cmd.m * cmd.n);
   if (cmd.k === 'softmax' || cmd.k === 'rowGrad') return at(cmd.out, cmd.outer * cmd.inner);
   if (cmd.k === 'nllGrad') return at(cmd.out, cmd.outer * cmd.classes * cmd.inner);
+  if (cmd.k === 'maxPool' || cmd.k === 'avgPool') return at(cmd.values, cmd.planes * cmd.outSize[0] * cmd.outSize[1]);
+  if (cmd.k === 'maxPoolGrad' || cmd.k === 'avgPoolGrad') return at(cmd.grad, cmd.planes * cmd.size[0] * cmd.size[1]);
   return null;
 }
 
