@@ -113,11 +113,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 `;
 }
 
-/** The gradient: g in slot `gSlot`, the indices in slot `idxSlot`, the input's gradient in slot 0. */
-export function maxPoolGradShader(gSlot: number, idxSlot: number, slots: number): string {
-  return `${bindings(slots, -1)}
-@compute @workgroup_size(${POOL_WG})
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
+/**
+ * The head of a gradient's gather: an invocation per input element e of P[0], in plane q at row h,
+ * column c (planes of P[1] × P[2]).
+ */
+const GATHER_MAIN = `fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
   let e = (wid.y * nwg.x + wid.x) * ${POOL_WG}u + li;
   if (e >= P[0]) { return; }
   let plane = P[1] * P[2];
@@ -125,7 +125,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let r = e - q * plane;
   let h = i32(r / P[2]);
   let c = i32(r) - h * i32(P[2]);
-  let oh = i32(P[3]); let ow = i32(P[4]); let sh = i32(P[7]); let sw = i32(P[8]);
+`;
+
+/** The gradient: g in slot `gSlot`, the indices in slot `idxSlot`, the input's gradient in slot 0. */
+export function maxPoolGradShader(gSlot: number, idxSlot: number, slots: number): string {
+  return `${bindings(slots, -1)}
+@compute @workgroup_size(${POOL_WG})
+${GATHER_MAIN}  let oh = i32(P[3]); let ow = i32(P[4]); let sh = i32(P[7]); let sw = i32(P[8]);
   let dh = i32(P[11]); let dw = i32(P[12]);
   // the windows whose span reaches (h, c): oy·sh − ph ≤ h ≤ oy·sh − ph + (kh − 1)·dh, and the same
   // for ox; with dilation, only those whose kernel offset lands on it. Two divisions a dim, none in the loop.
@@ -199,15 +205,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 export function avgPoolGradShader(gSlot: number, slots: number): string {
   return `${bindings(slots, -1)}${AVG_WINDOW}
 @compute @workgroup_size(${POOL_WG})
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
-  let e = (wid.y * nwg.x + wid.x) * ${POOL_WG}u + li;
-  if (e >= P[0]) { return; }
-  let plane = P[1] * P[2];
-  let q = e / plane;
-  let r = e - q * plane;
-  let h = i32(r / P[2]);
-  let c = i32(r) - h * i32(P[2]);
-  let sh = i32(P[7]); let sw = i32(P[8]);
+${GATHER_MAIN}  let sh = i32(P[7]); let sw = i32(P[8]);
   // the windows whose rows reach h: oy·sh − ph ≤ h ≤ oy·sh − ph + kh − 1 (and the same for c)
   let th = h + i32(P[9]); let tc = c + i32(P[10]);
   let y0 = max(0, (th - i32(P[5]) + sh) / sh); let y1 = min(i32(P[3]) - 1, th / sh);
