@@ -5,7 +5,7 @@
 // against Simpson integration, and matmul against a naive f64 loop. Tensors are
 // bump-allocated above heapBase() and the allocator is reset before each test.
 import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { loadKernels } from './wasm.js';
+import { arena, loadKernels } from './wasm.js';
 
 interface Kernels {
   memory: WebAssembly.Memory;
@@ -28,21 +28,15 @@ interface Kernels {
 const F32 = 0, I32 = 1, U8 = 2, BOOL = 3, F16 = 4, BF16 = 5;
 const SIZE = [4, 4, 1, 1, 2, 2];
 let k: Kernels;
-let top = 0;
+const heap = arena(() => k);
 
 beforeAll(async () => {
   k = await loadKernels<Kernels>();
 });
-beforeEach(() => { top = k.heapBase(); });
+beforeEach(() => heap.reset());
 
 // ---- memory helpers -------------------------------------------------------
-function alloc(bytes: number): number {
-  const p = (top + 63) & ~63;
-  top = p + Math.max(bytes, 16);
-  const have = k.memory.buffer.byteLength;
-  if (top > have) k.memory.grow(Math.ceil((top - have) / 65536));
-  return p;
-}
+const alloc = (bytes: number): number => heap.alloc(bytes);
 function view(dt: number, ptr: number, n: number): Float32Array | Int32Array | Uint8Array | Uint16Array {
   const b = k.memory.buffer;
   if (dt === F32) return new Float32Array(b, ptr, n);
@@ -583,7 +577,7 @@ describe('reduce', () => {
   });
 
   it('inner = 0 gives the identities', () => {
-    const o = out(F32, 2), oi = out(I32, 2), ob = out(BOOL, 2);
+    const o = out(F32, 2), oi = out(I32, 2), ob = out(BOOL, 2), top = alloc(0); // an empty input
     k.reduce(0, F32, F32, top, o, 2, 0);
     expect(get(F32, o, 2)).toEqual([0, 0]);
     k.reduce(1, F32, F32, top, o, 2, 0);
@@ -698,7 +692,7 @@ describe('matmul', () => {
   for (const c of split) it(`matmulPart: the parts cover the output once: ${JSON.stringify(c)}`, () => checkMatmul(c));
 
   it('K = 0 writes zeros; workspace size covers one packed block', () => {
-    const o = out(F32, 2 * 3 * 4, 0x7f);
+    const o = out(F32, 2 * 3 * 4, 0x7f), top = alloc(0); // empty operands
     k.matmul(F32, top, top, o, desc([2, 3, 4, 0, 0, 0, 1, 0, 0, 4, 1, 0]), 0);
     expect(get(F32, o, 24)).toEqual(new Array(24).fill(0));
     expect(k.matmulWorkspaceBytes(3, 5, 7)).toBe(7 * 8 * 4 + 128);

@@ -4,7 +4,7 @@
 // the row itself), transposed and permuted views (rows split, chunks starting mid-iteration),
 // scalar and row broadcasts, and every element is written once (the output starts as garbage).
 import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { loadKernels } from './wasm.js';
+import { arena, loadKernels } from './wasm.js';
 
 interface Kernels {
   memory: WebAssembly.Memory;
@@ -17,19 +17,14 @@ interface Kernels {
 }
 
 let k: Kernels;
-let top = 0;
+const heap = arena(() => k);
 beforeAll(async () => {
   k = await loadKernels<Kernels>();
 });
-beforeEach(() => { top = k.heapBase(); });
+beforeEach(() => heap.reset());
 
-function alloc(n: number): number {
-  const p = (top + 63) & ~63;
-  top = p + Math.max(n * 4, 16);
-  const have = k.memory.buffer.byteLength;
-  if (top > have) k.memory.grow(Math.ceil((top - have) / 65536));
-  return p;
-}
+/** Room for n 4-byte values. */
+const alloc = (n: number): number => heap.alloc(n * 4);
 function put(values: Float32Array): number {
   const p = alloc(values.length);
   new Float32Array(k.memory.buffer, p, values.length).set(values);

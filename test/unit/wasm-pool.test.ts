@@ -9,7 +9,7 @@
 // and -inf must give what the plain loop gives. Each case also runs the planes split into parts,
 // as the cpu pool does (`…Part`), and the gradient against a scatter in output order.
 import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { loadKernels } from './wasm.js';
+import { arena, loadKernels } from './wasm.js';
 
 interface Kernels {
   memory: WebAssembly.Memory;
@@ -24,19 +24,13 @@ interface Kernels {
 }
 
 let k: Kernels;
-let top = 0;
+const heap = arena(() => k);
 beforeAll(async () => {
   k = await loadKernels<Kernels>();
 });
-beforeEach(() => { top = k.heapBase(); });
+beforeEach(() => heap.reset());
 
-function alloc(bytes: number): number {
-  const p = (top + 63) & ~63;
-  top = p + Math.max(bytes, 16);
-  const have = k.memory.buffer.byteLength;
-  if (top > have) k.memory.grow(Math.ceil((top - have) / 65536));
-  return p;
-}
+const alloc = (bytes: number): number => heap.alloc(bytes);
 /** f32s at a fresh place (garbage after them, so a read past the end shows). */
 function putF32(v: number[]): number {
   const p = alloc(v.length * 4 + 64);
@@ -99,7 +93,7 @@ function check(g: Geom, x: number[], parts = [1, 3]) {
   const n = g.planes * ref.oh * ref.ow;
   const desc = [g.planes, g.H, g.W, ref.oh, ref.ow, ...g.k, ...g.s, ...g.p, ...g.d];
   for (const count of parts) {
-    top = k.heapBase();
+    heap.reset();
     const xp = putF32(x), v = garbage(n, 4), ix = garbage(n, 8), gp = putF32(gOut.slice(0, n)), gi = garbage(g.planes * g.H * g.W, 4);
     const p = k.scratch();
     new Int32Array(k.memory.buffer, p, desc.length).set(desc);
@@ -118,7 +112,7 @@ describe('max pooling (maxPool, maxPoolGrad)', () => {
     const g: Geom = { planes: 1, H: 2, W: 4, k: [2, 2], s: [2, 2], p: [0, 0], d: [1, 1] };
     // PyTorch 1.13: F.max_pool2d([[1, nan, 2, nan], [nan, 3, 0, 5]], 2, return_indices=True) -> [nan, nan], [4, 3]
     check(g, [1, NaN, 2, NaN, NaN, 3, 0, 5]);
-    top = k.heapBase();
+    heap.reset();
     const xp = putF32([1, NaN, 2, NaN, NaN, 3, 0, 5]), v = garbage(2, 4), ix = garbage(2, 8);
     new Int32Array(k.memory.buffer, k.scratch(), 13).set([1, 2, 4, 1, 2, 2, 2, 2, 2, 0, 0, 1, 1]);
     k.maxPool(xp, v, ix, k.scratch());
@@ -198,7 +192,7 @@ describe('average pooling (avgPool, its gradient)', () => {
     const ref = avgReference(x, g, includePad, divisor, gOut);
     const n = g.planes * ref.oh * ref.ow;
     for (const count of [1, 3]) {
-      top = k.heapBase();
+      heap.reset();
       const xp = putF32(x), v = garbage(n, 4), gp = putF32(gOut.slice(0, n)), gi = garbage(g.planes * g.H * g.W, 4);
       const p = k.scratch();
       new Int32Array(k.memory.buffer, p, 13).set([g.planes, g.H, g.W, ref.oh, ref.ow, ...g.k, ...g.s, ...g.p, +includePad, 0]);

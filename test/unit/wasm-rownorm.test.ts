@@ -4,7 +4,7 @@
 // without layer norm's weight and bias, NaN and infinite rows, and the row split of the pool
 // (`rowNormPart`: every part count gives the whole result).
 import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { loadKernels } from './wasm.js';
+import { arena, loadKernels } from './wasm.js';
 
 interface Kernels {
   memory: WebAssembly.Memory;
@@ -15,19 +15,14 @@ interface Kernels {
 }
 
 let k: Kernels;
-let top = 0;
+const heap = arena(() => k);
 beforeAll(async () => {
   k = await loadKernels<Kernels>();
 });
-beforeEach(() => { top = k.heapBase(); });
+beforeEach(() => heap.reset());
 
-function alloc(n: number): number {
-  const p = (top + 63) & ~63;
-  top = p + Math.max(n * 4, 16);
-  const have = k.memory.buffer.byteLength;
-  if (top > have) k.memory.grow(Math.ceil((top - have) / 65536));
-  return p;
-}
+/** Room for n 4-byte values. */
+const alloc = (n: number): number => heap.alloc(n * 4);
 function put(values: ArrayLike<number>): number {
   const p = alloc(values.length);
   new Float32Array(k.memory.buffer, p, values.length).set(Array.from(values));

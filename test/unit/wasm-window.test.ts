@@ -6,7 +6,7 @@
 // that overlap (stride below the kernel's reach) and that do not, contiguous and permuted views of
 // the gradient, and every split of the planes.
 import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { loadKernels } from './wasm.js';
+import { arena, loadKernels } from './wasm.js';
 
 interface Kernels {
   memory: WebAssembly.Memory;
@@ -19,19 +19,14 @@ interface Kernels {
 }
 
 let k: Kernels;
-let top = 0;
+const heap = arena(() => k);
 beforeAll(async () => {
   k = await loadKernels<Kernels>();
 });
-beforeEach(() => { top = k.heapBase(); });
+beforeEach(() => heap.reset());
 
-function alloc(n: number): number {
-  const p = (top + 63) & ~63;
-  top = p + Math.max(n * 4, 16);
-  const have = k.memory.buffer.byteLength;
-  if (top > have) k.memory.grow(Math.ceil((top - have) / 65536));
-  return p;
-}
+/** Room for n 4-byte values. */
+const alloc = (n: number): number => heap.alloc(n * 4);
 
 interface Geo { N: number; C: number; H: number; W: number; kh: number; kw: number; s: [number, number]; d: [number, number]; p: [number, number] }
 
