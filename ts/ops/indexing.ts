@@ -17,7 +17,7 @@ import { ReduceOp } from '../../wgsl/reduce.js';
 import { arange, full } from './creation.js';
 import { op as recorded } from '../autograd/graph.js';
 import { binaryOp, where } from './elementwise.js';
-import { reduce, sumTo, type ValuesIndices } from './reduce.js';
+import { reduce, sumTo, valuesIndices, type ValuesIndices } from './reduce.js';
 import { cast, contiguous, expand, reshape, slice } from './views.js';
 import { bindArgs } from './options.js';
 import { autocastCall, autocasting } from '../amp/autocast.js';
@@ -295,7 +295,7 @@ function sortForward(x: Tensor, dim = -1, descending = false): ValuesIndices {
   checkRank('sort', x.shape);
   const d = normDim(dim, x.ndim);
   const indices = sortOrder(x, d, descending);
-  return { values: gatherAlong('sort', x, d, indices), indices };
+  return valuesIndices(gatherAlong('sort', x, d, indices), indices);
 }
 
 /**
@@ -317,7 +317,7 @@ function topkForward(x: Tensor, k: number, dim = -1, largest = true, _sorted = t
     if (part !== indices) part.dispose();
     order.dispose();
   }
-  return { values: gatherAlong('topk', x, d, indices), indices };
+  return valuesIndices(gatherAlong('topk', x, d, indices), indices);
 }
 
 // ---- Gradient rules: each differentiable op of this family, recorded around its forward ----
@@ -428,7 +428,7 @@ function withValueGrad(name: string, x: Tensor, dim: number, forward: () => Valu
     const idx = ctx.save(indices!);
     return ([g]) => [scatterBack(x, normDim(dim, x.ndim), idx, g!)];
   });
-  return { values, indices: indices! };
+  return valuesIndices(values, indices!);
 }
 
 /**

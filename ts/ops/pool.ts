@@ -29,7 +29,7 @@ import { binaryOp } from './elementwise.js';
 import { scatterAdd } from './indexing.js';
 import { matmul } from './matmul.js';
 import { bindArgs, REQUIRED, type PyArgs } from './options.js';
-import { reduce, type ValuesIndices } from './reduce.js';
+import { reduce, valuesIndices, type ValuesIndices } from './reduce.js';
 import { checkAccepted } from './nn.js';
 import { fusedWindows, pad, paddedWindows, sizes, windows, type Size2 } from './conv.js';
 import { tidy } from './scoped.js';
@@ -115,7 +115,7 @@ export function maxPool2d(x: Tensor, kernelSize: Size2, ...args: unknown[]): Ten
   const g = poolArgs('max_pool2d', x, kernelSize, o);
   if (x.dtype === 'float32') {
     const { values, indices } = maxPoolKernel(x, g);
-    if (o.returnIndices) return { values, indices };
+    if (o.returnIndices) return valuesIndices(values, indices);
     indices.dispose();
     return values;
   }
@@ -124,7 +124,7 @@ export function maxPool2d(x: Tensor, kernelSize: Size2, ...args: unknown[]): Ten
   return tidy(() => {
     const { values, indices } = maxPoolKernel(V.cast(x, 'float32'), g);
     const back = V.cast(values, x.dtype);
-    return o.returnIndices ? { values: back, indices } : back;
+    return o.returnIndices ? valuesIndices(back, indices) : back;
   });
 }
 
@@ -151,7 +151,7 @@ function maxPoolKernel(x: Tensor, g: PoolGeom): ValuesIndices {
     const si = ctx.save(indices);
     return ([gOut]) => [maxPoolBackward(gOut!, si, x.shape.slice(), geom)];
   });
-  return { values, indices };
+  return valuesIndices(values, indices);
 }
 
 /**

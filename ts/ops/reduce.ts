@@ -180,10 +180,22 @@ function launchReduce(op: ReduceOp, src: Tensor, out: Tensor, outer: number, inn
   partial.dispose();
 }
 
-/** The values and indices that `max(dim)` / `min(dim)` return. */
-export interface ValuesIndices {
-  values: Tensor;
-  indices: Tensor;
+/**
+ * The values and indices that `max(dim)`, `min(dim)`, `sort`, `topk` and `maxPool2d(…,
+ * {returnIndices: true})` return: like PyTorch's named tuple, by name (`r.values`, `r.indices`),
+ * by position (`r[0]`, `r[1]`) and unpacked (`const [values, indices] = torch.max(x, 1)`).
+ */
+export interface ValuesIndices extends Iterable<Tensor> {
+  readonly values: Tensor;
+  readonly indices: Tensor;
+  readonly 0: Tensor;
+  readonly 1: Tensor;
+  readonly length: 2;
+}
+
+/** A `ValuesIndices`: a two-element array with the two names. */
+export function valuesIndices(values: Tensor, indices: Tensor): ValuesIndices {
+  return Object.assign([values, indices], { values, indices }) as unknown as ValuesIndices;
 }
 
 /** `max()` over everything, or `{values, indices}` over one dim. */
@@ -203,7 +215,7 @@ export function maxMin(isMax: boolean, x: Tensor, dim?: number, keepdim = false)
       return [where(mask, expand(reshape(g!, keptShape(x, dim)), x.shape.slice()), 0)];
     };
   });
-  return { values, indices };
+  return valuesIndices(values, indices);
 }
 
 /** `argmax`/`argmin`: over one dim, or over the flattened tensor when `dim` is undefined. */
