@@ -34,6 +34,15 @@ export function env(name: string): string | undefined {
   return isNode ? process.env[name] : undefined;
 }
 
+/** A duration setting in ms from the environment (`fallback` when unset); a value that is not one raises. */
+export function envMs(name: string, fallback: number): number {
+  const v = env(name);
+  if (v === undefined || v.trim() === '') return fallback;
+  const ms = Number(v);
+  if (!Number.isFinite(ms) || ms < 0) throw new RangeError(`webtorch: ${name} must be a duration in milliseconds, 0 or more, got ${JSON.stringify(v)}`);
+  return ms;
+}
+
 /**
  * A value carried through a call and every asynchronous continuation started inside it: Node's
  * `AsyncLocalStorage`, or the TC39 `AsyncContext.Variable` where a browser has it. `ts/context.ts`

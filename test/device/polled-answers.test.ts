@@ -6,6 +6,8 @@
  * sees: values, program order, errors at the sync point, reads after long work, other devices,
  * and a worker whose poll has ended.
  */
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import * as torch from '../../dist/webtorch.js';
 import { suiteDevices } from '../devices.js';
@@ -81,5 +83,17 @@ describe('the cpu worker polls for the next call and the caller polls for small 
       expect(Array.from((await back.data()) as Float32Array), d).toEqual([1, 3, 5, 7, 9, 11]);
       for (const t of [x, back]) t.dispose();
     }
+  });
+
+  it('a poll setting that is not a duration raises a clear error, naming the variable', () => {
+    const dist = fileURLToPath(new URL('../../dist/webtorch.js', import.meta.url));
+    const script = `const t = await import(${JSON.stringify(dist)}); try { await t.ones([2]).add(1).data(); console.log('ran'); } catch (e) { console.log(e.message); } process.exit(0);`;
+    const run = (name: string, value: string) =>
+      spawnSync(process.execPath, ['--input-type=module', '-e', script], { env: { ...process.env, [name]: value }, encoding: 'utf8' });
+    const worker = run('WEBTORCH_POLL_MS', '-1');
+    expect(worker.stdout).toMatch(/WEBTORCH_POLL_MS must be a duration in milliseconds, 0 or more, got "-1"/);
+    const caller = run('WEBTORCH_GPU_SPIN_MS', 'fast');
+    expect(caller.stderr + caller.stdout).toMatch(/WEBTORCH_GPU_SPIN_MS must be a duration in milliseconds, 0 or more, got "fast"/);
+    expect(run('WEBTORCH_POLL_MS', '0').stdout.trim()).toBe('ran');
   });
 });

@@ -26,7 +26,7 @@ import * as Comlink from 'comlink';
 import { OutOfMemoryError } from '../memory/errors.js';
 import { DeviceLostError, lostInfoOf, type LostInfo } from './device-lost.js';
 import { spawnWorker, type WorkerHandle } from '../worker-scripts.js';
-import { env, onPortMessage } from '../platform.js';
+import { envMs, onPortMessage } from '../platform.js';
 import { Board, STREAM_SLOTS, type BoardUpdate } from '../worker/board.js';
 import { streamId } from './current-stream.js';
 import { CallPort } from '../worker/channel.js';
@@ -45,10 +45,10 @@ interface Outgoing {
  * of 1,000 adds went from 12.8 to 7.9 µs per op with the worker's other changes of that commit.
  */
 const SEND_AT = 2048;
-/** How many queued words (a few small commands) a read or sync may carry and still be polled for (`answerSoon`), and for how long (ms). */
+/** How many queued words (a few small commands) a read or sync may carry and still be polled for (`answerSpinMs`), and for how long (ms). */
 const SPIN_WORDS = 128;
 const ANSWER_SPIN_MS = 0.2;
-const GPU_SPIN_MS = Number(env('WEBTORCH_GPU_SPIN_MS') ?? 0.3);
+const GPU_SPIN_MS = envMs('WEBTORCH_GPU_SPIN_MS', 0.3);
 
 /** Batches of more bytes than this are transferred to the worker; smaller ones are copied. */
 const TRANSFER_AT = 1 << 16;
@@ -270,17 +270,18 @@ export class DeviceClient {
   }
 
   /**
-   * Whether a read or sync sent now should be answered soon: it carries only a few small
-   * commands, and on the cpu device every batch sent before it has run. The caller then polls the
-   * reply slot for a while (`CallPort.spinFor`; 0.2 ms on the cpu, 0.3 on a GPU, where a small read
-   * takes 0.1–0.2 ms on an H100) instead of sleeping until the answer wakes it, as CUDA's default
-   * synchronization spins: a thread's wake-up costs tens of µs on a virtual machine. Polls that
-   * miss back off (a GPU much slower than that, such as lavapipe, soon stops polling).
+   * How long to poll for the answer to a read or sync sent now (0: not at all): one that carries
+   * only a few small commands, on the cpu device after every batch sent before it has run. The
+   * caller then polls the reply slot for a while (`CallPort.spinFor`; 0.2 ms on the cpu, 0.3 on a
+   * GPU, where a small read takes 0.1–0.2 ms on an H100) instead of sleeping until the answer wakes
+   * it, as CUDA's default synchronization spins: a thread's wake-up costs tens of µs on a virtual
+   * machine. Polls that miss back off (a GPU much slower than that, such as lavapipe, soon stops
+   * polling).
    */
-  private answerSoon(): boolean {
-    if (this.kind === 'gpu') return GPU_SPIN_MS > 0 && this.remote !== null && this.waitingOnStart === 0 && this.queue.size <= SPIN_WORDS;
-    return this.host !== null && this.remote !== null && this.waitingOnStart === 0 && this.queue.size <= SPIN_WORDS &&
-      this.board.batchesDone() >= this.sent;
+  private answerSpinMs(): number {
+    if (this.remote === null || this.waitingOnStart !== 0 || this.queue.size > SPIN_WORDS) return 0;
+    if (this.kind === 'gpu') return GPU_SPIN_MS;
+    return this.host !== null && this.board.batchesDone() >= this.sent ? ANSWER_SPIN_MS : 0;
   }
 
   /** The bytes of segment `id` from `byteOffset` in the cpu's shared memory (its address read now: the memory may have grown). */
@@ -395,8 +396,7 @@ export class DeviceClient {
       return data;
     }
     // The queued commands travel with the read; `post` keeps it ahead of later ops.
-    const spin = this.answerSoon() ? (this.kind === 'gpu' ? GPU_SPIN_MS : ANSWER_SPIN_MS) : 0;
-    const out = this.takeQueued(), queued = this.queued[stream];
+    const spin = this.answerSpinMs(), out = this.takeQueued(), queued = this.queued[stream];
     const data = await this.call<ArrayBuffer>('read', [id, byteOffset, bytes, out?.batch ?? null, stream], out, spin);
     // The read ran after the stream's earlier work had finished: as for a sync, the board says so.
     this.finishedUpTo(stream, queued);
@@ -426,7 +426,7 @@ export class DeviceClient {
       else if ('stream' in target) this.finishedUpTo(target.stream, this.queued[target.stream]);
       return;
     }
-    const queued = this.queued.slice(), spin = this.answerSoon() ? (this.kind === 'gpu' ? GPU_SPIN_MS : ANSWER_SPIN_MS) : 0;
+    const queued = this.queued.slice(), spin = this.answerSpinMs();
     const out = this.takeQueued();
     const time = await this.call<number | void>('sync', [out?.batch ?? null, target], out, spin);
     if ('slot' in target && typeof time === 'number') this.board.finishEvent(target.slot, target.version, time);

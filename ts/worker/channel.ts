@@ -259,7 +259,7 @@ export interface Poll {
 /**
  * The worker's end: runs the calls that arrive on `port` against `api` and answers them.
  *
- * With `poll` (the cpu worker in Node), a worker that has just answered every call and has
+ * With `poll` (the device workers in Node), a worker that has just answered every call and has
  * nothing in flight polls the doorbell for a short while before it returns to its event loop, and
  * takes the next messages straight off the port: the caller's next op usually follows its answer
  * within tens of µs, and a sleeping thread's wake-up alone costs about as much on a virtual
@@ -318,14 +318,16 @@ export function serveCalls(port: MessagePort, api: object, slot: SharedArrayBuff
         }
       },
       (e: unknown) => fail(e, (answers = nextAnswer(answers))),
-    ).finally(() => {
-      if (--unanswered === 0) pollSoon();
-    });
+    ).finally(answered);
     return true;
   };
 
   let polling = false;
   const pollBackoff = new Backoff();
+  /** After each answer: once none is left to give, the worker polls for the next call. */
+  const answered = (): void => {
+    if (--unanswered === 0) pollSoon();
+  };
   /** Polls once the tasks already queued have run (the answers' promises, the executor's own tasks). */
   const pollSoon = (): void => {
     if (!poll || !words || polling || pollBackoff.skip()) return;

@@ -16,7 +16,7 @@
  * A copy is a (`send` on the source, `recv` on the destination) pair with a shared tag; a
  * cross-device event wait is a (`signal`, `waitSignal`) pair the same way, with no bytes.
  */
-import { env, exposeWorker, onPortMessage, portReceiver } from '../platform.js';
+import { envMs, exposeWorker, onPortMessage, portReceiver } from '../platform.js';
 import { Board } from './board.js';
 import { serveCalls } from './channel.js';
 import { bumpCounter, readBatch, type ReplayRng, type Batch, type Command, type DeviceInfo, type GraphInfo, type HostMemory, type SyncTarget, type TraceEntry, type WorkerApi, type WorkerProfile } from './protocol.js';
@@ -443,7 +443,7 @@ export function serve(backend: Backend): void {
     init: async (options) => {
       board = Board.create(options.board ?? null);
       const info = await backend.init(options);
-      const pollMs = Number(env('WEBTORCH_POLL_MS') ?? backend.pollMs ?? 0);
+      const pollMs = envMs('WEBTORCH_POLL_MS', backend.pollMs ?? 0);
       const receive = pollMs ? portReceiver() : null;
       const poll = receive && { ms: pollMs, receive, quiet: () => scheduler.idle && !flushing };
       if (options.calls) serveCalls(options.calls, api, options.slot ?? null, poll);
