@@ -19,6 +19,9 @@ export { rowNorm, rowNormPart } from "./kernels/rownorm";
 // Sliding windows (im2col) with the padding inside, for conv and pooling.
 export { foldWindows, foldWindowsPart, windows, windowsPart } from "./kernels/window";
 
+// 2-D convolution and its gradients an image at a time, the windows in the workspace.
+export { conv, convGrad, convGradPart, convGradSum, convPart, convWorkspaceBytes } from "./kernels/conv";
+
 // Max and average pooling and their gradients, a plane at a time.
 export { avgPool, avgPoolPart, maxPool, maxPoolGrad, maxPoolGradPart, maxPoolPart } from "./kernels/pool";
 

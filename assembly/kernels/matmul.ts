@@ -186,17 +186,17 @@ function rows(pa: usize, ars: usize, acs: usize, pb: usize, pbs: usize, kc: i32,
 }
 
 /**
- * C[M, N] = A[M, K] B[K, N] for one matrix (K > 0); A and B are strided (bytes), C has rows
- * `crs` bytes apart. `ws` holds matmulWorkspaceBytes(M, N, K).
+ * C[M, N] = A[M, K] B[K, N] for one matrix (K > 0), or C += A B with `acc`; A and B are strided
+ * (bytes), C has rows `crs` bytes apart. `ws` holds matmulWorkspaceBytes(M, N, K).
  */
-function gemm(pa: usize, ars: usize, acs: usize, pb: usize, brs: usize, bcs: usize, pc: usize, crs: usize, M: i32, N: i32, K: i32, ws: usize): void {
+export function gemm(pa: usize, ars: usize, acs: usize, pb: usize, brs: usize, bcs: usize, pc: usize, crs: usize, M: i32, N: i32, K: i32, ws: usize, acc: bool = false): void {
   const edge = ws + <usize>(min<i32>(K, KC) * ((min<i32>(N, NC) + 7) & ~7) * 4);
   for (let n0 = 0; n0 < N; n0 += NC) {
     const nc = min<i32>(NC, N - n0);
     const strips = (nc + 7) >> 3;
     for (let k0 = 0; k0 < K; k0 += KC) {
       const kc = min<i32>(KC, K - k0);
-      const first = k0 == 0;
+      const first = k0 == 0 && !acc;
       const a = pa + <usize>k0 * acs;
       const b = pb + <usize>k0 * brs + <usize>n0 * bcs;
       // Few rows (M ≤ 16: each packed strip would serve at most 4 tiles) and short contiguous B

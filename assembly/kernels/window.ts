@@ -33,44 +33,51 @@
   for (; i < n; i++) store<f32>(o + (<usize>i << 2), load<f32>(s + (<usize>i << 2)));
 }
 
-/** Rows [r0, r1) of the descriptor at p. */
-function rows(x: usize, out: usize, p: usize, r0: i32, r1: i32): void {
+/** Rows [r0, r1) of the descriptor at p, row r0 written at `dst` and the rest after it. */
+export function windowRows(x: usize, dst: usize, p: usize, r0: i32, r1: i32): void {
   const C = w(p, 1), H = w(p, 2), W = w(p, 3), kh = w(p, 4), kw = w(p, 5), oh = w(p, 6), ow = w(p, 7);
   const sh = w(p, 8), sw = w(p, 9), dh = w(p, 10), dw = w(p, 11), ph = w(p, 12), pw = w(p, 13);
   const xo = w(p, 14), sN = w(p, 15), sC = w(p, 16), sH = w(p, 17), sW = w(p, 18), last = w(p, 19) != 0;
   const value = load<f32>(p, 80);
   if (!last) {
-    // row = (((n·C + c)·kh + ki)·kw + kj)·oh + i: split r0 once, then count.
+    // row = (((n·C + c)·kh + ki)·kw + kj)·oh + i: split r0 once, then a block of rows (one
+    // (n, c, ki, kj), its i's) at a time, whose columns inside x are worked out once (the two
+    // divisions per row cost more than the row's copy: 8 → 3 µs an image of a 8×14×14 3×3 conv)
     let t = r0;
-    let i = t % oh; t /= oh;
+    let i0 = t % oh; t /= oh;
     let kj = t % kw; t /= kw;
     let ki = t % kh; t /= kh;
     let c = t % C;
     let n = t / C;
-    let o = out + (<usize>r0 * <usize>ow << 2);
-    for (let r = r0; r < r1; r++) {
-      const h = i * sh + ki * dh - ph;
-      if (h < 0 || h >= H) {
-        fillF32(o, ow, value);
-      } else {
-        const base = xo + n * sN + c * sC + h * sH;
-        // j's with w = j·sw + kj·dw − pw inside [0, W): [jLo, jHi)
-        const off = kj * dw - pw;
-        let jLo = off >= 0 ? 0 : (-off + sw - 1) / sw;
-        let jHi = W - off <= 0 ? 0 : (W - off + sw - 1) / sw;
-        if (jHi > ow) jHi = ow;
-        if (jLo > jHi) jLo = jHi;
-        fillF32(o, jLo, value);
-        if (sw == 1 && sW == 1) {
-          copyF32(o + (<usize>jLo << 2), x + (<usize>(base + jLo + off) << 2), jHi - jLo);
+    let o = dst;
+    const unit = sw == 1 && sW == 1;
+    for (let r = r0; r < r1;) {
+      const iEnd = min<i32>(oh, i0 + (r1 - r));
+      // j's with w = j·sw + kj·dw − pw inside [0, W): [jLo, jHi)
+      const off = kj * dw - pw;
+      let jLo = off >= 0 ? 0 : (-off + sw - 1) / sw;
+      let jHi = W - off <= 0 ? 0 : (W - off + sw - 1) / sw;
+      if (jHi > ow) jHi = ow;
+      if (jLo > jHi) jLo = jHi;
+      const plane = xo + n * sN + c * sC;
+      for (let i = i0; i < iEnd; i++) {
+        const h = i * sh + ki * dh - ph;
+        if (h < 0 || h >= H) {
+          fillF32(o, ow, value);
         } else {
-          for (let j = jLo; j < jHi; j++) store<f32>(o + (<usize>j << 2), load<f32>(x + (<usize>(base + (j * sw + off) * sW) << 2)));
+          const base = plane + h * sH;
+          fillF32(o, jLo, value);
+          if (unit) {
+            copyF32(o + (<usize>jLo << 2), x + (<usize>(base + jLo + off) << 2), jHi - jLo);
+          } else {
+            for (let j = jLo; j < jHi; j++) store<f32>(o + (<usize>j << 2), load<f32>(x + (<usize>(base + (j * sw + off) * sW) << 2)));
+          }
+          fillF32(o + (<usize>jHi << 2), ow - jHi, value);
         }
-        fillF32(o + (<usize>jHi << 2), ow - jHi, value);
+        o += <usize>ow << 2;
       }
-      o += <usize>ow << 2;
-      if (++i < oh) continue;
-      i = 0;
+      r += iEnd - i0;
+      i0 = 0;
       if (++kj < kw) continue;
       kj = 0;
       if (++ki < kh) continue;
@@ -85,7 +92,7 @@ function rows(x: usize, out: usize, p: usize, r0: i32, r1: i32): void {
   const len = ow * kh * kw;
   for (let r = r0; r < r1; r++) {
     const i = r % oh, c = (r / oh) % C, n = r / oh / C;
-    let o = out + (<usize>r * <usize>len << 2);
+    let o = dst + (<usize>(r - r0) * <usize>len << 2);
     const base = xo + n * sN + c * sC;
     for (let j = 0; j < ow; j++) {
       for (let ki = 0; ki < kh; ki++) {
@@ -109,7 +116,7 @@ function rowCount(p: usize): i32 {
 
 /** Every window of x into out (see the top of this file). */
 export function windows(x: usize, out: usize, p: usize): void {
-  rows(x, out, p, 0, rowCount(p));
+  windowRows(x, out, p, 0, rowCount(p));
 }
 
 /** Part `part` of `parts` of the rows (the cpu pool's form; ws is unused). */
@@ -117,7 +124,9 @@ export function windowsPart(x: usize, out: usize, p: usize, ws: usize, part: i32
   const n = rowCount(p);
   const per = (n + parts - 1) / parts;
   const first = part * per;
-  if (first < n) rows(x, out, p, first, min(n, first + per));
+  if (first >= n) return;
+  const len = w(p, 19) != 0 ? w(p, 7) * w(p, 4) * w(p, 5) : w(p, 7);
+  windowRows(x, out + (<usize>first * <usize>len << 2), p, first, min(n, first + per));
 }
 
 // ---- The fold (col2im): the windows' gradient ----

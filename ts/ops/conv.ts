@@ -15,7 +15,7 @@
  * (assembly/kernels/window.ts, wgsl/window.ts); its gradient is the fold onto the padded extent,
  * cropped.
  */
-import { withGradMode, op as recorded } from '../autograd/graph.js';
+import { needsGrad, withGradMode, op as recorded } from '../autograd/graph.js';
 import { clientOf } from '../device.js';
 import { alloc, launch, place, ref, sameDevice } from '../runtime/dispatch.js';
 import { fmt, numel } from '../shape.js';
@@ -28,6 +28,9 @@ import { bindArgs, checkOptions, type PyArgs } from './options.js';
 import { checkAccepted, checkFloat } from './nn.js';
 import { tidy } from './scoped.js';
 import * as V from './views.js';
+import { reduce } from './reduce.js';
+import { ReduceOp } from '../../wgsl/reduce.js';
+import type { ConvGeom } from '../worker/protocol.js';
 import { autocastCall, autocasting } from '../amp/autocast.js';
 
 /** A size per spatial dim, or one size for all of them. */
@@ -125,8 +128,6 @@ export const fusedWindows = (x: Tensor): boolean =>
 export function paddedWindows(x: Tensor, k: number[], s: number[], d: number[], p: number[], size: number[], kernelLast = false, value = 0): Tensor {
   const [N, C, H, W] = x.shape, [oh, ow] = size;
   const shape = kernelLast ? [N, C, oh, ow, k[0], k[1]] : [N, C, k[0], k[1], oh, ow];
-  // the padded extent: every window position, and x itself
-  const Hp = Math.max(p[0] + H, (oh - 1) * s[0] + d[0] * (k[0] - 1) + 1), Wp = Math.max(p[1] + W, (ow - 1) * s[1] + d[1] * (k[1] - 1) + 1);
   return recorded('im2col', [x], () => {
     const out = alloc(shape, 'float32', x.device);
     if (numel(shape)) {
@@ -136,14 +137,26 @@ export function paddedWindows(x: Tensor, k: number[], s: number[], d: number[], 
   }, () => ([g]) => withGradMode(false, () => {
     const t = g!._strides;
     const gv = kernelLast ? view(g!, [N, C, k[0], k[1], oh, ow], [t[0], t[1], t[4], t[5], t[2], t[3]]) : g!;
-    const gp = fold(gv, [N, C, Hp, Wp], k, s, d);
+    const gx = unwindow(gv, x.shape, k, s, d, p);
     if (gv !== g) gv.dispose();
-    if (Hp === H && Wp === W) return [gp];
-    const r = view(gp, [N, C, H, W], gp._strides, p[0] * Wp + p[1]), gx = V.contiguous(r);
-    r.dispose();
-    gp.dispose();
     return [gx];
   }));
+}
+
+/**
+ * The gradient of `paddedWindows` (not recorded): windows g [N, C, kh, kw, oh, ow] folded onto
+ * the padded extent of an input of `shape`, then cropped to it.
+ */
+function unwindow(g: Tensor, shape: readonly number[], k: number[], s: number[], d: number[], p: number[]): Tensor {
+  const [N, C, H, W] = shape, [oh, ow] = g.shape.slice(4);
+  // the padded extent: every window position, and x itself
+  const Hp = Math.max(p[0] + H, (oh - 1) * s[0] + d[0] * (k[0] - 1) + 1), Wp = Math.max(p[1] + W, (ow - 1) * s[1] + d[1] * (k[1] - 1) + 1);
+  const gp = fold(g, [N, C, Hp, Wp], k, s, d);
+  if (Hp === H && Wp === W) return gp;
+  const r = view(gp, [N, C, H, W], gp._strides, p[0] * Wp + p[1]), gx = V.contiguous(r);
+  r.dispose();
+  gp.dispose();
+  return gx;
 }
 
 /**
@@ -282,6 +295,7 @@ function convArgs(op: string, nd: 1 | 2, x: Tensor, w: Tensor, args: ConvCall) {
 
 /** im2col + one batched matmul over [N, groups]: x [N, C, H, W], w [Cout, C/groups, kh, kw]. */
 function conv(x: Tensor, w: Tensor, b: Tensor | null | undefined, g: ReturnType<typeof convArgs>): Tensor {
+  if (x.device.type === 'cpu' && x.dtype === 'float32' && numel(x.shape) && numel(w.shape)) return convKernel(x, w, b ?? null, g);
   return tidy(() => {
     const { groups, k, s, d, lo, hi, cout } = g;
     let cols: Tensor;
@@ -297,6 +311,66 @@ function conv(x: Tensor, w: Tensor, b: Tensor | null | undefined, g: ReturnType<
     const out = V.reshape(y, [N, cout, oh, ow]);
     return b ? binaryOp('add', out, V.reshape(b, [1, cout, 1, 1])) : out;
   });
+}
+
+/**
+ * A float32 convolution on the cpu device: one `conv` command (assembly/kernels/conv.ts, an image
+ * at a time with its windows in cache), recorded with its gradient rule, one `convGrad` command.
+ */
+function convKernel(x: Tensor, w: Tensor, b: Tensor | null, g: ReturnType<typeof convArgs>): Tensor {
+  const { groups, k, s, d, lo, hi, cout } = g;
+  const size = [0, 1].map((i) => windowCount(x.shape[2 + i] + lo[i] + hi[i], k[i], s[i], d[i]));
+  const geom: ConvGeom = { shape: x.shape.slice(), cout, groups, kernel: k, stride: s, dilation: d, padding: lo, size };
+  // the windows are kept for the weight's gradient (one write of them, not a second pass)
+  let saved: Tensor | null = null;
+  const keep = needsGrad(w); // read here: the forward below runs with grad mode off
+  return recorded('convolution', b ? [x, w, b] : [x, w], () => {
+    const wc = V.contiguous(w), bc = b && V.contiguous(b);
+    const out = alloc([x.shape[0], cout, ...size], 'float32', x.device);
+    if (keep) saved = alloc([x.shape[0], x.shape[1] * k[0] * k[1], size[0] * size[1]], 'float32', x.device);
+    launch(x.device, { k: 'conv', x: ref(x), w: place(wc), b: bc ? place(bc) : null, out: place(out), saved: saved && place(saved), ...geom });
+    if (wc !== w) wc.dispose();
+    if (bc && bc !== b) bc.dispose();
+    return out;
+  }, (ctx) => {
+    const sx = ctx.save(x), sw = ctx.save(w), wants = [x.requiresGrad, w.requiresGrad, !!b?.requiresGrad];
+    const cols = saved && ctx.save(saved);
+    saved?.dispose();
+    return ([gy]) => convBackward(gy!, sx, sw, wants, geom, cols).slice(0, b ? 3 : 2);
+  });
+}
+
+/**
+ * The gradients of `convKernel` that `wants` asks for ([x, w, bias]): one `convGrad` command; a
+ * gradient that is itself differentiated (`createGraph`) is composed of recorded ops instead:
+ * the windows and a product for the weight's, a product and their fold (`col2im`) for the input's.
+ */
+function convBackward(gy: Tensor, x: Tensor, w: Tensor, wants: boolean[], geom: ConvGeom, saved: Tensor | null): (Tensor | null)[] {
+  const [N, C] = geom.shape, { cout, groups, kernel: k, stride: s, dilation: d, padding: p, size } = geom;
+  const Kg = (C / groups) * k[0] * k[1], Mg = cout / groups, L = size[0] * size[1];
+  if (needsGrad(gy, x, w)) {
+    return tidy(() => {
+      const gyr = V.reshape(gy, [N, groups, Mg, L]);
+      const db = wants[2] ? reduce(ReduceOp.Sum, gy, [0, 2, 3]) : null;
+      const dw = wants[1]
+        ? V.reshape(reduce(ReduceOp.Sum, matmul(gyr, V.transpose(V.reshape(paddedWindows(x, k, s, d, p, size), [N, groups, Kg, L]), 2, 3)), [0]), w.shape.slice())
+        : null;
+      const dx = wants[0] ? col2im(V.reshape(matmul(V.transpose(V.reshape(w, [groups, Mg, Kg]), 1, 2), gyr), [N, C, k[0], k[1], ...size]), geom) : null;
+      return [dx, dw, db];
+    });
+  }
+  const [dx, dw, db] = [geom.shape, w.shape, [cout]].map((shape, i) => (wants[i] ? alloc(shape.slice(), 'float32', gy.device) : null));
+  const gc = V.contiguous(gy), wc = V.contiguous(w);
+  launch(gy.device, { k: 'convGrad', x: ref(x), w: place(wc), gy: place(gc), dx: dx && place(dx), dw: dw && place(dw), db: db && place(db), saved: saved && place(saved), ...geom });
+  if (gc !== gy) gc.dispose();
+  if (wc !== w) wc.dispose();
+  return [dx, dw, db];
+}
+
+/** The fold of windows g [N, C, kh, kw, oh, ow] onto x's shape, recorded: its gradient is the windows of the incoming gradient. */
+function col2im(g: Tensor, geom: ConvGeom): Tensor {
+  const { kernel: k, stride: s, dilation: d, padding: p, size } = geom;
+  return recorded('col2im', [g], () => unwindow(g, geom.shape, k, s, d, p), () => ([gg]) => [paddedWindows(gg!, k, s, d, p, size)]);
 }
 
 /**

@@ -17,7 +17,7 @@ import { releaseScratch, reserveScratch, scratchCounter } from './scratch.js';
 import type { Backend } from './executor.js';
 import type { Command, DeviceInfo, Operand, Place, ViewRef } from './protocol.js';
 // The index family.
-import type { AvgPoolCommand, DeviceCheck, IndexCommand, NllCommand, PoolCommand } from './protocol.js';
+import type { AvgPoolCommand, ConvCommand, DeviceCheck, IndexCommand, NllCommand, PoolCommand } from './protocol.js';
 
 /** The AssemblyScript kernels' exports (see `assembly/index.ts`). */
 interface Kernels {
@@ -40,6 +40,11 @@ interface Kernels {
   rowNorm(p: number): void;
   windows(x: number, out: number, p: number): void;
   foldWindows(g: number, out: number, p: number): void;
+  /** 2-D convolution and its gradients (assembly/kernels/conv.ts). */
+  convWorkspaceBytes(p: number, grad: number): number;
+  conv(x: number, w: number, b: number, out: number, p: number, saved: number, ws: number): void;
+  convGrad(x: number, w: number, gy: number, dx: number, dw: number, db: number, p: number, saved: number, ws: number): void;
+  convGradSum(src: number, out: number, n: number, parts: number): void;
   random(dist: number, out: number, n: number, first: number, k0: number, k1: number, c0: number, c1: number, c2: number, c3: number, a: number, b: number): void;
   /** The fused negative log likelihood (assembly/kernels/loss.ts): returns 1 on a target out of range (then `badIndex()` is it). */
   nll(p: number): number;
@@ -246,6 +251,8 @@ function run(cmd: Command): void {
       if (!pool || n < POOL_MIN_MAP || N * C < 2) return K.foldWindows(g, out, p);
       return pool.run('foldWindowsPart', [g, out, p], Math.min(N * C, 4 * pool.threads), 0, 0);
     }
+    case 'conv': case 'convGrad':
+      return runConv(cmd);
     case 'matmul': {
       if (cmd.dt === StorageCode.F32 && swapsOperands(cmd.m, cmd.n, cmd.kk)) return runMatmulTransposed(cmd);
       const p = [cmd.batch, cmd.m, cmd.n, cmd.kk, ...cmd.aStrides, cmd.a.offset, ...cmd.bStrides, cmd.b.offset];
@@ -342,6 +349,48 @@ function runMatmulTransposed(cmd: Extract<Command, { k: 'matmul' }>): void {
   freeRange(tmp, count * 4);
   if (ws) freeRange(ws, wsBytes);
   releaseScratch(scratch);
+}
+
+/**
+ * A convolution or its gradients (assembly/kernels/conv.ts), images split across the pool when
+ * there are products enough. Each thread's workspace holds an image's windows; the gradient's
+ * parts each sum dw and db over their images into scratch, added up in part order afterwards.
+ */
+function runConv(cmd: ConvCommand): void {
+  const [N, C] = cmd.shape, [kh, kw] = cmd.kernel, [oh, ow] = cmd.size, { cout, groups } = cmd;
+  if (!N || !cout || !oh || !ow) return;
+  const grad = cmd.k === 'convGrad';
+  const p = desc([...cmd.shape, kh, kw, oh, ow, ...cmd.stride, ...cmd.dilation, ...cmd.padding, cmd.x.offset, ...cmd.x.strides, 0, 0, cout, groups]);
+  const wn = cout * (C / groups) * kh * kw;
+  const products = grad ? (cmd.dx ? 1 : 0) + (cmd.dw ? 1 : 0) : 1;
+  const threads = pool && N >= 2 && N * oh * ow * wn * products >= POOL_MIN_MACS ? Math.min(pool.threads, N) : 1;
+  const wsPart = K.convWorkspaceBytes(p, +grad), wsBytes = wsPart * threads;
+  const f32 = (q: Place | null) => (q ? at(q, StorageCode.F32) : 0);
+  const x = ptr(cmd.x.id), w = f32(cmd.w), saved = f32(cmd.saved);
+  if (!grad) {
+    reserveScratch(wsBytes, 'conv');
+    const ws = allocRange(wsBytes), out = f32(cmd.out), b = f32(cmd.b);
+    if (threads > 1) pool!.run('convPart', [x, w, b, out, p, saved], Math.min(N, 4 * threads), ws, wsPart);
+    else K.conv(x, w, b, out, p, saved, ws);
+    freeRange(ws, wsBytes);
+    releaseScratch(wsBytes);
+    return;
+  }
+  // one part per thread (threads ≤ N: each has an image), its sums in scratch
+  const sums = threads > 1 ? threads * ((cmd.dw ? wn : 0) + (cmd.db ? cout : 0)) * 4 : 0;
+  reserveScratch(wsBytes + sums, 'conv');
+  const ws = allocRange(wsBytes), gy = f32(cmd.gy), dx = f32(cmd.dx), dw = f32(cmd.dw), db = f32(cmd.db);
+  if (threads > 1) {
+    const part = sums ? allocRange(sums) : 0, dwParts = dw ? part : 0, dbParts = db ? part + (dw ? threads * wn * 4 : 0) : 0;
+    pool!.run('convGradPart', [x, w, gy, dx, dwParts, dbParts, p, saved], threads, ws, wsPart);
+    if (dw) K.convGradSum(dwParts, dw, wn, threads);
+    if (db) K.convGradSum(dbParts, db, cout, threads);
+    if (part) freeRange(part, sums);
+  } else {
+    K.convGrad(x, w, gy, dx, dw, db, p, saved, ws);
+  }
+  freeRange(ws, wsBytes);
+  releaseScratch(wsBytes + sums);
 }
 
 const ROW_KINDS = { softmax: 0, log_softmax: 1, layer_norm: 2 } as const;

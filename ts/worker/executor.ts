@@ -97,7 +97,7 @@ export interface Backend {
 /** Commands that a graph captures; the others run as usual while their stream captures (bookkeeping) or fail the capture. */
 const CAPTURED: ReadonlySet<string> = new Set(['fill', 'arange', 'random', 'copy', 'copyInto', 'unary', 'binary', 'where', 'reduce', 'softmax', 'windows',
   'matmul', 'gather', 'scatter', 'cumulative', 'sort', 'oneHot', 'rowGrad', 'foldWindows', 'ampUnscale', 'nll', 'nllGrad',
-  'maxPool', 'maxPoolGrad', 'avgPool', 'avgPoolGrad']);
+  'maxPool', 'maxPoolGrad', 'avgPool', 'avgPoolGrad', 'conv', 'convGrad']);
 /** Stream commands that run as usual while their stream captures (the facade's bookkeeping: marks, events, reads' calls). */
 const PASSED: ReadonlySet<string> = new Set(['mark', 'record', 'wait', 'call', 'opTag']);
 

@@ -116,6 +116,7 @@ export type Command =
    * (`shape`) that the command zeroes first.
    */
   | { k: 'foldWindows'; g: ViewRef; out: Place; shape: number[]; kernel: number[]; stride: number[]; dilation: number[]; size: number[] }
+  | ConvCommand
   // h/ampcheck: GradScaler's fused check (ts/amp/grad-scaler.ts; gpu/amp.ts, assembly/kernels/amp.ts).
   | AmpUnscaleCommand;
 
@@ -391,6 +392,31 @@ export type NllCommand =
  * - `maxPoolGrad`: the input's gradient into a contiguous f32 `out` [planes, H, W]: each output's
  *   gradient `g` (contiguous f32 [planes, oh, ow]) added at the element its index names.
  */
+/** A convolution's geometry: x's [N, C, H, W], the weight's Cout and groups, and [h, w] pairs (`padding`: top, left; `size`: the output's). */
+export interface ConvGeom {
+  shape: number[];
+  cout: number;
+  groups: number;
+  kernel: number[];
+  stride: number[];
+  dilation: number[];
+  padding: number[];
+  size: number[];
+}
+
+/**
+ * 2-D convolution of f32, the cpu device only (GPUs compose it from `windows` and `matmul`), an
+ * image at a time (assembly/kernels/conv.ts): `x` an [N, C, H, W] view, `w` a contiguous
+ * [Cout, C/groups, kh, kw], `b` a contiguous [Cout] or null, `out` a contiguous [N, Cout, oh, ow].
+ * `convGrad`: from `gy` (laid out as `out`), the gradients that are not null: `dx` [N, C, H, W],
+ * `dw` as `w`, `db` [Cout], each contiguous and written whole. `saved`: a contiguous
+ * [N, C·kh·kw, oh·ow] that `conv` writes the windows into and `convGrad` reads them from
+ * (for `dw`), or null (`conv` keeps them in its workspace; `convGrad` makes them again).
+ */
+export type ConvCommand =
+  | ({ k: 'conv'; x: ViewRef; w: Place; b: Place | null; out: Place; saved: Place | null } & ConvGeom)
+  | ({ k: 'convGrad'; x: ViewRef; w: Place; gy: Place; dx: Place | null; dw: Place | null; db: Place | null; saved: Place | null } & ConvGeom);
+
 export type PoolCommand =
   | { k: 'maxPool'; x: Place; values: Place; indices: Place; planes: number; size: number[]; kernel: number[]; stride: number[]; padding: number[];
       dilation: number[]; outSize: number[] }
