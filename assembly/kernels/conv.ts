@@ -108,6 +108,8 @@ function foldImage(dcols: usize, dx: usize, p: usize): void {
   const C = w(p, 1), H = w(p, 2), W = w(p, 3), kh = w(p, 4), kw = w(p, 5), oh = w(p, 6), ow = w(p, 7);
   const sh = w(p, 8), sw = w(p, 9), dh = w(p, 10), dw = w(p, 11), ph = w(p, 12), pw = w(p, 13);
   const plane = H * W, L = oh * ow;
+  // as window.ts: a stride-1 "same" convolution's block is x's plane shifted, added as one run
+  const shifted = sh == 1 && sw == 1 && ow == W;
   memory.fill(dx, 0, <usize>(C * plane) << 2);
   let src = dcols;
   for (let c = 0; c < C; c++) {
@@ -120,6 +122,29 @@ function foldImage(dcols: usize, dx: usize, p: usize): void {
         let jHi = W - off <= 0 ? 0 : (W - off + sw - 1) / sw;
         if (jHi > ow) jHi = ow;
         if (jLo > jHi) jLo = jHi;
+        if (shifted && jLo < jHi) {
+          const top = ki * dh - ph;
+          const iLo = max<i32>(0, -top), iHi = max<i32>(iLo, min<i32>(oh, H - top));
+          if (iHi > iLo) {
+            // the block's columns outside x add nothing: zero them in dcols (this image's
+            // scratch), then dx[(i + top)·W + j + off] += dcols[i·W + j] over one run
+            for (let i = iLo; i < iHi; i++) {
+              const row = src + (<usize>(i * W) << 2);
+              for (let j = 0; j < jLo; j++) store<f32>(row + (<usize>j << 2), 0);
+              for (let j = jHi; j < W; j++) store<f32>(row + (<usize>j << 2), 0);
+            }
+            const first = iLo * W + jLo, count = (iHi - iLo) * W - jLo - (W - jHi);
+            const s = src + (<usize>first << 2), d = o + (<usize>(top * W + off + first) << 2);
+            let j = 0;
+            for (; j + 4 <= count; j += 4) {
+              const at = <usize>j << 2;
+              v128.store(d + at, f32x4.add(v128.load(d + at), v128.load(s + at)));
+            }
+            for (; j < count; j++) store<f32>(d + (<usize>j << 2), load<f32>(d + (<usize>j << 2)) + load<f32>(s + (<usize>j << 2)));
+          }
+          src += <usize>L << 2;
+          continue;
+        }
         for (let i = 0; i < oh; i++) {
           const h = i * sh + ki * dh - ph;
           if (h < 0 || h >= H) continue;

@@ -41,8 +41,11 @@ export function windowRows(x: usize, dst: usize, p: usize, r0: i32, r1: i32): vo
   const value = load<f32>(p, 80);
   if (!last) {
     // row = (((n·C + c)·kh + ki)·kw + kj)·oh + i: split r0 once, then a block of rows (one
-    // (n, c, ki, kj), its i's) at a time, whose columns inside x are worked out once (the two
-    // divisions per row cost more than the row's copy: 8 → 3 µs an image of a 8×14×14 3×3 conv)
+    // (n, c, ki, kj), its i's) at a time, whose columns inside x are worked out once. Where the
+    // windows move one element a step and cover x's rows whole (stride 1, output width = W,
+    // contiguous rows: a "same" convolution), a whole block is x's plane shifted: one memory.copy
+    // of its rows inside x, then the few columns that fell outside set to `value` (an image of a
+    // 8×14×14 3×3 conv: 8.0 → 6.5 µs with the columns once per block, 6.5 → 2.1 with the copy)
     let t = r0;
     let i0 = t % oh; t /= oh;
     let kj = t % kw; t /= kw;
@@ -51,6 +54,7 @@ export function windowRows(x: usize, dst: usize, p: usize, r0: i32, r1: i32): vo
     let n = t / C;
     let o = dst;
     const unit = sw == 1 && sW == 1;
+    const shifted = unit && sh == 1 && ow == W && sH == W;
     for (let r = r0; r < r1;) {
       const iEnd = min<i32>(oh, i0 + (r1 - r));
       // j's with w = j·sw + kj·dw − pw inside [0, W): [jLo, jHi)
@@ -60,7 +64,26 @@ export function windowRows(x: usize, dst: usize, p: usize, r0: i32, r1: i32): vo
       if (jHi > ow) jHi = ow;
       if (jLo > jHi) jLo = jHi;
       const plane = xo + n * sN + c * sC;
-      for (let i = i0; i < iEnd; i++) {
+      if (shifted && i0 == 0 && iEnd == oh && jLo < jHi) {
+        // rows inside x: i + ki·dh − ph in [0, H)
+        const top = ki * dh - ph;
+        const iLo = max<i32>(0, -top), iHi = max<i32>(iLo, min<i32>(oh, H - top));
+        fillF32(o, iLo * ow, value);
+        if (iHi > iLo) {
+          // out[i·W + j] = x[(i + top)·W + j + off]: one run, less its first jLo and last
+          // W − jHi elements (read from outside the block's rows; set below), so nothing
+          // outside x's rows is read
+          const first = iLo * W + jLo, count = (iHi - iLo) * W - jLo - (W - jHi);
+          memory.copy(o + (<usize>first << 2), x + (<usize>(plane + top * W + off + first) << 2), <usize>count << 2);
+          for (let i = iLo; i < iHi; i++) {
+            const row = o + (<usize>(i * W) << 2);
+            for (let j = 0; j < jLo; j++) store<f32>(row + (<usize>j << 2), value);
+            for (let j = jHi; j < W; j++) store<f32>(row + (<usize>j << 2), value);
+          }
+        }
+        fillF32(o + (<usize>(iHi * W) << 2), (oh - iHi) * W, value);
+        o += <usize>(oh * ow) << 2;
+      } else for (let i = i0; i < iEnd; i++) {
         const h = i * sh + ki * dh - ph;
         if (h < 0 || h >= H) {
           fillF32(o, ow, value);

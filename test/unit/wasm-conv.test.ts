@@ -1,7 +1,8 @@
 // The convolution kernels of build/webtorch.wasm (assembly/kernels/conv.ts) against a plain-JS
 // direct convolution in f64: the forward with and without a bias, and every gradient (input,
 // weight, bias), over strides, dilation, padding wider than the kernel's reach, groups, a strided
-// (channels-last) input view, output rows whose length is not a multiple of 4 (the SIMD tails of
+// (channels-last) input view, outputs as wide as the input (window.ts's shifted-plane copy and
+// the fold's run), output rows whose length is not a multiple of 4 (the SIMD tails of
 // the bias add, the row sums and the fold), the windows kept by the forward or made again, and
 // the pool's split of the images into parts whose weight and bias sums `convGradSum` adds up.
 import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -86,6 +87,7 @@ const GEOS: [string, Geo][] = [
   ['3×3, pad 1, 8→16 (the small CNN\'s second layer, 2 images)', { N: 2, C: 8, H: 14, W: 14, Cout: 16, G: 1, kh: 3, kw: 3, s: [1, 1], d: [1, 1], p: [1, 1] }],
   ['1→8, odd rows (7×5 outputs)', { N: 3, C: 1, H: 7, W: 5, Cout: 8, G: 1, kh: 3, kw: 3, s: [1, 1], d: [1, 1], p: [1, 1] }],
   ['5×3, stride 2, pad 2', { N: 2, C: 2, H: 10, W: 13, Cout: 3, G: 1, kh: 5, kw: 3, s: [2, 2], d: [1, 1], p: [2, 2] }],
+  ['3×3, dilation 2, pad 2 (output as wide as x: the shifted-plane path)', { N: 2, C: 3, H: 9, W: 7, Cout: 4, G: 1, kh: 3, kw: 3, s: [1, 1], d: [2, 2], p: [2, 2] }],
   ['3×3, dilation 2, pad 3 (beyond the reach)', { N: 1, C: 2, H: 7, W: 8, Cout: 5, G: 1, kh: 3, kw: 3, s: [1, 1], d: [2, 2], p: [3, 3] }],
   ['groups 2, stride (2, 1), dilation (1, 2)', { N: 2, C: 4, H: 6, W: 9, Cout: 6, G: 2, kh: 2, kw: 3, s: [2, 1], d: [1, 2], p: [0, 1] }],
   ['depthwise 3 groups', { N: 2, C: 3, H: 5, W: 6, Cout: 6, G: 3, kh: 3, kw: 3, s: [1, 1], d: [1, 1], p: [1, 1] }],
