@@ -33,13 +33,30 @@ import { windowRows } from "./window";
   return (bytes + 63) & ~63;
 }
 
-/** Workspace bytes one thread needs: the windows of an image (twice for the gradient), and the product's. */
+/** The micro-kernel's work for an M×N product: 8-column strips (a ragged one costs a whole one) times 4-row tiles (a leftover row about half one). */
+// @ts-ignore: decorator
+@inline function tileCost(m: i32, n: i32): f64 {
+  return <f64>((n + 7) >> 3) * (<f64>(m >> 2) + 0.5 * <f64>(m & 3));
+}
+
+/**
+ * Whether the weight's gradient is cheaper as its transpose, dWᵀ = cols · gyᵀ (as the cpu's
+ * matmul swaps, ts/worker/cpu.ts `swapsOperands`): a 3×3 kernel over one channel has 9 columns,
+ * two strips, where the transpose's 8 output channels fill one (1→8 over 28×28, 16 images:
+ * 126 → 65 µs on one thread).
+ */
+// @ts-ignore: decorator
+@inline function swapsWeightGrad(Mg: i32, Kg: i32): bool {
+  return tileCost(Kg, Mg) < 0.7 * tileCost(Mg, Kg);
+}
+
+/** Workspace bytes one thread needs: the windows of an image (twice for the gradient), the product's, and a transposed weight gradient. */
 export function convWorkspaceBytes(p: usize, grad: i32): i32 {
   const K = w(p, 1) * w(p, 4) * w(p, 5), L = w(p, 6) * w(p, 7), G = w(p, 22);
   const Kg = K / G, Mg = w(p, 21) / G;
-  let gw = matmulWorkspaceBytes(Mg, L, Kg);
-  if (grad) gw = max(matmulWorkspaceBytes(Mg, Kg, L), matmulWorkspaceBytes(Kg, L, Mg));
-  return lines(K * L * 4) * (grad ? 2 : 1) + lines(gw);
+  if (!grad) return lines(K * L * 4) + lines(matmulWorkspaceBytes(Mg, L, Kg));
+  const gw = max(max(matmulWorkspaceBytes(Mg, Kg, L), matmulWorkspaceBytes(Kg, Mg, L)), matmulWorkspaceBytes(Kg, L, Mg));
+  return lines(K * L * 4) * 2 + lines(gw) + lines(K * Mg * 4);
 }
 
 /**
@@ -79,11 +96,19 @@ function addScalar(row: usize, n: i32, v: f32): void {
   }
 }
 
-/** The sum of row[0, n), four lanes then across them. */
+/** The sum of row[0, n): four vectors of lanes (one chain of adds waits on each add), then across them. */
 function rowSum(row: usize, n: i32): f32 {
-  let acc = f32x4.splat(0);
+  let a0 = f32x4.splat(0), a1 = f32x4.splat(0), a2 = f32x4.splat(0), a3 = f32x4.splat(0);
   let i = 0;
-  for (; i + 4 <= n; i += 4) acc = f32x4.add(acc, v128.load(row + (<usize>i << 2)));
+  for (; i + 16 <= n; i += 16) {
+    const at = row + (<usize>i << 2);
+    a0 = f32x4.add(a0, v128.load(at));
+    a1 = f32x4.add(a1, v128.load(at, 16));
+    a2 = f32x4.add(a2, v128.load(at, 32));
+    a3 = f32x4.add(a3, v128.load(at, 48));
+  }
+  for (; i + 4 <= n; i += 4) a0 = f32x4.add(a0, v128.load(row + (<usize>i << 2)));
+  const acc = f32x4.add(f32x4.add(a0, a1), f32x4.add(a2, a3));
   let s = (f32x4.extract_lane(acc, 0) + f32x4.extract_lane(acc, 1)) + (f32x4.extract_lane(acc, 2) + f32x4.extract_lane(acc, 3));
   for (; i < n; i++) s += load<f32>(row + (<usize>i << 2));
   return s;
@@ -178,6 +203,8 @@ function convGradImages(x: usize, wt: usize, gy: usize, dx: usize, dwt: usize, d
   const K = C * kh * kw, L = oh * ow, Kg = K / G, Mg = Cout / G, rowsPer = K * oh;
   const colsBytes = <usize>lines(K * L * 4);
   const dcols = ws + colsBytes, gw = ws + 2 * colsBytes;
+  const dwT = gw + <usize>lines(max(max(matmulWorkspaceBytes(Mg, Kg, L), matmulWorkspaceBytes(Kg, Mg, L)), matmulWorkspaceBytes(Kg, L, Mg)));
+  const swap = swapsWeightGrad(Mg, Kg);
   const lb = <usize>L << 2;
   for (let n = n0; n < n1; n++) {
     const first = n == n0;
@@ -185,10 +212,15 @@ function convGradImages(x: usize, wt: usize, gy: usize, dx: usize, dwt: usize, d
     if (dwt) {
       const cols = saved ? saved + <usize>n * <usize>K * lb : ws;
       if (!saved) windowRows(x, cols, p, n * rowsPer, (n + 1) * rowsPer);
-      // dW_g [Mg, Kg] (+)= gy_g [Mg, L] · cols_gᵀ [L, Kg] (cols_g read column-major)
       for (let q = 0; q < G; q++) {
-        gemm(g + <usize>(q * Mg) * lb, lb, 4, cols + <usize>(q * Kg) * lb, 4, lb,
-          dwt + (<usize>(q * Mg * Kg) << 2), <usize>Kg << 2, Mg, Kg, L, gw, !first);
+        const gq = g + <usize>(q * Mg) * lb, cq = cols + <usize>(q * Kg) * lb;
+        if (swap) {
+          // dW_gᵀ [Kg, Mg] (+)= cols_g [Kg, L] · gy_gᵀ [L, Mg], transposed into dW below
+          gemm(cq, lb, 4, gq, 4, lb, dwT + (<usize>(q * Kg * Mg) << 2), <usize>Mg << 2, Kg, Mg, L, gw, !first);
+        } else {
+          // dW_g [Mg, Kg] (+)= gy_g [Mg, L] · cols_gᵀ [L, Kg] (cols_g read column-major)
+          gemm(gq, lb, 4, cq, 4, lb, dwt + (<usize>(q * Mg * Kg) << 2), <usize>Kg << 2, Mg, Kg, L, gw, !first);
+        }
       }
     }
     if (db) {
@@ -204,6 +236,12 @@ function convGradImages(x: usize, wt: usize, gy: usize, dx: usize, dwt: usize, d
           dcols + <usize>(q * Kg) * lb, lb, Kg, L, Mg, gw);
       }
       foldImage(dcols, dx + (<usize>(n * C * H * W) << 2), p);
+    }
+  }
+  if (dwt && swap && n1 > n0) {
+    for (let q = 0; q < G; q++) {
+      const src = dwT + (<usize>(q * Kg * Mg) << 2), dst = dwt + (<usize>(q * Mg * Kg) << 2);
+      for (let m = 0; m < Mg; m++) for (let kk = 0; kk < Kg; kk++) store<f32>(dst + (<usize>(m * Kg + kk) << 2), load<f32>(src + (<usize>(kk * Mg + m) << 2)));
     }
   }
 }
