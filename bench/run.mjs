@@ -233,7 +233,7 @@ for (const c of cases) {
 }
 
 if (browserInfo) {
-  console.log(`\nbrowser column: ${browserInfo.error ? `failed: ${browserInfo.error}` : `Chromium ${browserInfo.chromium}, gpu adapter ${browserInfo.adapter ?? '—'}, cross-origin isolated ${browserInfo.crossOriginIsolated}, tfjs ${browserInfo.tfjs} (wasm ${browserInfo.tfjsWasmThreads ?? '—'} thread(s)); (×) = webtorch / peer in the page`}`);
+  console.log(`\nbrowser column: ${browserInfo.error ? `failed: ${browserInfo.error}` : `Chromium ${browserInfo.chromium}, gpu adapter ${browserInfo.adapter ?? '—'}, cross-origin isolated ${browserInfo.crossOriginIsolated}, tfjs ${browserInfo.tfjs} (wasm ${browserInfo.tfjsWasmThreadedBuild ? 'threaded build, ' : ''}${browserInfo.tfjsWasmThreads ?? '—'} thread(s)); (×) = webtorch / peer in the page`}`);
   if (!browserInfo.error) {
     console.log(browserTable(rows, fmt));
     for (const d of devices) {

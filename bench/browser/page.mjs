@@ -32,9 +32,10 @@ async function runBench({ quick = true, devices = ['gpu', 'cpu'], cases: wanted 
     raw = await adapter.requestDevice({ requiredLimits });
   } else if (devices.includes('gpu')) info.errors.gpu = 'no WebGPU adapter in this page';
   setWasmPaths('/node_modules/@tensorflow/tfjs-backend-wasm/dist/');
-  // tfjs-wasm's threaded build starts its workers from a blob of its own source, which fails once
-  // bundled ("e is not defined"): it runs on one thread here, as it does in the Node run.
-  tf.env().set('WASM_HAS_MULTITHREAD_SUPPORT', false);
+  // tfjs-wasm's threaded build (the page is cross-origin isolated): its threads start from a blob
+  // of its factory's source, which works because the page is bundled without minifying
+  // (vite.config.mjs). It takes half the logical cores, at most 8 (`getThreadsCount`, reported
+  // as `tfjsWasmThreads`): one thread on a 2-core machine.
   const rows = [];
   for (const device of devices) {
     if (device === 'gpu' && !gpu) continue;
@@ -46,7 +47,10 @@ async function runBench({ quick = true, devices = ['gpu', 'cpu'], cases: wanted 
       info.errors[backend] = String(e?.message ?? e);
     }
     if (tfOk && device === 'gpu') tf.env().set('WEBGPU_CPU_FORWARD', false);
-    if (tfOk && device === 'cpu') info.tfjsWasmThreads = getThreadsCount();
+    if (tfOk && device === 'cpu') {
+      info.tfjsWasmThreads = getThreadsCount();
+      info.tfjsWasmThreadedBuild = (await tf.env().getAsync('WASM_HAS_MULTITHREAD_SUPPORT')) === true;
+    }
     const wt = device === 'gpu' ? torch.device('gpu:0') : torch.CPU;
     const ctx = {
       device, torch, wt,

@@ -17,6 +17,10 @@ export default defineConfig({
     outDir: process.env.VITE_OUT_DIR ?? here('../../build/bench-browser'),
     emptyOutDir: true,
     target: 'es2022',
+    // tfjs-wasm's threaded build starts its workers from its factory's source text
+    // (`Function.prototype.toString`), which a minifier breaks: names inside it point at the
+    // bundle's renamed scope ("e is not defined" in every worker)
+    minify: false,
     rollupOptions: { input: { index: here('./index.html') }, makeAbsoluteExternalsRelative: false },
   },
   logLevel: 'error',
