@@ -278,6 +278,22 @@ export function exitGuard(): (<T>(fn: () => T) => T) & { hold(on: boolean): void
   });
 }
 
+/** Node's `Buffer`, where there is one (not in browsers). */
+const NodeBuffer = (globalThis as { Buffer?: { allocUnsafeSlow(n: number): Uint8Array } }).Buffer ?? null;
+
+/**
+ * A copy of `bytes` in a new ArrayBuffer of its own (a read's result). In Node the new buffer is
+ * not zeroed first (`Buffer.allocUnsafeSlow`, then every byte written): a fresh buffer's zeroing
+ * and first touch took about as long as the copy (4 MiB out of the cpu's memory: 400–420 µs with
+ * `slice`, 250 without the zeroing); browsers slice.
+ */
+export function copyOut(bytes: Uint8Array): ArrayBuffer {
+  if (!NodeBuffer || bytes.byteLength < 1 << 16) return bytes.slice().buffer as ArrayBuffer;
+  const out = NodeBuffer.allocUnsafeSlow(bytes.byteLength);
+  out.set(bytes);
+  return out.buffer as ArrayBuffer;
+}
+
 /**
  * Takes a message off a port synchronously (Node's `receiveMessageOnPort`), or null where the
  * platform has no such call (browsers): the worker's doorbell (ts/worker/channel.ts) needs it.

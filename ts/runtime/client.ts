@@ -26,7 +26,7 @@ import * as Comlink from 'comlink';
 import { OutOfMemoryError } from '../memory/errors.js';
 import { DeviceLostError, lostInfoOf, type LostInfo } from './device-lost.js';
 import { spawnWorker, type WorkerHandle } from '../worker-scripts.js';
-import { envMs, onPortMessage } from '../platform.js';
+import { copyOut, envMs, onPortMessage } from '../platform.js';
 import { Board, STREAM_SLOTS, type BoardUpdate } from '../worker/board.js';
 import { streamId } from './current-stream.js';
 import { CallPort } from '../worker/channel.js';
@@ -391,7 +391,7 @@ export class DeviceClient {
     // An idle cpu device: one copy out of its memory, no message (a new ArrayBuffer, as a message's would be).
     if (this.idle && this.host!.addresses[id]) {
       this.direct.read++;
-      const data = this.hostBytes(id, byteOffset, bytes).slice().buffer;
+      const data = copyOut(this.hostBytes(id, byteOffset, bytes));
       this.finishedUpTo(stream, this.queued[stream]);
       return data;
     }

@@ -11,7 +11,7 @@
  * (ts/runtime/client.ts: `idle`); `init` hands it the memory and the address table for that.
  */
 import { StorageCode } from '../dtype.js';
-import { canShareMemory, loadKernelWasm, loadSharedKernelWasm } from '../platform.js';
+import { canShareMemory, copyOut, loadKernelWasm, loadSharedKernelWasm } from '../platform.js';
 import { poolThreads, sharedMemory, startPool, type KernelPool } from './cpu-pool.js';
 import { releaseScratch, reserveScratch, scratchCounter } from './scratch.js';
 import type { Backend } from './executor.js';
@@ -562,8 +562,8 @@ export const cpuBackend: Backend = {
   },
   run,
   flush() {},
-  // A copy in a fresh ArrayBuffer (slicing a shared memory's buffer would give a SharedArrayBuffer, which cannot be transferred).
-  read: (id, byteOffset, bytes) => new Uint8Array(K.memory.buffer, ptr(id) + byteOffset, bytes).slice().buffer,
+  // A copy in a fresh ArrayBuffer (a SharedArrayBuffer, as slicing the memory's own buffer gives, cannot be transferred)
+  read: (id, byteOffset, bytes) => copyOut(new Uint8Array(K.memory.buffer, ptr(id) + byteOffset, bytes)),
   write,
   async idle() {},
   pollMs: 0.3,
