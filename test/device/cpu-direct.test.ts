@@ -17,6 +17,27 @@ const direct = () => torch._replyCounts('cpu').direct;
 const ramp = (n: number, k: number) => Float32Array.from({ length: n }, (_, i) => ((i * k) % 97) / 8 - 6);
 
 describe.runIf(typeof SharedArrayBuffer !== 'undefined')('the idle cpu device, from the calling thread', () => {
+  it('a large read (a buffer Node does not zero first) holds every byte, on the direct path and through the worker', async () => {
+    const n = 300_001, v = ramp(n, 7);
+    const t = torch.tensor(v);
+    await torch.cpu.synchronize();
+    const before = direct();
+    const a = await t.data();
+    expect(direct().read - before.read).toBe(1);
+    // queued work sends the read to the worker, whose answer is transferred
+    const u = t.mul(1);
+    const b = await u.data();
+    expect(direct().read - before.read).toBe(1);
+    for (const got of [a, b]) {
+      expect(got).toBeInstanceOf(Float32Array);
+      expect(got.buffer).toBeInstanceOf(ArrayBuffer);
+      expect(got.buffer.byteLength).toBe(4 * n);
+      expect(Array.from(got as Float32Array)).toEqual(Array.from(v));
+    }
+    t.dispose();
+    u.dispose();
+  });
+
   it('reads, writes and synchronizes without a message when idle, with the right bytes', async () => {
     const v = ramp(1000, 3);
     const warm = torch.tensor(v);
