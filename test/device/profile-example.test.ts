@@ -33,7 +33,11 @@ describe('examples/profile-digits.mjs: the demo\'s training step, profiled', () 
         expect(rows.length).toBe(15); // rowLimit: 15
         expect(stdout).toMatch(/Self CPU time total: [\d.]+m?s/);
         expect(rows).toContain('matmul');
-        expect(rows).toContain('forward');
+        // The table is sorted by measured device time, so which of the step's ranges reach its 15
+        // rows depends on the run: 'forward' (about a quarter of the device time) fell to 16th
+        // once in CI when small kernels spiked. At least one range is there; the trace below has
+        // every one of them.
+        expect(rows.some((r) => r === 'forward' || r === 'backward' || r === 'optimizer.step'), `a range among ${rows.join(', ')}`).toBe(true);
 
         const ev = (JSON.parse(readFileSync(trace, 'utf8')) as { traceEvents: TraceEvent[] }).traceEvents;
         // the schedule (wait 1, warmup 1, active 3): three recorded steps, each with its three ranges
