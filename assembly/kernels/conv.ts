@@ -20,7 +20,7 @@
 // [Cout, C/groups, kh, kw], out and gy contiguous [N, Cout, oh, ow], dx contiguous [N, C, H, W].
 
 import { gemm, matmulWorkspaceBytes } from "./matmul";
-import { windowRows } from "./window";
+import { columnsFrom, columnsTo, windowRows } from "./window";
 
 // @ts-ignore: decorator
 @inline function w(p: usize, i: i32): i32 {
@@ -55,8 +55,12 @@ export function convWorkspaceBytes(p: usize, grad: i32): i32 {
   const K = w(p, 1) * w(p, 4) * w(p, 5), L = w(p, 6) * w(p, 7), G = w(p, 22);
   const Kg = K / G, Mg = w(p, 21) / G;
   if (!grad) return lines(K * L * 4) + lines(matmulWorkspaceBytes(Mg, L, Kg));
-  const gw = max(max(matmulWorkspaceBytes(Mg, Kg, L), matmulWorkspaceBytes(Kg, Mg, L)), matmulWorkspaceBytes(Kg, L, Mg));
-  return lines(K * L * 4) * 2 + lines(gw) + lines(K * Mg * 4);
+  return lines(K * L * 4) * 2 + gradProductBytes(Mg, Kg, L) + lines(K * Mg * 4);
+}
+
+/** Workspace bytes of the gradient's products: the weight's either way round, and the input's. */
+function gradProductBytes(Mg: i32, Kg: i32, L: i32): i32 {
+  return lines(max(max(matmulWorkspaceBytes(Mg, Kg, L), matmulWorkspaceBytes(Kg, Mg, L)), matmulWorkspaceBytes(Kg, L, Mg)));
 }
 
 /**
@@ -143,10 +147,7 @@ function foldImage(dcols: usize, dx: usize, p: usize): void {
       for (let kj = 0; kj < kw; kj++) {
         // j's with w = j·sw + kj·dw − pw inside [0, W): [jLo, jHi)
         const off = kj * dw - pw;
-        let jLo = off >= 0 ? 0 : (-off + sw - 1) / sw;
-        let jHi = W - off <= 0 ? 0 : (W - off + sw - 1) / sw;
-        if (jHi > ow) jHi = ow;
-        if (jLo > jHi) jLo = jHi;
+        const jHi = columnsTo(off, W, ow, sw), jLo = columnsFrom(off, sw, jHi);
         if (shifted && jLo < jHi) {
           const top = ki * dh - ph;
           const iLo = max<i32>(0, -top), iHi = max<i32>(iLo, min<i32>(oh, H - top));
@@ -203,7 +204,7 @@ function convGradImages(x: usize, wt: usize, gy: usize, dx: usize, dwt: usize, d
   const K = C * kh * kw, L = oh * ow, Kg = K / G, Mg = Cout / G, rowsPer = K * oh;
   const colsBytes = <usize>lines(K * L * 4);
   const dcols = ws + colsBytes, gw = ws + 2 * colsBytes;
-  const dwT = gw + <usize>lines(max(max(matmulWorkspaceBytes(Mg, Kg, L), matmulWorkspaceBytes(Kg, Mg, L)), matmulWorkspaceBytes(Kg, L, Mg)));
+  const dwT = gw + <usize>gradProductBytes(Mg, Kg, L);
   const swap = swapsWeightGrad(Mg, Kg);
   const lb = <usize>L << 2;
   for (let n = n0; n < n1; n++) {

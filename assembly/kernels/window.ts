@@ -16,6 +16,19 @@
   return load<i32>(p + (<usize>i << 2));
 }
 
+/**
+ * Columns j of a window row whose input column j·sw + off lies in [0, W), clamped to the row's
+ * ow: [columnsFrom, columnsTo). The fold (conv.ts) reads the same range.
+ */
+// @ts-ignore: decorator
+@inline export function columnsTo(off: i32, W: i32, ow: i32, sw: i32): i32 {
+  return min<i32>(ow, W - off <= 0 ? 0 : (W - off + sw - 1) / sw);
+}
+// @ts-ignore: decorator
+@inline export function columnsFrom(off: i32, sw: i32, to: i32): i32 {
+  return min<i32>(to, off >= 0 ? 0 : (-off + sw - 1) / sw);
+}
+
 /** Fills n f32s at o with v. */
 // @ts-ignore: decorator
 @inline function fillF32(o: usize, n: i32, v: f32): void {
@@ -59,10 +72,7 @@ export function windowRows(x: usize, dst: usize, p: usize, r0: i32, r1: i32): vo
       const iEnd = min<i32>(oh, i0 + (r1 - r));
       // j's with w = j·sw + kj·dw − pw inside [0, W): [jLo, jHi)
       const off = kj * dw - pw;
-      let jLo = off >= 0 ? 0 : (-off + sw - 1) / sw;
-      let jHi = W - off <= 0 ? 0 : (W - off + sw - 1) / sw;
-      if (jHi > ow) jHi = ow;
-      if (jLo > jHi) jLo = jHi;
+      const jHi = columnsTo(off, W, ow, sw), jLo = columnsFrom(off, sw, jHi);
       const plane = xo + n * sN + c * sC;
       if (shifted && i0 == 0 && iEnd == oh && jLo < jHi) {
         // rows inside x: i + ki·dh − ph in [0, H)

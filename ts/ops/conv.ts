@@ -348,7 +348,8 @@ function convKernel(x: Tensor, w: Tensor, b: Tensor | null, g: ReturnType<typeof
 function convBackward(gy: Tensor, x: Tensor, w: Tensor, wants: boolean[], geom: ConvGeom, saved: Tensor | null): (Tensor | null)[] {
   const [N, C] = geom.shape, { cout, groups, kernel: k, stride: s, dilation: d, padding: p, size } = geom;
   const Kg = (C / groups) * k[0] * k[1], Mg = cout / groups, L = size[0] * size[1];
-  if (needsGrad(gy, x, w)) {
+  // (x and w are the node's saved handles, detached: only the incoming gradient can carry a graph)
+  if (needsGrad(gy)) {
     return tidy(() => {
       const gyr = V.reshape(gy, [N, groups, Mg, L]);
       const db = wants[2] ? reduce(ReduceOp.Sum, gy, [0, 2, 3]) : null;
