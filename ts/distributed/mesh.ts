@@ -151,12 +151,15 @@ export class Mesh {
     this.waiting.clear();
   }
 
-  /** Sends message `key` to rank `to`. */
-  send(to: number, key: string, body?: Uint8Array): void {
+  /**
+   * Sends message `key` to rank `to`. The socket holds `body` itself, not a copy: the promise
+   * settles once its bytes are out, and until then nothing may write to them.
+   */
+  send(to: number, key: string, body?: Uint8Array): Promise<void> {
     if (this.failed) throw new Error(this.failed);
     const s = this.socks[to];
     if (!s) throw new Error(this.left.has(to) ? `rank ${to} left the group (destroyProcessGroup)` : `rank ${to} is not connected`);
-    writeFrame(s, { k: key, from: this.rank }, body);
+    return writeFrame(s, { k: key, from: this.rank }, body);
   }
 
   /** The message `key` from rank `from`, when it comes. */

@@ -94,7 +94,8 @@ export class PortMesh {
     this.waiting.clear();
   }
 
-  send(to: number, key: string, body?: Uint8Array): void {
+  /** Sends message `key` to rank `to`: a copy of `body` is posted at once, so the promise is already settled. */
+  send(to: number, key: string, body?: Uint8Array): Promise<void> {
     if (this.failed) throw new Error(this.failed);
     if (this.left.has(to)) throw new Error(`rank ${to} left the group (destroyProcessGroup)`);
     const port = this.t.ports[to];
@@ -102,6 +103,7 @@ export class PortMesh {
     // A copy of just the view's bytes, moved to the other thread (a view may share a larger buffer).
     const copy = body?.length ? body.slice().buffer : undefined;
     port.postMessage({ k: key, body: copy }, copy ? [copy] : []);
+    return Promise.resolve();
   }
 
   recv(from: number, key: string): Promise<Uint8Array> {

@@ -19,7 +19,11 @@ export interface Transport {
   readonly worldSize: number;
   /** Why the group can no longer be used, or null. */
   readonly failed: string | null;
-  send(to: number, key: string, body?: Uint8Array): void;
+  /**
+   * Sends message `key` to rank `to`; settles once `body`'s bytes have left (a socket holds the
+   * caller's bytes until then, and they must not be written to meanwhile).
+   */
+  send(to: number, key: string, body?: Uint8Array): Promise<void>;
   recv(from: number, key: string): Promise<Uint8Array>;
   die(why: string): void;
   close(polite?: boolean): void;

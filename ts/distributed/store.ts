@@ -223,7 +223,8 @@ export class TCPStore {
 
   private static bytes(v: string | Uint8Array): Uint8Array {
     if (typeof v === 'string') return enc.encode(v);
-    if (v instanceof Uint8Array) return v;
+    // A copy: the socket holds what it is given until it is sent, and the caller may reuse its buffer.
+    if (v instanceof Uint8Array) return v.slice();
     throw new TypeError(`TCPStore: a value must be a string or a Uint8Array, got ${typeof v}`);
   }
 

@@ -26,8 +26,12 @@ export function net(what: string): typeof import('node:net') {
   return m;
 }
 
-/** Writes one message to a socket. */
-export function writeFrame(sock: Socket, head: Record<string, unknown>, body: Uint8Array = EMPTY): void {
+/**
+ * Writes one message to a socket; resolves once the socket has handed its last byte to the system
+ * (rejects if the socket fails first). Node keeps a reference to `body`, not a copy, until then:
+ * the caller must not write to those bytes before this settles.
+ */
+export function writeFrame(sock: Socket, head: Record<string, unknown>, body: Uint8Array = EMPTY): Promise<void> {
   if (body.length > 0xffffffff) throw new RangeError(`a message between processes holds at most 4 GiB, got ${body.length} bytes (split the tensor)`);
   const h = enc.encode(JSON.stringify(head));
   const pre = new Uint8Array(8 + h.length);
@@ -35,10 +39,15 @@ export function writeFrame(sock: Socket, head: Record<string, unknown>, body: Ui
   dv.setUint32(0, h.length, true);
   dv.setUint32(4, body.length, true);
   pre.set(h, 8);
-  if (body.length) {
-    sock.write(pre);
-    sock.write(body);
-  } else sock.write(pre);
+  const sent = new Promise<void>((resolve, reject) => {
+    const done = (e?: Error | null) => (e ? reject(e) : resolve());
+    if (body.length) {
+      sock.write(pre);
+      sock.write(body, done);
+    } else sock.write(pre, done);
+  });
+  sent.catch(() => {}); // callers that only fire and forget (a `bye`, a store reply) see failures through 'close'
+  return sent;
 }
 
 /** Cuts a socket's byte stream into frames and calls `onFrame` for each. */
