@@ -61,7 +61,8 @@ const root = new URL('..', import.meta.url);
 const { StorageCode } = await import(new URL('build/js/ts/dtype.js', root));
 const mm = await import(new URL('build/js/wgsl/matmul.js', root));
 const ew = await import(new URL('build/js/wgsl/elementwise.js', root));
-const { reduceShader, ReduceOp } = await import(new URL('build/js/wgsl/reduce.js', root));
+const { reduceShader } = await import(new URL('build/js/wgsl/reduce.js', root));
+const { ReduceOp } = await import(new URL('build/js/ts/ir/ops.js', root));
 const { ELEMENTWISE, WGSL_PRELUDE } = await import(new URL('build/js/ts/ops/table.js', root));
 const F32 = StorageCode.F32;
 

@@ -24,7 +24,7 @@ import { binaryApi, binaryOp, clamp, div, gelu, nanToNum, softplus, unaryApi, wh
 import { matmul } from './ops/matmul.js';
 import { bindArgs, bindDim, type DimArgs, type PyArgs } from './ops/options.js';
 import { argReduce, maxMin, reduceApi, type Dims, type ValuesIndices } from './ops/reduce.js';
-import { ReduceOp } from '../wgsl/reduce.js';
+import { ReduceOp } from './ir/ops.js';
 import { Tensor } from './tensor.js';
 import { tidy } from './ops/scoped.js';
 import { setEngineOps } from './autograd/engine.js';

@@ -13,7 +13,7 @@
  * themselves (wgsl/index.ts). The checks of `i64Checks` record a device-side error through the
  * kernel's `fail` (wgsl/index.ts): they exist only where the kernel binds the error buffer.
  */
-import type { ReduceOp as ReduceOpT } from './reduce.js';
+import type { ReduceOp as ReduceOpT } from '../ts/ir/ops.js';
 
 /** The pure int64 helpers (no bindings needed). */
 export const I64_PRELUDE = `

@@ -14,20 +14,7 @@
  * "inexact" operations), so every float step goes through `B`, an XOR with a zero read from the
  * params: the compiler cannot see through it, so each step is rounded on its own.
  */
-
-/** Distribution codes of the `random` command (the AssemblyScript kernel's too). */
-export const enum Dist {
-  /** The raw words (Philox's output; the known-answer tests). */
-  Bits = 0,
-  /** from + u · scale, u in [0, 1) (a = from, b = scale, f32 bits). */
-  Uniform = 1,
-  /** mean + z · std, z standard normal (a = mean, b = std, f32 bits). */
-  Normal = 2,
-  /** low + ⌊w · range / 2^32⌋ (a = low, b = range, 0 meaning 2^32). */
-  Int = 3,
-  /** u < p ? value : 0 (a = p, b = value, f32 bits). */
-  Bernoulli = 4,
-}
+import { Dist } from '../ts/ir/ops.js';
 
 /** Words of the kernel's params: n, output offset, first, dist, key (2), counter (4), a, b, zero. */
 export const RANDOM_PARAM_WORDS = 13;

@@ -17,11 +17,10 @@
  * (`reduce64Shader`: the tree form, over `vec2<u32>` values; wgsl/int64.ts).
  */
 import { StorageCode } from '../ts/dtype.js';
+import { ReduceOp } from '../ts/ir/ops.js';
 import { computeType, load, slotBindings } from './dtype.js';
 import { I64_PRELUDE, loadI64, reduce64Body } from './int64.js';
 
-/** Reduction op codes, shared with the AssemblyScript kernels. */
-export enum ReduceOp { Sum = 0, Prod = 1, Max = 2, Min = 3, ArgMax = 4, ArgMin = 5, All = 6, Any = 7, Mean = 8, SumSq = 9 }
 
 /** Invocations per workgroup of the reduction kernels. */
 export const RWG = 64;

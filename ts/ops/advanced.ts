@@ -25,7 +25,7 @@ import { device as toDevice } from '../device.js';
 import { alloc, code, launch, place, ref, sameDevice } from '../runtime/dispatch.js';
 import { broadcastFor, broadcastStrides, contiguousStrides, fmt, MAX_KERNEL_RANK, normDim } from '../shape.js';
 import { Tensor } from '../tensor.js';
-import { ReduceOp } from '../../wgsl/reduce.js';
+import { ReduceOp } from '../ir/ops.js';
 import { isGradEnabled, op as recorded, withGradMode } from '../autograd/graph.js';
 import { to, copyInto } from './copy.js';
 import { arange, full } from './creation.js';

@@ -29,8 +29,8 @@ import { checkAccepted, checkFloat } from './nn.js';
 import { tidy } from './scoped.js';
 import * as V from './views.js';
 import { reduce } from './reduce.js';
-import { ReduceOp } from '../../wgsl/reduce.js';
-import type { ConvGeom } from '../worker/protocol.js';
+import { ReduceOp } from '../ir/ops.js';
+import type { ConvGeom } from '../ir/commands.js';
 import { autocastCall, autocasting } from '../amp/autocast.js';
 
 /** A size per spatial dim, or one size for all of them. */

@@ -17,7 +17,7 @@ import { sumTo } from './reduce.js';
 import { elementwiseOp, type ElementwiseOp, type GradMath } from './table.js';
 import { bindArgs, checkOptions, type PyArgs } from './options.js';
 import { cast } from './views.js';
-import type { Command, Operand } from '../worker/protocol.js';
+import type { Command, Operand } from '../ir/commands.js';
 import { autocastCall, autocasting } from '../amp/autocast.js';
 
 /** A tensor or a JS scalar operand. */

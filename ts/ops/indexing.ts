@@ -13,7 +13,7 @@ import { checkFits, isFloating, scalarName, type DType } from '../dtype.js';
 import { alloc, code, launch, place, ref, sameDevice } from '../runtime/dispatch.js';
 import { broadcastShapes, broadcastStrides, contiguousStrides, fmt, MAX_KERNEL_RANK, normDim, numel } from '../shape.js';
 import { Tensor } from '../tensor.js';
-import { ReduceOp } from '../../wgsl/reduce.js';
+import { ReduceOp } from '../ir/ops.js';
 import { arange, full } from './creation.js';
 import { op as recorded } from '../autograd/graph.js';
 import { binaryOp, where } from './elementwise.js';

@@ -12,7 +12,7 @@ import type { Tensor } from '../tensor.js';
 import { op as recorded } from '../autograd/graph.js';
 import { binaryOp } from './elementwise.js';
 import { reduce, sumTo } from './reduce.js';
-import { ReduceOp } from '../../wgsl/reduce.js';
+import { ReduceOp } from '../ir/ops.js';
 import { checkDtypes } from './registry.js';
 import { cast, contiguous, expand, reshape, transpose, unsqueeze } from './views.js';
 import { autocastCall, autocasting } from '../amp/autocast.js';

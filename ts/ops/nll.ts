@@ -19,7 +19,7 @@ import { alloc, launch, place } from '../runtime/dispatch.js';
 import { numel } from '../shape.js';
 import type { Device } from '../device.js';
 import type { Tensor } from '../tensor.js';
-import { ReduceOp } from '../../wgsl/reduce.js';
+import { ReduceOp } from '../ir/ops.js';
 import { arange } from './creation.js';
 import { binaryOp, unaryOp, where } from './elementwise.js';
 import { reduce } from './reduce.js';

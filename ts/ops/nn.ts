@@ -12,10 +12,10 @@
 import { isFloating, scalarName, toDType, type DType } from '../dtype.js';
 import { needsGrad, op as recorded, withGradMode } from '../autograd/graph.js';
 import { alloc, launch, place, sameDevice } from '../runtime/dispatch.js';
-import type { Command } from '../worker/protocol.js';
+import type { Command } from '../ir/commands.js';
 import { broadcastFor, fmt, normDim, numel } from '../shape.js';
 import { Tensor } from '../tensor.js';
-import { ReduceOp } from '../../wgsl/reduce.js';
+import { ReduceOp } from '../ir/ops.js';
 import { copyInto } from './copy.js';
 import { checkIndexRange } from './indexing.js';
 import { classMask, nllFused, fusable as nllFusable, type NllArgs } from './nll.js';

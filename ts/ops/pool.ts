@@ -23,7 +23,7 @@ import { needsGrad, op as recorded } from '../autograd/graph.js';
 import { alloc, launch, place, sameDevice } from '../runtime/dispatch.js';
 import { fmt } from '../shape.js';
 import { Tensor } from '../tensor.js';
-import { ReduceOp } from '../../wgsl/reduce.js';
+import { ReduceOp } from '../ir/ops.js';
 import { fromHost, zeros } from './creation.js';
 import { binaryOp } from './elementwise.js';
 import { scatterAdd } from './indexing.js';

@@ -15,7 +15,7 @@ import { defaultGeneratorOf } from '../rng.js';
 import { alloc, launch, place, ref } from '../runtime/dispatch.js';
 import { isGradEnabled } from '../autograd/graph.js';
 import { Tensor } from '../tensor.js';
-import { Dist } from '../../wgsl/random.js';
+import { Dist } from '../ir/ops.js';
 import { bindArgs, type PyArgs } from './options.js';
 
 export { Dist };

@@ -9,7 +9,7 @@ import { isFloating, scalarName, storageCode, type DType } from '../dtype.js';
 import { alloc, launch, ref, sameDevice, place } from '../runtime/dispatch.js';
 import { normDim, numel } from '../shape.js';
 import type { Tensor } from '../tensor.js';
-import { ReduceOp } from '../../wgsl/reduce.js';
+import { ReduceOp } from '../ir/ops.js';
 import { op as recorded } from '../autograd/graph.js';
 import { arange, full } from './creation.js';
 import { checkDtypes } from './registry.js';

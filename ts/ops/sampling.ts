@@ -23,7 +23,7 @@ import { CPU, device as toDevice } from '../device.js';
 import type { Generator } from '../random.js';
 import { alloc } from '../runtime/dispatch.js';
 import { Tensor } from '../tensor.js';
-import { ReduceOp } from '../../wgsl/reduce.js';
+import { ReduceOp } from '../ir/ops.js';
 import { binaryOp, clamp, unaryOp } from './elementwise.js';
 import { made, RANDOM_KEYS, type RandomOptions } from './creation.js';
 import { sort, topk, cumsum } from './indexing.js';

@@ -11,7 +11,7 @@ import { op as recorded, withGradMode } from '../autograd/graph.js';
 import { sameDevice } from '../runtime/dispatch.js';
 import { fmt, normDim } from '../shape.js';
 import { Tensor } from '../tensor.js';
-import { ReduceOp } from '../../wgsl/reduce.js';
+import { ReduceOp } from '../ir/ops.js';
 import { binaryOp, unaryOp, where } from './elementwise.js';
 import { checkOptions } from './options.js';
 import { reduce, type Dims } from './reduce.js';

@@ -7,7 +7,7 @@
  * module may call it without an import cycle.
  */
 import type { Device } from '../device.js';
-import type { Command } from '../worker/protocol.js';
+import type { Command } from '../ir/commands.js';
 import type { Tensor } from '../tensor.js';
 
 /** The profiler's hooks (set only while a profile records). */

@@ -13,7 +13,8 @@
  */
 import { clientOf, type Device } from '../device.js';
 import type { Tensor } from '../tensor.js';
-import type { Command, WorkerProfile } from '../worker/protocol.js';
+import type { WorkerProfile } from '../worker/protocol.js';
+import type { Command } from '../ir/commands.js';
 import { memoryAllocated } from '../runtime/memory.js';
 import type { ProfilerHooks } from './hooks.js';
 

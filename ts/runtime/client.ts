@@ -31,7 +31,9 @@ import { Board, STREAM_SLOTS, type BoardUpdate } from '../worker/board.js';
 import { streamId } from './current-stream.js';
 import { CallPort } from '../worker/channel.js';
 import type { CaptureHook } from './graphs.js';
-import { BatchWriter, DEVICE_COMMANDS, type Batch, type Command, type DeviceInfo, type GraphInfo, type HostMemory, type SyncTarget, type WorkerApi, type WorkerProfile } from '../worker/protocol.js';
+import { DEVICE_KINDS } from '../ir/kinds.js';
+import { BatchWriter, type Batch, type DeviceInfo, type GraphInfo, type HostMemory, type SyncTarget, type WorkerApi, type WorkerProfile } from '../worker/protocol.js';
+import { type Command } from '../ir/commands.js';
 
 /** Queued commands on their way: the batch and what moves with it. */
 interface Outgoing {
@@ -309,7 +311,7 @@ export class DeviceClient {
     if (this.capture !== null) stream = this.capture.route(cmd, stream);
     else if (cmd.k === 'write' && this.writeNow(cmd.id, cmd.byteOffset, new Uint8Array(cmd.data))) return;
     this.queue.push(cmd, stream);
-    if (!DEVICE_COMMANDS.has(cmd.k)) this.queued[stream]++;
+    if (!DEVICE_KINDS.has(cmd.k)) this.queued[stream]++;
     if (transfer) this.transfers.push(...transfer);
     // A long burst goes out in pieces, so that the worker starts on it while the caller goes on.
     if (this.queue.size >= SEND_AT) this.flush();

@@ -6,7 +6,7 @@ import { elementSize, storageCode, type DType } from '../dtype.js';
 import { clientOf, type Device } from '../device.js';
 import { contiguousStrides, numel } from '../shape.js';
 import { Tensor } from '../tensor.js';
-import type { Command, Place, ViewRef } from '../worker/protocol.js';
+import type { Command, Place, ViewRef } from '../ir/commands.js';
 import { streamScope } from './current-stream.js';
 import { Storage } from './storage.js';
 import { profilerHooks } from '../profiler/hooks.js';

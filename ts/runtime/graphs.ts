@@ -21,7 +21,8 @@
  *   stream: the worker keeps one ordered list, which respects every event the program waited on).
  */
 import { clientOf, currentDevice, device as toDevice, type Device, type DeviceLike } from '../device.js';
-import type { Command } from '../worker/protocol.js';
+import type { Command } from '../ir/commands.js';
+import { BOOKKEEPING_KINDS, COPY_KINDS } from '../ir/kinds.js';
 import type { Generator } from '../random.js';
 import { allocatorOf } from './memory.js';
 import { currentStream, Stream, withStream } from './streams.js';
@@ -98,10 +99,6 @@ export interface CapturedStorage {
   readonly freed: boolean;
 }
 
-/** Commands that are the facade's bookkeeping, not device work: they pass on any stream. */
-const BOOKKEEPING: ReadonlySet<string> = new Set(['mark', 'record', 'wait', 'opTag', 'segment', 'release', 'dropScratch', 'connect', 'graphReset', 'captureBegin', 'captureEnd']);
-/** Commands that copy between the host or another device and this one. */
-const COPIES: ReadonlySet<string> = new Set(['write', 'send', 'recv', 'readHost', 'writeHost', 'signal', 'waitSignal']);
 
 /** A capture in progress on one device. */
 class Capture implements CaptureHook {
@@ -127,12 +124,12 @@ class Capture implements CaptureHook {
   }
 
   route(cmd: Command, stream: number): number {
-    if (BOOKKEEPING.has(cmd.k)) {
+    if (BOOKKEEPING_KINDS.has(cmd.k)) {
       this.track(cmd, stream);
       return stream;
     }
     const captured = this.streams.has(stream);
-    if (captured && COPIES.has(cmd.k)) {
+    if (captured && COPY_KINDS.has(cmd.k)) {
       this.fail(`a ${cmd.k === 'write' ? 'copy from the host' : 'copy between devices'} ('${cmd.k}') cannot be captured: a graph replays device work only; copy into a static input tensor before replay instead`);
     }
     if (!captured) {

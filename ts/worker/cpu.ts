@@ -15,9 +15,10 @@ import { canShareMemory, copyOut, loadKernelWasm, loadSharedKernelWasm } from '.
 import { poolThreads, sharedMemory, startPool, type KernelPool } from './cpu-pool.js';
 import { releaseScratch, reserveScratch, scratchCounter } from './scratch.js';
 import type { Backend } from './executor.js';
-import type { Command, DeviceInfo, Operand, Place, ViewRef } from './protocol.js';
+import type { DeviceInfo } from './protocol.js';
+import type { Command, Operand, Place, ViewRef } from '../ir/commands.js';
 // The index family.
-import type { AvgPoolCommand, ConvCommand, DeviceCheck, IndexCommand, NllCommand, PoolCommand } from './protocol.js';
+import type { AvgPoolCommand, ConvCommand, DeviceCheck, IndexCommand, NllCommand, PoolCommand } from '../ir/commands.js';
 
 /** The AssemblyScript kernels' exports (see `assembly/index.ts`). */
 interface Kernels {

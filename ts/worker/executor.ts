@@ -19,7 +19,9 @@
 import { envMs, exposeWorker, onPortMessage, portReceiver } from '../platform.js';
 import { Board } from './board.js';
 import { serveCalls } from './channel.js';
-import { bumpCounter, readBatch, type ReplayRng, type Batch, type Command, type DeviceInfo, type GraphInfo, type HostMemory, type SyncTarget, type TraceEntry, type WorkerApi, type WorkerProfile } from './protocol.js';
+import { readBatch, type Batch, type DeviceInfo, type GraphInfo, type HostMemory, type SyncTarget, type TraceEntry, type WorkerApi, type WorkerProfile } from './protocol.js';
+import { bumpCounter, type ReplayRng, type Command } from '../ir/commands.js';
+import { CAPTURED_KINDS, PASSED_KINDS, UNTRACED_KINDS } from '../ir/kinds.js';
 import { Scheduler } from './scheduler.js';
 
 /** Runs `fn` after the tasks (messages) already queued: `setImmediate` in Node, a timeout elsewhere. */
@@ -94,15 +96,6 @@ export interface Backend {
   compiling?(): Promise<void> | null;
 }
 
-/** Commands that a graph captures; the others run as usual while their stream captures (bookkeeping) or fail the capture. */
-const CAPTURED: ReadonlySet<string> = new Set(['fill', 'arange', 'random', 'copy', 'copyInto', 'unary', 'binary', 'where', 'reduce', 'softmax', 'windows',
-  'matmul', 'gather', 'scatter', 'cumulative', 'sort', 'oneHot', 'rowGrad', 'foldWindows', 'ampUnscale', 'nll', 'nllGrad',
-  'maxPool', 'maxPoolGrad', 'avgPool', 'avgPoolGrad', 'conv', 'convGrad']);
-/** Stream commands that run as usual while their stream captures (the facade's bookkeeping: marks, events, reads' calls). */
-const PASSED: ReadonlySet<string> = new Set(['mark', 'record', 'wait', 'call', 'opTag']);
-
-/** Commands that are bookkeeping, not kernels: left out of a profile's trace. */
-const UNTRACED: ReadonlySet<string> = new Set(['segment', 'release', 'dropScratch', 'connect']);
 /** The worker's clock as milliseconds since the epoch, comparable with the calling thread's. */
 const epochMs = (t: number) => performance.timeOrigin + t;
 
@@ -225,15 +218,15 @@ export function serve(backend: Backend): void {
   function run(cmd: Command, stream: number): Promise<unknown> | void {
     if (capturing.size && stream >= 0) {
       const c = capturing.get(stream);
-      if (c && cmd.k !== 'captureEnd' && !PASSED.has(cmd.k)) {
-        if (CAPTURED.has(cmd.k)) c.cmds.push(cmd);
+      if (c && cmd.k !== 'captureEnd' && !PASSED_KINDS.has(cmd.k)) {
+        if (CAPTURED_KINDS.has(cmd.k)) c.cmds.push(cmd);
         else c.error ??= new Error(`operation not permitted when stream is capturing: a '${cmd.k}' command cannot be captured in a graph`);
         return;
       }
     }
     // A stream command that is not a kernel may hand work to the queue: while kernels compile, it
     // and its stream wait (see `Backend.compiling`). Device commands never do, and run now.
-    if (stream >= 0 && compilingHook && !CAPTURED.has(cmd.k)) {
+    if (stream >= 0 && compilingHook && !CAPTURED_KINDS.has(cmd.k)) {
       const waiting = compilingHook();
       if (waiting) return waiting.then(() => run(cmd, stream));
     }
@@ -359,7 +352,7 @@ export function serve(backend: Backend): void {
       default: {
         const p = owner.get(cmd);
         if (!p) return backend.run(cmd);
-        const seq = UNTRACED.has(cmd.k) ? -1 : nextSeq++;
+        const seq = UNTRACED_KINDS.has(cmd.k) ? -1 : nextSeq++;
         backend.traceSeq?.(seq);
         const t = performance.now();
         try {

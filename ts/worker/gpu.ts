@@ -16,7 +16,8 @@ import { computeType, valueClass } from '../../wgsl/dtype.js';
 import { rowDevice } from '../../wgsl/reduce.js';
 import { mapParams, scatterShader } from '../../wgsl/elementwise.js';
 import type { Backend } from './executor.js';
-import type { Command, DeviceInfo } from './protocol.js';
+import type { DeviceInfo } from './protocol.js';
+import type { Command } from '../ir/commands.js';
 import { countBuffers, scratchCounter, setPressureHandler, settleDrop } from './scratch.js';
 import {
   BINARY, UNARY, adopt, beginCommand, buf, buffers, compiling, device, dispatch, encodePending, encoder, errorsPending, flush, grid1d, letGo,

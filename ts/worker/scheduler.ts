@@ -27,7 +27,8 @@
  * While nothing waits (the usual case) a command runs the moment it arrives.
  */
 import { priorityOf } from './board.js';
-import { DEVICE_COMMANDS, type Command } from './protocol.js';
+import { DEVICE_KINDS } from '../ir/kinds.js';
+import { type Command } from '../ir/commands.js';
 
 /** A command held in a FIFO, with the positions it waits for. */
 interface Entry {
@@ -86,7 +87,7 @@ export class Scheduler {
   /** Receives a command of `stream` (device commands ignore it): runs it now if nothing holds it. */
   push(cmd: Command, stream: number): void {
     const seq = this.seq++;
-    if (DEVICE_COMMANDS.has(cmd.k)) {
+    if (DEVICE_KINDS.has(cmd.k)) {
       const e: Entry = { cmd, seq, after: (cmd.k === 'release' || cmd.k === 'graphReset') && this.lag ? this.lagging() : null };
       if (this.deviceReady(e)) this.runDevice(e);
       else {

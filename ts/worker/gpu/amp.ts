@@ -10,7 +10,7 @@
  */
 import { StorageCode } from '../../dtype.js';
 import { AMP_ENTRY_WORDS, AMP_HEADER_WORDS, ampPerWord, ampShader, ampUnits, planAmp, type AmpEntry } from '../../../wgsl/amp.js';
-import type { AmpUnscaleCommand } from '../protocol.js';
+import type { AmpUnscaleCommand } from '../../ir/commands.js';
 import { chunks, tooLarge } from '../split.js';
 import { buf, device, dispatchAt, grid1d, maxBinding, paramAlign, paramWords, reserveParams, setWindow } from './core.js';
 

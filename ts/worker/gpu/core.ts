@@ -28,7 +28,7 @@
 import { MAX_X, WG } from '../../../wgsl/elementwise.js';
 import type { RowDevice } from '../../../wgsl/reduce.js';
 import { ELEMENTWISE } from '../../ops/table.js';
-import type { Command } from '../protocol.js';
+import type { Command } from '../../ir/commands.js';
 import { tooLarge } from '../split.js';
 import { contextBuffer } from '../scratch.js';
 import { labelOf, timer } from './timing.js';

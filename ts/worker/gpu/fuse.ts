@@ -14,7 +14,7 @@ import { valueClass } from '../../../wgsl/dtype.js';
 import { checksDivisor } from '../../../wgsl/elementwise.js';
 import { fusedGrid, fusedShader } from '../../../wgsl/fused.js';
 import { WGSL_PRELUDE } from '../../ops/table.js';
-import type { Command, Operand, Place, ViewRef } from '../protocol.js';
+import type { Command, Operand, Place, ViewRef } from '../../ir/commands.js';
 import { BINARY, UNARY, buf, dispatchCode } from './core.js';
 
 /** A fused chain, in place of its commands. */

@@ -11,7 +11,7 @@
  * The buffers a graph binds are held (core.ts `holdBuffer`): a segment released, or a scratch
  * buffer retired meanwhile, is destroyed only once the last graph binding it is reset.
  */
-import { bumpCounter, type Command, type ReplayRng } from '../protocol.js';
+import { bumpCounter, type Command, type ReplayRng } from '../../ir/commands.js';
 import { contextBuffer } from '../scratch.js';
 import { device, flush, handOver, holdBuffer, maxBinding, openEncoder, pendingBinds, readyKernels, retired, submitEvery, takeRecorded, unholdBuffer, type Kernel } from './core.js';
 import { armChecks, collectChecks } from './checks.js';

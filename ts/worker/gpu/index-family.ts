@@ -3,7 +3,7 @@ import { StorageCode } from '../../dtype.js';
 import { computeType, invocationsFor, valueClass } from '../../../wgsl/dtype.js';
 import { IWG, SORT_BLOCK, cumulativeShader, gatherShader, indexParams, oneHotShader, scalarWord, scatterIndexShader, sortGlobalShader,
   sortInitShader, sortLocalShader, sortOutShader, sortParams, wordDt } from '../../../wgsl/index.js';
-import type { IndexCommand } from '../protocol.js';
+import type { IndexCommand } from '../../ir/commands.js';
 import { createScratch } from '../scratch.js';
 import { buf, device, dispatchCode, grid1d, retired, slotsOf } from './core.js';
 import { checkCode, deviceErrors, words64 } from './checks.js';

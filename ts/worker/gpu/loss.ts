@@ -5,7 +5,7 @@
  * or element.
  */
 import { LWG, lossParams, nllGradShader, nllShader, type LossSlots } from '../../../wgsl/loss.js';
-import type { NllCommand, Place } from '../protocol.js';
+import type { NllCommand, Place } from '../../ir/commands.js';
 import { buf, dispatch, grid1d, slotsOf } from './core.js';
 import { checkCode, deviceErrors, words64 } from './checks.js';
 

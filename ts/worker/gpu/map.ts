@@ -9,7 +9,7 @@ import { computeType, elementsPerWord, type ValueClass } from '../../../wgsl/dty
 import { vec4Dtype } from '../../../wgsl/half.js'; // f16: 16-bit floats on the vec4 paths
 import { half } from '../half.js'; // f16: which float16 path (shader-f16 or storage)
 import { WGSL_PRELUDE } from '../../ops/table.js';
-import type { DeviceCheck, Place, ViewRef } from '../protocol.js';
+import type { DeviceCheck, Place, ViewRef } from '../../ir/commands.js';
 import { chunks, tooLarge } from '../split.js';
 import { createScratch } from '../scratch.js';
 import { buf, commandNow, compile, device, grid1d, maxBinding, paramAlign, paramFloats, paramWords, queueDispatch, reserveParams, retired, setWindow, windowNow, type Kernel } from './core.js';

@@ -7,7 +7,7 @@ import { chooseMatmul, matmulVariantGrid, matmulVariantKey, matmulVariantShader,
 import { computeType, elementsPerWord } from '../../../wgsl/dtype.js';
 import { vec4Dtype } from '../../../wgsl/half.js'; // f16: 16-bit floats on the vec4 paths
 import { half } from '../half.js'; // f16: which float16 path (shader-f16 or storage)
-import type { Command } from '../protocol.js';
+import type { Command } from '../../ir/commands.js';
 import { createScratch } from '../scratch.js';
 import { buf, device, dispatch, matmulVariant, retired, rowDev, slotsOf } from './core.js';
 import { runMap, viaScratch } from './map.js';

@@ -3,7 +3,7 @@
  * and `avgPoolGrad` commands; kernels in wgsl/pool.ts): one dispatch each.
  */
 import { POOL_PARAMS, POOL_WG, avgPoolGradShader, avgPoolShader, maxPoolGradShader, maxPoolShader, maxPoolTileGradShader, poolKey } from '../../../wgsl/pool.js';
-import type { AvgPoolCommand, PoolCommand } from '../protocol.js';
+import type { AvgPoolCommand, PoolCommand } from '../../ir/commands.js';
 import { buf, dispatch, grid1d, slotsOf } from './core.js';
 
 /**

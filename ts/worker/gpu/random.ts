@@ -1,6 +1,6 @@
 /** Random numbers of the gpu worker: Philox blocks (wgsl/random.ts). */
 import { RANDOM_PARAM_WORDS, RANDOM_WG, randomBlocks, randomShader } from '../../../wgsl/random.js';
-import type { RandomCommand } from '../protocol.js';
+import type { RandomCommand } from '../../ir/commands.js';
 import { chunks } from '../split.js';
 import { buf, dispatchAt, grid1d, maxBinding, paramAlign, paramWords, reserveParams, setWindow } from './core.js';
 

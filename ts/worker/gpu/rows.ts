@@ -8,7 +8,7 @@ import { StorageCode } from '../../dtype.js';
 import { computeType, elementsPerWord } from '../../../wgsl/dtype.js';
 import { RWG, reduce64Shader, reduceShader, rowForm } from '../../../wgsl/reduce.js';
 import { rowNormKey, rowNormShader } from '../../../wgsl/softmax.js';
-import type { Command, Place } from '../protocol.js';
+import type { Command, Place } from '../../ir/commands.js';
 import { chunks, tooLarge } from '../split.js';
 import { buf, dispatch, grid1d, maxBinding, paramAlign, rowDev, setWindow, slotsOf } from './core.js';
 import { viaScratch } from './map.js';

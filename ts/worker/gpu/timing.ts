@@ -3,10 +3,10 @@
  * writes timestamps around every pass, and event marks (Backend.mark), the point of the queue
  * an event's record stands for.
  */
-import type { Command } from '../protocol.js';
+import type { Command } from '../../ir/commands.js';
 import { BINARY, UNARY, device, flush, handOver, openEncoder, retired, settle } from './core.js';
 import { contextBuffer } from '../scratch.js';
-import { ReduceOp } from '../../../wgsl/reduce.js';
+import { ReduceOp } from '../../ir/ops.js';
 
 /** Timestamp pairs per query set; a full set is resolved and copied out, and a new one begun. */
 const TIMED_PASSES = 1024;

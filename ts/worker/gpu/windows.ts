@@ -1,6 +1,6 @@
 /** The conv windows family of the gpu worker (wgsl/window.ts). */
 import { WINDOW_PARAMS, WINDOW_WG, windowKey, windowShader } from '../../../wgsl/window.js';
-import type { Command } from '../protocol.js';
+import type { Command } from '../../ir/commands.js';
 import { buf, dispatch, grid1d, slotsOf } from './core.js';
 
 /** Sliding windows with their padding in one dispatch (wgsl/window.ts); the output is f32 words. */
