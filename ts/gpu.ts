@@ -26,7 +26,7 @@ export {
   gpuGetRngState as getRngState, gpuSetRngState as setRngState, gpuGetRngStateAll as getRngStateAll, gpuSetRngStateAll as setRngStateAll,
 } from './rng.js';
 export { Stream, currentStream, defaultStream, setStream, stream, withStream } from './runtime/streams.js';
-export { Event } from './runtime/events.js';
+export { Event } from './runtime/streams.js';
 export { DeviceLostError } from './runtime/device-lost.js';
 /** @internal Test-only: loses gpu:i's GPUDevice (`GPUDevice.destroy()` in its worker); see ts/runtime/device-lost.ts. */
 export { loseDevice as _loseDevice, gpuError as _gpuError } from './device.js';

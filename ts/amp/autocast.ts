@@ -28,7 +28,7 @@ import { isGradEnabled } from '../autograd/graph.js';
 import { untrack } from '../scope.js';
 import { checkOptions } from '../ops/options.js';
 import { opInfo, type AutocastPolicy } from '../ops/registry.js';
-import { cast } from '../ops/views.js';
+import { cast } from '../ops/cast.js';
 import type { Tensor } from '../tensor.js';
 
 /** The device types autocast knows: webtorch's `gpu` (`cuda` is accepted as its name) and `cpu`. */

@@ -13,7 +13,7 @@
 import type { Device } from '../device.js';
 import { clientOf } from '../device.js';
 import { elementSize } from '../dtype.js';
-import { newTag } from '../ops/copy.js';
+import { newTag } from '../runtime/peers.js';
 import { launch } from '../runtime/dispatch.js';
 import type { DeviceClient } from '../runtime/client.js';
 import type { Tensor } from '../tensor.js';

@@ -24,7 +24,8 @@ import { copyInto, to } from '../ops/copy.js';
 import { bindArgs, type PyArgs } from '../ops/options.js';
 import { tidy } from '../ops/scoped.js';
 import { cat, chunk, split } from '../ops/shape.js';
-import { cast, narrow, reshape } from '../ops/views.js';
+import { narrow, reshape } from '../ops/views.js';
+import { cast } from '../ops/cast.js';
 
 /** A reduction of the all-reduce family (PyTorch's `ReduceOp`, lower case). */
 export type ReduceOpName = 'sum' | 'avg' | 'max' | 'min' | 'product';

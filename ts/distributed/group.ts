@@ -22,7 +22,7 @@ import { Device, currentDevice, device as toDevice, withDevice, type DeviceLike 
 import { elementSize } from '../dtype.js';
 import { fmt } from '../shape.js';
 import { Tensor } from '../tensor.js';
-import { connect, newTag } from '../ops/copy.js';
+import { connect, newTag } from '../runtime/peers.js';
 import { checkOptions } from '../ops/options.js';
 import { launch } from '../runtime/dispatch.js';
 import { env } from '../platform.js';

@@ -34,7 +34,8 @@ import { indexSelect, maskedFill, sort } from './indexing.js';
 import { reduce, sumTo } from './reduce.js';
 import { tidy } from './scoped.js';
 import { stack } from './shape.js';
-import { cast, expand, index, reshape, select, setAdvancedIndex, slice, unsqueeze, type Index } from './views.js';
+import { expand, index, reshape, select, setAdvancedIndex, slice, unsqueeze, type Index } from './views.js';
+import { cast } from './cast.js';
 
 /** The check of a command whose offsets are already known to be in range. */
 const NO_CHECK = { size: 2 ** 31 - 1, wrap: false, message: 'internal offset %d out of range' };

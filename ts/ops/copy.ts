@@ -11,15 +11,15 @@ import { CPU, Device, clientOf, device as toDevice, type DeviceLike } from '../d
 import { canPin, downloadPinned, downloadToPinned, pinnedDownload, pinnedUpload, uploadPinned } from '../runtime/pinned.js';
 import { elementSize, storageCode, toDType, type DType } from '../dtype.js';
 import { alloc, launch, ref, sameDevice } from '../runtime/dispatch.js';
+import { connect, newTag } from '../runtime/peers.js';
 import { broadcastStrides, fmt } from '../shape.js';
 import { Tensor } from '../tensor.js';
 import { isGradEnabled, needsGrad, op as recorded, record } from '../autograd/graph.js';
-import { sumTo } from './reduce.js';
+import { sumTo } from './reduce-kernel.js';
 import { zerosLike } from './creation.js';
 import { bindArgs, type PyArgs } from './options.js';
-import { cast, contiguous } from './views.js';
+import { cast, contiguous } from './cast.js';
 
-let nextTag = 1;
 
 /**
  * Bytes per chunk of a device-to-device copy (a multiple of 4; copies up to twice this go whole).
@@ -37,20 +37,6 @@ export function setCopyChunkBytes(bytes: number): number {
   return old;
 }
 
-/** @internal A new tag for a message between two workers (a copy, an event's signal). */
-export const newTag = (): number => nextTag++;
-
-/** @internal Opens a MessageChannel between two devices' workers, once per pair of worker lifetimes. */
-export function connect(a: Device, b: Device): void {
-  const ca = clientOf(a), cb = clientOf(b);
-  if (ca.peers.has(cb.name)) return;
-  const { port1, port2 } = new MessageChannel();
-  launch(a, { k: 'connect', peer: cb.name, port: port1 }, [port1]);
-  launch(b, { k: 'connect', peer: ca.name, port: port2 }, [port2]);
-  ca.peers.add(cb.name);
-  cb.peers.add(ca.name);
-}
-
 /** A contiguous copy of `src` on another device, in `src`'s dtype; `nonBlocking` takes the pinned path where it applies (ts/runtime/pinned.ts). */
 function transfer(src: Tensor, dst: Device, nonBlocking = false): Tensor {
   if (nonBlocking && pinnedUpload(src, dst)) return uploadPinned(src, dst);
@@ -66,7 +52,7 @@ function transfer(src: Tensor, dst: Device, nonBlocking = false): Tensor {
       // Large copies go in chunks: the destination uploads chunk i while the source reads chunk i + 1.
       const chunk = bytes > 2 * copyChunk ? copyChunk : bytes;
       for (let off = 0; off < bytes; off += chunk) {
-        const n = Math.min(chunk, bytes - off), tag = nextTag++;
+        const n = Math.min(chunk, bytes - off), tag = newTag();
         launch(src.device, { k: 'send', peer: String(dst), tag, id: c.storage.id, byteOffset: from + off, bytes: n });
         launch(dst, { k: 'recv', peer: String(src.device), tag, id: out.storage.id, byteOffset: out.storage.byteOffset + off });
       }

@@ -13,10 +13,10 @@ import { broadcastFor, broadcastStrides, fmt, MAX_KERNEL_RANK } from '../shape.j
 import { Tensor } from '../tensor.js';
 import { full } from './creation.js';
 import { isGradEnabled, op as recorded } from '../autograd/graph.js';
-import { sumTo } from './reduce.js';
+import { sumTo } from './reduce-kernel.js';
 import { elementwiseOp, type ElementwiseOp, type GradMath } from './table.js';
 import { bindArgs, checkOptions, type PyArgs } from './options.js';
-import { cast } from './views.js';
+import { cast } from './cast.js';
 import type { Command, Operand } from '../ir/commands.js';
 import { autocastCall, autocasting } from '../amp/autocast.js';
 

@@ -18,7 +18,8 @@ import { arange, full } from './creation.js';
 import { op as recorded } from '../autograd/graph.js';
 import { binaryOp, where } from './elementwise.js';
 import { reduce, sumTo, valuesIndices, type ValuesIndices } from './reduce.js';
-import { cast, contiguous, expand, reshape, slice } from './views.js';
+import { expand, reshape, slice } from './views.js';
+import { cast, contiguous } from './cast.js';
 import { bindArgs } from './options.js';
 import { autocastCall, autocasting } from '../amp/autocast.js';
 

@@ -14,7 +14,8 @@ import { binaryOp } from './elementwise.js';
 import { reduce, sumTo } from './reduce.js';
 import { ReduceOp } from '../ir/ops.js';
 import { checkDtypes } from './registry.js';
-import { cast, contiguous, expand, reshape, transpose, unsqueeze } from './views.js';
+import { expand, reshape, transpose, unsqueeze } from './views.js';
+import { cast, contiguous } from './cast.js';
 import { autocastCall, autocasting } from '../amp/autocast.js';
 
 /** Folds an operand to [batch, rows, cols] strides, copying only when batch dims cannot fold. */

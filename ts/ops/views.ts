@@ -3,13 +3,16 @@
  * except in `reshape`/`flatten` when the layout cannot be viewed and `contiguous` makes a copy,
  * exactly where PyTorch would copy.
  */
-import { castOutOfRange, isFloating } from '../dtype.js';
 import { code, launch, alloc, ref, sameDevice, place } from '../runtime/dispatch.js';
-import { sumTo } from './reduce.js';
+import { sumTo } from './reduce-kernel.js';
 import { contiguousStrides, fmt, inferShape, isContiguous, normDim, numel, viewStrides } from '../shape.js';
 import { op as recorded } from '../autograd/graph.js';
 import { Tensor, view } from '../tensor.js';
 import { full } from './creation.js';
+import { cast, contiguous } from './cast.js';
+
+// The namespace of views (`import * as views`) keeps the two copies it has always offered.
+export { cast, contiguous };
 
 /**
  * Records a view op. Views that reach every element of their input (reshapes and permutations)
@@ -32,26 +35,6 @@ function viewOp(name: string, t: Tensor, make: (src: Tensor) => Tensor, inverse?
 
 /** The gradient rule of a view with the same elements as `t`: the gradient reshaped to `t`'s shape. */
 const reshapeTo = (t: Tensor) => (g: Tensor): Tensor => reshape(g, t.shape.slice());
-
-/** A row-major copy, or the tensor itself when it already is one. */
-export function contiguous(t: Tensor): Tensor {
-  sameDevice('contiguous', [t]);
-  if (isContiguous(t.shape, t._strides)) return t;
-  return cast(t, t.dtype);
-}
-
-/** A contiguous copy in another dtype (same device); its gradient is cast back. */
-export function cast(t: Tensor, dtype: Tensor['dtype']): Tensor {
-  return recorded('copy', [t], () => castForward(t, dtype), () => ([g]) => [castForward(g!, t.dtype)]);
-}
-
-function castForward(t: Tensor, dtype: Tensor['dtype']): Tensor {
-  const out = alloc(t.shape, dtype, t.device);
-  if (!out.numel()) return out;
-  const check = dtype === 'int64' && isFloating(t.dtype) ? { message: castOutOfRange(t.dtype, dtype), overflow: castOutOfRange(t.dtype, dtype) } : undefined;
-  launch(t.device, { k: 'copy', src: ref(t), srcDt: code(t), out: place(out), dt: code(dtype), shape: t.shape.slice(), ...(check ? { check } : {}) });
-  return out;
-}
 
 /** `view`: reshape without copying, or PyTorch's error when the strides do not allow it. */
 export function viewAs(t: Tensor, shape: number[]): Tensor {

@@ -29,12 +29,11 @@
  */
 import { CPU, clientOf, type Device } from '../device.js';
 import { elementSize } from '../dtype.js';
-import { connect } from '../ops/copy.js';
+import { connect } from './peers.js';
 import { canShareMemory } from '../platform.js';
 import type { Tensor } from '../tensor.js';
 import { alloc, launch } from './dispatch.js';
-import { Event } from './events.js';
-import { Stream } from './streams.js';
+import { Event, Stream } from './streams.js';
 
 /** The cpu stream that holds pinned blocks read by GPU copies until the GPU has read them. */
 const PINNED_READS = 1;

@@ -31,7 +31,7 @@ import { ELEMENTWISE } from '../../ops/table.js';
 import type { Command } from '../../ir/commands.js';
 import { tooLarge } from '../split.js';
 import { contextBuffer } from '../scratch.js';
-import { labelOf, timer } from './timing.js';
+import { ReduceOp } from '../../ir/ops.js';
 
 export const UNARY = new Map(ELEMENTWISE.filter((o) => o.arity === 1).map((o) => [o.code, o]));
 export const BINARY = new Map(ELEMENTWISE.filter((o) => o.arity === 2).map((o) => [o.code, o]));
@@ -95,6 +95,26 @@ let currentCmd: Command | null = null;
 export let traceSeq = -1;
 /** The command whose dispatches are being recorded, while the profile is on. */
 let label = '';
+
+/** Where the next pass writes its timestamps: the profile's pass timer (ts/worker/gpu/timing.ts sets it). */
+export interface PassTimestamps {
+  next(enc: GPUCommandEncoder, label: string, seq: number): GPUComputePassTimestampWrites;
+}
+/** The pass timer while the profile times passes, else null. */
+let timer: PassTimestamps | null = null;
+/** Sets (or, with null, clears) the pass timer. */
+export function setPassTimer(t: PassTimestamps | null): void {
+  timer = t;
+}
+
+/** A command's name in the profile: its kind, and the op for elementwise and reduce commands. */
+export function labelOf(cmd: Command): string {
+  if (cmd.k === 'unary') return `unary:${UNARY.get(cmd.op)?.name ?? cmd.op}`;
+  if (cmd.k === 'binary') return `binary:${BINARY.get(cmd.op)?.name ?? cmd.op}`;
+  if (cmd.k === 'reduce') return `reduce:${ReduceOp[cmd.op] ?? cmd.op} ${cmd.outer}x${cmd.inner}`;
+  if (cmd.k === 'matmul') return `matmul:${cmd.batch}x${cmd.m}x${cmd.kk}x${cmd.n}`;
+  return cmd.k;
+}
 
 /** Sets the command being run (for errors, and its passes' label while `timer` is on). */
 export function beginCommand(cmd: Command): void {

@@ -12,9 +12,8 @@ import { WGSL_PRELUDE } from '../../ops/table.js';
 import type { DeviceCheck, Place, ViewRef } from '../../ir/commands.js';
 import { chunks, tooLarge } from '../split.js';
 import { createScratch } from '../scratch.js';
-import { buf, commandNow, compile, device, grid1d, maxBinding, paramAlign, paramFloats, paramWords, queueDispatch, reserveParams, retired, setWindow, windowNow, type Kernel } from './core.js';
+import { buf, commandNow, compile, device, grid1d, labelOf, maxBinding, paramAlign, paramFloats, paramWords, queueDispatch, reserveParams, retired, setWindow, windowNow, type Kernel } from './core.js';
 import { checkCode, deviceErrors } from './checks.js';
-import { labelOf } from './timing.js';
 
 export const contiguousIn = (r: ViewRef, shape: number[]): boolean => {
   let acc = 1;

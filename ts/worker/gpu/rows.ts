@@ -10,9 +10,8 @@ import { RWG, reduce64Shader, reduceShader, rowForm } from '../../../wgsl/reduce
 import { rowNormKey, rowNormShader } from '../../../wgsl/softmax.js';
 import type { Command, Place } from '../../ir/commands.js';
 import { chunks, tooLarge } from '../split.js';
-import { buf, dispatch, grid1d, maxBinding, paramAlign, rowDev, setWindow, slotsOf } from './core.js';
+import { buf, dispatch, grid1d, labelOf, maxBinding, paramAlign, rowDev, setWindow, slotsOf } from './core.js';
 import { viaScratch } from './map.js';
-import { labelOf } from './timing.js';
 
 /** A reduction of `outer` rows of `inner` elements (64-bit where wgsl/reduce.ts needs it; in chunks over a large input). */
 export function runReduce(cmd: Extract<Command, { k: 'reduce' }>): void {

@@ -3,10 +3,8 @@
  * writes timestamps around every pass, and event marks (Backend.mark), the point of the queue
  * an event's record stands for.
  */
-import type { Command } from '../../ir/commands.js';
-import { BINARY, UNARY, device, flush, handOver, openEncoder, retired, settle } from './core.js';
+import { device, flush, handOver, openEncoder, retired, setPassTimer, settle } from './core.js';
 import { contextBuffer } from '../scratch.js';
-import { ReduceOp } from '../../ir/ops.js';
 
 /** Timestamp pairs per query set; a full set is resolved and copied out, and a new one begun. */
 const TIMED_PASSES = 1024;
@@ -82,16 +80,8 @@ class PassTimer {
   }
 }
 
-export let timer: PassTimer | null = null;
-
-/** A command's name in the profile: its kind, and the op for elementwise and reduce commands. */
-export function labelOf(cmd: Command): string {
-  if (cmd.k === 'unary') return `unary:${UNARY.get(cmd.op)?.name ?? cmd.op}`;
-  if (cmd.k === 'binary') return `binary:${BINARY.get(cmd.op)?.name ?? cmd.op}`;
-  if (cmd.k === 'reduce') return `reduce:${ReduceOp[cmd.op] ?? cmd.op} ${cmd.outer}x${cmd.inner}`;
-  if (cmd.k === 'matmul') return `matmul:${cmd.batch}x${cmd.m}x${cmd.kk}x${cmd.n}`;
-  return cmd.k;
-}
+/** The running pass timer (core.ts holds it too, as `setPassTimer` gave it). */
+let timer: PassTimer | null = null;
 /** The timer that `timePasses(false)` stopped, until `passTimes` reads it. */
 let stopped: PassTimer | null = null;
 
@@ -99,10 +89,11 @@ let stopped: PassTimer | null = null;
 export function timePasses(on: boolean): void {
   flush();
   if (on) {
-    if (!timer && device.features.has('timestamp-query')) timer = new PassTimer();
+    if (!timer && device.features.has('timestamp-query')) setPassTimer(timer = new PassTimer());
   } else if (timer) {
     stopped = timer;
     timer = null;
+    setPassTimer(null);
   }
 }
 
