@@ -4,8 +4,9 @@
  *
  * The hard part is sending the dataset. PyTorch pickles it: its class by name, its fields by
  * value. Here the class goes as its source text (`Function.prototype.toString`, each user class
- * from the dataset's own up to `Dataset`), evaluated in the worker with `Dataset` and `torch`
- * (holding `data.Dataset` and `utils.data.Dataset`) in scope, and the instance's own fields go by
+ * from the dataset's own up to `Dataset`), evaluated in the worker where any name it reads that
+ * is not a global (`torch`, however the module imported webtorch) has `.Dataset`, any path under
+ * it included, as the base class, and raises a ReferenceError if called; the instance's own fields go by
  * structured clone. So a dataset can be sent when its fields are plain data (numbers, strings,
  * arrays, typed arrays, plain objects) and its methods use only those fields and JavaScript's
  * globals; `getItem` must then return plain data too (a number, an array or typed array, or an
@@ -33,13 +34,22 @@ const send = (m) => { port.postMessage(m); Atomics.add(counter, 0, 1); Atomics.n
 let dataset = null, failure = null;
 try {
   class Dataset {}
-  const data = { Dataset };
-  const torch = { data, utils: { data } };
-  const scope = { Dataset, torch, data };
+  // A name the class source reads that the worker lacks (the module's import of webtorch, under
+  // any name) stands for a namespace whose \`Dataset\` is the base class; calling one raises.
+  const namespace = (path) => new Proxy(function () {}, {
+    get: (_, k) => (k === 'Dataset' ? Dataset : typeof k === 'string' ? namespace(path + '.' + k) : undefined),
+    apply: () => { throw new ReferenceError(path + ' is not available in a DataLoader worker thread'); },
+    construct: () => { throw new ReferenceError(path + ' is not available in a DataLoader worker thread'); },
+  });
+  const names = { Dataset };
+  const scope = new Proxy(names, {
+    has: (_, k) => typeof k === 'string' && !(k in globalThis),
+    get: (t, k) => (typeof k !== 'string' ? undefined : k in t ? t[k] : namespace(k)),
+  });
   let cls = null;
   for (const { name, source } of classes) {
-    cls = new Function(...Object.keys(scope), 'return (' + source + ')')(...Object.values(scope));
-    if (name) scope[name] = cls;
+    cls = new Function('scope', 'with (scope) { return (' + source + '); }')(scope);
+    if (name) names[name] = cls;
   }
   dataset = Object.assign(Object.create(cls.prototype), fields);
 } catch (e) { failure = 'its class could not be rebuilt in a worker thread: ' + (e && e.stack || e); }
