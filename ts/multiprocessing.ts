@@ -19,7 +19,6 @@
  * When a child fails, the others are terminated and `spawn` rejects with PyTorch's
  * `ProcessRaisedException` (the child's stack) or `ProcessExitedException` (its exit code).
  */
-import type { ChildProcess } from 'node:child_process';
 import { shutdown as stopDevices } from './device.js';
 import { bindArgs, REQUIRED } from './ops/options.js';
 
@@ -65,6 +64,16 @@ const child = (() => {
 /** `mp.parentProcess()`: the parent's pid in a spawned child, null in the main process (Python's `parent_process()`). */
 export function parentProcess(): { pid: number } | null {
   return child ? { pid: process.ppid } : null;
+}
+
+/** A child process as `ProcessContext` shows it (Node's `ChildProcess`, kept to what the types need without @types/node). */
+export interface ChildProcess {
+  readonly pid?: number;
+  readonly exitCode: number | null;
+  readonly signalCode: string | null;
+  kill(signal?: string): boolean;
+  on(event: string, listener: (...args: any[]) => void): this;
+  send(message: unknown): boolean;
 }
 
 /** PyTorch's `ProcessRaisedException`: a child's `fn` threw; the message holds its stack. */
@@ -201,7 +210,7 @@ export async function spawn(fn: (rank: number, ...args: any[]) => unknown, ...re
       RANK: String(rank), LOCAL_RANK: String(rank), WORLD_SIZE: String(o.nprocs), LOCAL_WORLD_SIZE: String(o.nprocs),
       MASTER_ADDR: addr, MASTER_PORT: port,
     };
-    const p = fork(process.argv[1], process.argv.slice(2), { env, execArgv: process.execArgv, serialization: 'advanced', stdio: 'inherit' });
+    const p = fork(process.argv[1], process.argv.slice(2), { env, execArgv: process.execArgv, serialization: 'advanced', stdio: 'inherit' }) as unknown as ChildProcess;
     p.on('message', (m: { error?: string }) => {
       if (typeof m?.error === 'string') errors[rank] = m.error;
     });
