@@ -82,3 +82,40 @@ export async function summary(): Promise<BackendsSummary> {
     ...(n === 0 ? { gpuError: gpuDiscoveryError() ?? 'no WebGPU adapter' } : {}),
   };
 }
+
+// ---- TF32: PyTorch's flags, accepted and kept; WebGPU has no TF32 (ts/peer.ts) ----
+
+/** A flag object whose keys are fixed: assigning an unknown key raises, a non-boolean value too. */
+function flags<K extends string>(what: string, defaults: Record<K, boolean>): Record<K, boolean> {
+  const values = { ...defaults };
+  const o = {} as Record<K, boolean>;
+  for (const k of Object.keys(defaults) as K[]) {
+    Object.defineProperty(o, k, {
+      enumerable: true,
+      get: () => values[k],
+      set: (v: unknown) => {
+        if (typeof v !== 'boolean') throw new TypeError(`${what}.${k} must be a boolean, got ${typeof v}`);
+        values[k] = v;
+      },
+    });
+  }
+  return Object.seal(o);
+}
+
+/**
+ * `torch.backends.cuda`: `matmul.allowTf32` (default false) and `matmul.allowFp16ReducedPrecisionReduction`
+ * (default true), PyTorch's flags, settable and readable. WebGPU has no TF32 arithmetic and
+ * webtorch's matmuls accumulate in float32, so float32 matmuls are full float32 either way
+ * (`torch.gpu.isTf32Supported()` is false). An unknown key raises (the object is sealed).
+ */
+export const cuda = Object.freeze({
+  matmul: flags('torch.backends.cuda.matmul', { allowTf32: false, allowFp16ReducedPrecisionReduction: true, allowBf16ReducedPrecisionReduction: true }),
+});
+
+/**
+ * `torch.backends.cudnn`: `allowTf32` (default true, as PyTorch's), `enabled`, `benchmark` and
+ * `deterministic`, settable and readable. There is no cuDNN: convolutions are webtorch's own
+ * kernels, full float32 whatever `allowTf32` says, and deterministic either way.
+ */
+export const cudnn = flags('torch.backends.cudnn', { allowTf32: true, enabled: true, benchmark: false, deterministic: false });
+

@@ -14,6 +14,7 @@
  * the package) and `Symbol.dispose` (TypeScript's `esnext.disposable` lib, for `using`).
  */
 import './ops/methods.js';
+import './tensor-new.js';
 import { CPU, Device, device, tryAllGpus, tryGpu, numGpus, shutdown as stopDevices, startedDevices } from './device.js';
 import { onProgramEnd } from './platform.js';
 import { resetAllocators } from './runtime/memory.js';
@@ -198,6 +199,8 @@ export * as nn from './nn/index.js';
 /** `torch.distributed`: process groups (ranks in this process, or processes and threads under `webtorch-run`), collectives, DDP, `TCPStore`, spawn (ts/distributed/). */
 export * as distributed from './distributed/index.js';
 export * as optim from './optim/index.js';
+/** `torch.multiprocessing`: `spawn(fn, {args, nprocs, join})`, `setStartMethod('spawn')`; children run this script again (ts/multiprocessing.ts). */
+export * as multiprocessing from './multiprocessing.js';
 export * as data from './data/index.js';
 /** `torch.utils.data`, PyTorch's path to the same module. */
 export * as utils from './utils.js';

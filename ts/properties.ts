@@ -14,7 +14,10 @@
  *   later chips, e.g. 8.6, report their generation's first). Dawn names no Hopper architecture,
  *   so an NVIDIA adapter whose device is an H100, H200, H800, H20 or GH200 reports 9.0. Every
  *   other adapter (AMD, Intel, Apple, software) reports 0.0, as does an NVIDIA GPU neither rule knows.
- * - `multiProcessorCount`: 0, meaning unknown: WebGPU has no way to count SMs or compute units.
+ * - `multiProcessorCount`: WebGPU has no way to count SMs or compute units, so it comes from a
+ *   table of NVIDIA GPUs by the device name Dawn gives (`SM_COUNTS` below: `nvidia-h100-80gb-hbm3`
+ *   is an H100 SXM, 132 SMs); every other adapter, and an NVIDIA GPU the table does not name,
+ *   reports null (unknown), never a number that looks real.
  * - `maxStorageBufferBindingSize`, `maxBufferSize`: the adapter's limits (also in `limits`): the
  *   largest tensor a kernel can bind whole, and the largest segment.
  * - `f16Path`: the worker's choice at start (ts/worker/half.ts): `'shader-f16'` where the adapter
@@ -45,8 +48,8 @@ export interface DeviceProperties extends Omit<DeviceInfo, 'name' | 'scratch'>, 
   /** Compute capability: from the NVIDIA architecture Dawn names, else 0 (see ts/properties.ts). */
   major: number;
   minor: number;
-  /** 0: unknown, WebGPU cannot count multiprocessors. */
-  multiProcessorCount: number;
+  /** The SM count of an NVIDIA GPU the adapter names (see ts/properties.ts); null where unknown (WebGPU cannot count them). */
+  multiProcessorCount: number | null;
   /** The largest binding a kernel sees (`limits.maxStorageBufferBindingSize`). */
   maxStorageBufferBindingSize: number;
   /** The largest buffer, so the largest segment (`limits.maxBufferSize`). */
@@ -84,6 +87,26 @@ export function capability(info: Pick<DeviceInfo, 'vendor' | 'architecture' | 'd
   return /(^|[^a-z0-9])g?h(100|200|800|20)([^a-z0-9]|$)/i.test(info.device ?? '') ? [9, 0] : [0, 0];
 }
 
+/**
+ * SMs per NVIDIA GPU, matched against Dawn's device name (lower case, dashes: `nvidia-h100-pcie`),
+ * first match wins, so the PCIe parts come before their SXM namesakes. Figures from NVIDIA's
+ * data sheets (the count `cudaDeviceProp.multiProcessorCount` reports).
+ */
+const word = (alternatives: string): RegExp => new RegExp(`(^|-)(${alternatives})(-|$)`);
+const SM_COUNTS: [RegExp, number][] = [
+  [word('h100-pcie|h800-pcie'), 114], [word('gh200|h100|h200|h800'), 132], [word('a100|a800'), 108],
+  [word('a10g'), 80], [word('a10'), 72], [word('l40s|l40'), 142], [/(^|-)rtx-6000-ada(-|$)/, 142], [word('l4'), 58],
+  [word('t4'), 40], [word('v100'), 80], [/(^|-)rtx-a6000(-|$)/, 84], [/(^|-)rtx-4090(-|$)/, 128],
+  [/(^|-)rtx-4080(-|$)/, 76], [/(^|-)rtx-3090(-|$)/, 82], [/(^|-)rtx-3080(-|$)/, 68],
+];
+
+/** @internal The SM count of an adapter's GPU, or null where it is not an NVIDIA GPU the table names. */
+export function multiProcessorCount(info: Pick<DeviceInfo, 'vendor' | 'device'>): number | null {
+  if (!/nvidia/i.test(info.vendor) || !info.device) return null;
+  const name = info.device.toLowerCase();
+  return SM_COUNTS.find(([re]) => re.test(name))?.[1] ?? null;
+}
+
 /** The GPU's name (see the file's note). */
 const adapterName = (info: DeviceInfo): string => info.device || info.description || `${info.vendor} ${info.architecture}`.trim() || 'unknown WebGPU adapter';
 
@@ -114,7 +137,7 @@ export async function getDeviceProperties(...args: GpuArgs): Promise<DevicePrope
     totalMemory: memoryBudget(d),
     major,
     minor,
-    multiProcessorCount: 0,
+    multiProcessorCount: multiProcessorCount(c.info!),
     maxStorageBufferBindingSize: info.limits.maxStorageBufferBindingSize,
     maxBufferSize: info.limits.maxBufferSize,
     shaderF16: info.features.includes('shader-f16'),

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import * as torch from '../../dist/webtorch.js';
-import { capability } from '../../ts/properties.js';
+import { capability, multiProcessorCount } from '../../ts/properties.js';
 import { suiteDevices } from '../devices.js';
 
 suiteDevices();
@@ -82,7 +82,8 @@ describe('device properties', () => {
     expect(p.maxStorageBufferBindingSize).toBe(p.limits.maxStorageBufferBindingSize);
     expect(p.maxBufferSize).toBe(p.limits.maxBufferSize);
     expect(p.maxStorageBufferBindingSize).toBeGreaterThan(0);
-    expect(p.multiProcessorCount).toBe(0);
+    expect(p.multiProcessorCount).toBe(multiProcessorCount(p));
+    if (p.isSoftware) expect(p.multiProcessorCount).toBeNull();
     expect([p.major, p.minor]).toEqual(capability(p));
     expect(await torch.cuda.getDeviceCapability(0)).toEqual([p.major, p.minor]);
     expect(torch.cuda.getArchList()).toEqual(['wgsl']);
@@ -112,6 +113,22 @@ describe('device properties', () => {
     expect(capability({ vendor: 'nvidia', architecture: '' })).toEqual([0, 0]);
     expect(capability({ vendor: 'amd', architecture: 'rdna-3' })).toEqual([0, 0]);
     expect(capability({ vendor: 'mesa', architecture: 'software' })).toEqual([0, 0]);
+  });
+
+  it('multiProcessorCount: the SMs of an NVIDIA GPU Dawn names, else null', () => {
+    expect(multiProcessorCount({ vendor: 'nvidia', device: 'nvidia-h100-80gb-hbm3' })).toBe(132);
+    expect(multiProcessorCount({ vendor: 'nvidia', device: 'nvidia-h100-pcie' })).toBe(114);
+    expect(multiProcessorCount({ vendor: 'nvidia', device: 'nvidia-h200' })).toBe(132);
+    expect(multiProcessorCount({ vendor: 'nvidia', device: 'nvidia-a100-sxm4-80gb' })).toBe(108);
+    expect(multiProcessorCount({ vendor: 'nvidia', device: 'nvidia-a10g' })).toBe(80);
+    expect(multiProcessorCount({ vendor: 'nvidia', device: 'nvidia-a10' })).toBe(72);
+    expect(multiProcessorCount({ vendor: 'nvidia', device: 'nvidia-l4' })).toBe(58);
+    expect(multiProcessorCount({ vendor: 'nvidia', device: 'tesla-t4' })).toBe(40);
+    expect(multiProcessorCount({ vendor: 'nvidia', device: 'nvidia-geforce-rtx-4090' })).toBe(128);
+    expect(multiProcessorCount({ vendor: 'nvidia', device: 'nvidia-h1000' })).toBeNull();
+    expect(multiProcessorCount({ vendor: 'nvidia', device: '' })).toBeNull();
+    expect(multiProcessorCount({ vendor: 'amd', device: 'radeon-h100' })).toBeNull();
+    expect(multiProcessorCount({ vendor: 'mesa', device: 'llvmpipe-llvm-15-0-6-256-bits-' })).toBeNull();
   });
 });
 

@@ -65,7 +65,7 @@ describe('d2l: GPUs', () => {
     expect(String(out.device)).toBe('gpu:0');
     expect(out.shape).toEqual([2, 1]);
     expect(await out.toStringAsync()).toMatch(/^tensor\(\[\[-?\d\.\d{4}\],\n {8}\[-?\d\.\d{4}\]\], device='gpu:0', grad_fn=<\w+Backward0>\)$/);
-    expect(String((net.at(0) as torch.nn.Linear).weight.device)).toBe('gpu:0');
+    expect(String((net[0] as torch.nn.Linear).weight.device)).toBe('gpu:0');
     for (const t of [X, out, ...net.parameters()]) t.dispose();
   });
 

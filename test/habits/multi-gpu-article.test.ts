@@ -68,8 +68,7 @@ describe('article: moving tensors around CPU / GPUs', () => {
 
   it('new_* functions keep dtype and device', async () => {
     const ones = torch.tidy(() => torch.ones([2]).cuda(0)); // a tensor of ones of size (2,) on GPU 0
-    // newOnes would be the camelCase name: webtorch spells it new_ones (see the report of issue 19)
-    const newOnes = ones.new_ones([3, 4]);
+    const newOnes = ones.newOnes([3, 4]); // (new_ones is the same function)
     expect(String(newOnes.device)).toBe('gpu:0');
     expect(newOnes.dtype).toBe('float32');
     expect(newOnes.shape).toEqual([3, 4]);

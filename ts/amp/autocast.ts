@@ -24,7 +24,7 @@
  */
 import { ContextVar } from '../context.js';
 import { isFloating, toDType, type DType } from '../dtype.js';
-import { isGradEnabled } from '../autograd/graph.js';
+import { isCollectingInputs, isGradEnabled } from '../autograd/graph.js';
 import { untrack } from '../scope.js';
 import { checkOptions } from '../ops/options.js';
 import { opInfo, type AutocastPolicy } from '../ops/registry.js';
@@ -192,7 +192,8 @@ export function autocastCall<A extends unknown[], R>(name: string, args: A, fn: 
   const castOne = (v: unknown): unknown => {
     if (!isTensor(v) || !eligible.includes(v) || v.dtype === to) return v;
     // PyTorch's cache: a float32 leaf that requires grad, cast to the region's low dtype.
-    const cacheable = policy === 'lower' && state.cacheEnabled && state.cache && v.dtype === 'float32' && v.requiresGrad && v.isLeaf && isGradEnabled();
+    const cacheable = policy === 'lower' && state.cacheEnabled && state.cache && v.dtype === 'float32' && v.requiresGrad && v.isLeaf && isGradEnabled()
+      && !isCollectingInputs(); // a checkpointed forward's casts record nothing: not for reuse outside it
     if (cacheable) {
       let byDtype = state.cache!.get(v);
       if (!byDtype) state.cache!.set(v, (byDtype = new Map()));

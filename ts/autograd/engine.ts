@@ -42,8 +42,19 @@ function sum(a: Tensor | null, b: Tensor | null): Tensor | null {
   return s;
 }
 
+/**
+ * Where a backward stops (a checkpoint's recompute, ts/autograd/checkpoint.ts): gradients that
+ * reach one of these leaves, or an output of one of these nodes, are summed into `grads` at the
+ * slot given, and the nodes are not run.
+ */
+export interface Boundary {
+  leaves: Map<Tensor, number>;
+  nodes: Map<Node, Map<number, number>>;
+  grads: (Tensor | null)[];
+}
+
 /** Nodes reachable from the roots, in an order where every node comes before its inputs. */
-function order(roots: Node[]): Node[] {
+function order(roots: Node[], stop?: Map<Node, unknown>): Node[] {
   const seen = new Set<Node>(), post: Node[] = [];
   const stack: [Node, number][] = roots.map((n) => [n, 0]);
   for (const r of roots) seen.add(r);
@@ -53,7 +64,7 @@ function order(roots: Node[]): Node[] {
     if (i < node.edges.length) {
       top[1]++;
       const e = node.edges[i];
-      if (e && 'node' in e && !seen.has(e.node)) {
+      if (e && 'node' in e && !seen.has(e.node) && !stop?.has(e.node)) {
         seen.add(e.node);
         stack.push([e.node, 0]);
       }
@@ -69,11 +80,16 @@ function order(roots: Node[]): Node[] {
  * Runs backward from `roots` with the given output gradients. Leaf gradients go to `.grad`,
  * or, when `capture` is given, into it (keyed by tensor) instead.
  */
-export function runBackward(roots: Tensor[], grads: Tensor[], opts: BackwardOptions = {}, capture?: Map<Tensor, Tensor | null>): void {
+export function runBackward(roots: Tensor[], grads: Tensor[], opts: BackwardOptions = {}, capture?: Map<Tensor, Tensor | null>, boundary?: Boundary): void {
   const pending = new Map<Node, (Tensor | null)[]>();
   const deliver = (edge: Edge, g: Tensor | null) => {
     if (!edge || !g) {
       g?.dispose();
+      return;
+    }
+    const slot = boundary && ('leaf' in edge ? boundary.leaves.get(edge.leaf) : boundary.nodes.get(edge.node)?.get(edge.index));
+    if (slot !== undefined) {
+      boundary!.grads[slot] = sum(boundary!.grads[slot], g);
       return;
     }
     if ('leaf' in edge) {
@@ -103,47 +119,58 @@ export function runBackward(roots: Tensor[], grads: Tensor[], opts: BackwardOpti
     deliver(r.gradFn ? { node: r.gradFn, index: r._outputIndex } : { leaf: r }, grads[i]);
     if (r.gradFn) rootNodes.push(r.gradFn);
   });
-  withGradMode(!!opts.createGraph, () => {
-    for (const node of order(rootNodes)) {
-      const gs = pending.get(node) ?? [];
-      pending.delete(node);
-      node.retained.forEach((ref, i) => {
-        const t = ref?.deref();
-        if (t && gs[i]) {
-          t.grad = gs[i]!.clone();
-          adopt(t, t.grad);
+  if (capture) gradCalls++;
+  try {
+    withGradMode(!!opts.createGraph, () => {
+      for (const node of order(rootNodes.filter((n) => !boundary?.nodes.has(n)), boundary?.nodes)) {
+        const gs = pending.get(node) ?? [];
+        pending.delete(node);
+        node.retained.forEach((ref, i) => {
+          const t = ref?.deref();
+          if (t && gs[i]) {
+            t.grad = gs[i]!.clone();
+            adopt(t, t.grad);
+          }
+        });
+        if (capture) {
+          for (const [t] of capture) if (t.gradFn === node && gs[t._outputIndex]) capture.set(t, gs[t._outputIndex]!.clone());
         }
-      });
-      if (capture) {
-        for (const [t] of capture) if (t.gradFn === node && gs[t._outputIndex]) capture.set(t, gs[t._outputIndex]!.clone());
-      }
-      let inputs: (Tensor | null)[];
-      // The profiler (ts/profiler): PyTorch's ranges around each node, its ops and kernels inside them.
-      const hooks = profilerHooks.current;
-      if (hooks) {
-        const name = gradFnName(node.name);
-        hooks.pushRange(`autograd::engine::evaluate_function: ${name}`, true);
-        hooks.pushRange(name, true);
-      }
-      inputs = [];
-      try {
-        inputs = gs.some((g) => g) ? ops!.tidy(() => node.apply(gs)) : node.edges.map(() => null);
-        // A rule may pass an incoming gradient on as it is (add's g): it moves on, once; a
-        // second edge given the same tensor gets a copy, since each edge's gradient is its own.
-        const seen = new Set<Tensor>();
-        inputs = inputs.map((t) => (t && seen.has(t) ? t.clone() : (t && seen.add(t), t)));
-      } finally {
-        gs.forEach((g) => g && !inputs.includes(g) && g.dispose());
-        if (!opts.retainGraph) node.release();
+        let inputs: (Tensor | null)[];
+        // The profiler (ts/profiler): PyTorch's ranges around each node, its ops and kernels inside them.
+        const hooks = profilerHooks.current;
         if (hooks) {
-          hooks.popRange();
-          hooks.popRange();
+          const name = gradFnName(node.name);
+          hooks.pushRange(`autograd::engine::evaluate_function: ${name}`, true);
+          hooks.pushRange(name, true);
         }
+        inputs = [];
+        try {
+          inputs = gs.some((g) => g) ? ops!.tidy(() => node.apply(gs)) : node.edges.map(() => null);
+          // A rule may pass an incoming gradient on as it is (add's g): it moves on, once; a
+          // second edge given the same tensor gets a copy, since each edge's gradient is its own.
+          const seen = new Set<Tensor>();
+          inputs = inputs.map((t) => (t && seen.has(t) ? t.clone() : (t && seen.add(t), t)));
+        } finally {
+          gs.forEach((g) => g && !inputs.includes(g) && g.dispose());
+          if (!opts.retainGraph) node.release();
+          if (hooks) {
+            hooks.popRange();
+            hooks.popRange();
+          }
+        }
+        node.edges.forEach((e, i) => deliver(e, inputs[i] ?? null));
       }
-      node.edges.forEach((e, i) => deliver(e, inputs[i] ?? null));
-    }
-  });
+    });
+  } finally {
+    if (capture) gradCalls--;
+  }
 }
+
+/** How many `autograd.grad` calls are running (a reentrant checkpoint refuses them, as PyTorch's). */
+let gradCalls = 0;
+
+/** @internal Whether the backward running now is an `autograd.grad` call. */
+export const insideGradCall = (): boolean => gradCalls > 0;
 
 /** Checks a root and makes its default gradient (ones for a scalar). */
 export function rootGrad(t: Tensor, grad: Tensor | undefined, what: string): Tensor {

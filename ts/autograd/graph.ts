@@ -139,6 +139,11 @@ export function needsGrad(...inputs: unknown[]): boolean {
  */
 export function record<T extends Tensor | Tensor[]>(name: string, inputs: (Tensor | null | number | boolean | undefined)[], outputs: T, makeRule: (ctx: SaveContext, outputs: T) => GradRule): T {
   if (!needsGrad(...inputs)) return outputs;
+  if (collecting) {
+    // a checkpointed forward (ts/autograd/checkpoint.ts): note what the region reads, record nothing
+    for (const t of inputs) if (typeof t === 'object' && t !== null && t.requiresGrad) collecting.add(t);
+    return outputs;
+  }
   const edges = inputs.map((t): Edge => {
     if (typeof t !== 'object' || t === null || !t.requiresGrad) return null;
     return t.gradFn ? { node: t.gradFn, index: t._outputIndex } : { leaf: t };
@@ -161,3 +166,48 @@ export function op<T extends Tensor | Tensor[]>(name: string, inputs: (Tensor | 
   if (!outs.some((o) => o.dtype === 'float32' || o.dtype === 'float16' || o.dtype === 'bfloat16')) return out;
   return record(name, inputs, out, makeRule);
 }
+
+// ---- What gradient checkpointing needs from the tape (ts/autograd/checkpoint.ts) ----
+
+/** While a checkpointed forward runs: the tensors requiring grad that its ops read (nothing is recorded). */
+let collecting: Set<Tensor> | null = null;
+
+/**
+ * @internal Runs `fn` (synchronous) with grad mode on but no node recorded: each op's inputs that
+ * require grad are added to the returned set instead, and its outputs do not require grad. Since
+ * no tensor made inside requires grad, the set holds exactly what the region reads from outside.
+ */
+export function collectingInputs<T>(fn: () => T): { result: T; read: Set<Tensor> } {
+  const outer = collecting;
+  const read = new Set<Tensor>();
+  collecting = read;
+  try {
+    return { result: withGradMode(true, fn), read };
+  } finally {
+    collecting = outer;
+  }
+}
+
+/** @internal Whether a checkpointed forward is running (autocast does not cache casts made there). */
+export const isCollectingInputs = (): boolean => collecting !== null;
+
+/** Stand-ins: leaves that ops see through another tensor while some forward runs (DDP's hooked parameters). */
+const standIns: Map<Tensor, Tensor>[] = [];
+
+/**
+ * @internal Runs `fn` (synchronous) telling checkpoints made inside that ops there read each key
+ * of `map` (a parameter) through its value (a recorded identity of it, which DDP hooks): a
+ * checkpoint's recompute, which reads the parameter itself, sends its gradient to the identity.
+ */
+export function withStandIns<T>(map: Map<Tensor, Tensor>, fn: () => T): T {
+  standIns.push(map);
+  try {
+    return fn();
+  } finally {
+    standIns.pop();
+  }
+}
+
+/** @internal The stand-ins in force now (innermost last). */
+export const currentStandIns = (): Map<Tensor, Tensor>[] => standIns.slice();
+

@@ -8,13 +8,20 @@
  * items on their device. With `pinMemory`, cpu batches are made in pinned memory (by the cpu
  * worker, which owns them), so that `batch.to(dev, {nonBlocking: true})` is read by the device's
  * worker directly (ts/runtime/pinned.ts).
+ *
+ * Any other dataset with `numWorkers > 0` runs its `getItem` in that many worker threads, in Node
+ * (ts/data/workers.ts); in a browser it runs on the calling thread. Items may be tensors (stacked)
+ * or plain data (numbers, arrays, typed arrays: made into tensors, as PyTorch's `default_collate`).
  */
 import { CPU } from '../device.js';
 import { bindArgs, type PyArgs } from '../ops/options.js';
 import { checkPinnable, pinMemory } from '../runtime/pinned.js';
 import { defaultGenerator, type Generator } from '../random.js';
 import { alloc, launch, place, ref, code } from '../runtime/dispatch.js';
-import type { Tensor } from '../tensor.js';
+import { Tensor } from '../tensor.js';
+import { tensor } from '../ops/creation.js';
+import { isNode } from '../platform.js';
+import { LoaderWorkers } from './workers.js';
 import { Dataset, TensorDataset } from './dataset.js';
 import type { Sampler } from './sampler.js';
 
@@ -63,6 +70,25 @@ function stack(items: Tensor[]): Tensor {
   return out;
 }
 
+/** One field of a batch of plain items (numbers, arrays, typed arrays) as a tensor of `[batch, …]`. */
+function collateValues(values: unknown[]): Tensor {
+  const first = values[0];
+  if (ArrayBuffer.isView(first)) {
+    const rows = values as unknown as ArrayLike<number>[];
+    const flat = new (first.constructor as { new (n: number): Float32Array })(rows.length * rows[0].length);
+    rows.forEach((r, i) => {
+      if (r.length !== rows[0].length) throw new RangeError(`DataLoader: stack expects each tensor to be equal size, but got [${rows[0].length}] at entry 0 and [${r.length}] at entry ${i}`);
+      flat.set(r as Float32Array, i * rows[0].length);
+    });
+    const t = tensor(flat);
+    const out = t.reshape([rows.length, rows[0].length]);
+    t.dispose();
+    return out;
+  }
+  if (typeof first === 'number' || typeof first === 'boolean' || Array.isArray(first)) return tensor(values as number[]);
+  throw new TypeError(`DataLoader: default_collate: batch must contain tensors, numbers, arrays or typed arrays; found ${first === null ? 'null' : typeof first}`);
+}
+
 /** Iterates a dataset in batches: `for (const [X, y] of loader) …`. */
 export class DataLoader<T = Tensor[]> implements Iterable<Tensor[]> {
   readonly batchSize: number;
@@ -80,8 +106,8 @@ export class DataLoader<T = Tensor[]> implements Iterable<Tensor[]> {
     for (const k of ['batchSampler', 'collateFn', 'workerInitFn', 'multiprocessingContext'] as const) {
       if (o[k] != null) throw new TypeError(`DataLoader: ${k} is not supported yet (it would be ignored)`);
     }
-    if (o.timeout) throw new TypeError('DataLoader: timeout is not supported (batches are made on the calling thread)');
-    if (o.persistentWorkers) throw new TypeError('DataLoader: persistentWorkers is not supported (there are no loader workers to keep)');
+    if (o.timeout) throw new TypeError('DataLoader: timeout is not supported');
+    if (o.persistentWorkers) throw new TypeError('DataLoader: persistentWorkers is not supported (the worker threads live for one epoch)');
     this.batchSize = o.batchSize ?? 1;
     this.shuffle = o.shuffle ?? false;
     if (o.sampler != null) {
@@ -125,7 +151,11 @@ export class DataLoader<T = Tensor[]> implements Iterable<Tensor[]> {
   }
 
   private batch(indices: number[]): Tensor[] {
-    const b = this.collate(indices);
+    return this.finish(this.collate(indices));
+  }
+
+  /** A collated batch, in pinned memory when `pinMemory`. */
+  private finish(b: Tensor[]): Tensor[] {
     if (!this.pinMemory) return b;
     return b.map((t) => {
       if (t.device !== CPU) return t;
@@ -135,9 +165,14 @@ export class DataLoader<T = Tensor[]> implements Iterable<Tensor[]> {
     });
   }
 
-  private collate(indices: number[]): Tensor[] {
+  private collate(indices: number[], made?: unknown[]): Tensor[] {
     if (this.dataset instanceof TensorDataset) return this.dataset.getBatch(indices);
-    const items = indices.map((i) => this.dataset.getItem(i));
+    const items = made ?? indices.map((i) => this.dataset.getItem(i));
+    if (!Array.isArray(items[0]) || !(items[0][0] instanceof Tensor)) {
+      // plain data: an array item is a tuple of fields (PyTorch's default_collate zips sequences); else one field
+      if (!Array.isArray(items[0])) return [collateValues(items)];
+      return (items[0] as unknown[]).map((_, k) => collateValues(items.map((it) => (it as unknown[])[k])));
+    }
     const fields = items[0] as unknown as Tensor[];
     return fields.map((_, k) => stack(items.map((it) => (it as unknown as Tensor[])[k])));
   }
@@ -145,17 +180,30 @@ export class DataLoader<T = Tensor[]> implements Iterable<Tensor[]> {
   *[Symbol.iterator](): Iterator<Tensor[]> {
     const order = this.order();
     const ahead = this.numWorkers > 0 ? this.numWorkers * this.prefetchFactor : 0;
+    const indicesOf = (b: number) => order.slice(b * this.batchSize, (b + 1) * this.batchSize);
+    const workers = this.numWorkers > 0 && isNode && !(this.dataset instanceof TensorDataset) ? new LoaderWorkers(this.dataset, this.numWorkers) : null;
     const queue: Tensor[][] = [];
-    let next = 0;
+    let next = 0, asked = 0;
     const fill = () => {
+      if (workers) {
+        // the threads work `ahead` batches in front of the one taken next
+        for (; asked < this.length && asked <= next + ahead; asked++) workers.request(asked, indicesOf(asked));
+        if (next < this.length) {
+          const items = workers.take(next);
+          queue.push(this.finish(this.collate(indicesOf(next), items)));
+          next++;
+        }
+        return;
+      }
       while (queue.length <= ahead && next < this.length) {
-        queue.push(this.batch(order.slice(next * this.batchSize, (next + 1) * this.batchSize)));
+        queue.push(this.batch(indicesOf(next)));
         next++;
       }
     };
     try {
       for (fill(); queue.length; fill()) yield queue.shift()!;
     } finally {
+      workers?.close();
       queue.forEach((b) => b.forEach((t) => t.dispose()));
     }
   }

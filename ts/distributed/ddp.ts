@@ -10,7 +10,7 @@
  * at once, in bucket order, still inside `backward()`: the reduction is queued on the devices
  * ahead of the optimizer step, so `.grad` holds the average by the time anything reads it.
  */
-import { isGradEnabled, op } from '../autograd/graph.js';
+import { isGradEnabled, op, withStandIns } from '../autograd/graph.js';
 import { Tensor } from '../tensor.js';
 import { binaryOp } from '../ops/elementwise.js';
 import { copyInto } from '../ops/copy.js';
@@ -151,7 +151,8 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
       }
     }
     try {
-      return this.module.forward(...inputs);
+      // a checkpoint inside recomputes with the parameters themselves: their gradients go to the hooks
+      return withStandIns(hooked, () => this.module.forward(...inputs));
     } finally {
       for (const [own, k, p] of restore) own[k] = p;
       for (const h of hooked.values()) h.dispose();

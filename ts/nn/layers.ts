@@ -150,9 +150,46 @@ export class Flatten extends Module {
   }
 }
 
-/** Containers whose submodules are numbered in order: `at(i)` (negative counts from the end) and `length`. */
+/** An integer property key (`'0'`, `'-1'`), as `net[0]` and `net[-1]` pass it, else null. */
+const indexKey = (key: string | symbol): number | null => (typeof key === 'string' && /^-?(0|[1-9]\d*)$/.test(key) ? Number(key) : null);
+
+/**
+ * Containers whose submodules are numbered in order: `net[0]`, `net[-1]` (PyTorch's indexing;
+ * `at(i)` too) and `length`. The constructor returns a Proxy over the module so that an integer
+ * key reads (or, assigned a module, replaces) the submodule at that position, negative ones
+ * counting from the end; outside `[-length, length)` it raises PyTorch's IndexError wording.
+ * Every other key, and calling the module, go to the module itself.
+ */
 abstract class IndexedModules extends Module {
-  /** The i-th submodule. */
+  /** `net[i]`: the i-th submodule (negative counts from the end). */
+  [index: number]: Module;
+
+  constructor() {
+    super();
+    return new Proxy(this, {
+      get: (target, key, receiver) => {
+        const i = indexKey(key);
+        return i === null ? Reflect.get(target, key, receiver) : target.childAt(i);
+      },
+      set: (target, key, value, receiver) => {
+        const i = indexKey(key);
+        if (i !== null && value !== null && !(value instanceof Module)) throw new TypeError(`cannot assign '${typeof value}' as child module '${i}' (torch.nn.Module or None expected)`);
+        // registerModule's own write (its name is already in _modules), or a module replaced
+        if (i === null || (i >= 0 && (target as unknown as { _modules: Map<string, unknown> })._modules.has(key as string))) return Reflect.set(target, key, value, receiver);
+        target.childAt(i); // raises for an index out of range
+        target.registerModule(String(i < 0 ? target.length + i : i), value);
+        return true;
+      },
+    });
+  }
+
+  private childAt(i: number): Module {
+    const all = [...this.children()];
+    if (i < -all.length || i >= all.length) throw new RangeError(`index ${i} is out of range`);
+    return all[i < 0 ? all.length + i : i];
+  }
+
+  /** The i-th submodule (negative counts from the end), undefined outside the range as `Array.prototype.at`. */
   at(i: number): Module {
     const all = [...this.children()];
     return all[i < 0 ? all.length + i : i];
