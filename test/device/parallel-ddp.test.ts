@@ -128,7 +128,7 @@ describe('DistributedDataParallel', () => {
     free([X, T, x0, t0, total, ...single.parameters()]);
   });
 
-  it('broadcasts rank 0\'s buffers; refuses a module off the rank\'s device, wrong deviceIds, and unused parameters', async () => {
+  it('broadcasts rank 0\'s buffers; refuses a module off the rank\'s device, wrong deviceIds or outputDevice, and unused parameters', async () => {
     /** A module with a buffer (different on each rank before DDP) and a parameter forward may skip. */
     class WithBuffer extends nn.Module {
       fc = new nn.Linear(2, 2);
@@ -157,7 +157,12 @@ describe('DistributedDataParallel', () => {
       } catch (e) {
         errors.push((e as Error).message);
       }
-      const ddp = new nn.parallel.DistributedDataParallel(m, { deviceIds: [rank] });
+      try {
+        new nn.parallel.DistributedDataParallel(m, { outputDevice: 'cpu' });
+      } catch (e) {
+        errors.push((e as Error).message);
+      }
+      const ddp = new nn.parallel.DistributedDataParallel(m, { deviceIds: [rank], outputDevice: rank });
       const stats = (await (m as unknown as { stats: torch.Tensor }).stats.values()) as number[];
       const x = torch.ones([3, 2], { device: 'cuda' });
       m.useExtra = false;                 // extra gets no gradient: its bucket never completes
@@ -176,7 +181,8 @@ describe('DistributedDataParallel', () => {
       expect(got[rank].stats).toEqual([1, 1]);   // rank 0's buffer everywhere
       expect(got[rank].errors[0]).toBe(`DistributedDataParallel: module must have its parameters and buffers on rank ${rank}'s device gpu:${rank} but found one of them on device: cpu`);
       expect(got[rank].errors[1]).toBe(`DistributedDataParallel(): deviceIds must be [gpu:${rank}] (this rank's device), got [${1 - rank}]`);
-      expect(got[rank].errors[2]).toMatch(/^Expected to have finished reduction in the prior iteration before starting a new one/);
+      expect(got[rank].errors[2]).toBe(`DistributedDataParallel(): outputDevice must be gpu:${rank} (this rank's device, where the module's output is), got cpu`);
+      expect(got[rank].errors[3]).toMatch(/^Expected to have finished reduction in the prior iteration before starting a new one/);
     }
   });
 });
@@ -202,8 +208,8 @@ describe('process group collectives', () => {
         const b = inputs[si][rank].to('cuda');
         const work = dist.broadcast(b, { src: 1, asyncOp: true }) as torch.distributed.Work;
         await work.wait();
-        expect(work.isCompleted()).toBe(true);
         out[`bcast${si}`] = [(await b.values()) as number[]];
+        expect(work.isCompleted()).toBe(true); // the read was a sync point after the broadcast's device work
         const mine = inputs[si][rank].to('cuda');
         const list = [0, 1, 2].map(() => torch.zeros([SIZES[si]], { device: 'cuda' }));
         await dist.allGather(list, mine);
@@ -237,6 +243,37 @@ describe('process group collectives', () => {
 });
 
 describe('misuse', () => {
+  it('Work.isCompleted() waits for the bytes, not only for every rank to issue its side', async () => {
+    const got = await dist.spawn(async (rank) => {
+      await dist.initProcessGroup({ worldSize: 2, rank, initMethod: 'inproc://completed' });
+      const t = torch.full([1 << 16], rank + 1, { device: 'cuda', dtype: 'float32' });
+      let busy: torch.Tensor | null = null;
+      if (rank === 1) {
+        // Rank 1's device is busy before its side of the collective: rank 0's receive waits for it.
+        const a = torch.randn([768, 768], { device: 'cuda' });
+        busy = torch.tidy(() => {
+          let x = a;
+          for (let i = 0; i < 6; i++) x = x.matmul(a).div(768);
+          return x;
+        });
+        a.dispose();
+      }
+      const work = dist.allReduce(t, { asyncOp: true }) as torch.distributed.Work;
+      await work.wait();
+      const early = work.isCompleted();
+      const sum = (await t.values()) as number[];
+      const late = work.isCompleted();
+      free([t, ...(busy ? [busy] : [])]);
+      return { early, late, ok: sum.every((v) => v === 3) };
+    }, { nprocs: 2 });
+    // Rank 0 asked while its receive still waited for rank 1's busy device.
+    expect(got[0].early).toBe(false);
+    for (const r of [0, 1]) {
+      expect(got[r].late).toBe(true);
+      expect(got[r].ok).toBe(true);
+    }
+  });
+
   it('no process group, a world size that differs, a call that differs from another rank\'s', async () => {
     expect(() => dist.getRank()).toThrow('Default process group has not been initialized, please make sure to call initProcessGroup.');
     expect(() => new nn.parallel.DistributedDataParallel(new nn.ReLU())).toThrow('Default process group has not been initialized');

@@ -7,7 +7,7 @@
  * side (PyTorch's call blocks until then too; the data moves in the devices' stream order either
  * way); with `asyncOp: true` it returns a `Work` whose `wait()` is that promise.
  */
-import type { Device } from '../device.js';
+import { clientOf, type Device } from '../device.js';
 import { withGradMode } from '../autograd/graph.js';
 import { Tensor } from '../tensor.js';
 import { binaryOp } from '../ops/elementwise.js';
@@ -46,13 +46,22 @@ function checkOp(what: string, op: unknown, dtype: string): ReduceOpName {
   return op as ReduceOpName;
 }
 
-function result(p: { done: Promise<void> }, asyncOp: boolean | undefined): Work | Promise<void> {
+/**
+ * The promise, or with `asyncOp` the `Work`, of a collective whose device work was just queued on
+ * `dev`'s current stream. `wait()` resolves once every rank has issued its side (the data then
+ * moves in stream order, as NCCL's work does after `wait()` on the host); `isCompleted()` is true
+ * once, in addition, `dev` has finished that work: the bytes have arrived.
+ */
+function result(p: { done: Promise<void> }, asyncOp: boolean | undefined, dev?: Device): Work | Promise<void> {
   let completed = false;
   const done = p.done.then(() => {
     completed = true;
   });
   done.catch(() => {}); // a Work nobody waits on does not make an unhandled rejection
-  return asyncOp ? { wait: () => done, isCompleted: () => completed } : done;
+  if (!asyncOp) return done;
+  if (!dev) return { wait: () => done, isCompleted: () => completed };
+  const client = clientOf(dev), stream = client.stream, mark = client.markStream(stream);
+  return { wait: () => done, isCompleted: () => completed && client.board.streamMark(stream) >= mark };
 }
 
 /** This rank's side of the ring reduce-scatter over `acc` (flat, contiguous): part `rank` ends reduced. */
@@ -81,7 +90,7 @@ export function allReduce(tensor: Tensor, options: CollectiveOptions & { op?: Re
   const t = checkTensor('allReduce', tensor, g);
   const op = checkOp('allReduce', options.op ?? 'sum', t.dtype);
   const k = g.worldSize, n = t.numel();
-  if (g instanceof SocketGroup) return result({ done: socketAllReduce(g, t, op, signature('allReduce', t, op)) }, options.asyncOp);
+  if (g instanceof SocketGroup) return result({ done: socketAllReduce(g, t, op, signature('allReduce', t, op)) }, options.asyncOp, t.device);
   const p = g._arrive('allReduce', signature('allReduce', t, op), Math.max(1, 2 * k * k));
   if (k > 1 && n > 0) {
     const tag = (phase: number) => (s: number, from: number) => p.base + (phase * k + s) * k + from;
@@ -101,7 +110,7 @@ export function allReduce(tensor: Tensor, options: CollectiveOptions & { op?: Re
   } else if (op === 'avg' && n > 0) {
     withGradMode(false, () => tidy(() => copyInto(t, binaryOp('div', t, k))));
   }
-  return result(p, options.asyncOp);
+  return result(p, options.asyncOp, g.device);
 }
 
 /** `dist.broadcast(tensor, {src, group, asyncOp})`: every rank's `tensor` gets rank `src`'s values, in place. */
@@ -110,7 +119,7 @@ export function broadcast(tensor: Tensor, options: CollectiveOptions & { src?: n
   const t = checkTensor('broadcast', tensor, g);
   const src = options.src ?? 0;
   if (!Number.isInteger(src) || src < 0 || src >= g.worldSize) throw new RangeError(`broadcast: src must be a rank in [0, ${g.worldSize}), got ${String(src)}`);
-  if (g instanceof SocketGroup) return result({ done: socketBroadcast(g, t, src, signature('broadcast', t, `src=${src}`)) }, options.asyncOp);
+  if (g instanceof SocketGroup) return result({ done: socketBroadcast(g, t, src, signature('broadcast', t, `src=${src}`)) }, options.asyncOp, t.device);
   const p = g._arrive('broadcast', signature('broadcast', t, `src=${src}`), g.worldSize);
   withGradMode(false, () => tidy(() => {
     if (g.rank === src) {
@@ -124,7 +133,7 @@ export function broadcast(tensor: Tensor, options: CollectiveOptions & { src?: n
       copyInto(t, tmp);
     }
   }));
-  return result(p, options.asyncOp);
+  return result(p, options.asyncOp, g.device);
 }
 
 /** `dist.allGather(tensorList, tensor, {group, asyncOp})`: `tensorList[j]` gets rank j's `tensor`, on every rank. */
@@ -136,7 +145,7 @@ export function allGather(tensorList: Tensor[], tensor: Tensor, options: Collect
     checkTensor('allGather', o, g);
     if (o.shape.join() !== t.shape.join() || o.dtype !== t.dtype) throw new RangeError(`allGather: tensorList[${j}] is ${signature('', o)} but the input is ${signature('', t)}`);
   });
-  if (g instanceof SocketGroup) return result({ done: socketAllGather(g, tensorList, t, signature('allGather', t)) }, options.asyncOp);
+  if (g instanceof SocketGroup) return result({ done: socketAllGather(g, tensorList, t, signature('allGather', t)) }, options.asyncOp, t.device);
   const p = g._arrive('allGather', signature('allGather', t), k * k);
   withGradMode(false, () => tidy(() => {
     const c = t.isContiguous() ? t : contiguous(t);
@@ -152,7 +161,7 @@ export function allGather(tensorList: Tensor[], tensor: Tensor, options: Collect
       }
     }
   }));
-  return result(p, options.asyncOp);
+  return result(p, options.asyncOp, g.device);
 }
 
 /**
@@ -168,7 +177,7 @@ export function reduceScatter(output: Tensor, inputList: Tensor[], options: Coll
   if (mine.numel() !== out.numel() || mine.dtype !== out.dtype) throw new RangeError(`reduceScatter: output is ${signature('', out)} but inputList[${g.rank}] is ${signature('', mine)}`);
   const op = checkOp('reduceScatter', options.op ?? 'sum', out.dtype);
   const sizes = inputList.map((t) => t.numel());
-  if (g instanceof SocketGroup) return result({ done: socketReduceScatter(g, out, inputList, op, `reduceScatter([${sizes.join(', ')}], ${out.dtype}, ${op})`) }, options.asyncOp);
+  if (g instanceof SocketGroup) return result({ done: socketReduceScatter(g, out, inputList, op, `reduceScatter([${sizes.join(', ')}], ${out.dtype}, ${op})`) }, options.asyncOp, out.device);
   const p = g._arrive('reduceScatter', `reduceScatter([${sizes.join(', ')}], ${out.dtype}, ${op})`, Math.max(1, k * k));
   withGradMode(false, () => tidy(() => {
     const acc = cat(inputList.map((t) => reshape(cast(t, t.dtype), [t.numel()])), 0);
@@ -177,7 +186,7 @@ export function reduceScatter(output: Tensor, inputList: Tensor[], options: Coll
     const part = narrow(acc, 0, off, sizes[g.rank]);
     copyInto(out, reshape(op === 'avg' ? binaryOp('div', part, k) : part, out.shape.slice()));
   }));
-  return result(p, options.asyncOp);
+  return result(p, options.asyncOp, g.device);
 }
 
 /** `dist.barrier({group, asyncOp})`: resolves when every rank has reached it (host-side). */

@@ -48,9 +48,9 @@ interface Bucket {
 }
 
 /**
- * `nn.parallel.DistributedDataParallel(module, {deviceIds, broadcastBuffers, processGroup,
- * bucketCapMb})`: data parallelism across the ranks of a process group, one module per rank on
- * the rank's device. Gradients are averaged across ranks during `backward()`; `noSync(fn)`
+ * `nn.parallel.DistributedDataParallel(module, {deviceIds, outputDevice, broadcastBuffers,
+ * processGroup, bucketCapMb})`: data parallelism across the ranks of a process group, one module
+ * per rank on the rank's device (`deviceIds` and `outputDevice`, where given, must name it). Gradients are averaged across ranks during `backward()`; `noSync(fn)`
  * accumulates them locally instead. `ddp.module` is the wrapped module.
  */
 export class DistributedDataParallel<M extends Module = Module> extends Module {
@@ -78,6 +78,11 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
     if (options.findUnusedParameters) throw new RangeError('DistributedDataParallel(): findUnusedParameters is not supported by webtorch: every parameter must take part in each backward');
     if (options.deviceIds != null && (options.deviceIds.length !== 1 || toDevice(options.deviceIds[0]) !== g.device)) {
       throw new RangeError(`DistributedDataParallel(): deviceIds must be [${g.device}] (this rank's device), got [${options.deviceIds.map(String).join(', ')}]`);
+    }
+    // PyTorch's outputDevice places the output of a module that spans devices; a webtorch rank's
+    // module lives on one device, where its output already is: any other device is refused, not ignored.
+    if (options.outputDevice != null && toDevice(options.outputDevice) !== g.device) {
+      throw new RangeError(`DistributedDataParallel(): outputDevice must be ${g.device} (this rank's device, where the module's output is), got ${String(options.outputDevice)}`);
     }
     for (const t of [...module.parameters(), ...module.buffers()]) {
       if (t.device !== g.device) throw new Error(`DistributedDataParallel: module must have its parameters and buffers on rank ${g.rank}'s device ${g.device} but found one of them on device: ${t.device}`);

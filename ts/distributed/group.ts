@@ -30,9 +30,11 @@ import { SocketGroup } from './socket-group.js';
 import { threadRanks } from './port-mesh.js';
 import { hostPort } from './wire.js';
 
-/** A collective's handle (`asyncOp: true`): `wait()` resolves once every rank has issued its side. */
+/** A collective's handle (`asyncOp: true`). */
 export interface Work {
+  /** Resolves once every rank has issued its side; the data moves in the devices' stream order. */
   wait(): Promise<void>;
+  /** Whether the collective has finished: every rank issued its side and this rank's device has its result. */
   isCompleted(): boolean;
 }
 
