@@ -2,7 +2,7 @@
  * The calling thread as a device's peer, for collectives between processes.
  *
  * A device worker already exchanges bytes with peers in stream order (`send`, and `recv`, which
- * holds the stream until the bytes arrive; ts/worker/executor.ts). The bridge opens one such
+ * holds the stream until the bytes arrive; ts/worker/peers.ts). The bridge opens one such
  * channel between a device's worker and this thread, under the peer name `host`. A collective
  * then queues, on the rank's device, a `send` of its bytes to the host and a `recv` of the result
  * from the host, and returns: the host exchanges the bytes with the other processes over sockets

@@ -5,7 +5,7 @@
  * Why each rank can issue alone: a collective is a set of worker-to-worker `send`/`recv` commands
  * with agreed tags. Rank r queues only its side (its sends, its receives, its combines) on its own
  * device; a `recv` holds that device's stream until the peer's bytes arrive (ts/worker/
- * executor.ts), so rank r's later work (an optimizer step after the gradient all-reduce) waits
+ * peers.ts), so rank r's later work (an optimizer step after the gradient all-reduce) waits
  * for the other ranks on the device, never in the calling thread. This is what lets
  * `loss.backward()` start each bucket's all-reduce synchronously in DistributedDataParallel.
  *

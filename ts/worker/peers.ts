@@ -1,0 +1,152 @@
+/**
+ * A device worker's peers: the other workers (and the host bridge, ts/distributed/bridge.ts) it
+ * has a MessagePort to, and the copies and signals that travel on them.
+ *
+ * Device-to-device copies travel over MessagePorts between workers, never through the caller.
+ * A copy is a (`send` on the source, `recv` on the destination) pair with a shared tag; a
+ * cross-device event wait is a (`signal`, `waitSignal`) pair the same way, with no bytes. A
+ * message that arrives before its `recv` waits in the mailbox; a `recv` that comes first holds
+ * its stream (the scheduler's) until the bytes arrive.
+ *
+ * Pinned copies (`readHost`, `writeHost`; ts/runtime/pinned.ts has the decision) read and write
+ * the cpu device's shared memory in place. The cpu sends its memory on the port right after its
+ * `connect`, so a pinned copy queued with the first `connect` can run before it arrives: it
+ * waits for it, and its stream with it.
+ */
+import { onPortMessage } from '../platform.js';
+import type { Backend } from './executor.js';
+import type { HostMemory } from './protocol.js';
+import type { Command } from '../ir/commands.js';
+
+/** What a peer posts on its port: bytes for a tag (or why they could not be read), or its memory. */
+interface PeerMessage {
+  tag: number;
+  data: ArrayBuffer;
+  error?: string;
+  host?: HostMemory;
+}
+
+/** One worker's ports to its peers, what they have sent, and the cpu's shared memory. */
+export class Peers {
+  private readonly ports = new Map<string, MessagePort>();
+  /** Bytes (or a failed copy) that arrived before their `recv`, by `peer#tag`. */
+  private readonly mailbox = new Map<string, ArrayBuffer | Error>();
+  /** `recv`s and `waitSignal`s waiting for their message, by `peer#tag`. */
+  private readonly waiting = new Map<string, (data: ArrayBuffer | Error) => void>();
+  /** The cpu device's shared memory, from its port (for pinned copies). */
+  private readonly hosts = new Map<string, HostMemory>();
+  /** Pinned copies waiting for a peer's shared memory to arrive. */
+  private readonly hostWaiters = new Map<string, (() => void)[]>();
+
+  /**
+   * @param backend reads and writes the bytes
+   * @param whenFinished calls back once an event of this device has finished (for `signal`)
+   * @param fail records a device error for the next sync point
+   */
+  constructor(private readonly backend: Backend,
+    private readonly whenFinished: (slot: number, version: number, then: () => void) => void,
+    private readonly fail: (op: string, e: unknown) => void) {}
+
+  /** `connect`: listens on a peer's port (and, on the cpu, tells the peer where its memory is). */
+  connect(cmd: Extract<Command, { k: 'connect' }>): void {
+    const peer = cmd.peer;
+    this.ports.set(peer, cmd.port);
+    onPortMessage(cmd.port, (msg) => {
+      const { tag, data: bytes, error, host } = msg as PeerMessage;
+      if (host) {
+        this.hosts.set(peer, host);
+        for (const go of this.hostWaiters.get(peer)?.splice(0) ?? []) go();
+        return;
+      }
+      const data = error === undefined ? bytes : new Error(`the copy from ${peer} failed: ${error}`);
+      const key = `${peer}#${tag}`;
+      const w = this.waiting.get(key);
+      if (w) {
+        this.waiting.delete(key);
+        w(data);
+      } else this.mailbox.set(key, data);
+    });
+    // The cpu tells each peer where its memory is, first thing on the port.
+    const host = this.backend.hostMemory?.();
+    if (host) cmd.port.postMessage({ host });
+  }
+
+  /** `send`: the copy out is recorded now, in stream order; only posting the bytes waits for the device. */
+  send(cmd: Extract<Command, { k: 'send' }>): void {
+    this.backend.flush();
+    const port = this.ports.get(cmd.peer)!, tag = cmd.tag;
+    // A failed read (a device error found at this sync point) still answers the peer, whose recv fails too.
+    void Promise.resolve(this.backend.read(cmd.id, cmd.byteOffset, cmd.bytes)).then(
+      (data) => port.postMessage({ tag, data }, [data]),
+      (e: unknown) => {
+        port.postMessage({ tag, data: new ArrayBuffer(0), error: e instanceof Error ? e.message : String(e) });
+        this.fail('send', e);
+      });
+  }
+
+  /** `recv`: holds the stream until the peer's bytes arrive, then writes them. */
+  recv(cmd: Extract<Command, { k: 'recv' }>): Promise<void> {
+    this.backend.flush();
+    return this.receive(cmd.peer, cmd.tag).then((data) => {
+      if (data instanceof Error) throw data;
+      return this.backend.write(cmd.id, cmd.byteOffset, data);
+    });
+  }
+
+  /** `signal`: answers the peer once the event has finished on this device. */
+  signal(cmd: Extract<Command, { k: 'signal' }>): void {
+    const port = this.ports.get(cmd.peer)!;
+    this.whenFinished(cmd.slot, cmd.version, () => port.postMessage({ tag: cmd.tag, data: new ArrayBuffer(0) }));
+  }
+
+  /** `waitSignal`: holds the stream until the peer's signal arrives. */
+  waitSignal(cmd: Extract<Command, { k: 'waitSignal' }>): Promise<void> {
+    return this.receive(cmd.peer, cmd.tag).then((data) => {
+      if (data instanceof Error) throw data;
+    });
+  }
+
+  /** `readHost`: the backend copies from the shared view itself (the GPU through a mapped staging buffer). */
+  readHost(cmd: Extract<Command, { k: 'readHost' }>): Promise<void> | void {
+    return this.withHost(cmd.peer, () => this.backend.write(cmd.id, cmd.byteOffset, this.hostView(cmd.peer, cmd.src, cmd.srcOffset, cmd.bytes)));
+  }
+
+  /** `writeHost`: reads the device's bytes into the cpu's shared memory. */
+  writeHost(cmd: Extract<Command, { k: 'writeHost' }>): Promise<void> {
+    this.backend.flush();
+    return this.withHost(cmd.peer, () => {
+      const target = this.hostView(cmd.peer, cmd.dst, cmd.dstOffset, cmd.bytes);
+      return Promise.resolve(this.backend.read(cmd.id, cmd.byteOffset, cmd.bytes, target)).then((data) => {
+        if (data) target.set(new Uint8Array(data));
+      });
+    });
+  }
+
+  /** The message for `peer#tag`: at once if it has arrived, else once it does. */
+  private receive(peer: string, tag: number): Promise<ArrayBuffer | Error> {
+    const key = `${peer}#${tag}`;
+    const have = this.mailbox.get(key);
+    if (have) {
+      this.mailbox.delete(key);
+      return Promise.resolve(have);
+    }
+    return new Promise<ArrayBuffer | Error>((resolve) => this.waiting.set(key, resolve));
+  }
+
+  /** A view of `bytes` bytes of a host segment (its address read now: the memory may have grown). */
+  private hostView(peer: string, segment: number, offset: number, bytes: number): Uint8Array {
+    const h = this.hosts.get(peer);
+    if (!h) throw new Error(`${peer} has no shared memory to copy pinned tensors through`);
+    return new Uint8Array(h.memory.buffer, h.addresses[segment] + offset, bytes);
+  }
+
+  /** Runs `fn` once peer's shared memory is known (at once if it is); the stream waits meanwhile. */
+  private withHost<T>(peer: string, fn: () => T): T | Promise<Awaited<T>> {
+    if (this.hosts.has(peer) || !this.ports.has(peer)) return fn(); // no peer port: `hostView` says why
+    return new Promise<void>((go) => {
+      const list = this.hostWaiters.get(peer) ?? [];
+      list.push(go);
+      this.hostWaiters.set(peer, list);
+    }).then(fn) as Promise<Awaited<T>>;
+  }
+}
