@@ -2,7 +2,7 @@
  * Reductions over dims as differentiable ops (`torch.sum`, `mean`, `prod`, `max`, `min`, the
  * arg-reductions, `all`/`any`); their forward, and `sumTo`, are in ts/ops/reduce-kernel.ts.
  */
-import { normDim, numel } from '../shape.js';
+import { normDim } from '../shape.js';
 import type { Tensor } from '../tensor.js';
 import { ReduceOp } from '../ir/ops.js';
 import { op as recorded } from '../autograd/graph.js';
@@ -13,7 +13,7 @@ import { checkNonEmpty, keptShape, NAMES, reduceForward, type Dims } from './red
 export { sumTo, type Dims } from './reduce-kernel.js'; // the differentiable reductions' module offers them too
 import { binaryOp, where } from './elementwise.js';
 import { expand, reshape } from './views.js';
-import { cast, contiguous } from './cast.js';
+import { cast } from './cast.js';
 import { autocastCall, autocasting } from '../amp/autocast.js';
 
 /** Broadcasts a reduction's gradient back over the input's shape (contiguous). */

@@ -10,7 +10,7 @@
  * the gpu's ts/worker/gpu/graphs.ts); a backend without it (the cpu) has its graphs replayed
  * here, command by command through `run`, each draw's Philox counter moved by the replay's offset.
  */
-import type { Backend } from './executor.js';
+import type { Backend } from './backend.js';
 import type { GraphInfo } from './protocol.js';
 import { bumpCounter, type Command } from '../ir/commands.js';
 import { CAPTURED_KINDS, PASSED_KINDS } from '../ir/kinds.js';

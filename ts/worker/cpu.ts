@@ -14,7 +14,7 @@ import { StorageCode } from '../dtype.js';
 import { canShareMemory, copyOut, loadKernelWasm, loadSharedKernelWasm } from '../platform.js';
 import { poolThreads, sharedMemory, startPool, type KernelPool } from './cpu-pool.js';
 import { releaseScratch, reserveScratch, scratchCounter } from './scratch.js';
-import type { Backend } from './executor.js';
+import type { Backend } from './backend.js';
 import type { DeviceInfo } from './protocol.js';
 import type { Command, Operand, Place, ViewRef } from '../ir/commands.js';
 // The index family.

@@ -9,7 +9,7 @@
  * `whenFinished`.
  */
 import { Board } from './board.js';
-import type { Backend } from './executor.js';
+import type { Backend } from './backend.js';
 import type { Command } from '../ir/commands.js';
 
 /** One device's events. */

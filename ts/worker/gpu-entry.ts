@@ -4,7 +4,8 @@
  * never has Node terminate this thread inside a Dawn call, which would abort the process; and
  * inside the device-loss guard (ts/worker/gpu-lost.ts). So are the pipelines Dawn compiles asynchronously.
  */
-import { serve, type Backend } from './executor.js';
+import { serve } from './executor.js';
+import type { Backend } from './backend.js';
 import { gpuBackend } from './gpu.js';
 import { holdWhileCompiling } from './gpu/core.js';
 import { guardLoss } from './gpu-lost.js';

@@ -12,7 +12,7 @@
  * The loss port (the `lost` option of `init`) tells the calling thread at once, and takes the
  * test hook's order (`torch.gpu._loseDevice`): destroy the device, answer once `lost` settled.
  */
-import type { Backend } from './executor.js';
+import type { Backend } from './backend.js';
 import { onPortMessage } from '../platform.js';
 import { lostMessage, type LostInfo } from '../runtime/device-lost.js';
 

@@ -15,7 +15,7 @@ import { env, getGpu } from '../platform.js';
 import { computeType, valueClass } from '../../wgsl/dtype.js';
 import { rowDevice } from '../../wgsl/reduce.js';
 import { mapParams, scatterShader } from '../../wgsl/elementwise.js';
-import type { Backend } from './executor.js';
+import type { Backend } from './backend.js';
 import type { DeviceInfo } from './protocol.js';
 import type { Command } from '../ir/commands.js';
 import { countBuffers, scratchCounter, setPressureHandler, settleDrop } from './scratch.js';

@@ -14,7 +14,7 @@
  * waits for it, and its stream with it.
  */
 import { onPortMessage } from '../platform.js';
-import type { Backend } from './executor.js';
+import type { Backend } from './backend.js';
 import type { HostMemory } from './protocol.js';
 import type { Command } from '../ir/commands.js';
 

@@ -12,7 +12,7 @@
  * Cost while no profile is on: one WeakMap lookup per kernel command (`profileOf`) and one null
  * check per batch and per flush.
  */
-import type { Backend } from './executor.js';
+import type { Backend } from './backend.js';
 import type { TraceEntry, WorkerProfile } from './protocol.js';
 import type { Command } from '../ir/commands.js';
 import { UNTRACED_KINDS } from '../ir/kinds.js';
