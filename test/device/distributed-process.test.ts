@@ -73,6 +73,19 @@ describe('DistributedDataParallel across processes', () => {
   }, 120_000);
 });
 
+describe("PyTorch's DDP tutorial, in its own order (group, then setDevice(rank), then DDP(model.to(rank)))", () => {
+  const TUTORIAL = fileURLToPath(new URL('../fixtures/ddp-tutorial.mjs', import.meta.url));
+  it.each([['processes', []], ['threads', ['--threads']]] as const)('as %s: each rank trains on its own GPU and the ranks agree', async (_, how) => {
+    const r = await launch([...how, '--nproc', '2', TUTORIAL]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain('Running basic DDP example on rank 1.');
+    const [r0, r1] = [0, 1].map((k) => r.results.find((x) => x.rank === k)!);
+    // DDP took the module's device (the group started while gpu:0 was current) and moved the cpu input there.
+    expect([r0.device, r0.output, r1.device, r1.output]).toEqual(['gpu:0', 'gpu:0', 'gpu:1', 'gpu:1']);
+    expect(r1.sha).toBe(r0.sha);
+  }, 120_000);
+});
+
 describe('ranks as worker threads (webtorch-run --threads, MessageChannels between them)', () => {
   it('collectives on cpu, DDP on gpu:0 of each thread, and a dying rank', async () => {
     const c = await launch(['--threads', '--nproc', '3', RANK, 'collectives']);

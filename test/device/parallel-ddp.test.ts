@@ -180,8 +180,8 @@ describe('DistributedDataParallel', () => {
     for (const rank of [0, 1]) {
       expect(got[rank].stats).toEqual([1, 1]);   // rank 0's buffer everywhere
       expect(got[rank].errors[0]).toBe(`DistributedDataParallel: module must have its parameters and buffers on rank ${rank}'s device gpu:${rank} but found one of them on device: cpu`);
-      expect(got[rank].errors[1]).toBe(`DistributedDataParallel(): deviceIds must be [gpu:${rank}] (this rank's device), got [${1 - rank}]`);
-      expect(got[rank].errors[2]).toBe(`DistributedDataParallel(): outputDevice must be gpu:${rank} (this rank's device, where the module's output is), got cpu`);
+      expect(got[rank].errors[1]).toBe(`DistributedDataParallel(): deviceIds must be [gpu:${rank}] (the module's device), got [${1 - rank}]`);
+      expect(got[rank].errors[2]).toBe(`DistributedDataParallel(): outputDevice must be gpu:${rank} (the module's device, where its output is), got cpu`);
       expect(got[rank].errors[3]).toMatch(/^Expected to have finished reduction in the prior iteration before starting a new one/);
     }
   });

@@ -33,10 +33,20 @@ export interface CollectiveOptions {
   asyncOp?: boolean;
 }
 
-function checkTensor(what: string, t: unknown, g: Group): Tensor {
+/**
+ * A collective's tensor. Ranks in one process are devices, so a rank's tensors must be on its
+ * device. Ranks as processes (or threads) reach any of their devices through the bridge, as
+ * PyTorch's backends take the tensor's device: there the tensors of one call must share one
+ * device, `on` (the first tensor's).
+ */
+function checkTensor(what: string, t: unknown, g: Group, on?: Device): Tensor {
   if (!(t instanceof Tensor)) throw new TypeError(`${what}: expected a tensor, got ${typeof t}`);
   t._check(what);
-  if (t.device !== g.device) throw new RangeError(`${what}: rank ${g.rank}'s tensor is on ${t.device}, but the rank's device is ${g.device}`);
+  if (!(g instanceof SocketGroup)) {
+    if (t.device !== g.device) throw new RangeError(`${what}: rank ${g.rank}'s tensor is on ${t.device}, but the rank's device is ${g.device}`);
+  } else if (on && t.device !== on) {
+    throw new RangeError(`${what}: expected all tensors to be on the same device, but found at least two devices, ${on} and ${t.device}!`);
+  }
   return t;
 }
 
@@ -142,7 +152,7 @@ export function allGather(tensorList: Tensor[], tensor: Tensor, options: Collect
   const t = checkTensor('allGather', tensor, g), k = g.worldSize;
   if (!Array.isArray(tensorList) || tensorList.length !== k) throw new RangeError(`allGather: tensorList must hold ${k} tensors (one per rank), got ${Array.isArray(tensorList) ? tensorList.length : typeof tensorList}`);
   tensorList.forEach((o, j) => {
-    checkTensor('allGather', o, g);
+    checkTensor('allGather', o, g, t.device);
     if (o.shape.join() !== t.shape.join() || o.dtype !== t.dtype) throw new RangeError(`allGather: tensorList[${j}] is ${signature('', o)} but the input is ${signature('', t)}`);
   });
   if (g instanceof SocketGroup) return result({ done: socketAllGather(g, tensorList, t, signature('allGather', t)) }, options.asyncOp, t.device);
@@ -172,7 +182,7 @@ export function reduceScatter(output: Tensor, inputList: Tensor[], options: Coll
   const g = defaultGroup(options.group);
   const out = checkTensor('reduceScatter', output, g), k = g.worldSize;
   if (!Array.isArray(inputList) || inputList.length !== k) throw new RangeError(`reduceScatter: inputList must hold ${k} tensors (one per rank), got ${Array.isArray(inputList) ? inputList.length : typeof inputList}`);
-  inputList.forEach((t) => checkTensor('reduceScatter', t, g));
+  inputList.forEach((t) => checkTensor('reduceScatter', t, g, out.device));
   const mine = inputList[g.rank];
   if (mine.numel() !== out.numel() || mine.dtype !== out.dtype) throw new RangeError(`reduceScatter: output is ${signature('', out)} but inputList[${g.rank}] is ${signature('', mine)}`);
   const op = checkOp('reduceScatter', options.op ?? 'sum', out.dtype);

@@ -22,7 +22,8 @@ import { Module } from '../nn/module.js';
 import { untrack } from '../scope.js';
 import { allReduce, broadcast } from './collectives.js';
 import { defaultGroup, type Group } from './group.js';
-import type { DeviceLike } from '../device.js';
+import { SocketGroup } from './socket-group.js';
+import type { Device, DeviceLike } from '../device.js';
 import { device as toDevice } from '../device.js';
 
 /** `DistributedDataParallel`'s keywords (PyTorch's, camelCase). */
@@ -47,6 +48,16 @@ interface Bucket {
   ready: Set<Tensor>;
 }
 
+/** `v` with every tensor in it (through arrays and plain objects) on `dev`. */
+function moveTo(v: unknown, dev: Device): unknown {
+  if (v instanceof Tensor) return v.device === dev ? v : v.to(dev);
+  if (Array.isArray(v)) return v.map((x) => moveTo(x, dev));
+  if (v !== null && typeof v === 'object' && Object.getPrototypeOf(v) === Object.prototype) {
+    return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, moveTo(x, dev)]));
+  }
+  return v;
+}
+
 /**
  * `nn.parallel.DistributedDataParallel(module, {deviceIds, outputDevice, broadcastBuffers,
  * processGroup, bucketCapMb})`: data parallelism across the ranks of a process group, one module
@@ -60,6 +71,10 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
   /** The bucket size limit in MB. */
   readonly bucketCapMb: number;
   readonly broadcastBuffers: boolean;
+  /** The device of the module (and of its gradient buckets). */
+  readonly device: Device;
+  /** Whether `deviceIds` was given: inputs then move to the module's device. */
+  private readonly _moveInputs: boolean;
   private readonly _buckets: Bucket[] = [];
   private readonly _bucketOf = new Map<Tensor, [Bucket, number]>();
   private _next = 0;
@@ -76,16 +91,24 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
     this.broadcastBuffers = options.broadcastBuffers ?? true;
     if (!(this.bucketCapMb > 0)) throw new RangeError(`DistributedDataParallel(): bucketCapMb must be positive, got ${String(options.bucketCapMb)}`);
     if (options.findUnusedParameters) throw new RangeError('DistributedDataParallel(): findUnusedParameters is not supported by webtorch: every parameter must take part in each backward');
-    if (options.deviceIds != null && (options.deviceIds.length !== 1 || toDevice(options.deviceIds[0]) !== g.device)) {
-      throw new RangeError(`DistributedDataParallel(): deviceIds must be [${g.device}] (this rank's device), got [${options.deviceIds.map(String).join(', ')}]`);
+    // The module's device: the rank's, for ranks in one process (its device is the rank); between
+    // processes, wherever the module is, as PyTorch takes it (`setDevice` may come after the group).
+    const state = [...module.parameters(), ...module.buffers()];
+    const dev = g instanceof SocketGroup ? (state[0]?.device ?? g.device) : g.device;
+    this.device = dev;
+    this._moveInputs = options.deviceIds != null;
+    if (options.deviceIds != null && (options.deviceIds.length !== 1 || toDevice(options.deviceIds[0]) !== dev)) {
+      throw new RangeError(`DistributedDataParallel(): deviceIds must be [${dev}] (the module's device), got [${options.deviceIds.map(String).join(', ')}]`);
     }
     // PyTorch's outputDevice places the output of a module that spans devices; a webtorch rank's
     // module lives on one device, where its output already is: any other device is refused, not ignored.
-    if (options.outputDevice != null && toDevice(options.outputDevice) !== g.device) {
-      throw new RangeError(`DistributedDataParallel(): outputDevice must be ${g.device} (this rank's device, where the module's output is), got ${String(options.outputDevice)}`);
+    if (options.outputDevice != null && toDevice(options.outputDevice) !== dev) {
+      throw new RangeError(`DistributedDataParallel(): outputDevice must be ${dev} (the module's device, where its output is), got ${String(options.outputDevice)}`);
     }
-    for (const t of [...module.parameters(), ...module.buffers()]) {
-      if (t.device !== g.device) throw new Error(`DistributedDataParallel: module must have its parameters and buffers on rank ${g.rank}'s device ${g.device} but found one of them on device: ${t.device}`);
+    for (const t of state) {
+      if (t.device === dev) continue;
+      if (g instanceof SocketGroup) throw new Error(`DistributedDataParallel: module must have its parameters and buffers on one device, but found ${dev} and ${t.device}`);
+      throw new Error(`DistributedDataParallel: module must have its parameters and buffers on rank ${g.rank}'s device ${g.device} but found one of them on device: ${t.device}`);
     }
     // Every rank starts from rank 0's state (in stream order: nothing waits here).
     for (const t of [...module.parameters(), ...module.buffers()]) broadcast(t, { src: 0, group: g, asyncOp: true });
@@ -138,8 +161,10 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
   }
 
   /** Runs the module on this rank's inputs, with the parameters hooked for the gradient all-reduce. */
-  forward(...inputs: unknown[]): any {
+  forward(...args: unknown[]): any {
     const g = this.processGroup;
+    // With deviceIds, as PyTorch's DDP: tensors among the inputs (in arrays and plain objects too) move to the module's device.
+    const inputs = this._moveInputs ? args.map((a) => moveTo(a, this.device)) : args;
     if (this.broadcastBuffers && g.worldSize > 1) for (const b of this.module.buffers()) broadcast(b, { src: 0, group: g, asyncOp: true });
     if (!isGradEnabled() || !this._sync || g.worldSize === 1) return this.module.forward(...inputs);
     this.prepare();
@@ -179,7 +204,7 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
     for (const b of this._buckets) {
       b.ready.clear();
       if (!b.flat) {
-        b.flat = alloc([b.numel], b.params[0].dtype, this.processGroup.device);
+        b.flat = alloc([b.numel], b.params[0].dtype, this.device);
         untrack(b.flat); // the bucket outlives a torch.tidy around the forward
       }
     }
