@@ -292,6 +292,44 @@ describe('layers', () => {
     }
   });
 
+  it('a whole step inside torch.tidy (forward, backward, opt.step()) keeps the optimizer\'s state, and matches a tidy around the forward only', async () => {
+    for (const d of devices) {
+      const run = async (wrapped: boolean) => {
+        torch.manualSeed(9);
+        const net = new nn.Sequential(new nn.Linear(6, 8), new nn.ReLU(), new nn.Linear(8, 2)).to(d);
+        const opt = new optim.Adam(net.parameters(), { lr: 0.05 });
+        const X = torch.randn([16, 6], { device: d }), Y = torch.randn([16, 2], { device: d });
+        const losses: number[] = [];
+        for (let i = 0; i < 4; i++) {
+          const forward = () => torch.nn.functional.mseLoss(net.call(X), Y);
+          const step = (lossOf: () => torch.Tensor) => {
+            opt.zeroGrad();
+            const loss = lossOf();
+            loss.backward();
+            opt.step();
+            return loss;
+          };
+          // The whole step in one tidy, or (the suite's usual form) a tidy around the forward only.
+          const loss = wrapped ? torch.tidy(() => step(forward)) : step(() => torch.tidy(forward));
+          losses.push((await loss.item()) as number);
+          loss.dispose();
+        }
+        // Adam's moments, made inside the tidy of the first step, are alive and used by the later ones.
+        const states = [...opt.state.values()];
+        const avg = states[0].expAvg as torch.Tensor;
+        expect(avg.isDisposed).toBe(false);
+        const params = await Promise.all(net.parameters().map((p) => p.values()));
+        opt.zeroGrad();
+        for (const s of states) for (const v of Object.values(s)) if (typeof v === 'object') v.dispose();
+        [...net.parameters(), X, Y].forEach((t) => t.dispose());
+        return { losses, params };
+      };
+      const plain = await run(false), tidied = await run(true);
+      expect(tidied.losses[3]).toBeLessThan(tidied.losses[0]);
+      expect(tidied).toEqual(plain);
+    }
+  });
+
   it('Embedding, LayerNorm, Conv1d, AdaptiveAvgPool2d and the activations give the expected shapes and gradients', async () => {
     for (const d of devices) {
       const emb = new nn.Embedding(10, 4).to(d), ln = new nn.LayerNorm(4).to(d), c1 = new nn.Conv1d(4, 2, 3).to(d);

@@ -10,6 +10,7 @@ import { withGradMode } from '../autograd/graph.js';
 import { tidy } from '../ops/scoped.js';
 import { isCurrentStreamCapturing, isGraphStatic } from '../runtime/graphs.js';
 import type { Tensor } from '../tensor.js';
+import { untrack } from '../scope.js';
 
 /** Options shared by every parameter of a group. */
 export type GroupOptions = Record<string, number | boolean | [number, number] | number[]>;
@@ -78,6 +79,7 @@ export abstract class Optimizer {
           for (const [k, v] of Object.entries(state)) {
             if (typeof v === 'object' && v.device !== p.device) {
               state[k] = v.to(p.device);
+              untrack(state[k] as Tensor);
               v.dispose();
             }
           }
@@ -108,6 +110,8 @@ export abstract class Optimizer {
               throw new Error(`${this.constructor.name}.step() under graph capture keeps '${k}' as a host number, which a replay cannot advance: construct the optimizer with {capturable: true} (device step counts, as PyTorch's)`);
             }
             if (typeof old === 'object' && old !== v) old.dispose();
+            // The optimizer owns its state: no `tidy` around the step disposes it (PyTorch's state lives with the optimizer).
+            if (typeof v === 'object') untrack(v);
             state[k] = v;
           }
           if (inPlace) p.copy_(value);
@@ -158,7 +162,16 @@ export abstract class Optimizer {
       for (const [i, s] of Object.entries(sd.state)) {
         const p = params[Number(i)];
         const copy: ParamState = {};
-        for (const [k, v] of Object.entries(s)) copy[k] = typeof v === 'object' ? v.to(p.device).clone() : v;
+        for (const [k, v] of Object.entries(s)) {
+          if (typeof v !== 'object') copy[k] = v;
+          else {
+            const moved = v.to(p.device);
+            const t = moved.clone();
+            if (moved !== v) moved.dispose();
+            untrack(t);
+            copy[k] = t;
+          }
+        }
         this.state.set(p, copy);
       }
     });
