@@ -151,7 +151,13 @@ export class Flatten extends Module {
 }
 
 /** An integer property key (`'0'`, `'-1'`), as `net[0]` and `net[-1]` pass it, else null. */
-const indexKey = (key: string | symbol): number | null => (typeof key === 'string' && /^-?(0|[1-9]\d*)$/.test(key) ? Number(key) : null);
+const indexKey = (key: string | symbol): number | null => {
+  if (typeof key !== 'string') return null;
+  // Most keys a module's code reads are names: one character code tells them apart before the pattern.
+  const c = key.charCodeAt(0);
+  if (c !== 45 && (c < 48 || c > 57)) return null;
+  return /^-?(0|[1-9]\d*)$/.test(key) ? Number(key) : null;
+};
 
 /**
  * Containers whose submodules are numbered in order: `net[0]`, `net[-1]` (PyTorch's indexing;
