@@ -41,7 +41,7 @@ import { columnsFrom, columnsTo, windowRows } from "./window";
 
 /**
  * Whether the weight's gradient is cheaper as its transpose, dWᵀ = cols · gyᵀ (as the cpu's
- * matmul swaps, ts/worker/cpu.ts `swapsOperands`): a 3×3 kernel over one channel has 9 columns,
+ * matmul swaps, ts/worker/cpu/matmul.ts `swapsOperands`): a 3×3 kernel over one channel has 9 columns,
  * two strips, where the transpose's 8 output channels fill one (1→8 over 28×28, 16 images:
  * 126 → 65 µs on one thread).
  */

@@ -1,6 +1,6 @@
 // Row normalisations of a contiguous f32 [outer, inner] block, one row at a time: softmax,
 // log-softmax and layer norm, and the input gradients of all three. The `softmax` and `rowGrad`
-// commands of the cpu device (ts/worker/cpu.ts); the GPU's are wgsl/softmax.ts.
+// commands of the cpu device (ts/worker/cpu/rows.ts); the GPU's are wgsl/softmax.ts.
 //
 // The hard part is the passes. Composed from the table's ops these read and write the block
 // five to seven times; here a row is read two or three times while it is still in cache, and

@@ -44,7 +44,7 @@ describe.runIf(haveChromium())('webtorch in headless Chromium', () => {
         const g = x.to('gpu:0');
         const gpu = await g.matmul(g.T).values();
         const props = await torch.gpu.getDeviceProperties(0);
-        // A product large enough for the pool's threads (ts/worker/cpu.ts: POOL_MIN_MACS).
+        // A product large enough for the pool's threads (ts/worker/cpu/core.ts: POOL_MIN_MACS).
         const a = torch.ones([96, 96, 96]);
         const big = await a.matmul(a).sum().item();
         // Pinned memory: a pinned tensor and a non-blocking copy to gpu:0 where the page is isolated; a clear refusal where not.

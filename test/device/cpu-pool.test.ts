@@ -53,7 +53,7 @@ const SHAPES: Shape[] = [
   [1, 150, 80, 60, 'both', true, true], // transposed views of both operands
   [4, 33, 80, 100, 'a', false, true], // broadcast W, transposed
   [2, 100, 30, 100, 'w', true, false], // broadcast A, transposed
-  // computed as Cᵀ = Wᵀ·Aᵀ, then copied into place (few columns: ts/worker/cpu.ts swapsOperands)
+  // computed as Cᵀ = Wᵀ·Aᵀ, then copied into place (few columns: ts/worker/cpu/matmul.ts swapsOperands)
   [16, 8, 784, 9, 'both', false, true], // a 3×3 convolution's weight gradient, 8 channels, on the threads
   [1, 8, 300, 9, 'both', false, true], // one thread
   [2, 6, 20, 9, 'w', true, false], // broadcast A, transposed, a leftover row

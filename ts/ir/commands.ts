@@ -1,6 +1,6 @@
 /**
  * The IR: every piece of work the facade can ask of a device, as data. Ops (ts/ops) build these
- * commands; a device worker's backend (ts/worker/cpu.ts, ts/worker/gpu/) decides how to run each.
+ * commands; a device worker's backend (ts/worker/cpu/, ts/worker/gpu/) decides how to run each.
  * What each kind is to streams, graph capture, the profiler and the wire is said once, in
  * ts/ir/kinds.ts.
  *
@@ -166,7 +166,7 @@ export function bumpCounter(counter: readonly number[], delta: number): [number,
  * A device-side check: a kernel that meets bad data (an index out of range, an integer
  * division by zero) records the first bad value, and the worker raises `message` (with `%d`
  * replaced by that value) at the next sync point, naming the command. The GPU's kernels record
- * it in a small error buffer (wgsl/index.ts), the cpu's return a flag (ts/worker/cpu.ts).
+ * it in a small error buffer (wgsl/index.ts), the cpu's return a flag (ts/worker/cpu/core.ts: `checked`).
  * Integer division checks ride on `binary` commands of floor_divide, trunc_divide and
  * remainder with an integer dtype; range checks on `copy` commands of float -> int64 casts.
  */
