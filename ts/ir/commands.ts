@@ -115,7 +115,7 @@ export type Command =
    */
   | { k: 'foldWindows'; g: ViewRef; out: Place; shape: number[]; kernel: number[]; stride: number[]; dilation: number[]; size: number[] }
   | ConvCommand
-  // h/ampcheck: GradScaler's fused check (ts/amp/grad-scaler.ts; gpu/amp.ts, assembly/kernels/amp.ts).
+  // GradScaler's fused check (ts/amp/grad-scaler.ts; gpu/amp.ts, assembly/kernels/amp.ts).
   | AmpUnscaleCommand;
 
 /**

@@ -28,7 +28,7 @@ import { runAvgPool, runMaxPool } from './cpu/pool.js';
 import { runIndex } from './cpu/index-family.js';
 import { runRandom } from './cpu/random.js';
 import { runNll } from './cpu/loss.js';
-import { runAmpUnscale } from './cpu/amp.js'; // h/ampcheck: GradScaler's fused check
+import { runAmpUnscale } from './cpu/amp.js'; // GradScaler's fused check
 
 /** Initial pages of the shared memory (the kernels' build asks for 16: `--initialMemory 16`). */
 const SHARED_INITIAL_PAGES = 16;
@@ -83,7 +83,7 @@ function run(cmd: Command): void {
       return runMaxPool(cmd);
     case 'avgPool': case 'avgPoolGrad':
       return runAvgPool(cmd);
-    case 'ampUnscale': // h/ampcheck: GradScaler's fused check (cpu/amp.ts)
+    case 'ampUnscale': // GradScaler's fused check (cpu/amp.ts)
       return runAmpUnscale(cmd);
     case 'dropScratch': // the GPU worker's cached scratch (ts/worker/scratch.ts); none here
       return;

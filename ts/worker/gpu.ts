@@ -32,7 +32,7 @@ import { runReduce, runRowNorm } from './gpu/rows.js';
 import { runWindows } from './gpu/windows.js';
 import { runIndex } from './gpu/index-family.js';
 import { runRandom } from './gpu/random.js';
-import { runAmpUnscale } from './gpu/amp.js'; // h/ampcheck: GradScaler's fused check
+import { runAmpUnscale } from './gpu/amp.js'; // GradScaler's fused check
 import { runNll } from './gpu/loss.js';
 import { runPool } from './gpu/pool.js';
 // Device loss (ts/worker/gpu-lost.ts): the one hook, in init.
@@ -151,7 +151,7 @@ function run(cmd: Command): void {
     case 'maxPool': case 'maxPoolGrad': case 'avgPool': case 'avgPoolGrad': // pooling and its gradients (gpu/pool.ts)
       runPool(cmd);
       return;
-    case 'ampUnscale': // h/ampcheck: GradScaler's fused check (gpu/amp.ts)
+    case 'ampUnscale': // GradScaler's fused check (gpu/amp.ts)
       runAmpUnscale(cmd);
       return;
     default:

@@ -51,7 +51,7 @@ export interface Kernels {
   maxPoolGrad(g: number, indices: number, grad: number, p: number): void;
   /** Average pooling (grad 0: src x, dst the values) or its gradient (grad 1: src g, dst the input's gradient). */
   avgPool(src: number, dst: number, p: number, grad: number): void;
-  /** h/ampcheck: GradScaler's fused check (assembly/kernels/amp.ts); returns 1 when it set the flag. */
+  /** GradScaler's fused check (assembly/kernels/amp.ts); returns 1 when it set the flag. */
   ampUnscale(p: number, n: number, inv: number, found: number): number;
   /** The index a checking kernel (index family, nll) last found out of range. */
   badIndex(): bigint;
