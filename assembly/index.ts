@@ -34,7 +34,7 @@ export { gather, scatter, cumulative, sortIndices, sortWorkspaceBytes, oneHot, b
 // The fused negative log likelihood (nll_loss, cross_entropy's NLL) and its gradient.
 export { nll, nllGrad } from "./kernels/loss";
 
-// GradScaler's fused inf check and unscale (h/ampcheck).
+// GradScaler's fused inf check and unscale.
 export { ampUnscale } from "./kernels/amp";
 
 const SCRATCH = memory.data(16384, 16);
