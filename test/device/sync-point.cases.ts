@@ -145,11 +145,15 @@ export function syncPointSuite(mode: 'slot' | 'message'): void {
         const { slot, message } = await answersDuring(d, () => torch.gpu.synchronize(d));
         expect({ slot, message }, d).toEqual(mode === 'slot' ? { slot: 1, message: 0 } : { slot: 0, message: 1 });
         const start = new torch.gpu.Event({ enableTiming: true }), end = new torch.gpu.Event({ enableTiming: true });
+        const wallStart = performance.now();
         start.record(torch.gpu.currentStream(d));
         const y = x.matmul(x);
         end.record(torch.gpu.currentStream(d));
         await end.synchronize();
-        expect(start.elapsedTime(end), d).toBeGreaterThanOrEqual(0);
+        const wall = performance.now() - wallStart;
+        // The matmul took some device time, and no more than passed on the host around the records.
+        expect(start.elapsedTime(end), d).toBeGreaterThan(0);
+        expect(start.elapsedTime(end), d).toBeLessThanOrEqual(wall * 1.05 + 1);
         expect(end.query(), d).toBe(true);
         // an event recorded with nothing after it: the next synchronize covers its record too
         for (let i = 0; i < 10; i++) {
