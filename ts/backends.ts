@@ -83,7 +83,7 @@ export async function summary(): Promise<BackendsSummary> {
   };
 }
 
-// ---- TF32: PyTorch's flags, accepted and kept; WebGPU has no TF32 (ts/peer.ts) ----
+// ---- TF32: PyTorch's flags, accepted and kept; WebGPU has no TF32 (ts/capabilities.ts) ----
 
 /** A flag object whose keys are fixed: assigning an unknown key raises, a non-boolean value too. */
 function flags<K extends string>(what: string, defaults: Record<K, boolean>): Record<K, boolean> {

@@ -30,7 +30,7 @@ export { Event } from './runtime/streams.js';
 export { DeviceLostError } from './runtime/device-lost.js';
 /** `torch.cuda.OutOfMemoryError`: the same class as `torch.OutOfMemoryError` (ts/memory/errors.ts). */
 export { OutOfMemoryError } from './memory/index.js';
-export { isTf32Supported, canDeviceAccessPeer } from './peer.js';
+export { isTf32Supported, canDeviceAccessPeer } from './capabilities.js';
 /** @internal Test-only: loses gpu:i's GPUDevice (`GPUDevice.destroy()` in its worker); see ts/runtime/device-lost.ts. */
 export { loseDevice as _loseDevice, gpuError as _gpuError } from './device.js';
 /** `torch.gpu.nvtx` (`torch.cuda.nvtx`): `rangePush`, `rangePop`, `range(name, fn)`, `mark`; ranges in the profiler (ts/profiler). */

@@ -2,7 +2,7 @@
  * The `new_*` methods in camelCase (`t.newOnes(3, 4)`, `t.newZeros([2])`, `t.newFull([2], 7)`,
  * `t.newEmpty(2)`, `t.newTensor([1, 2])`): a tensor of the given size with `t`'s dtype and device
  * unless `{dtype, device, requiresGrad}` say otherwise. The snake_case names are the same
- * functions. PyTorch's signatures: `new_ones(*size, …)`, `new_zeros(*size, …)`, `new_empty(*size, …)`
+ * functions; this file is the one place either is set on `Tensor`. PyTorch's signatures: `new_ones(*size, …)`, `new_zeros(*size, …)`, `new_empty(*size, …)`
  * take the size as numbers or one array; `new_full(size, fill_value, …)` takes an array.
  */
 import { Tensor, type NestedArray } from './tensor.js';
@@ -27,6 +27,7 @@ declare module './tensor.js' {
     new_zeros(...args: SizeArgs): Tensor;
     new_empty(...args: SizeArgs): Tensor;
     new_full(...args: FullArgs): Tensor;
+    new_tensor(data: NestedArray, options?: TensorOptions): Tensor;
   }
 }
 

@@ -70,8 +70,18 @@ function result(p: { done: Promise<void> }, asyncOp: boolean | undefined, dev?: 
   done.catch(() => {}); // a Work nobody waits on does not make an unhandled rejection
   if (!asyncOp) return done;
   if (!dev) return { wait: () => done, isCompleted: () => completed };
-  const client = clientOf(dev), stream = client.stream, mark = client.markStream(stream);
-  return { wait: () => done, isCompleted: () => completed && client.board.streamMark(stream) >= mark };
+  // The stream's mark is taken at the first ask, not at every collective (DDP never asks): it
+  // stands for the collective and whatever was queued after it, so the answer may come late but
+  // never early. Later asks keep that mark, so work queued meanwhile cannot hold the answer back.
+  const client = clientOf(dev), stream = client.stream;
+  let mark = -1;
+  return {
+    wait: () => done,
+    isCompleted: () => {
+      if (mark < 0) mark = client.markStream(stream);
+      return completed && client.board.streamMark(stream) >= mark;
+    },
+  };
 }
 
 /** This rank's side of the ring reduce-scatter over `acc` (flat, contiguous): part `rank` ends reduced. */

@@ -138,7 +138,7 @@ export async function hostAllReduce(mesh: Mesh, key: string, bytes: Uint8Array, 
         out.send(next, `${key}:ag${s}`, bytesOf(part(cs)));
         const got = view(await mesh.recv(prev, `${key}:ag${s}`), dtype);
         await out.before(part(cr));
-        part(cr).set(got as any);
+        bytesOf(part(cr)).set(bytesOf(got)); // same dtype: the bytes are the values
       }
     }
   } else if (op === 'avg') divide(acc, k);

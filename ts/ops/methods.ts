@@ -7,7 +7,6 @@ import type { DType } from '../dtype.js';
 import { Tensor } from '../tensor.js';
 import { clone, copyInto, to, toGpu, type ToOptions } from './copy.js';
 import { isPinned, pinMemory } from '../runtime/pinned.js';
-import { newMethods, type TensorOptions } from './creation.js';
 import { binaryApi, binaryOp, clamp, div, gelu, nanToNum, softplus, unaryApi, unaryOp, where, type TensorOrScalar } from './elementwise.js';
 import { matmul } from './matmul.js';
 import { argReduce, maxMin, reduce, reduceApi, type Dims, type ValuesIndices } from './reduce.js';
@@ -113,11 +112,6 @@ declare module '../tensor.js' {
     /** Whether the tensor is in pinned memory (`is_pinned()`). */
     isPinned(): boolean;
     float(): Tensor; half(): Tensor; bfloat16(): Tensor; int(): Tensor; long(): Tensor; bool(): Tensor; byte(): Tensor;
-    new_zeros(shape: number[], options?: TensorOptions): Tensor;
-    new_ones(shape: number[], options?: TensorOptions): Tensor;
-    new_full(shape: number[], value: number | boolean, options?: TensorOptions): Tensor;
-    new_empty(shape: number[], options?: TensorOptions): Tensor;
-    new_tensor(data: import('../tensor.js').NestedArray, options?: TensorOptions): Tensor;
   }
 }
 
@@ -132,7 +126,7 @@ for (const op of ELEMENTWISE) {
     : function (this: Tensor, other: TensorOrScalar, ...rest: unknown[]) { bindArgs(name, [], rest, {}, 1); return binaryApi(op.name, this, other); };
 }
 
-Object.assign(Tensor.prototype, newMethods, {
+Object.assign(Tensor.prototype, {
   add(this: Tensor, o: TensorOrScalar, ...args: unknown[]) { return binaryApi('add', this, o, bindArgs('add', ['alpha'], args, { alpha: 1 }, 1, 0).alpha); },
   sub(this: Tensor, o: TensorOrScalar, ...args: unknown[]) { return binaryApi('sub', this, o, bindArgs('sub', ['alpha'], args, { alpha: 1 }, 1, 0).alpha); },
   div(this: Tensor, o: TensorOrScalar, opt?: { roundingMode?: 'floor' | 'trunc' | null }) { return div(this, o, opt); },

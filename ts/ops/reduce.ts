@@ -10,7 +10,7 @@ import { arange } from './creation.js';
 import { checkDtypes } from './registry.js';
 import { checkNonEmpty, keptShape, NAMES, reduceForward, type Dims } from './reduce-kernel.js';
 
-export { sumTo, type Dims } from './reduce-kernel.js'; // the differentiable reductions' module offers them too
+export type { Dims } from './reduce-kernel.js';
 import { binaryOp, where } from './elementwise.js';
 import { expand, reshape } from './views.js';
 import { cast } from './cast.js';
