@@ -284,6 +284,10 @@ describe('misuse', () => {
     await dist.spawn(async (rank) => {
       await dist.initProcessGroup({ worldSize: 2, rank, initMethod: 'inproc://differ', timeout: 300 });
       const t = torch.zeros([3], { device: 'cuda' });
+      // A misspelt option raises at the call, before anything is issued (it would otherwise be ignored).
+      expect(() => dist.allReduce(t, { op: 'sum', asyncop: true } as never)).toThrow(
+        "allReduce() got an unexpected keyword argument 'asyncop' (expected 'op', 'group', 'asyncOp')");
+      expect(() => dist.broadcast(t, { source: 0 } as never)).toThrow("broadcast() got an unexpected keyword argument 'source'");
       try {
         // rank 0 waits at a barrier, rank 1 calls allReduce: rank 1 raises before issuing anything
         if (rank === 0) await dist.barrier();

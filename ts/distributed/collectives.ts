@@ -17,6 +17,7 @@ import { cat } from '../ops/shape.js';
 import { narrow, reshape } from '../ops/views.js';
 import { cast, contiguous } from '../ops/cast.js';
 import { alloc } from '../runtime/dispatch.js';
+import { checkOptions } from '../ops/options.js';
 import { splitSizes, type ReduceOpName } from './comm.js';
 import { defaultGroup, recvFrom, sendTo, signature, type Group, type ProcessGroup, type Work } from './group.js';
 import { SocketGroup } from './socket-group.js';
@@ -106,6 +107,7 @@ function ringReduceScatter(g: ProcessGroup, acc: Tensor, sizes: number[], combin
  * `'avg'`, `'max'`, `'min'`, `'product'`) of every rank's tensor, in place.
  */
 export function allReduce(tensor: Tensor, options: CollectiveOptions & { op?: ReduceOpName } = {}): Work | Promise<void> {
+  checkOptions('allReduce', options, ['op', 'group', 'asyncOp']);
   const g = defaultGroup(options.group);
   const t = checkTensor('allReduce', tensor, g);
   const op = checkOp('allReduce', options.op ?? 'sum', t.dtype);
@@ -135,6 +137,7 @@ export function allReduce(tensor: Tensor, options: CollectiveOptions & { op?: Re
 
 /** `dist.broadcast(tensor, {src, group, asyncOp})`: every rank's `tensor` gets rank `src`'s values, in place. */
 export function broadcast(tensor: Tensor, options: CollectiveOptions & { src?: number } = {}): Work | Promise<void> {
+  checkOptions('broadcast', options, ['src', 'group', 'asyncOp']);
   const g = defaultGroup(options.group);
   const t = checkTensor('broadcast', tensor, g);
   const src = options.src ?? 0;
@@ -158,6 +161,7 @@ export function broadcast(tensor: Tensor, options: CollectiveOptions & { src?: n
 
 /** `dist.allGather(tensorList, tensor, {group, asyncOp})`: `tensorList[j]` gets rank j's `tensor`, on every rank. */
 export function allGather(tensorList: Tensor[], tensor: Tensor, options: CollectiveOptions = {}): Work | Promise<void> {
+  checkOptions('allGather', options, ['group', 'asyncOp']);
   const g = defaultGroup(options.group);
   const t = checkTensor('allGather', tensor, g), k = g.worldSize;
   if (!Array.isArray(tensorList) || tensorList.length !== k) throw new RangeError(`allGather: tensorList must hold ${k} tensors (one per rank), got ${Array.isArray(tensorList) ? tensorList.length : typeof tensorList}`);
@@ -189,6 +193,7 @@ export function allGather(tensorList: Tensor[], tensor: Tensor, options: Collect
  * reduction over ranks of `inputList[r]` (inputs may differ in size; ranks must agree).
  */
 export function reduceScatter(output: Tensor, inputList: Tensor[], options: CollectiveOptions & { op?: ReduceOpName } = {}): Work | Promise<void> {
+  checkOptions('reduceScatter', options, ['op', 'group', 'asyncOp']);
   const g = defaultGroup(options.group);
   const out = checkTensor('reduceScatter', output, g), k = g.worldSize;
   if (!Array.isArray(inputList) || inputList.length !== k) throw new RangeError(`reduceScatter: inputList must hold ${k} tensors (one per rank), got ${Array.isArray(inputList) ? inputList.length : typeof inputList}`);
@@ -211,6 +216,7 @@ export function reduceScatter(output: Tensor, inputList: Tensor[], options: Coll
 
 /** `dist.barrier({group, asyncOp})`: resolves when every rank has reached it (host-side). */
 export function barrier(options: CollectiveOptions = {}): Work | Promise<void> {
+  checkOptions('barrier', options, ['group', 'asyncOp']);
   const g = defaultGroup(options.group);
   if (g instanceof SocketGroup) return result({ done: socketBarrier(g) }, options.asyncOp);
   return result(g._arrive('barrier', 'barrier()', 1), options.asyncOp);
