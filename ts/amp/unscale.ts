@@ -8,7 +8,7 @@
  * AssemblyScript call on `cpu` (assembly/kernels/amp.ts). Nothing is read back.
  */
 import { isFloating, storageCode } from '../dtype.js';
-import { launch, place, sameDevice } from '../runtime/dispatch.js';
+import { emit, place, sameDevice } from '../runtime/dispatch.js';
 import { Tensor } from '../tensor.js';
 
 const OP = '_amp_foreach_non_finite_check_and_unscale_';
@@ -45,6 +45,6 @@ export function ampForeachNonFiniteCheckAndUnscale_(scaledGrads: Tensor[], found
   const view = (t: Tensor) => (t.isContiguous() ? t : t.contiguous());
   const inv = view(invScale), found = foundInf;
   if (!found.isContiguous()) throw new Error('found_inf must be contiguous.');
-  launch(dev, { k: 'ampUnscale', grads, invScale: place(inv), found: place(found) });
+  emit(dev, { k: 'ampUnscale', grads, invScale: place(inv), found: place(found) });
   if (inv !== invScale) inv.dispose();
 }

@@ -17,7 +17,7 @@ import { CPU } from '../device.js';
 import { bindArgs, type PyArgs } from '../ops/options.js';
 import { checkPinnable, pinMemory } from '../runtime/pinned.js';
 import { defaultGenerator, type Generator } from '../random.js';
-import { alloc, launch, place, ref, code } from '../runtime/dispatch.js';
+import { alloc, emit, place, ref, code } from '../runtime/dispatch.js';
 import { Tensor } from '../tensor.js';
 import { tensor } from '../ops/creation.js';
 import { isNode } from '../platform.js';
@@ -61,7 +61,7 @@ function stack(items: Tensor[]): Tensor {
       throw new RangeError(`DataLoader: stack expects each tensor to be equal size, but got [${first.shape.join(', ')}] at entry 0 and [${t.shape.join(', ')}] at entry ${i}`);
     }
     if (rowElems) {
-      launch(out.device, {
+      emit(out.device, {
         k: 'copyInto', src: ref(t), srcDt: code(t), dt: code(out), shape: t.shape.slice(),
         dst: { id: p.id, offset: p.offset + i * rowElems, strides: out._strides.slice(1) },
       });

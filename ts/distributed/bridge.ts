@@ -14,7 +14,7 @@ import type { Device } from '../device.js';
 import { clientOf } from '../device.js';
 import { elementSize } from '../dtype.js';
 import { newTag } from '../runtime/peers.js';
-import { launch } from '../runtime/dispatch.js';
+import { emit } from '../runtime/dispatch.js';
 import type { DeviceClient } from '../runtime/client.js';
 import type { Tensor } from '../tensor.js';
 import { onPortMessage } from '../platform.js';
@@ -71,7 +71,7 @@ export function bridgeOf(dev: Device): Bridge {
   let b = bridges.get(c);
   if (!b) {
     const { port1, port2 } = new MessageChannel();
-    launch(dev, { k: 'connect', peer: HOST, port: port1 }, [port1]);
+    emit(dev, { k: 'connect', peer: HOST, port: port1 }, [port1]);
     b = new Bridge(port2);
     bridges.set(c, b);
   }
@@ -88,7 +88,7 @@ export function toHost(t: Tensor): Promise<Uint8Array> {
   const b = bytesOf(t);
   if (!b.bytes) return Promise.resolve(new Uint8Array(0));
   const br = bridgeOf(t.device), tag = newTag();
-  launch(t.device, { k: 'send', peer: HOST, tag, id: b.id, byteOffset: b.byteOffset, bytes: b.bytes });
+  emit(t.device, { k: 'send', peer: HOST, tag, id: b.id, byteOffset: b.byteOffset, bytes: b.bytes });
   const p = br.take(tag);
   p.catch(() => {}); // a collective that failed before reading it does not make an unhandled rejection
   return p;
@@ -99,7 +99,7 @@ export function fromHost(t: Tensor): (data: Uint8Array | Error) => void {
   const b = bytesOf(t);
   if (!b.bytes) return () => {};
   const br = bridgeOf(t.device), tag = newTag();
-  launch(t.device, { k: 'recv', peer: HOST, tag, id: b.id, byteOffset: b.byteOffset });
+  emit(t.device, { k: 'recv', peer: HOST, tag, id: b.id, byteOffset: b.byteOffset });
   let posted = false;
   return (data) => {
     if (posted) return;

@@ -24,7 +24,7 @@ import { fmt } from '../shape.js';
 import { Tensor } from '../tensor.js';
 import { connect, newTag } from '../runtime/peers.js';
 import { checkOptions } from '../ops/options.js';
-import { launch } from '../runtime/dispatch.js';
+import { emit } from '../runtime/dispatch.js';
 import { env } from '../platform.js';
 import { SocketGroup } from './socket-group.js';
 import { threadRanks } from './port-mesh.js';
@@ -329,13 +329,13 @@ export function bytesOf(t: Tensor): { id: number; byteOffset: number; bytes: num
 /** @internal Queues a send of contiguous `t` to `peer` (on `t`'s device). */
 export function sendTo(t: Tensor, peer: Device, tag: number): void {
   const b = bytesOf(t);
-  if (b.bytes) launch(t.device, { k: 'send', peer: String(peer), tag, id: b.id, byteOffset: b.byteOffset, bytes: b.bytes });
+  if (b.bytes) emit(t.device, { k: 'send', peer: String(peer), tag, id: b.id, byteOffset: b.byteOffset, bytes: b.bytes });
 }
 
 /** @internal Queues a receive from `peer` into contiguous `t` (on `t`'s device). */
 export function recvFrom(t: Tensor, peer: Device, tag: number): void {
   const b = bytesOf(t);
-  if (b.bytes) launch(t.device, { k: 'recv', peer: String(peer), tag, id: b.id, byteOffset: b.byteOffset });
+  if (b.bytes) emit(t.device, { k: 'recv', peer: String(peer), tag, id: b.id, byteOffset: b.byteOffset });
 }
 
 /** @internal A collective's signature for the cross-rank check. */

@@ -22,7 +22,7 @@
 import { dataDependentShape } from '../runtime/graphs.js';
 import { isFloating, type DType } from '../dtype.js';
 import { device as toDevice } from '../device.js';
-import { alloc, code, launch, place, ref, sameDevice } from '../runtime/dispatch.js';
+import { alloc, code, emit, place, ref, sameDevice } from '../runtime/dispatch.js';
 import { broadcastFor, broadcastStrides, contiguousStrides, fmt, MAX_KERNEL_RANK, normDim } from '../shape.js';
 import { Tensor } from '../tensor.js';
 import { ReduceOp } from '../ir/ops.js';
@@ -69,7 +69,7 @@ function wrapChecked(I: Tensor, size: number, j: number): Tensor {
   const out = alloc(I.shape, 'int64', I.device);
   if (!out.numel()) return out;
   const table = arange(Math.max(size, 1), undefined, 1, { dtype: 'int64', device: I.device });
-  launch(I.device, {
+  emit(I.device, {
     k: 'gather', x: ref(table, I.shape.map(() => 0)), idx: ref(I), dt: code(table), out: place(out), shape: I.shape.slice(), dimStride: 1,
     check: { size, wrap: true, message: outOfBounds(j, size) },
   });
@@ -154,7 +154,7 @@ function gatherPicks(v: Tensor, p: Picks): Tensor {
   const o = offsets(p, v._strides);
   const size = v.shape[p.dims[0]];
   const check = o.checked ? NO_CHECK : { size, wrap: true, message: outOfBounds(0, size) };
-  launch(v.device, {
+  emit(v.device, {
     k: 'gather', x: ref(v, over(l, l.kept.map((i) => v._strides[i]), p.B.map(() => 0))),
     idx: ref(o.idx, over(l, l.kept.map(() => 0), broadcastStrides(o.idx.shape, o.idx._strides, p.B))),
     dt: code(v), out: place(out), shape: l.out, dimStride: o.dimStride, check,
@@ -178,7 +178,7 @@ function scatterPicks(base: Tensor, baseStrides: number[], shape: number[], dtyp
   const cs = contiguousStrides(shape);
   if (!p.wrapped) throw new Error('index_put_: internal: a scatter needs wrapped indices');
   const o = offsets(p, cs);
-  launch(base.device, {
+  emit(base.device, {
     k: 'scatter', add, x: ref(base, baseStrides), dt: code(dtype), out: place(out), shape: shape.slice(),
     dstStrides: over(l, l.kept.map((i) => cs[i]), p.B.map(() => 0)),
     idx: ref(o.idx, over(l, l.kept.map(() => 0), broadcastStrides(o.idx.shape, o.idx._strides, p.B))),
@@ -467,7 +467,7 @@ function flipForward(x: Tensor, dims: number[]): Tensor {
     const g = grid!;
     const out = alloc(x.shape, x.dtype, x.device);
     const gridStrides = x.shape.map((_, d) => (live.includes(d) ? g._strides[live.indexOf(d)] : 0));
-    launch(x.device, {
+    emit(x.device, {
       k: 'gather', x: ref(x, x._strides.map((s, d) => (live.includes(d) ? 0 : s))), idx: ref(g, gridStrides), dt: code(x), out: place(out),
       shape: x.shape.slice(), dimStride: 1, check: NO_CHECK,
     });

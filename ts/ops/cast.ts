@@ -3,7 +3,7 @@
  * (ts/amp/autocast.ts) build on, kept below them all so that none of them imports another to get it.
  */
 import { castOutOfRange, isFloating } from '../dtype.js';
-import { code, launch, alloc, ref, sameDevice, place } from '../runtime/dispatch.js';
+import { code, emit, alloc, ref, sameDevice, place } from '../runtime/dispatch.js';
 import { isContiguous } from '../shape.js';
 import { op as recorded } from '../autograd/graph.js';
 import type { Tensor } from '../tensor.js';
@@ -24,6 +24,6 @@ function castForward(t: Tensor, dtype: Tensor['dtype']): Tensor {
   const out = alloc(t.shape, dtype, t.device);
   if (!out.numel()) return out;
   const check = dtype === 'int64' && isFloating(t.dtype) ? { message: castOutOfRange(t.dtype, dtype), overflow: castOutOfRange(t.dtype, dtype) } : undefined;
-  launch(t.device, { k: 'copy', src: ref(t), srcDt: code(t), out: place(out), dt: code(dtype), shape: t.shape.slice(), ...(check ? { check } : {}) });
+  emit(t.device, { k: 'copy', src: ref(t), srcDt: code(t), out: place(out), dt: code(dtype), shape: t.shape.slice(), ...(check ? { check } : {}) });
   return out;
 }

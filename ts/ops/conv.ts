@@ -17,7 +17,7 @@
  */
 import { needsGrad, withGradMode, op as recorded } from '../autograd/graph.js';
 import { clientOf } from '../device.js';
-import { alloc, launch, place, ref, sameDevice } from '../runtime/dispatch.js';
+import { alloc, emit, place, ref, sameDevice } from '../runtime/dispatch.js';
 import { fmt, numel } from '../shape.js';
 import { Tensor, view } from '../tensor.js';
 import { copyInto } from './copy.js';
@@ -58,7 +58,7 @@ function fold(g: Tensor, shape: readonly number[], k: number[], s: number[], d: 
       // The cpu's col2im: one pass over each plane (assembly/kernels/window.ts), the same f32 sums.
       const out = alloc(shape.slice(), 'float32', g.device);
       if (numel(shape)) {
-        launch(g.device, { k: 'foldWindows', g: ref(g), out: place(out), shape: shape.slice(), kernel: k, stride: s, dilation: d, size: [oh, ow] });
+        emit(g.device, { k: 'foldWindows', g: ref(g), out: place(out), shape: shape.slice(), kernel: k, stride: s, dilation: d, size: [oh, ow] });
       }
       return out;
     }
@@ -131,7 +131,7 @@ export function paddedWindows(x: Tensor, k: number[], s: number[], d: number[], 
   return recorded('im2col', [x], () => {
     const out = alloc(shape, 'float32', x.device);
     if (numel(shape)) {
-      launch(x.device, { k: 'windows', x: ref(x), out: place(out), shape: [N, C, H, W], kernel: k, stride: s, dilation: d, padding: p, size, kernelLast, value });
+      emit(x.device, { k: 'windows', x: ref(x), out: place(out), shape: [N, C, H, W], kernel: k, stride: s, dilation: d, padding: p, size, kernelLast, value });
     }
     return out;
   }, () => ([g]) => withGradMode(false, () => {
@@ -328,7 +328,7 @@ function convKernel(x: Tensor, w: Tensor, b: Tensor | null, g: ReturnType<typeof
     const wc = V.contiguous(w), bc = b && V.contiguous(b);
     const out = alloc([x.shape[0], cout, ...size], 'float32', x.device);
     if (keep) saved = alloc([x.shape[0], x.shape[1] * k[0] * k[1], size[0] * size[1]], 'float32', x.device);
-    launch(x.device, { k: 'conv', x: ref(x), w: place(wc), b: bc ? place(bc) : null, out: place(out), saved: saved && place(saved), ...geom });
+    emit(x.device, { k: 'conv', x: ref(x), w: place(wc), b: bc ? place(bc) : null, out: place(out), saved: saved && place(saved), ...geom });
     if (wc !== w) wc.dispose();
     if (bc && bc !== b) bc.dispose();
     return out;
@@ -362,7 +362,7 @@ function convBackward(gy: Tensor, x: Tensor, w: Tensor, wants: boolean[], geom: 
   }
   const [dx, dw, db] = [geom.shape, w.shape, [cout]].map((shape, i) => (wants[i] ? alloc(shape.slice(), 'float32', gy.device) : null));
   const gc = V.contiguous(gy), wc = V.contiguous(w);
-  launch(gy.device, { k: 'convGrad', x: ref(x), w: place(wc), gy: place(gc), dx: dx && place(dx), dw: dw && place(dw), db: db && place(db), saved: saved && place(saved), ...geom });
+  emit(gy.device, { k: 'convGrad', x: ref(x), w: place(wc), gy: place(gc), dx: dx && place(dx), dw: dw && place(dw), db: db && place(db), saved: saved && place(saved), ...geom });
   if (gc !== gy) gc.dispose();
   if (wc !== w) wc.dispose();
   return [dx, dw, db];

@@ -10,7 +10,7 @@
 import { CPU, Device, clientOf, device as toDevice, type DeviceLike } from '../device.js';
 import { canPin, downloadPinned, downloadToPinned, pinnedDownload, pinnedUpload, uploadPinned } from '../runtime/pinned.js';
 import { elementSize, storageCode, toDType, type DType } from '../dtype.js';
-import { alloc, launch, ref, sameDevice } from '../runtime/dispatch.js';
+import { alloc, emit, ref, sameDevice } from '../runtime/dispatch.js';
 import { connect, newTag } from '../runtime/peers.js';
 import { broadcastStrides, fmt } from '../shape.js';
 import { Tensor } from '../tensor.js';
@@ -53,8 +53,8 @@ function transfer(src: Tensor, dst: Device, nonBlocking = false): Tensor {
       const chunk = bytes > 2 * copyChunk ? copyChunk : bytes;
       for (let off = 0; off < bytes; off += chunk) {
         const n = Math.min(chunk, bytes - off), tag = newTag();
-        launch(src.device, { k: 'send', peer: String(dst), tag, id: c.storage.id, byteOffset: from + off, bytes: n });
-        launch(dst, { k: 'recv', peer: String(src.device), tag, id: out.storage.id, byteOffset: out.storage.byteOffset + off });
+        emit(src.device, { k: 'send', peer: String(dst), tag, id: c.storage.id, byteOffset: from + off, bytes: n });
+        emit(dst, { k: 'recv', peer: String(src.device), tag, id: out.storage.id, byteOffset: out.storage.byteOffset + off });
       }
     } catch (e) {
       // (a graph's capture refuses copies between devices)
@@ -126,7 +126,7 @@ export function copyInto(dst: Tensor, src: Tensor, nonBlocking = false): Tensor 
   const local = src.device === dst.device ? src : transfer(src, dst.device, nonBlocking);
   sameDevice('copy_', [dst, local]);
   if (dst.numel()) {
-    launch(dst.device, {
+    emit(dst.device, {
       k: 'copyInto', src: ref(local, broadcastStrides(local.shape, local._strides, dst.shape)), srcDt: storageCode(local.dtype),
       dst: ref(dst), dt: storageCode(dst.dtype), shape: dst.shape.slice(),
     });

@@ -10,7 +10,7 @@ import { checkBigFits, checkFits, encode, isFloating, scalarName, storageCode, t
 import type { Generator } from '../random.js';
 import { Dist, drawInto, f32Bits, generatorFor } from './random.js';
 import { checkPinTarget, markPinned } from '../runtime/pinned.js';
-import { alloc, launch, ref, place } from '../runtime/dispatch.js';
+import { alloc, emit, ref, place } from '../runtime/dispatch.js';
 import { bindArgs, checkOptions, isKeywords, REQUIRED } from './options.js';
 import { checkShape, numel } from '../shape.js';
 import type { NestedArray, Tensor } from '../tensor.js';
@@ -101,7 +101,7 @@ const storedAs = (values: unknown, dtype: DType): values is ArrayBufferView =>
 /** Writes encoded host values into a fresh tensor. */
 function upload(t: Tensor, host: ReturnType<typeof encode>): Tensor {
   try {
-    if (host.length) launch(t.device, { k: 'write', id: t.storage.id, byteOffset: t.storage.byteOffset, data: host.buffer as ArrayBuffer }, [host.buffer as ArrayBuffer]);
+    if (host.length) emit(t.device, { k: 'write', id: t.storage.id, byteOffset: t.storage.byteOffset, data: host.buffer as ArrayBuffer }, [host.buffer as ArrayBuffer]);
   } catch (e) {
     t.dispose(); // (a graph's capture refuses host copies)
     throw e;
@@ -143,7 +143,7 @@ export function full(shape: number[], value: number | boolean | bigint, options?
   const v = Number(value);
   checkFits(v, dtype, 'full');
   const t = alloc(checkShape(shape, 'full'), dtype, dev(options));
-  if (t.numel()) launch(t.device, { k: 'fill', out: place(t), dt: storageCode(dtype), n: t.numel(), value: dtype === 'bool' ? Number(v !== 0) : v });
+  if (t.numel()) emit(t.device, { k: 'fill', out: place(t), dt: storageCode(dtype), n: t.numel(), value: dtype === 'bool' ? Number(v !== 0) : v });
   return made('full', t, options);
 }
 
@@ -192,7 +192,7 @@ export function arange(...args: [end: number, options?: TensorOptions] | [start:
     return made('arange', fromHost(Array.from({ length: n }, (_, i) => Math.trunc(start + i * step)), [n], dtype, dev(options)), options);
   }
   const t = alloc([n], dtype, dev(options));
-  if (n) launch(t.device, { k: 'arange', out: place(t), dt: storageCode(dtype), n, start, step });
+  if (n) emit(t.device, { k: 'arange', out: place(t), dt: storageCode(dtype), n, start, step });
   return made('arange', t, options);
 }
 
@@ -269,7 +269,7 @@ export function eye(n: number, ...args: [m?: number, options?: TensorOptions] | 
   const diag = Math.min(n, m);
   if (diag) {
     const one = full([], 1, { dtype: t.dtype, device: t.device });
-    launch(t.device, {
+    emit(t.device, {
       k: 'copyInto', src: ref(one, [0]), srcDt: storageCode(t.dtype), dt: storageCode(t.dtype), shape: [diag],
       dst: { ...place(t), strides: [m + 1] },
     });

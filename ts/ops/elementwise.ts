@@ -8,7 +8,7 @@
  * compute dtype), not as 0-dim tensors.
  */
 import { checkFits, f32ToBF16, f32ToF16, isFloating, resultType, scalarName, storageCode, type DType } from '../dtype.js';
-import { alloc, launch, ref, sameDevice, place } from '../runtime/dispatch.js';
+import { alloc, emit, ref, sameDevice, place } from '../runtime/dispatch.js';
 import { broadcastFor, broadcastStrides, fmt, MAX_KERNEL_RANK } from '../shape.js';
 import { Tensor } from '../tensor.js';
 import { full } from './creation.js';
@@ -125,7 +125,7 @@ function unaryForward(op: ElementwiseOp, x: Tensor, s: number[]): Tensor {
   const [xc, temp] = toCompute(x, compute);
   const out = alloc(x.shape, outDt, x.device);
   if (out.numel()) {
-    launch(x.device, {
+    emit(x.device, {
       k: 'unary', op: op.code, a: ref(xc), dt: storageCode(compute), out: place(out), outDt: storageCode(outDt),
       shape: x.shape.slice(), s: [s[0] ?? 0, s[1] ?? 0, s[2] ?? 0],
     });
@@ -226,7 +226,7 @@ function binaryForward(op: ElementwiseOp, a: TensorOrScalar, b: TensorOrScalar, 
   if (out.numel()) {
     const cmd: Command = { k: 'binary', op: op.code, dt: storageCode(compute), outDt: storageCode(outDt), out: place(out), shape, a: ra, b: rb, alpha };
     if (intDivision) cmd.check = { message: `ZeroDivisionError: integer division by zero (in ${name}, dtype ${compute})` };
-    launch(device, cmd);
+    emit(device, cmd);
   }
   for (const t of temps) t.dispose();
   return out;
@@ -264,7 +264,7 @@ function whereForward(cond: Tensor, x: TensorOrScalar, y: TensorOrScalar): Tenso
   const xc = prep(x), yc = prep(y);
   const out = alloc(shape, dtype, cond.device);
   const r = (t: Tensor) => ref(t, broadcastStrides(t.shape, t._strides, shape));
-  if (out.numel()) launch(cond.device, { k: 'where', c: r(cond), a: r(xc), b: r(yc), dt: storageCode(dtype), out: place(out), shape });
+  if (out.numel()) emit(cond.device, { k: 'where', c: r(cond), a: r(xc), b: r(yc), dt: storageCode(dtype), out: place(out), shape });
   temps.forEach((t) => t.dispose());
   return out;
 }

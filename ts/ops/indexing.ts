@@ -10,7 +10,7 @@
  * and the dim's stride, so transposed, sliced or expanded inputs are read without a copy.
  */
 import { checkFits, isFloating, scalarName, type DType } from '../dtype.js';
-import { alloc, code, launch, place, ref, sameDevice } from '../runtime/dispatch.js';
+import { alloc, code, emit, place, ref, sameDevice } from '../runtime/dispatch.js';
 import { broadcastShapes, broadcastStrides, contiguousStrides, fmt, MAX_KERNEL_RANK, normDim, numel } from '../shape.js';
 import { Tensor } from '../tensor.js';
 import { ReduceOp } from '../ir/ops.js';
@@ -40,7 +40,7 @@ function gatherInto(op: string, x: Tensor, index: Tensor, shape: number[], xStri
   const out = alloc(shape, x.dtype, x.device);
   if (out.numel()) {
     if (index.dtype !== 'int64') throw new Error(`${op}: the index kernels read int64 indices (got ${index.dtype}; widen it first)`);
-    launch(x.device, {
+    emit(x.device, {
       k: 'gather', x: ref(x, xStrides), idx: ref(index, iStrides), dt: code(x), out: place(out), shape: shape.slice(), dimStride,
       check: { size, wrap, message },
     });
@@ -146,7 +146,7 @@ function scatterOp(op: 'scatter' | 'scatter_add', add: boolean, x: Tensor, dim: 
   const rank = index.ndim, [size] = dimOf(x, d);
   const cs = contiguousStrides(x.shape);
   const dstStrides = new Array<number>(rank).fill(0).map((_, i) => (i === d || x.ndim === 0 ? 0 : cs[i]));
-  launch(x.device, {
+  emit(x.device, {
     k: 'scatter', add, x: ref(x), dt: code(x), out: place(out), shape: x.shape.slice(), dstStrides, idx: ref(index),
     src: srcT ? ref(srcT, stridesOver(srcT, rank)) : null, value: srcT ? 0 : scalarAs(src as number, x.dtype, op),
     idxShape: index.shape.slice(), dimStride: x.ndim ? cs[d] : 0, check: { size, wrap: false, message: outOfBounds(op, d, size) },
@@ -202,7 +202,7 @@ function oneHotOf(indices: Tensor, classes: number): Tensor {
   const src = contiguous(indices);
   const out = alloc([...indices.shape, classes], 'int64', indices.device);
   if (out.numel()) {
-    launch(indices.device, {
+    emit(indices.device, {
       k: 'oneHot', idx: place(src), out: place(out), n: indices.numel(), classes,
       check: { size: classes, wrap: false, message: `one_hot(): class value %d is out of range [0, ${classes}) (Class values must be non-negative and smaller than num_classes.)` },
     });
@@ -247,7 +247,7 @@ function maskedFillForward(x: Tensor, mask: Tensor, value: number | boolean | Te
   const v = value instanceof Tensor ? (value.dtype === x.dtype ? value : cast(value, x.dtype)) : full([], scalarAs(value, x.dtype, 'masked_fill'), { dtype: x.dtype, device: x.device });
   const out = alloc(shape, x.dtype, x.device);
   const r = (t: Tensor) => ref(t, broadcastStrides(t.shape, t._strides, shape));
-  if (out.numel()) launch(x.device, { k: 'where', c: r(mask), a: r(v), b: r(x), dt: code(x), out: place(out), shape });
+  if (out.numel()) emit(x.device, { k: 'where', c: r(mask), a: r(v), b: r(x), dt: code(x), out: place(out), shape });
   if (v !== value) v.dispose();
   return out;
 }
@@ -260,7 +260,7 @@ function cumulative(op: string, prod: boolean, x: Tensor, dim: number): Tensor {
   const out = alloc(x.shape, outDt, x.device);
   if (out.numel()) {
     const [len, dimStride] = dimOf(x, d);
-    launch(x.device, {
+    emit(x.device, {
       k: 'cumulative', prod, x: ref(x, x._strides.filter((_, i) => i !== d)), dt: code(x), out: place(out), outDt: code(outDt),
       lines: x.shape.filter((_, i) => i !== d), len, dimStride, inner: numel(x.shape.slice(d + 1)),
     });
@@ -279,7 +279,7 @@ function sortOrder(x: Tensor, d: number, descending: boolean): Tensor {
   const indices = alloc(x.shape, 'int64', x.device);
   if (indices.numel()) {
     const len = x.ndim ? x.shape[d] : 1;
-    launch(x.device, {
+    emit(x.device, {
       k: 'sort', x: place(src), dt: code(x), descending, out: place(indices), outer: numel(x.shape.slice(0, d)), len, inner: numel(x.shape.slice(d + 1)),
     });
   }

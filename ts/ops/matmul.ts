@@ -5,7 +5,7 @@
  * stride are made contiguous first.
  */
 import { isFloating } from '../dtype.js';
-import { alloc, code, launch, ref, sameDevice, place } from '../runtime/dispatch.js';
+import { alloc, code, emit, ref, sameDevice, place } from '../runtime/dispatch.js';
 import { full } from './creation.js';
 import { broadcastShapes, fmt, numel, viewStrides } from '../shape.js';
 import type { Tensor } from '../tensor.js';
@@ -112,18 +112,18 @@ function matmulForward(a: Tensor, b: Tensor): Tensor {
     // then their sum as one more matmul, ones[1, split] · partials[split, m·n].
     const ks = k / split;
     const parts = alloc([split, m, n], 'float32', dev);
-    launch(dev, {
+    emit(dev, {
       k: 'matmul', a: ref(af), b: ref(bf), dt: code(a), out: place(parts), batch: split, m, n, kk: ks,
       aStrides: [ks * aStrides[2], aStrides[1], aStrides[2]], bStrides: [ks * bStrides[1], bStrides[1], bStrides[2]],
     });
     const ones = full([1, split], 1, { dtype: 'float32', device: dev });
-    launch(dev, {
+    emit(dev, {
       k: 'matmul', a: ref(ones), b: ref(parts), dt: code(out.dtype === 'float32' ? out : 'float32'), out: place(out), batch: 1, m: 1, n: m * n, kk: split,
       aStrides: [0, split, 1], bStrides: [0, m * n, 1],
     });
     [parts, ones].forEach((t) => t.dispose());
   } else if (nb * m * n) {
-    launch(dev, { k: 'matmul', a: ref(af), b: ref(bf), dt: code(a), out: place(out), batch: nb, m, n, kk: k, aStrides, bStrides });
+    emit(dev, { k: 'matmul', a: ref(af), b: ref(bf), dt: code(a), out: place(out), batch: nb, m, n, kk: k, aStrides, bStrides });
   }
   temps.forEach((t) => t.dispose());
   const shape = [...batch, ...(a.ndim === 1 ? [] : [m]), ...(b.ndim === 1 ? [] : [n])];

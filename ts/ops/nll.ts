@@ -15,7 +15,7 @@
  * its own that the gradient rule keeps and divides by (as PyTorch's `total_weight`).
  */
 import { needsGrad, op as recorded } from '../autograd/graph.js';
-import { alloc, launch, place } from '../runtime/dispatch.js';
+import { alloc, emit, place } from '../runtime/dispatch.js';
 import { numel } from '../shape.js';
 import type { Device } from '../device.js';
 import type { Tensor } from '../tensor.js';
@@ -76,7 +76,7 @@ export function nllFused(lsm: Tensor, a: NllArgs): Tensor {
     const out = alloc(a.reduction === 'none' ? a.target.shape.slice() : [], 'float32', lsm.device);
     if (a.reduction === 'mean') total = alloc([], 'float32', lsm.device);
     if (a.reduction !== 'none' || out.numel()) {
-      launch(lsm.device, { k: 'nll', x: place(x), target: place(target), w: weight && place(weight), out: place(out), total: total && place(total), ...common,
+      emit(lsm.device, { k: 'nll', x: place(x), target: place(target), w: weight && place(weight), out: place(out), total: total && place(total), ...common,
         check: { message: `${a.op}(): Target %d is out of bounds.` } });
     }
     return out;
@@ -87,7 +87,7 @@ export function nllFused(lsm: Tensor, a: NllArgs): Tensor {
       const grad = alloc(lsm.shape, 'float32', lsm.device);
       if (!grad.numel()) return [grad];
       const gc = tidy(() => V.contiguous(g!.dtype === 'float32' ? g! : V.cast(g!, 'float32')));
-      launch(lsm.device, { k: 'nllGrad', g: place(gc), target: place(t), w: w && place(w), total: tot && place(tot), out: place(grad), ...common });
+      emit(lsm.device, { k: 'nllGrad', g: place(gc), target: place(t), w: w && place(w), total: tot && place(tot), out: place(grad), ...common });
       if (gc !== g) gc.dispose();
       return [grad];
     };

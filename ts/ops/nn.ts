@@ -11,7 +11,7 @@
  */
 import { isFloating, scalarName, toDType, type DType } from '../dtype.js';
 import { needsGrad, op as recorded, withGradMode } from '../autograd/graph.js';
-import { alloc, launch, place, sameDevice } from '../runtime/dispatch.js';
+import { alloc, emit, place, sameDevice } from '../runtime/dispatch.js';
 import type { Command } from '../ir/commands.js';
 import { broadcastFor, fmt, normDim, numel } from '../shape.js';
 import { Tensor } from '../tensor.js';
@@ -104,7 +104,7 @@ function fusedRowGrad(kind: 'softmax' | 'log_softmax' | 'layer_norm', x: Tensor,
   const gc = g.isContiguous() ? g : g.contiguous();
   const out = alloc(x.shape, 'float32', x.device);
   if (x.numel() && inner) {
-    launch(x.device, { k: 'rowGrad', kind, x: place(x), g: place(gc), out: place(out), outer: x.numel() / inner, inner,
+    emit(x.device, { k: 'rowGrad', kind, x: place(x), g: place(gc), out: place(out), outer: x.numel() / inner, inner,
       ...(kind === 'layer_norm' ? { norm: { eps, w: w && place(w) } } : {}) });
   }
   if (gc !== g) gc.dispose();
@@ -120,7 +120,7 @@ function fusedSoftmax(x: Tensor, log: boolean): Tensor {
   return recorded(log ? 'log_softmax' : 'softmax', [x], () => {
     const out = alloc(x.shape, 'float32', x.device);
     const inner = x.shape[d];
-    launch(x.device, { k: 'softmax', log, a: place(x), out: place(out), outer: x.numel() / inner, inner });
+    emit(x.device, { k: 'softmax', log, a: place(x), out: place(out), outer: x.numel() / inner, inner });
     return out;
   }, (ctx, out) => {
     const y = ctx.save(out);
@@ -429,7 +429,7 @@ function fusedLayerNorm(x: Tensor, weight: Tensor | null, bias: Tensor | null, d
     if (!inner) return out;
     const cmd: Extract<Command, { k: 'softmax' }> = { k: 'softmax', log: false, a: place(x), out: place(out),
       outer: x.numel() / inner, inner, norm: { eps, w: weight && place(weight), b: bias && place(bias) } };
-    launch(x.device, cmd);
+    emit(x.device, cmd);
     return out;
   }, (ctx) => {
     const xs = ctx.save(x), w = weight && ctx.save(weight);

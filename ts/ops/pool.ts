@@ -20,7 +20,7 @@
  * even windows is average pooling; with uneven windows, two matmuls with averaging matrices.
  */
 import { needsGrad, op as recorded } from '../autograd/graph.js';
-import { alloc, launch, place, sameDevice } from '../runtime/dispatch.js';
+import { alloc, emit, place, sameDevice } from '../runtime/dispatch.js';
 import { fmt } from '../shape.js';
 import { Tensor } from '../tensor.js';
 import { ReduceOp } from '../ir/ops.js';
@@ -144,7 +144,7 @@ function maxPoolKernel(x: Tensor, g: PoolGeom): ValuesIndices {
     const xc = V.contiguous(x);
     const v = alloc(shape, 'float32', x.device);
     indices = alloc(shape, 'int64', x.device);
-    if (planes) launch(x.device, { k: 'maxPool', x: place(xc), values: place(v), indices: place(indices), ...geom });
+    if (planes) emit(x.device, { k: 'maxPool', x: place(xc), values: place(v), indices: place(indices), ...geom });
     if (xc !== x) xc.dispose();
     return v;
   }, (ctx) => {
@@ -171,7 +171,7 @@ function maxPoolBackward(g: Tensor, indices: Tensor, shape: number[], geom: Pool
   const grad = alloc(shape, 'float32', g.device);
   if (!geom.planes) return grad;
   const gc = tidy(() => V.contiguous(g.dtype === 'float32' ? g : V.cast(g, 'float32')));
-  launch(g.device, { k: 'maxPoolGrad', g: place(gc), indices: place(indices), grad: place(grad), ...geom });
+  emit(g.device, { k: 'maxPoolGrad', g: place(gc), indices: place(indices), grad: place(grad), ...geom });
   if (gc !== g) gc.dispose();
   return grad;
 }
@@ -224,14 +224,14 @@ function avgPoolKernel(x: Tensor, g: PoolGeom, includePad: boolean, divisor: num
   return recorded('avg_pool2d', [x], () => {
     const xc = V.contiguous(x);
     const v = alloc(shape, 'float32', x.device);
-    if (planes) launch(x.device, { k: 'avgPool', x: place(xc), values: place(v), ...geom });
+    if (planes) emit(x.device, { k: 'avgPool', x: place(xc), values: place(v), ...geom });
     if (xc !== x) xc.dispose();
     return v;
   }, () => ([gOut]) => {
     const grad = alloc(x.shape.slice(), 'float32', x.device);
     if (!planes) return [grad];
     const gc = tidy(() => V.contiguous(gOut!.dtype === 'float32' ? gOut! : V.cast(gOut!, 'float32')));
-    launch(x.device, { k: 'avgPoolGrad', g: place(gc), grad: place(grad), ...geom });
+    emit(x.device, { k: 'avgPoolGrad', g: place(gc), grad: place(grad), ...geom });
     if (gc !== gOut) gc.dispose();
     return [grad];
   });

@@ -12,7 +12,7 @@ import type { Device } from '../device.js';
 import { isFloating, scalarName, storageCode, StorageCode } from '../dtype.js';
 import { Generator } from '../random.js';
 import { defaultGeneratorOf } from '../rng.js';
-import { alloc, launch, place, ref } from '../runtime/dispatch.js';
+import { alloc, emit, place, ref } from '../runtime/dispatch.js';
 import { isGradEnabled } from '../autograd/graph.js';
 import { Tensor } from '../tensor.js';
 import { Dist } from '../ir/ops.js';
@@ -48,9 +48,9 @@ export function drawInto(t: Tensor, dist: Dist, g: Generator, a: number, b: numb
   const target = direct ? t : alloc(t.shape, word === StorageCode.I32 ? 'int32' : 'float32', t.device);
   const { key, counter } = g._draw(n);
   noteDraw(t.device, g, counter[0] + counter[1] * 2 ** 32); // (graphs: a captured draw advances at every replay)
-  launch(t.device, { k: 'random', out: place(target), n, dist, key, counter: [counter[0], counter[1], 0, 0], a: a >>> 0, b: b >>> 0 });
+  emit(t.device, { k: 'random', out: place(target), n, dist, key, counter: [counter[0], counter[1], 0, 0], a: a >>> 0, b: b >>> 0 });
   if (!direct) {
-    launch(t.device, { k: 'copy', src: ref(target), srcDt: word, out: place(t), dt: storageCode(t.dtype), shape: t.shape.slice() });
+    emit(t.device, { k: 'copy', src: ref(target), srcDt: word, out: place(t), dt: storageCode(t.dtype), shape: t.shape.slice() });
     target.dispose();
   }
   return t;
@@ -59,7 +59,7 @@ export function drawInto(t: Tensor, dist: Dist, g: Generator, a: number, b: numb
 /** @internal Philox's raw block for a full 128-bit counter and key on a device (the known-answer tests). */
 export function philoxBlock(device: Device, counter: [number, number, number, number], key: [number, number]): Tensor {
   const t = alloc([4], 'int32', device);
-  launch(device, { k: 'random', out: place(t), n: 4, dist: Dist.Bits, key: [key[0] >>> 0, key[1] >>> 0], counter: counter.map((c) => c >>> 0) as [number, number, number, number], a: 0, b: 0 });
+  emit(device, { k: 'random', out: place(t), n: 4, dist: Dist.Bits, key: [key[0] >>> 0, key[1] >>> 0], counter: counter.map((c) => c >>> 0) as [number, number, number, number], a: 0, b: 0 });
   return t;
 }
 
@@ -78,7 +78,7 @@ function fillInPlace(t: Tensor, dist: Dist, g: Generator, a: number, b: number):
   t.storage.version++;
   if (t.isContiguous()) return drawInto(t, dist, g, a, b);
   const tmp = drawInto(alloc(t.shape, t.dtype, t.device), dist, g, a, b);
-  if (t.numel()) launch(t.device, { k: 'copyInto', src: ref(tmp), srcDt: storageCode(t.dtype), dst: ref(t), dt: storageCode(t.dtype), shape: t.shape.slice() });
+  if (t.numel()) emit(t.device, { k: 'copyInto', src: ref(tmp), srcDt: storageCode(t.dtype), dst: ref(t), dt: storageCode(t.dtype), shape: t.shape.slice() });
   tmp.dispose();
   return t;
 }

@@ -10,7 +10,7 @@
  * uint8).
  */
 import { isFloating, scalarName, storageCode, type DType } from '../dtype.js';
-import { alloc, launch, ref, sameDevice, place } from '../runtime/dispatch.js';
+import { alloc, emit, ref, sameDevice, place } from '../runtime/dispatch.js';
 import { contiguousStrides, normDim, numel } from '../shape.js';
 import { view, type Tensor } from '../tensor.js';
 import { ReduceOp } from '../ir/ops.js';
@@ -121,7 +121,7 @@ function rowPieces(op: ReduceOp, x: Tensor, outer: number, inner: number): numbe
 /** Queues the reduction of a contiguous [outer, inner] block into `out`, in one or two passes. */
 function launchReduce(op: ReduceOp, src: Tensor, out: Tensor, outer: number, inner: number): void {
   const pieces = rowPieces(op, src, outer, inner);
-  const cmd = (o: ReduceOp, a: Tensor, to: Tensor, rows: number, len: number) => launch(src.device, {
+  const cmd = (o: ReduceOp, a: Tensor, to: Tensor, rows: number, len: number) => emit(src.device, {
     k: 'reduce', op: o, a: ref(a), dt: storageCode(a.dtype), out: place(to), outDt: storageCode(to.dtype), outer: rows, inner: len,
   });
   if (pieces === 1) return cmd(op, src, out, outer, inner);

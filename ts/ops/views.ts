@@ -3,7 +3,7 @@
  * except in `reshape`/`flatten` when the layout cannot be viewed and `contiguous` makes a copy,
  * exactly where PyTorch would copy.
  */
-import { code, launch, alloc, ref, sameDevice, place } from '../runtime/dispatch.js';
+import { code, emit, alloc, ref, sameDevice, place } from '../runtime/dispatch.js';
 import { sumTo } from './reduce-kernel.js';
 import { contiguousStrides, fmt, inferShape, isContiguous, normDim, numel, viewStrides } from '../shape.js';
 import { op as recorded } from '../autograd/graph.js';
@@ -25,7 +25,7 @@ function viewOp(name: string, t: Tensor, make: (src: Tensor) => Tensor, inverse?
     if (inverse) return [inverse(g!)];
     const z = full(t.shape.slice(), 0, { dtype: g!.dtype, device: g!.device });
     const zv = make(z);
-    launch(z.device, {
+    emit(z.device, {
       k: 'copyInto', src: ref(g!), srcDt: code(g!), dst: ref(zv), dt: code(zv), shape: zv.shape.slice(),
     });
     zv.dispose();

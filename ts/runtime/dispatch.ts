@@ -1,6 +1,6 @@
 /**
  * The hop between an op's checks and its device: output allocation, the same-device rule,
- * and queuing the kernel command. Every op goes `Tensor` → `ts/ops/*` → here → the worker.
+ * and queuing the IR command. Every op goes `Tensor` → `ts/ops/*` → here → the worker.
  */
 import { elementSize, storageCode, type DType } from '../dtype.js';
 import { clientOf, type Device } from '../device.js';
@@ -51,8 +51,8 @@ export function sameDevice(op: string, tensors: Tensor[]): Device {
   return first;
 }
 
-/** Queues a command on a device, on its current stream. */
-export function launch(device: Device, cmd: Command, transfer?: Transferable[]): void {
+/** Queues an IR command (ts/ir/commands.ts) on a device, on its current stream: what to compute; the device's worker decides how (which kernel, how many passes, what scratch). */
+export function emit(device: Device, cmd: Command, transfer?: Transferable[]): void {
   profilerHooks.current?.launch(device, cmd);
   clientOf(device).enqueue(cmd, transfer);
 }

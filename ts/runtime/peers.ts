@@ -4,7 +4,7 @@
  * message on it a tag that the sender and the receiver agree on.
  */
 import { clientOf, type Device } from '../device.js';
-import { launch } from './dispatch.js';
+import { emit } from './dispatch.js';
 
 let nextTag = 1;
 
@@ -16,8 +16,8 @@ export function connect(a: Device, b: Device): void {
   const ca = clientOf(a), cb = clientOf(b);
   if (ca.peers.has(cb.name)) return;
   const { port1, port2 } = new MessageChannel();
-  launch(a, { k: 'connect', peer: cb.name, port: port1 }, [port1]);
-  launch(b, { k: 'connect', peer: ca.name, port: port2 }, [port2]);
+  emit(a, { k: 'connect', peer: cb.name, port: port1 }, [port1]);
+  emit(b, { k: 'connect', peer: ca.name, port: port2 }, [port2]);
   ca.peers.add(cb.name);
   cb.peers.add(ca.name);
 }

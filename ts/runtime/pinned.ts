@@ -32,7 +32,7 @@ import { elementSize } from '../dtype.js';
 import { connect } from './peers.js';
 import { canShareMemory } from '../platform.js';
 import type { Tensor } from '../tensor.js';
-import { alloc, launch } from './dispatch.js';
+import { alloc, emit } from './dispatch.js';
 import { Event, Stream } from './streams.js';
 
 /** The cpu stream that holds pinned blocks read by GPU copies until the GPU has read them. */
@@ -108,7 +108,7 @@ export function uploadPinned(src: Tensor, dst: Device): Tensor {
   const gpu = streamOf(dst), e = eventsFor(dst);
   e.ready.record(Stream.of(CPU, 0));
   e.ready.wait(gpu);
-  launch(dst, {
+  emit(dst, {
     k: 'readHost', peer: 'cpu', src: src.storage.id, srcOffset: src.storage.byteOffset + src._offset * elementSize(src.dtype),
     id: out.storage.id, byteOffset: out.storage.byteOffset, bytes,
   });
@@ -133,7 +133,7 @@ export function downloadPinned(dst: Tensor, src: Tensor): void {
   // The cpu's queued work first: it makes the destination's segment, and may still read or write it.
   e.ready.record(Stream.of(CPU, 0));
   e.ready.wait(gpu);
-  launch(src.device, {
+  emit(src.device, {
     k: 'writeHost', peer: 'cpu', dst: dst.storage.id, dstOffset: dst.storage.byteOffset + dst._offset * es,
     id: src.storage.id, byteOffset: src.storage.byteOffset + src._offset * es, bytes,
   });
