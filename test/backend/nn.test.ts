@@ -112,7 +112,7 @@ describe.each(devices)('sliding windows on %s', (device) => {
   /**
    * Runs `f`; on a GPU, also requires that its windows came from the path that adapter takes: the
    * windows kernel on a CPU adapter (lavapipe), the composed pad and strided copy elsewhere (the
-   * kernel was slower on an H100: `fusedWindows` in ts/ops/conv.ts).
+   * kernel was slower on an H100: `windowsAsOne` in ts/worker/gpu.ts).
    */
   async function viaKernel<T>(f: () => Promise<T>): Promise<T> {
     if (!device.startsWith('gpu')) return f();

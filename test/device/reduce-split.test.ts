@@ -1,11 +1,15 @@
 /**
- * Long rows on the GPU are reduced in two passes (ts/ops/reduce.ts, `rowPieces`): each reduction
- * the split applies to, on rows long enough to be split, against a float64 reference in JS and
- * against the same reduction on `cpu` (one pass).
+ * Long rows on the GPU are reduced in two passes (ts/worker/gpu/rows.ts, `rowPieces`): each
+ * reduction the split applies to, on rows long enough to be split, against a float64 reference in
+ * JS and against the same reduction on `cpu` (one pass). The split is the GPU worker's choice:
+ * the op emits one `reduce` command, which the worker runs as two dispatches; likewise a product
+ * with a long K and a small output is one `matmul` command run as split-K partials and their sum
+ * (ts/worker/gpu/matmul.ts, `splitK`).
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import * as torch from '../../dist/webtorch.js';
 import { leakCheck, testDevices } from '../devices.js';
+import { counted } from './graphs-helpers.js';
 
 const devices = await testDevices();
 const ROWS = 3, LEN = 1 << 17;
@@ -37,6 +41,31 @@ describe.each(devices.filter((d) => d !== 'gpu:1'))('reductions over long rows o
     } finally {
       [out, x, flat].forEach((t) => t.dispose());
     }
+  });
+});
+
+describe('the GPU worker splits work the op emits whole', () => {
+  const gpus = devices.filter((d) => d.startsWith('gpu'));
+  it.each(gpus)('%s: a long-row sum is one reduce command, two dispatches', async (d) => {
+    const x = torch.ones([ROWS, LEN], { device: d });
+    let y: torch.Tensor | undefined;
+    expect(await counted(d, () => void (y = x.sum(1)))).toEqual({ commands: 1, dispatches: 2 });
+    [x, y!].forEach((t) => t.dispose());
+    const short = torch.ones([ROWS, 1024], { device: d });
+    expect(await counted(d, () => void (y = short.sum(1)))).toEqual({ commands: 1, dispatches: 1 });
+    [short, y!].forEach((t) => t.dispose());
+  });
+  it.each(gpus)('%s: 64×4096 · 4096×64 is one matmul command, two dispatches (split-K), and right', async (d) => {
+    torch.manualSeed(0);
+    const a = torch.randn([64, 4096], { device: d }), b = torch.randn([4096, 64], { device: d });
+    let y: torch.Tensor | undefined;
+    expect(await counted(d, () => void (y = a.matmul(b)))).toEqual({ commands: 1, dispatches: 2 });
+    y!.dispose();
+    const [ac, bc] = [await a.to('cpu'), await b.to('cpu')];
+    const got = torch.tidy(() => a.matmul(b)), want = torch.tidy(() => ac.matmul(bc));
+    const diff = torch.tidy(() => got.to('cpu').sub(want).abs().max());
+    expect(await diff.item()).toBeLessThan(1e-3);
+    [a, b, ac, bc, got, want, diff].forEach((t) => t.dispose());
   });
 });
 

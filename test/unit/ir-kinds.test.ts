@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { Command } from '../../ts/ir/commands.js';
-import { BOOKKEEPING_KINDS, CAPTURED_KINDS, COPY_KINDS, DEVICE_KINDS, KINDS, PACKED_KINDS, PASSED_KINDS, UNTRACED_KINDS, type CommandKind } from '../../ts/ir/kinds.js';
+import { BOOKKEEPING_KINDS, CAPTURED_KINDS, COMPOSABLE_KINDS, COPY_KINDS, DEVICE_KINDS, KINDS, PACKED_KINDS, PASSED_KINDS, UNTRACED_KINDS, type CommandKind } from '../../ts/ir/kinds.js';
 import { BatchWriter, readBatch } from '../../ts/worker/protocol.js';
 
 const view = (id: number) => ({ id, offset: 3, strides: [4, 1] });
@@ -58,5 +58,13 @@ describe('IR kinds', () => {
     expect([...COPY_KINDS].sort()).toEqual(['readHost', 'recv', 'send', 'signal', 'waitSignal', 'write', 'writeHost']);
     // `call` is made inside the worker: it must never be packed or sent.
     expect(KINDS.call.wire).toBe('worker');
+  });
+
+  it('a composable kind is device work a graph captures: an op may compose it from other kernels instead', () => {
+    for (const k of COMPOSABLE_KINDS) {
+      expect(k in KINDS, k).toBe(true);
+      expect(CAPTURED_KINDS.has(k), k).toBe(true);
+    }
+    expect(new Set(COMPOSABLE_KINDS).size).toBe(COMPOSABLE_KINDS.length);
   });
 });

@@ -96,6 +96,16 @@ export const KINDS: { readonly [K in CommandKind]: KindInfo } = {
   ampUnscale: kernel(),
 };
 
+/**
+ * Note [composable kinds]: ops with a composed form. A backend lists in `DeviceInfo.kernels` the
+ * ones it runs as one command (its own choice: what its kernels do well on its hardware); on a
+ * device that does not list a kind, the op builds the same result from other commands (ts/ops/conv.ts).
+ * Ops ask `runsAsOne` (ts/runtime/dispatch.ts), never the device type or the adapter.
+ */
+export const COMPOSABLE_KINDS = ['conv', 'convGrad', 'windows', 'foldWindows'] as const satisfies readonly CommandKind[];
+/** A kind a backend may run as one command or leave to its op's composed form. */
+export type ComposableKind = (typeof COMPOSABLE_KINDS)[number];
+
 const kindsWhere = (test: (d: KindInfo, k: CommandKind) => boolean): ReadonlySet<CommandKind> =>
   new Set((Object.keys(KINDS) as CommandKind[]).filter((k) => test(KINDS[k], k)));
 

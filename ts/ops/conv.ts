@@ -10,14 +10,14 @@
  * gradient), are the only hand-written gradients; conv itself is windows + a batched matmul in
  * which the groups are a batch dim.
  *
- * On the cpu and on a GPU device of a CPU adapter (lavapipe) a float32 input skips the pad and
- * the copy: `paddedWindows` writes the windows, padding included, with one kernel
- * (assembly/kernels/window.ts, wgsl/window.ts); its gradient is the fold onto the padded extent,
- * cropped.
+ * Where the device runs them as one command (Note [composable kinds], ts/ir/kinds.ts: the cpu,
+ * a GPU of a CPU adapter), a float32 input skips the pad and the copy: `paddedWindows` writes the
+ * windows, padding included, with one `windows` command; its gradient is the fold onto the
+ * padded extent, cropped. A device that runs `conv` and `convGrad` gets a float32 convolution
+ * as one command each (`convKernel`).
  */
 import { needsGrad, withGradMode, op as recorded } from '../autograd/graph.js';
-import { clientOf } from '../device.js';
-import { alloc, emit, place, ref, sameDevice } from '../runtime/dispatch.js';
+import { alloc, emit, place, ref, runsAsOne, sameDevice } from '../runtime/dispatch.js';
 import { fmt, numel } from '../shape.js';
 import { Tensor, view } from '../tensor.js';
 import { copyInto } from './copy.js';
@@ -54,8 +54,8 @@ const windowCount = (n: number, k: number, s: number, d: number): number => Math
 function fold(g: Tensor, shape: readonly number[], k: number[], s: number[], d: number[]): Tensor {
   return withGradMode(false, () => {
     const [N, C, H, W] = shape, oh = g.shape[4], ow = g.shape[5], gs = g._strides;
-    if (g.device.type === 'cpu' && g.dtype === 'float32') {
-      // The cpu's col2im: one pass over each plane (assembly/kernels/window.ts), the same f32 sums.
+    if (g.dtype === 'float32' && runsAsOne(g.device, 'foldWindows')) {
+      // col2im as one command (the cpu's: a plane at a time, the same f32 sums as the composed order)
       const out = alloc(shape.slice(), 'float32', g.device);
       if (numel(shape)) {
         emit(g.device, { k: 'foldWindows', g: ref(g), out: place(out), shape: shape.slice(), kernel: k, stride: s, dilation: d, size: [oh, ow] });
@@ -110,15 +110,8 @@ export function windows(x: Tensor, k: number[], s: number[], d: number[], kernel
   });
 }
 
-/**
- * Whether the windows of x come from the one-kernel form (`paddedWindows`): float32 on the cpu
- * device (assembly/kernels/window.ts: one window row per output row, the inside one memory copy),
- * or on a GPU device of a CPU adapter (lavapipe). On the H100 the kernel was slower than the
- * composed pad + strided copy (conv2d 32×64×56² → 64: 11.8–12.1 against 14.9–16.0 TFLOP/s,
- * interleaved), whose copy runs on the map kernels' vec4 path; on lavapipe it made conv2d 1.4× faster.
- */
-export const fusedWindows = (x: Tensor): boolean =>
-  x.dtype === 'float32' && (x.device.type === 'cpu' || (x.device.type === 'gpu' && clientOf(x.device).info?.cpuAdapter === true));
+/** Whether the windows of x come from one `windows` command (`paddedWindows`): float32 on a device that runs it as one. */
+export const fusedWindows = (x: Tensor): boolean => x.dtype === 'float32' && runsAsOne(x.device, 'windows');
 
 /**
  * @internal The layout of `windows`, taken from x [N, C, H, W] padded by `p` = [top, left] with
@@ -295,7 +288,7 @@ function convArgs(op: string, nd: 1 | 2, x: Tensor, w: Tensor, args: ConvCall) {
 
 /** im2col + one batched matmul over [N, groups]: x [N, C, H, W], w [Cout, C/groups, kh, kw]. */
 function conv(x: Tensor, w: Tensor, b: Tensor | null | undefined, g: ReturnType<typeof convArgs>): Tensor {
-  if (x.device.type === 'cpu' && x.dtype === 'float32' && numel(x.shape) && numel(w.shape)) return convKernel(x, w, b ?? null, g);
+  if (x.dtype === 'float32' && numel(x.shape) && numel(w.shape) && runsAsOne(x.device, 'conv', 'convGrad')) return convKernel(x, w, b ?? null, g);
   return tidy(() => {
     const { groups, k, s, d, lo, hi, cout } = g;
     let cols: Tensor;
@@ -314,8 +307,8 @@ function conv(x: Tensor, w: Tensor, b: Tensor | null | undefined, g: ReturnType<
 }
 
 /**
- * A float32 convolution on the cpu device: one `conv` command (assembly/kernels/conv.ts, an image
- * at a time with its windows in cache), recorded with its gradient rule, one `convGrad` command.
+ * A float32 convolution as one `conv` command (on the cpu, assembly/kernels/conv.ts: an image at a
+ * time with its windows in cache), recorded with its gradient rule, one `convGrad` command.
  */
 function convKernel(x: Tensor, w: Tensor, b: Tensor | null, g: ReturnType<typeof convArgs>): Tensor {
   const { groups, k, s, d, lo, hi, cout } = g;

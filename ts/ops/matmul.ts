@@ -6,7 +6,6 @@
  */
 import { isFloating } from '../dtype.js';
 import { alloc, code, emit, ref, sameDevice, place } from '../runtime/dispatch.js';
-import { full } from './creation.js';
 import { broadcastShapes, fmt, numel, viewStrides } from '../shape.js';
 import type { Tensor } from '../tensor.js';
 import { op as recorded } from '../autograd/graph.js';
@@ -32,19 +31,6 @@ function fold(t: Tensor, batch: number[], temps: Tensor[]): [Tensor, [number, nu
     bs = [rows * cols];
   }
   return [e, [bs[0], e._strides[batch.length], e._strides[batch.length + 1]]];
-}
-
-/**
- * How many slices of K to compute in parallel: a product with few output tiles (64×64) and a
- * long K leaves most of a GPU idle, so its K is split until there are about 512 tiles' worth of
- * work, in slices of at least 256 that divide K evenly (the best measured on an H100: bench/MATMUL-VARIANTS.md).
- */
-function splitK(m: number, n: number, k: number): number {
-  const tiles = Math.ceil(m / 64) * Math.ceil(n / 64);
-  if (k < 2048 || tiles >= 128) return 1;
-  let s = 1;
-  while (s * 2 * tiles <= 512 && k % (s * 2) === 0 && k / (s * 2) >= 256 && s < 64) s *= 2;
-  return s;
 }
 
 /** Whether a 2-D operand is a transposed row-major matrix (`W.T`, as `linear` multiplies by). */
@@ -106,25 +92,8 @@ function matmulForward(a: Tensor, b: Tensor): Tensor {
   const [af, aStrides] = fold(a2, batch, temps), [bf, bStrides] = fold(b2, batch, temps);
   const out = alloc([...batch, m, n], a.dtype, dev);
   const nb = numel(batch);
-  const split = nb === 1 && dev.type === 'gpu' && a.dtype === 'float32' ? splitK(m, n, k) : 1;
-  if (nb * m * n && split > 1) {
-    // Split-K: `split` partial products over slices of K (a batch of `split` views, no copies),
-    // then their sum as one more matmul, ones[1, split] · partials[split, m·n].
-    const ks = k / split;
-    const parts = alloc([split, m, n], 'float32', dev);
-    emit(dev, {
-      k: 'matmul', a: ref(af), b: ref(bf), dt: code(a), out: place(parts), batch: split, m, n, kk: ks,
-      aStrides: [ks * aStrides[2], aStrides[1], aStrides[2]], bStrides: [ks * bStrides[1], bStrides[1], bStrides[2]],
-    });
-    const ones = full([1, split], 1, { dtype: 'float32', device: dev });
-    emit(dev, {
-      k: 'matmul', a: ref(ones), b: ref(parts), dt: code(out.dtype === 'float32' ? out : 'float32'), out: place(out), batch: 1, m: 1, n: m * n, kk: split,
-      aStrides: [0, split, 1], bStrides: [0, m * n, 1],
-    });
-    [parts, ones].forEach((t) => t.dispose());
-  } else if (nb * m * n) {
-    emit(dev, { k: 'matmul', a: ref(af), b: ref(bf), dt: code(a), out: place(out), batch: nb, m, n, kk: k, aStrides, bStrides });
-  }
+  // how (tiles, split K, operand copies) is the device's choice (ts/worker/gpu/matmul.ts, ts/worker/cpu/matmul.ts)
+  if (nb * m * n) emit(dev, { k: 'matmul', a: ref(af), b: ref(bf), dt: code(a), out: place(out), batch: nb, m, n, kk: k, aStrides, bStrides });
   temps.forEach((t) => t.dispose());
   const shape = [...batch, ...(a.ndim === 1 ? [] : [m]), ...(b.ndim === 1 ? [] : [n])];
   if (shape.length === out.ndim) return out;

@@ -12,8 +12,8 @@
  * floats go through float32 (a cast each way), which is the goldens' rule for them: PyTorch's f32
  * result on the 16-bit inputs, rounded once.
  *
- * Int64 average pooling is composed from `pad`, `windows` (or `paddedWindows` on a CPU adapter's
- * GPU device, conv.ts) and reductions; `ceilMode` adds a partial window at the end, so the input
+ * Int64 average pooling is composed from `pad`, `windows` (or `paddedWindows` where the device
+ * runs `windows` as one command, conv.ts) and reductions; `ceilMode` adds a partial window at the end, so the input
  * is padded further on the right, and the sums are divided (truncating) by a per-position count
  * computed on the host (it depends only on the geometry): the window clipped to the padded input
  * (`countIncludePad`), or to the input. Adaptive pooling with

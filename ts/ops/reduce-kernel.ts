@@ -91,42 +91,13 @@ export function reduceForward(op: ReduceOp, x: Tensor, dims: Dims, keepdim = fal
   const permuted = perm.every((p, i) => p === i) ? x : view(x, perm.map((d) => x.shape[d]), perm.map((d) => x._strides[d]));
   const src = contiguous(permuted);
   const out = alloc(outShape, outDt, x.device);
-  if (outer > 0) launchReduce(op, src, out, outer, inner);
+  if (outer > 0) emitReduce(op, src, out, outer, inner);
   if (src !== permuted) src.dispose();
   if (permuted !== x) permuted.dispose();
   return out;
 }
 
-/** What the second pass of a split reduction does with the first pass's partial results. */
-const SECOND_PASS: Partial<Record<ReduceOp, ReduceOp>> = {
-  [ReduceOp.Sum]: ReduceOp.Sum, [ReduceOp.SumSq]: ReduceOp.Sum, [ReduceOp.Mean]: ReduceOp.Mean, [ReduceOp.Prod]: ReduceOp.Prod,
-  [ReduceOp.Max]: ReduceOp.Max, [ReduceOp.Min]: ReduceOp.Min, [ReduceOp.All]: ReduceOp.All, [ReduceOp.Any]: ReduceOp.Any,
-};
-
-/**
- * How many pieces to cut each row of a GPU reduction into. The kernel gives one workgroup to a
- * row, so a few long rows leave most of a GPU idle (64 rows of 512K: 0.02× PyTorch on an H100).
- * Long rows are then reduced in two passes: `outer·pieces` rows of `inner/pieces`, then the
- * partial results. Only where the partial results keep full precision (not 16-bit floats) and
- * the pieces are equal (the mean of equal pieces' means is the mean).
- */
-function rowPieces(op: ReduceOp, x: Tensor, outer: number, inner: number): number {
-  if (x.device.type !== 'gpu' || SECOND_PASS[op] === undefined || outer >= 256 || inner < 1 << 16) return 1;
-  if ((x.dtype === 'float16' || x.dtype === 'bfloat16') && op !== ReduceOp.Max && op !== ReduceOp.Min) return 1;
-  let pieces = 1;
-  while (outer * pieces < 512 && inner % (pieces * 2) === 0 && inner / (pieces * 2) >= 4096) pieces *= 2;
-  return pieces;
-}
-
-/** Queues the reduction of a contiguous [outer, inner] block into `out`, in one or two passes. */
-function launchReduce(op: ReduceOp, src: Tensor, out: Tensor, outer: number, inner: number): void {
-  const pieces = rowPieces(op, src, outer, inner);
-  const cmd = (o: ReduceOp, a: Tensor, to: Tensor, rows: number, len: number) => emit(src.device, {
-    k: 'reduce', op: o, a: ref(a), dt: storageCode(a.dtype), out: place(to), outDt: storageCode(to.dtype), outer: rows, inner: len,
-  });
-  if (pieces === 1) return cmd(op, src, out, outer, inner);
-  const partial = alloc([outer * pieces], outDType(op, src.dtype), src.device);
-  cmd(op, src, partial, outer * pieces, inner / pieces);
-  cmd(SECOND_PASS[op]!, partial, out, outer, pieces);
-  partial.dispose();
+/** Queues the reduction of a contiguous [outer, inner] block into `out` (in how many passes is the device's choice: ts/worker/gpu/rows.ts). */
+function emitReduce(op: ReduceOp, src: Tensor, out: Tensor, outer: number, inner: number): void {
+  emit(src.device, { k: 'reduce', op, a: ref(src), dt: storageCode(src.dtype), out: place(out), outDt: storageCode(out.dtype), outer, inner });
 }

@@ -13,7 +13,7 @@
  *
  * Each command is queued on a stream (the device's current stream, ts/runtime/streams.ts); the
  * client numbers each stream's marks (the points `s.query()`, events and deferred frees ask the
- * worker about) and holds the device's stream board (ts/worker/board.ts), where the worker
+ * worker about) and holds the device's stream board (ts/worker/streams/board.ts), where the worker
  * writes which marks and events have finished.
  *
  * Device loss (ts/runtime/device-lost.ts): a GPU worker tells its client on the loss port when
@@ -27,7 +27,7 @@ import { OutOfMemoryError } from '../memory/errors.js';
 import { DeviceLostError, lostInfoOf, type LostInfo } from './device-lost.js';
 import { spawnWorker, type WorkerHandle } from '../worker-scripts.js';
 import { copyOut, envMs, onPortMessage } from '../platform.js';
-import { Board, STREAM_SLOTS, type BoardUpdate } from '../worker/board.js';
+import { Board, STREAM_SLOTS, type BoardUpdate } from '../worker/streams/board.js';
 import { streamId } from './current-stream.js';
 import { CallPort } from '../worker/channel.js';
 import type { CaptureHook } from './graphs.js';

@@ -7,6 +7,7 @@ import { clientOf, type Device } from '../device.js';
 import { contiguousStrides, numel } from '../shape.js';
 import { Tensor } from '../tensor.js';
 import type { Command, Place, ViewRef } from '../ir/commands.js';
+import type { ComposableKind } from '../ir/kinds.js';
 import { streamScope } from './current-stream.js';
 import { Storage } from './storage.js';
 import { profilerHooks } from '../profiler/hooks.js';
@@ -55,4 +56,13 @@ export function sameDevice(op: string, tensors: Tensor[]): Device {
 export function emit(device: Device, cmd: Command, transfer?: Transferable[]): void {
   profilerHooks.current?.launch(device, cmd);
   clientOf(device).enqueue(cmd, transfer);
+}
+
+/**
+ * Whether `device` runs each of `kinds` as one command (Note [composable kinds], ts/ir/kinds.ts):
+ * the backend says so in its `DeviceInfo.kernels`; otherwise the op composes the result itself.
+ */
+export function runsAsOne(device: Device, ...kinds: ComposableKind[]): boolean {
+  const listed = clientOf(device).info?.kernels;
+  return !!listed && kinds.every((k) => listed.includes(k));
 }

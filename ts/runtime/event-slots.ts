@@ -1,8 +1,8 @@
 /**
- * The event slots of each device (ts/worker/board.ts): an event takes one at its first record and
+ * The event slots of each device (ts/worker/streams/board.ts): an event takes one at its first record and
  * gives it back when it is collected; each record gives the slot a new version.
  */
-import { EVENT_SLOTS } from '../worker/board.js';
+import { EVENT_SLOTS } from '../worker/streams/board.js';
 import type { DeviceClient } from './client.js';
 
 /** A device's event slots: free ones, and the last version given in each. */

@@ -223,7 +223,7 @@ const collected = new FinalizationRegistry<{ id: number; at: Captured }>(({ id, 
 
 function releaseGraph(id: number, at: Captured): void {
   const client = clientOf(at.device);
-  // runs after every command any stream received before it (ts/worker/scheduler.ts)
+  // runs after every command any stream received before it (ts/worker/streams/scheduler.ts)
   client.enqueue({ k: 'graphReset', graph: id });
   for (const free of at.heldFrees.splice(0)) free();
   at.pool.drop(at.device);

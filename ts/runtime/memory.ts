@@ -7,7 +7,7 @@
  * range) in order, before any kernel that uses it. Freeing a block is pure bookkeeping: the
  * block is reused at once by later commands of its own stream, which run after every earlier
  * use of it. A block recorded on other streams (`t.recordStream(s)`) waits for a mark of each
- * (`recordedFree`): the stream board (ts/worker/board.ts) tells when those marks have finished,
+ * (`recordedFree`): the stream board (ts/worker/streams/board.ts) tells when those marks have finished,
  * and the next allocation on the device completes those frees (`settleFrees`).
  *
  * Budgets: a GPU's memory size cannot be read through WebGPU, so each GPU device has a

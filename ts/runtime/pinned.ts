@@ -12,7 +12,7 @@
  * segments. No byte passes through the calling thread, and no message carries them. A pageable
  * (not pinned) cpu tensor is copied the usual way: the cpu worker sends its bytes to the GPU
  * worker over their port, and the destination stream waits for them (a host copy, which fences
- * every stream as PyTorch's blocking copy does; ts/worker/scheduler.ts).
+ * every stream as PyTorch's blocking copy does; ts/worker/streams/scheduler.ts).
  *
  * A non-blocking copy runs in stream order and returns at once: host→device, the destination
  * stream waits for an event of the cpu stream (the pinned data is ready), then the GPU worker

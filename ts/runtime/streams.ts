@@ -2,7 +2,7 @@
  * Streams: PyTorch's `torch.cuda.Stream` model on every device, in camelCase.
  *
  * A stream is an id on one device; commands carry the id of their device's current stream and
- * the device worker's scheduler (ts/worker/scheduler.ts) runs each stream in order, interleaving
+ * the device worker's scheduler (ts/worker/streams/scheduler.ts) runs each stream in order, interleaving
  * them onto the device's one queue. As in PyTorch, `new Stream()` takes the next stream of a
  * pool of 32 per priority, round robin (so the 33rd is the first again, and `===` holds between
  * them, as PyTorch's streams compare equal), and `Stream.priorityRange()` is [0, -1]: a ready
@@ -33,7 +33,7 @@
  * finished: `query()` is true, `synchronize()` resolves, `wait()` is a no-op.
  */import { clientOf, currentDevice, device as toDevice, Device, withDevice, type DeviceLike } from '../device.js';
 import { bindArgs, type PyArgs } from '../ops/options.js';
-import { PRIORITIES, priorityOf, STREAMS_PER_PRIORITY } from '../worker/board.js';
+import { PRIORITIES, priorityOf, STREAMS_PER_PRIORITY } from '../worker/streams/board.js';
 import { runWithStream, setStreamId, streamId } from './current-stream.js';
 import type { DeviceClient } from './client.js';
 import { released, slots } from './event-slots.js';

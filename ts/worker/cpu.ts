@@ -110,7 +110,7 @@ export const cpuBackend: Backend = {
     const helpers = memory && threads > 1 ? await startPool(module, memory, instance.exports, threads).catch(() => null) : null;
     adopt(instance.exports as unknown as Kernels, memory, helpers);
     return {
-      name, kind: 'cpu', cpuAdapter: false, vendor: 'webassembly', architecture: 'wasm32+simd128', description: 'AssemblyScript kernels on WebAssembly',
+      name, kind: 'cpu', cpuAdapter: false, kernels: ['conv', 'convGrad', 'windows', 'foldWindows'], vendor: 'webassembly', architecture: 'wasm32+simd128', description: 'AssemblyScript kernels on WebAssembly',
       features: pool ? ['simd128', 'threads'] : ['simd128'], limits: { threads: pool?.threads ?? 1 }, nativeF16: false, scratch: scratchCounter(),
       eventTiming: 'host', pinnable: memory !== null,
     };

@@ -1,7 +1,7 @@
 /**
  * The device side of the protocol, shared by the cpu and gpu workers: commands in stream order.
  *
- * Commands go to the stream scheduler (ts/worker/scheduler.ts), which runs each stream in its
+ * Commands go to the stream scheduler (ts/worker/streams/scheduler.ts), which runs each stream in its
  * order and holds a stream back while one of its commands waits (a `recv` for a peer's bytes,
  * a `waitSignal` for another device's event), without holding back the others. Most commands
  * run synchronously (the GPU records them); a failing command records the first error with the
@@ -18,13 +18,13 @@
  * A kernel command goes straight to `Backend.run` (through the profiler only while one is on).
  */
 import { envMs, exposeWorker, portReceiver } from '../platform.js';
-import { Board } from './board.js';
+import { Board } from './streams/board.js';
 import { serveCalls } from './channel.js';
 import { readBatch, type Batch, type SyncTarget, type WorkerApi } from './protocol.js';
 import type { Command } from '../ir/commands.js';
 import { CAPTURED_KINDS } from '../ir/kinds.js';
-import { Scheduler } from './scheduler.js';
-import { Events } from './events.js';
+import { Scheduler } from './streams/scheduler.js';
+import { Events } from './streams/events.js';
 import { Peers } from './peers.js';
 import { Capture } from './capture.js';
 import { Profiler } from './profile.js';

@@ -18,6 +18,7 @@ import { mapParams, scatterShader } from '../../wgsl/elementwise.js';
 import type { Backend } from './backend.js';
 import type { DeviceInfo } from './protocol.js';
 import type { Command } from '../ir/commands.js';
+import type { ComposableKind } from '../ir/kinds.js';
 import { countBuffers, scratchCounter, setPressureHandler, settleDrop } from './scratch.js';
 import {
   BINARY, UNARY, adopt, beginCommand, buf, buffers, compiling, device, dispatch, encodePending, encoder, errorsPending, flush, grid1d, letGo,
@@ -159,6 +160,16 @@ function run(cmd: Command): void {
   }
 }
 
+/**
+ * The composable kinds a GPU runs as one command (Note [composable kinds], ts/ir/kinds.ts): conv
+ * windows with their padding from one kernel (wgsl/window.ts) on a CPU adapter (lavapipe), where
+ * it made conv2d 1.4× faster. On the H100 the kernel was slower than the composed pad + strided
+ * copy (conv2d 32×64×56² → 64: 11.8–12.1 against 14.9–16.0 TFLOP/s, interleaved), whose copy runs
+ * on the map kernels' vec4 path, so other GPUs leave windows composed. Convolutions are composed
+ * on every GPU (windows and a batched matmul), and so is the windows' gradient.
+ */
+const windowsAsOne = (cpuAdapter: boolean): ComposableKind[] => (cpuAdapter ? ['windows'] : []);
+
 /** The gpu device backend. */
 export const gpuBackend: Backend = {
   async init({ name }): Promise<DeviceInfo> {
@@ -184,7 +195,7 @@ export const gpuBackend: Backend = {
     const limits: Record<string, number> = {};
     for (const l of limitNames) limits[l] = device.limits[l];
     return {
-      name, kind: 'gpu', cpuAdapter: rowDev.cpu, vendor: info.vendor, architecture: info.architecture, device: info.device, description: info.description || info.device,
+      name, kind: 'gpu', cpuAdapter: rowDev.cpu, kernels: windowsAsOne(rowDev.cpu), vendor: info.vendor, architecture: info.architecture, device: info.device, description: info.description || info.device,
       features: [...found.features].map(String).sort(), limits, scratch: scratchCounter(),
       nativeF16: chooseF16Path(features.includes('shader-f16'), env('WEBTORCH_F16')), // f16: the float16 path (ts/worker/half.ts)
       eventTiming: features.includes('timestamp-query') ? 'gpu-timestamp' : 'host',

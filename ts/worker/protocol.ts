@@ -3,10 +3,11 @@
  * and the wire form of a batch of IR commands (ts/ir/commands.ts). A batch arrives in one
  * `submit` per microtask. Each command belongs to a stream (`Batch` carries the switches) or to
  * the device as a whole (`DEVICE_KINDS`, ts/ir/kinds.ts); the worker's scheduler
- * (ts/worker/scheduler.ts) runs each stream in order, and `read`/`sync` resolve once the
+ * (ts/worker/streams/scheduler.ts) runs each stream in order, and `read`/`sync` resolve once the
  * commands they wait for have run.
  */
 import type { Command, DeviceCheck, Operand, ViewRef } from '../ir/commands.js';
+import type { ComposableKind } from '../ir/kinds.js';
 
 /** What a sync waits for: everything, one stream's work so far, or one event's record. */
 export type SyncTarget = { all: true } | { stream: number } | { slot: number; version: number };
@@ -23,8 +24,10 @@ export interface GraphInfo {
 export interface DeviceInfo {
   name: string;
   kind: 'cpu' | 'gpu';
-  /** A GPU device on a CPU adapter (lavapipe), where some ops take another form; false for `cpu`. */
+  /** A GPU device on a CPU adapter (lavapipe), where some kernels take another form; false for `cpu`. */
   cpuAdapter: boolean;
+  /** The composable kinds this device runs as one command (Note [composable kinds], ts/ir/kinds.ts); the backend's choice. */
+  kernels: ComposableKind[];
   vendor: string;
   architecture: string;
   /** `GPUAdapterInfo.device`: the adapter's identifier of the GPU (e.g. `nvidia-h100-80gb-hbm3`); '' where unknown or on `cpu`. */
@@ -41,7 +44,7 @@ export interface DeviceInfo {
    * the worker's clock when the work is seen to finish.
    */
   eventTiming: 'gpu-timestamp' | 'host';
-  /** The stream board (ts/worker/board.ts), kept out of `info`; null where there is no SharedArrayBuffer. */
+  /** The stream board (ts/worker/streams/board.ts), kept out of `info`; null where there is no SharedArrayBuffer. */
   board?: SharedArrayBuffer | null;
   /** The cpu device: whether its memory is shared, so that other workers can read and write pinned tensors in it. */
   pinnable?: boolean;

@@ -342,6 +342,27 @@ export function buf(id: number): GPUBuffer {
   return b;
 }
 
+/** The next id `asSegments` gives a worker-made buffer (negative: the allocator's ids are positive). */
+let nextScratchId = -2;
+
+/**
+ * Runs `fn` with `bufs` (the worker's own scratch) addressable by id as segments are, so that a
+ * family can run its own commands on them (a split product's partials, a two-pass reduction's
+ * first pass). The ids are forgotten when `fn` returns.
+ */
+export function asSegments<T>(bufs: GPUBuffer[], fn: (ids: number[]) => T): T {
+  const ids = bufs.map((b) => {
+    const id = nextScratchId--;
+    buffers.set(id, b);
+    return id;
+  });
+  try {
+    return fn(ids);
+  } finally {
+    for (const id of ids) buffers.delete(id);
+  }
+}
+
 /**
  * Reserves `words` params words for the next dispatch, aligned for a dynamic offset; returns the
  * first word's index in `paramWords`/`paramFloats` (views of the batch's params block).

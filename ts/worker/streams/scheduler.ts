@@ -27,8 +27,8 @@
  * While nothing waits (the usual case) a command runs the moment it arrives.
  */
 import { priorityOf } from './board.js';
-import { DEVICE_KINDS } from '../ir/kinds.js';
-import { type Command } from '../ir/commands.js';
+import { DEVICE_KINDS } from '../../ir/kinds.js';
+import { type Command } from '../../ir/commands.js';
 
 /** A command held in a FIFO, with the positions it waits for. */
 interface Entry {

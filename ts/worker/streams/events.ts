@@ -1,5 +1,5 @@
 /**
- * A device worker's events and stream marks, written on the stream board (ts/worker/board.ts).
+ * A device worker's events and stream marks, written on the stream board (ts/worker/streams/board.ts).
  *
  * A `record` asks the backend for a mark of the work recorded so far (`Backend.mark`), and
  * writes the board when the device has finished it: the event's version and time, and the
@@ -9,8 +9,8 @@
  * `whenFinished`.
  */
 import { Board } from './board.js';
-import type { Backend } from './backend.js';
-import type { Command } from '../ir/commands.js';
+import type { Backend } from '../backend.js';
+import type { Command } from '../../ir/commands.js';
 
 /** One device's events. */
 export class Events {
