@@ -21,14 +21,14 @@ import type { Command } from '../ir/commands.js';
 import type { ComposableKind } from '../ir/kinds.js';
 import { countBuffers, scratchCounter, setPressureHandler, settleDrop } from './scratch.js';
 import {
-  BINARY, UNARY, adopt, beginCommand, buf, buffers, compiling, device, dispatch, encodePending, encoder, errorsPending, flush, grid1d, letGo,
+  BINARY, UNARY, adopt, beginCommand, buf, buffers, compiling, device, dispatch, dropKeptScratch, encodePending, encoder, errorsPending, flush, grid1d, letGo,
   openEncoder, pendingBinds, queueDone, queueWork, retired, rowDev, sawDone, setTraceSeq, settling, slotsOf, submitEvery, whenCompiled,
 } from './gpu/core.js';
 import { checkCodes, recordDeviceCheck, words64 } from './gpu/checks.js';
 import { dropReadStaging, dropUploads, read, settleSyncPoint, write } from './gpu/transfers.js';
 import { mark, passTimes, timePasses } from './gpu/timing.js';
 import { NO_SCALARS, runMap, type MapOperand } from './gpu/map.js';
-import { dropOperandScratch, runMatmul } from './gpu/matmul.js';
+import { runMatmul } from './gpu/matmul.js';
 import { runReduce, runRowNorm } from './gpu/rows.js';
 import { runWindows } from './gpu/windows.js';
 import { runIndex } from './gpu/index-family.js';
@@ -58,7 +58,7 @@ function run(cmd: Command): void {
     case 'dropScratch': {
       // emptyCache: the calling thread took `accounted` bytes of cached scratch off already (scratch.ts)
       dropReadStaging();
-      dropOperandScratch();
+      dropKeptScratch();
       dropUploads();
       settleDrop(cmd.accounted);
       return;

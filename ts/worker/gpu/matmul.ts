@@ -9,8 +9,8 @@ import { computeType, elementsPerWord } from '../../../wgsl/dtype.js';
 import { vec4Dtype } from '../../../wgsl/half.js'; // f16: 16-bit floats on the vec4 paths
 import { half } from '../half.js'; // f16: which float16 path (shader-f16 or storage)
 import type { Command } from '../../ir/commands.js';
-import { contextBuffer, createScratch } from '../scratch.js';
-import { asSegments, buf, device, dispatch, matmulVariant, retired, rowDev, slotsOf } from './core.js';
+import { contextBuffer } from '../scratch.js';
+import { asSegments, buf, device, dispatch, KeptScratch, matmulVariant, rowDev, slotsOf } from './core.js';
 import { runMap, viaScratch } from './map.js';
 
 /** An operand of a matmul: a buffer, its element offset and (batch, row, column) strides. */
@@ -55,32 +55,14 @@ export function runMatmul(cmd: Extract<Command, { k: 'matmul' }>): void {
   });
 }
 
-/**
- * The scratch buffers of `rowMajorCopy`, one per operand, kept and grown: dispatches on one queue
- * run in order, so the next product may overwrite what the last one read, and a fresh buffer per
- * product cost a buffer and a bind group each time.
- */
-const operandScratch: (GPUBuffer | null)[] = [null, null];
-
-/** Retires the kept operand copies (emptyCache). */
-export function dropOperandScratch(): void {
-  for (const [i, b] of operandScratch.entries()) if (b) retired.push(b), (operandScratch[i] = null);
-}
-/** Operands up to this size use the kept scratch buffers. */
-const KEPT_SCRATCH = 64 << 20;
+/** The scratch buffers of `rowMajorCopy`, one per operand, and of split-K's partial products. */
+const operandScratch = [new KeptScratch('a matmul operand copy'), new KeptScratch('a matmul operand copy')];
+const partialScratch = new KeptScratch('the partial products of a split matmul');
 
 /** A row-major copy (in its dtype `dt`) of a (batch, rows, cols) operand in scratch buffer `slot` (one copy of a broadcast batch). */
 function rowMajorCopy(x: MatmulOperand, batch: number, rows: number, cols: number, slot: 0 | 1, dt: StorageCode): MatmulOperand {
   const copies = x.strides[0] === 0 ? 1 : batch, bytes = copies * rows * cols * (4 / elementsPerWord(dt)); // f16: dt
-  let tmp = operandScratch[slot];
-  if (bytes > KEPT_SCRATCH) {
-    // a one-off for a large operand, not kept outside the allocator's accounting
-    tmp = createScratch(device, bytes, GPUBufferUsage.STORAGE, false, 'a matmul operand copy');
-    retired.push(tmp);
-  } else if (!tmp || tmp.size < bytes) {
-    if (tmp) retired.push(tmp);
-    tmp = operandScratch[slot] = createScratch(device, Math.ceil(bytes / (1 << 20)) << 20, GPUBufferUsage.STORAGE, true, 'a matmul operand copy');
-  }
+  const tmp = operandScratch[slot].take(bytes);
   runMap([{ r: { id: -1, offset: x.offset, strides: [x.strides[0], x.strides[1], x.strides[2]] }, dt, b: x.b }],
     [copies, rows, cols], tmp, 0, dt, 'x0', 'f32'); // f16: dt
   return { b: tmp, offset: 0, strides: [copies === 1 ? 0 : rows * cols, cols, 1] };
@@ -120,8 +102,7 @@ function onesRow(): GPUBuffer {
  */
 function runSplitK(cmd: Extract<Command, { k: 'matmul' }>, split: number): void {
   const { m, n, kk, aStrides: as, bStrides: bs } = cmd, ks = kk / split;
-  const parts = createScratch(device, split * m * n * 4, GPUBufferUsage.STORAGE, false, 'the partial products of a split matmul');
-  retired.push(parts);
+  const parts = partialScratch.take(split * m * n * 4);
   asSegments([parts, onesRow()], ([partsId, onesId]) => {
     runMatmul({ ...cmd, out: { id: partsId, offset: 0 }, batch: split, kk: ks, aStrides: [ks * as[2], as[1], as[2]], bStrides: [ks * bs[1], bs[1], bs[2]] });
     runMatmul({ ...cmd, a: { id: onesId, offset: 0, strides: [split, 1] }, b: { id: partsId, offset: 0, strides: [m * n, 1] }, m: 1, n: m * n, kk: split, aStrides: [0, split, 1], bStrides: [0, m * n, 1] });

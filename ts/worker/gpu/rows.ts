@@ -10,9 +10,8 @@ import { RWG, reduce64Shader, reduceShader, rowForm } from '../../../wgsl/reduce
 import { rowNormKey, rowNormShader } from '../../../wgsl/softmax.js';
 import type { Command, Place } from '../../ir/commands.js';
 import { ReduceOp } from '../../ir/ops.js';
-import { createScratch } from '../scratch.js';
 import { chunks, tooLarge } from '../split.js';
-import { asSegments, buf, device, dispatch, grid1d, labelOf, maxBinding, paramAlign, retired, rowDev, setWindow, slotsOf } from './core.js';
+import { asSegments, buf, dispatch, grid1d, KeptScratch, labelOf, maxBinding, paramAlign, rowDev, setWindow, slotsOf } from './core.js';
 import { viaScratch } from './map.js';
 
 /** What the second pass of a split reduction does with the first pass's partial results. */
@@ -37,6 +36,9 @@ function rowPieces(cmd: Extract<Command, { k: 'reduce' }>): number {
   return pieces;
 }
 
+/** The first pass's partial results of a two-pass reduction. */
+const partialScratch = new KeptScratch('the partial results of a two-pass reduction');
+
 /** A reduction of `outer` rows of `inner` elements (one pass, or two: `rowPieces`). */
 export function runReduce(cmd: Extract<Command, { k: 'reduce' }>): void {
   if (cmd.outer === 0) return;
@@ -44,8 +46,7 @@ export function runReduce(cmd: Extract<Command, { k: 'reduce' }>): void {
   if (pieces === 1) return reduceOnce(cmd);
   // the first pass's partial results, in the output's dtype, in a scratch buffer
   const count = cmd.outer * pieces, bytes = cmd.outDt === StorageCode.I64 ? 8 : 4 / elementsPerWord(cmd.outDt);
-  const partial = createScratch(device, Math.ceil((count * bytes) / 16) * 16, GPUBufferUsage.STORAGE, false, 'the partial results of a two-pass reduction');
-  retired.push(partial);
+  const partial = partialScratch.take(Math.ceil((count * bytes) / 16) * 16);
   asSegments([partial], ([id]) => {
     reduceOnce({ ...cmd, out: { id, offset: 0 }, outer: count, inner: cmd.inner / pieces });
     reduceOnce({ ...cmd, op: SECOND_PASS[cmd.op as ReduceOp]!, a: { id, offset: 0, strides: [1] }, dt: cmd.outDt, inner: pieces });
