@@ -146,6 +146,14 @@ describe('webtorch round trips', () => {
       for (const [k, t] of Object.entries(net.stateDict())) expect(await back[k].values(), k).toEqual(await t.values());
       free(net, same, onCpu, table, fn, back);
     }
+    // A file tagged cuda:0 may be the first thing a program touches: the load finds the GPUs itself.
+    const path = join(tmp, 'first.pt');
+    const w = torch.ones([2], { device: 'gpu:0' });
+    await torch.save({ w }, path);
+    const script = `import * as torch from ${JSON.stringify(join(import.meta.dirname, '..', '..', 'dist', 'webtorch.js'))};
+      const ck = await torch.load(${JSON.stringify(path)}); console.log(String(ck.w.device), JSON.stringify(await ck.w.tolist()));`;
+    expect(execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' }).trim()).toBe('gpu:0 [1,1]');
+    w.dispose();
   });
 
   it('an optimizer: save mid-training, load into a fresh model and optimizer, train on = the uninterrupted run', async () => {
@@ -263,6 +271,9 @@ describe('bad input raises clearly and leaks nothing', () => {
     await expect(torch.load(fix('evil.pt'), { weightsOnly: false })).rejects.toThrow('posix.system');
     await expect(torch.load(fix('double.pt'))).rejects.toThrow(/is float64, which webtorch cannot hold/);
     await expect(torch.load(fix('double.safetensors'))).rejects.toThrow(/"x" is F64, which webtorch cannot hold/);
+    await expect(torch.load(fix('mlp.pt'), 'gpu:5')).rejects.toThrow('Attempting to deserialize object on CUDA device 5 but torch.cuda.device_count() is 2. Please use torch.load with mapLocation');
+    await expect(torch.load(fix('mlp.pt'), { mapLocation: { cpu: 'tpu:0' } })).rejects.toThrow("don't know how to restore data location of torch.FloatStorage (tagged with tpu:0)");
+    await expect(torch.safetensors.loadFile(fix('hand.safetensors'), 'cuda:3')).rejects.toThrow('Attempting to deserialize object on CUDA device 3');
     await expect(torch.load(fix('mlp.pt'), { mapLoc: 'cpu' } as any)).rejects.toThrow("load() got an unexpected keyword argument 'mapLoc'");
     await expect(torch.save({}, join(tmp, 'x.pt'), { protocol: 4 } as any)).rejects.toThrow("save() got an unexpected keyword argument 'protocol'");
     await expect(torch.save({ o: { x: 1 }, m: new Map([[1, 2]]) }, join(tmp, 'x.safetensors'))).rejects.toThrow('safetensors holds a flat object of tensors, but "o" is an object');

@@ -14,12 +14,11 @@ import { Parameter } from '../nn/module.js';
 import { bindArgs, type PyArgs } from '../ops/options.js';
 import { Tensor, view } from '../tensor.js';
 import { elementSize, isFloating, type DType } from '../dtype.js';
-import type { Device } from '../device.js';
 import { readSource, writeAtomic, type Source } from './io.js';
 import { isZip, readArchive, writeArchive } from './pt.js';
 import { pickle, type TensorSlot } from './pickle-write.js';
 import { PyDict, PyTuple, unpickle, type PyValue, type StorageRef, type TensorRef } from './pickle-read.js';
-import { STORAGE_CLASS, checkBoolBytes, checkDType, checkDevices, checkLittleEndian, locationOf, readBytes, restoreDevice, uploadStorage, type MapLocation } from './tensors.js';
+import { STORAGE_CLASS, checkBoolBytes, checkDType, checkLittleEndian, locationOf, placeDevices, readBytes, restorePlace, uploadStorage, type MapLocation, type Place } from './tensors.js';
 import { decodeSafetensors, encodeSafetensors } from './safetensors-format.js';
 
 export type { MapLocation } from './tensors.js';
@@ -40,7 +39,9 @@ const isTensor = (x: unknown): x is Tensor => x instanceof Tensor;
  * bytes (a `Uint8Array`; in a browser, wrap them in a `Blob` to download). Tensors on any device
  * are read back; a `Uint8Array` (an RNG state) is saved as a uint8 tensor, as PyTorch's ByteTensor.
  */
-export async function save(obj: unknown, ...args: PyArgs<[f: string | null, pickleModule: null, pickleProtocol: number], SaveOptions>): Promise<Uint8Array | undefined> {
+export function save(obj: unknown, f: string, ...args: PyArgs<[pickleModule: null, pickleProtocol: number], Omit<SaveOptions, 'f'>>): Promise<void>;
+export function save(obj: unknown, ...args: PyArgs<[f: null | undefined, pickleModule: null, pickleProtocol: number], SaveOptions & { f?: null }>): Promise<Uint8Array>;
+export async function save(obj: unknown, ...args: unknown[]): Promise<Uint8Array | void> {
   const o = bindArgs('save', ['f', 'pickleModule', 'pickleProtocol', '_useNewZipfileSerialization'], args,
     { f: null as string | null, pickleModule: null, pickleProtocol: 2, _useNewZipfileSerialization: true }, 1, 3);
   if (o.pickleModule != null) throw new TypeError('save(): pickleModule is not supported (webtorch writes its own pickle, as Python\'s pickle module would)');
@@ -108,16 +109,15 @@ export async function load(f: Source, ...args: PyArgs<[mapLocation: MapLocation]
   checkLittleEndian();
   const bytes = await readSource(f, 'torch.load');
   if (isZip(bytes)) return loadPt(bytes, o.mapLocation);
-  if (bytes.length >= 9 && bytes[8] === 0x7b) return loadSafetensors(bytes, (loc) => restoreDevice(loc, o.mapLocation, 'a safetensors tensor'));
+  if (bytes.length >= 9 && bytes[8] === 0x7b) return loadSafetensors(bytes, restorePlace('cpu', o.mapLocation, 'a safetensors tensor'));
   if (bytes[0] === 0x80) throw new Error('torch.load: this is PyTorch\'s legacy format (saved with _use_new_zipfile_serialization=False, or before PyTorch 1.6); re-save it with a current torch.save');
   throw new Error(`torch.load: not a checkpoint: the ${bytes.length} bytes are neither a PyTorch zip archive nor safetensors (truncated or corrupt?)`);
 }
 
-/** Loads safetensors bytes: a plain object of tensors on `deviceOf('cpu')`. */
-export async function loadSafetensors(bytes: Uint8Array, deviceOf: (location: string) => Device): Promise<Record<string, Tensor>> {
+/** Loads safetensors bytes: a plain object of tensors on one device. */
+export async function loadSafetensors(bytes: Uint8Array, place: Place): Promise<Record<string, Tensor>> {
   const { entries } = decodeSafetensors(bytes);
-  const dev = deviceOf('cpu');
-  await checkDevices([dev]);
+  const [dev] = await placeDevices([place]);
   entries.forEach((e) => e.dtype === 'bool' && checkBoolBytes(e.bytes, `tensor "${e.name}"`));
   const out: Record<string, Tensor> = {};
   try {
@@ -138,7 +138,7 @@ async function loadPt(bytes: Uint8Array, map: MapLocation): Promise<unknown> {
   const archive = readArchive(bytes);
   const tree = unpickle(archive.pickle);
   // Every storage: its dtype, its record's size, and each view within it; then its device.
-  const storages = new Map<string, { ref: StorageRef; dtype: DType; device: Device }>();
+  const storages = new Map<string, { ref: StorageRef; dtype: DType; place: Place }>();
   const refs: TensorRef[] = [];
   collect(tree, (t) => refs.push(t));
   for (const t of refs) {
@@ -151,7 +151,7 @@ async function loadPt(bytes: Uint8Array, map: MapLocation): Promise<unknown> {
         throw new Error(`torch.load: record data/${s.key} holds ${rec.length} bytes, but the pickle says ${s.numel} ${dtype} elements (${s.numel * elementSize(dtype)} bytes): the file is corrupt`);
       }
       if (dtype === 'bool') checkBoolBytes(rec, what);
-      storages.set(s.key, { ref: s, dtype, device: restoreDevice(s.location, map, `torch.${STORAGE_CLASS[dtype]}`) });
+      storages.set(s.key, { ref: s, dtype, place: restorePlace(s.location, map, `torch.${STORAGE_CLASS[dtype]}`) });
     } else if (storages.get(s.key)!.ref.dtype !== s.dtype) {
       throw new Error(`torch.load: storage data/${s.key} is read as two dtypes (${storages.get(s.key)!.ref.dtype} and ${s.dtype}): the file is corrupt`);
     }
@@ -161,11 +161,11 @@ async function loadPt(bytes: Uint8Array, map: MapLocation): Promise<unknown> {
       throw new Error(`torch.load: a tensor of size [${t.size}] and stride [${t.stride}] at offset ${t.offset} reaches element ${last} of ${what}, which has ${s.numel}: the file is corrupt`);
     }
   }
-  await checkDevices([...storages.values()].map((s) => s.device));
+  const devices = await placeDevices([...storages.values()].map((s) => s.place));
   const made = new Map<TensorRef, Tensor>();
   const bases = new Map<string, Tensor>();
   try {
-    for (const [key, s] of storages) bases.set(key, uploadStorage(archive.records.get(key)!, s.dtype, s.device));
+    [...storages].forEach(([key, s], i) => bases.set(key, uploadStorage(archive.records.get(key)!, s.dtype, devices[i])));
     for (const r of refs) {
       if (made.has(r)) continue;
       const base = bases.get(r.storage.key)!;

@@ -6,13 +6,13 @@
  *     await torch.safetensors.saveFile(model.stateDict(), 'model.safetensors', {metadata: {format: 'pt'}});
  *     const sd = await torch.safetensors.loadFile('model.safetensors', 'gpu:0');
  */
-import { device as toDevice, type DeviceLike } from '../device.js';
+import type { DeviceLike } from '../device.js';
 import { bindArgs, type PyArgs } from '../ops/options.js';
 import type { Tensor } from '../tensor.js';
 import { readSource, writeAtomic, type Source } from './io.js';
 import { loadSafetensors, safetensorsBytes } from './index.js';
 import { decodeSafetensors } from './safetensors-format.js';
-import { checkLittleEndian } from './tensors.js';
+import { checkLittleEndian, restorePlace } from './tensors.js';
 
 /** Tensors by name: a plain object or a Map. */
 export type TensorDict = Record<string, Tensor> | Map<string, Tensor>;
@@ -38,15 +38,15 @@ export async function load(data: Uint8Array | ArrayBuffer | Blob, ...rest: []): 
   bindArgs('load', [], rest, {}, 1);
   if (typeof data === 'string') throw new TypeError('safetensors.load: expected bytes; to read a file use loadFile(filename)');
   checkLittleEndian();
-  return loadSafetensors(await readSource(data, 'safetensors.load'), () => toDevice('cpu'));
+  return loadSafetensors(await readSource(data, 'safetensors.load'), { type: 'cpu', index: 0 });
 }
 
 /** `await loadFile(filename, device = 'cpu')`: tensors on `device` (a path in Node; bytes or a Blob anywhere). */
 export async function loadFile(filename: Source, ...args: PyArgs<[device: DeviceLike], { device?: DeviceLike }>): Promise<Record<string, Tensor>> {
   const { device } = bindArgs('load_file', ['device'], args, { device: 'cpu' as DeviceLike }, 1);
   checkLittleEndian();
-  const dev = toDevice(device);
-  return loadSafetensors(await readSource(filename, 'safetensors.loadFile'), () => dev);
+  const place = restorePlace('cpu', device, 'a safetensors tensor');
+  return loadSafetensors(await readSource(filename, 'safetensors.loadFile'), place);
 }
 
 /** `await metadata(filename)`: the file's `__metadata__` (Python: `safe_open(filename, 'pt').metadata()`), null when absent. */

@@ -6,7 +6,7 @@
  * (x86, ARM, WebAssembly). `checkLittleEndian` refuses a big-endian host rather than swap.
  */
 import { DTYPES, elementSize, type DType } from '../dtype.js';
-import { Device, device as toDevice, deviceCount, isAvailable, type DeviceLike } from '../device.js';
+import { CPU, Device, currentDevice, device as toDevice, deviceCount, isAvailable, type DeviceLike } from '../device.js';
 import { fromStorageBytes } from '../ops/creation.js';
 import type { Tensor } from '../tensor.js';
 
@@ -47,28 +47,37 @@ export const locationOf = (d: Device): string => (d.type === 'cpu' ? 'cpu' : `cu
 /** `torch.load`'s `mapLocation`: a device for all, a tag → tag/device table, or a function of the tag. */
 export type MapLocation = DeviceLike | Record<string, DeviceLike> | ((location: string) => DeviceLike | null | undefined) | null | undefined;
 
-/** The device a storage tagged `location` loads on, after `mapLocation` (PyTorch's `_get_restore_location`). */
-export function restoreDevice(location: string, map: MapLocation, what: string): Device {
+/** Where a storage loads, before the GPUs are checked: the cpu, or a GPU by index. */
+export interface Place { type: 'cpu' | 'gpu'; index: number }
+
+/**
+ * Where a storage tagged `location` loads, after `mapLocation` (PyTorch's `_get_restore_location`).
+ * GPU indices are checked later, by `placeDevices`, once the GPUs are found (a file tagged
+ * `cuda:0` may be the first thing a program touches).
+ */
+export function restorePlace(location: string, map: MapLocation, what: string): Place {
   let target: DeviceLike | null | undefined = location;
   if (typeof map === 'function') target = map(location) ?? location;
   else if (map instanceof Device || typeof map === 'string' || typeof map === 'number') target = map;
   else if (map && typeof map === 'object') target = Object.hasOwn(map, location) ? map[location] : location;
-  try {
-    return toDevice(target);
-  } catch {
-    throw new Error(`torch.load: don't know how to restore data location of ${what} (tagged with ${String(target)})`);
-  }
+  if (target instanceof Device) return { type: target.type === 'cpu' ? 'cpu' : 'gpu', index: target.index };
+  if (typeof target === 'number' && Number.isInteger(target) && target >= 0) return { type: 'gpu', index: target };
+  const m = typeof target === 'string' ? /^(cpu|gpu|cuda)(?::(\d+))?$/.exec(target.trim()) : null;
+  if (!m || (m[1] === 'cpu' && m[2] !== undefined && m[2] !== '0')) throw new Error(`torch.load: don't know how to restore data location of ${what} (tagged with ${String(target)})`);
+  return m[1] === 'cpu' ? { type: 'cpu', index: 0 } : { type: 'gpu', index: m[2] === undefined ? currentDevice() : Number(m[2]) };
 }
 
-/** Checks that the GPUs the storages load on exist (PyTorch's messages, with webtorch's option name). */
-export async function checkDevices(devices: Device[]): Promise<void> {
-  const gpus = devices.filter((d) => d.type === 'gpu');
-  if (!gpus.length) return;
-  if (!(await isAvailable())) {
-    throw new Error("Attempting to deserialize object on a CUDA device but torch.cuda.is_available() is False. If you are running on a CPU-only machine, please use torch.load with {mapLocation: 'cpu'} to map your storages to the CPU.");
+/** The devices of `places`, after checking that the GPUs they name exist (PyTorch's messages, with webtorch's option name). */
+export async function placeDevices(places: Place[]): Promise<Device[]> {
+  const gpus = places.filter((p) => p.type === 'gpu');
+  if (gpus.length) {
+    if (!(await isAvailable())) {
+      throw new Error("Attempting to deserialize object on a CUDA device but torch.cuda.is_available() is False. If you are running on a CPU-only machine, please use torch.load with {mapLocation: 'cpu'} to map your storages to the CPU.");
+    }
+    const n = await deviceCount(), top = Math.max(...gpus.map((p) => p.index));
+    if (top >= n) throw new Error(`Attempting to deserialize object on CUDA device ${top} but torch.cuda.device_count() is ${n}. Please use torch.load with mapLocation to map your storages to an existing device.`);
   }
-  const n = await deviceCount(), top = Math.max(...gpus.map((d) => d.index));
-  if (top >= n) throw new Error(`Attempting to deserialize object on CUDA device ${top} but torch.cuda.device_count() is ${n}. Please use torch.load with mapLocation to map your storages to an existing device.`);
+  return places.map((p) => (p.type === 'cpu' ? CPU : toDevice(`gpu:${p.index}`)));
 }
 
 /** Uploads a storage's bytes as a 1-d tensor on `device`. */
