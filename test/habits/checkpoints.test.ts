@@ -223,6 +223,10 @@ describe('webtorch round trips', () => {
       expect([back.t.dtype, String(back.t.device), await back.t.tolist(), back.s, back.n]).toEqual(['float16', 'gpu:0', [[1, 2], [3, 4]], 'text', -0.5]);
       free(back);
     }
+    const plain = { z: -0, ints: [0, 255, 256, 65535, 65536, -1, -(2 ** 31), 2 ** 31, 1e20, -(2n ** 70n)], floats: [0.1, -2.5, Infinity, -Infinity, NaN], text: 'ünï ✓', nil: null, yes: true, '7': 'int key', m: new Map([['k', [[]]]]) };
+    const round = await torch.load(await torch.save(plain));
+    expect(round).toEqual({ ...plain, ints: [0, 255, 256, 65535, 65536, -1, -(2 ** 31), 2 ** 31, 10n ** 20n, -(2n ** 70n)], m: { k: [[]] } }); // a Python int beyond 2^53 loads as a BigInt
+    expect(Object.is(round.z, -0)).toBe(true);
     const st = await torch.safetensors.save({ t }, { metadata: { a: 'b' } });
     const back = await torch.safetensors.load(st);
     expect([String(back.t.device), await back.t.tolist()]).toEqual(['cpu', [[1, 2], [3, 4]]]);

@@ -43,7 +43,7 @@ export function save(obj: unknown, f: string, ...args: PyArgs<[pickleModule: nul
 export function save(obj: unknown, ...args: PyArgs<[f: null | undefined, pickleModule: null, pickleProtocol: number], SaveOptions & { f?: null }>): Promise<Uint8Array>;
 export async function save(obj: unknown, ...args: unknown[]): Promise<Uint8Array | void> {
   const o = bindArgs('save', ['f', 'pickleModule', 'pickleProtocol', '_useNewZipfileSerialization'], args,
-    { f: null as string | null, pickleModule: null, pickleProtocol: 2, _useNewZipfileSerialization: true }, 1, 3);
+    { f: null as string | null, pickleModule: null, pickleProtocol: 2, _useNewZipfileSerialization: true }, 1);
   if (o.pickleModule != null) throw new TypeError('save(): pickleModule is not supported (webtorch writes its own pickle, as Python\'s pickle module would)');
   if (o.pickleProtocol !== 2) throw new RangeError(`save(): pickleProtocol ${o.pickleProtocol} is not supported; webtorch writes protocol 2, PyTorch's default`);
   if (o._useNewZipfileSerialization !== true) throw new RangeError('save(): the legacy (non-zip) format is not supported; _useNewZipfileSerialization must be true');
@@ -58,23 +58,18 @@ export async function save(obj: unknown, ...args: unknown[]): Promise<Uint8Array
 /** A `.pt` file's bytes: the pickle, then every tensor read back, in the order first met. */
 async function ptBytes(obj: unknown): Promise<Uint8Array> {
   const slots = new Map<Tensor | Uint8Array, TensorSlot>();
-  const reads: Promise<Uint8Array>[] = [];
   const data = pickle(obj, isTensor, (t, path) => {
     const known = slots.get(t);
     if (known) return known;
-    let s: TensorSlot;
-    if (t instanceof Uint8Array) {
-      s = { key: String(slots.size), storageClass: 'ByteStorage', location: 'cpu', shape: [t.length], parameter: false, requiresGrad: false };
-      reads.push(Promise.resolve(t.slice()));
-    } else {
-      t._check(`torch.save (${path || 'the object'})`);
-      s = { key: String(slots.size), storageClass: STORAGE_CLASS[t.dtype], location: locationOf(t.device), shape: t.shape, parameter: t instanceof Parameter, requiresGrad: t.requiresGrad };
-      reads.push(readBytes(t)); // queued now: the values as of this call
-    }
+    const key = String(slots.size);
+    const s: TensorSlot = t instanceof Uint8Array
+      ? { key, storageClass: 'ByteStorage', location: 'cpu', shape: [t.length], parameter: false, requiresGrad: false }
+      : { key, storageClass: STORAGE_CLASS[t._check(`torch.save (${path || 'the object'})`).dtype], location: locationOf(t.device), shape: t.shape, parameter: t instanceof Parameter, requiresGrad: t.requiresGrad };
     slots.set(t, s);
     return s;
   });
-  const storages = await Promise.all(reads);
+  // The reads are queued in the same task as the call, after everything was checked: the values as of the call.
+  const storages = await Promise.all([...slots.keys()].map((t) => (t instanceof Uint8Array ? Promise.resolve(t.slice()) : readBytes(t))));
   return writeArchive(data, [...slots.values()].map((s, i) => [s.key, storages[i]]));
 }
 

@@ -28,7 +28,7 @@ export function pickle(obj: unknown, isTensor: (x: unknown) => x is Tensor, slot
     if (v === true) return out.byte(0x88);
     if (v === false) return out.byte(0x89);
     if (typeof v === 'bigint') return out.int(v);
-    if (typeof v === 'number') return Number.isInteger(v) ? out.int(v) : out.float(v);
+    if (typeof v === 'number') return Number.isInteger(v) && !Object.is(v, -0) ? out.int(v) : out.float(v);
     if (typeof v === 'string') return out.str(v);
     if (typeof v !== 'object') throw new TypeError(`torch.save: cannot save ${typeof v} at ${path || 'the top level'} (a checkpoint holds tensors, numbers, strings, booleans, null, arrays and objects)`);
     if (isTensor(v) || v instanceof Uint8Array) return tensor(slot(v, path));
