@@ -270,6 +270,20 @@ describe('bad input raises clearly and leaks nothing', () => {
     free(net, sd, wrong, bias);
   });
 
+  it("an optimizer's state dict that does not fit: group count and size, an option webtorch lacks", async () => {
+    const p = [torch.zeros([2]).requiresGrad_(), torch.zeros([3]).requiresGrad_()];
+    const opt = new torch.optim.Adam(p);
+    const sd = await torch.load(fix('adam.pt'));
+    expect(() => opt.loadStateDict(sd)).toThrow("loaded state dict contains a parameter group that doesn't match the size of optimizer's group");
+    expect(() => opt.loadStateDict({ state: {}, param_groups: [] })).toThrow('loaded state dict has a different number of parameter groups');
+    expect(() => opt.loadStateDict({ state: {}, param_groups: [{ ...sd.param_groups[0], params: [0, 1], maximize: true }] }))
+      .toThrow("Adam.loadStateDict: param_groups[0] sets 'maximize' to true, which webtorch's Adam does not have");
+    opt.loadStateDict({ state: {}, param_groups: [{ ...sd.param_groups[0], params: [0, 1], lr: 0.25 }] }); // foreach, fused, differentiable: ignored
+    expect(opt.paramGroups[0]).toMatchObject({ lr: 0.25, betas: [0.9, 0.999], weightDecay: 0 });
+    expect(opt.stateDict().param_groups[0]).toMatchObject({ lr: 0.25, weight_decay: 0, params: [0, 1] });
+    free(p, sd);
+  });
+
   it('a pickle that would run os.system, float64 tensors, unknown option keys', async () => {
     await expect(torch.load(fix('evil.pt'))).rejects.toThrow(/^Weights only load failed\..*Unsupported global: GLOBAL posix\.system was not an allowed global/);
     await expect(torch.load(fix('evil.pt'), { weightsOnly: false })).rejects.toThrow('posix.system');
@@ -302,6 +316,10 @@ describe('bad input raises clearly and leaks nothing', () => {
     await expect(torch.load(rezip((f) => (f[pkl] = f[pkl].subarray(0, 60))))).rejects.toThrow('pickle data was truncated');
     await expect(torch.load(rezip((f) => (f[pkl] = f[pkl].map((b) => (b === 0x58 ? 0x49 : b)))))).rejects.toThrow(/Unsupported operand 73/);
     await expect(torch.load(rezip((f) => (f[`${pkl.split('/')[0]}/constants.pkl`] = f[pkl], delete f[pkl])))).rejects.toThrow('TorchScript archive');
+    // int8 and int16 storages (PyTorch's CharStorage, ShortStorage) are refused by name, never converted.
+    const retype = (cls: string) => rezip((f) => (f[pkl] = new Uint8Array(Buffer.from(Buffer.from(f[pkl]).toString('latin1').replaceAll('torch\nFloatStorage\n', `torch\n${cls}\n`), 'latin1'))));
+    await expect(torch.load(retype('CharStorage'))).rejects.toThrow(/a tensor \(storage data\/0 \(int8\)\) is int8, which webtorch cannot hold/);
+    await expect(torch.load(retype('ShortStorage'))).rejects.toThrow(/is int16, which webtorch cannot hold/);
   });
 
   it('safetensors whose header lies: sizes, offsets, holes, dtype, length', async () => {
