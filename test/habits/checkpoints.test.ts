@@ -373,6 +373,8 @@ describe('PyTorch reads what webtorch writes', () => {
     await torch.save(opt.stateDict(), op);
     const py = JSON.parse(execFileSync('/usr/bin/python3', [join(import.meta.dirname, '..', 'fixtures', 'read_webtorch_checkpoint.py'), pt, st, op], { encoding: 'utf8' }));
     expect(py.load_state_dict).toBe('<All keys matched successfully>');
+    expect([py.bad_crc, py.misaligned]).toEqual([null, []]);
+    expect(py.records).toEqual(['archive/byteorder', 'archive/data.pkl', 'archive/data/0', 'archive/data/1', 'archive/data/2', 'archive/data/3', 'archive/version']);
     const xs = torch.tidy(() => torch.arange(8, { dtype: 'float32', device: 'gpu:0' }).reshape(2, 4).div(4));
     const y = torch.tidy(() => net(xs));
     close(py.forward, (await y.values()) as number[], 1e-5, 'forward');
