@@ -223,3 +223,11 @@ export { variance as var, std } from './ops/stats.js';
 export type { VarOptions, NormOrd } from './ops/stats.js';
 export type { ConvOptions, UnfoldOptions, Size2 } from './ops/conv.js';
 export type { MaxPool2dOptions, AvgPool2dOptions } from './ops/pool.js';
+
+// ---- Checkpoints (ts/serialization): PyTorch's .pt format and safetensors ----
+export { save, load } from './serialization/index.js';
+export type { SaveOptions, LoadOptions, MapLocation, Source } from './serialization/index.js';
+/** `torch.safetensors`: `safetensors.torch`'s `save`, `saveFile`, `load`, `loadFile`, and `metadata` (ts/serialization/safetensors.ts). */
+export * as safetensors from './serialization/safetensors.js';
+/** @internal Test hook: the next checkpoint write fails after this many bytes (the atomic-write test). */
+export { setWriteFault as _setCheckpointWriteFault } from './serialization/io.js';

@@ -79,7 +79,7 @@ describe('optimizers match PyTorch', () => {
         close((await p.values()) as number[], c.steps[k], 1e-5);
       }
       const sd = opt.stateDict();
-      expect(sd.paramGroups[0].params).toEqual([0]);
+      expect(sd.param_groups[0].params).toEqual([0]);
       opt.zeroGrad();
       expect(p.grad).toBeNull();
       for (const s of opt.state.values()) for (const v of Object.values(s)) if (typeof v === 'object') v.dispose();

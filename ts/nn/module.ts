@@ -12,6 +12,7 @@ import { device as toDevice, type DeviceLike } from '../device.js';
 import type { DType } from '../dtype.js';
 import { withGradMode } from '../autograd/graph.js';
 import { Tensor } from '../tensor.js';
+import { bindArgs, type PyArgs } from '../ops/options.js';
 
 /** A tensor that is a module's learnable parameter (requires grad unless told otherwise). */
 export class Parameter extends Tensor {
@@ -249,28 +250,38 @@ export abstract class Module extends CallableObject {
   }
 
   /**
-   * Copies values from `state` into this module's parameters and buffers (on their devices).
-   * With `strict` (the default), missing or unexpected keys throw, listing them, as in PyTorch.
+   * `loadStateDict(stateDict, strict = true)` (or `{strict}`): copies values from `stateDict` into
+   * this module's parameters and buffers, on their devices (and dtypes). With `strict`, missing or
+   * unexpected keys raise; a shape mismatch always raises. Every problem is listed in one error
+   * worded as PyTorch's (`Error(s) in loading state_dict for Net:\n\tMissing key(s) in state_dict:
+   * "fc.bias". …`, `size mismatch for fc.weight: copying a param with shape torch.Size([2, 3]) from
+   * checkpoint, the shape in current model is torch.Size([3, 3]).`), and nothing is copied when it
+   * raises. Returns the missing and unexpected keys.
    */
-  loadStateDict(state: Record<string, Tensor>, strict = true): { missingKeys: string[]; unexpectedKeys: string[] } {
-    const own = this.stateDict();
-    const missingKeys = Object.keys(own).filter((k) => !(k in state));
-    const unexpectedKeys = Object.keys(state).filter((k) => !(k in own));
-    if (strict && (missingKeys.length || unexpectedKeys.length)) {
-      const parts = [];
-      if (missingKeys.length) parts.push(`Missing key(s) in state_dict: ${missingKeys.map((k) => `"${k}"`).join(', ')}.`);
-      if (unexpectedKeys.length) parts.push(`Unexpected key(s) in state_dict: ${unexpectedKeys.map((k) => `"${k}"`).join(', ')}.`);
-      throw new Error(`Error(s) in loading state_dict for ${this.constructor.name}:\n\t${parts.join('\n\t')}`);
+  loadStateDict(state: Record<string, Tensor>, ...args: PyArgs<[strict: boolean], { strict?: boolean }>): { missingKeys: string[]; unexpectedKeys: string[] } {
+    const { strict } = bindArgs('load_state_dict', ['strict'], args, { strict: true }, 1);
+    if (typeof state !== 'object' || state === null || Array.isArray(state)) {
+      throw new TypeError(`Expected state_dict to be dict-like, got ${state === null ? 'null' : Array.isArray(state) ? 'an array' : typeof state}.`);
     }
-    withGradMode(false, () => {
-      for (const [k, t] of Object.entries(own)) {
-        const src = state[k];
-        if (!src) continue;
-        if (src.shape.join() !== t.shape.join()) {
-          throw new RangeError(`Error(s) in loading state_dict for ${this.constructor.name}: size mismatch for ${k}: copying a param with shape [${src.shape.join(', ')}] from checkpoint, the shape in current model is [${t.shape.join(', ')}].`);
-        }
-        t.copy_(src);
+    const own = this.stateDict();
+    const missingKeys = Object.keys(own).filter((k) => !Object.hasOwn(state, k));
+    const unexpectedKeys = Object.keys(state).filter((k) => !Object.hasOwn(own, k));
+    const errors: string[] = [];
+    if (strict && missingKeys.length) errors.push(`Missing key(s) in state_dict: ${missingKeys.map((k) => `"${k}"`).join(', ')}. `);
+    if (strict && unexpectedKeys.length) errors.push(`Unexpected key(s) in state_dict: ${unexpectedKeys.map((k) => `"${k}"`).join(', ')}. `);
+    const size = (s: readonly number[]) => `torch.Size([${s.join(', ')}])`;
+    for (const [k, t] of Object.entries(own)) {
+      if (!Object.hasOwn(state, k)) continue;
+      const src = state[k];
+      if (!(src instanceof Tensor)) {
+        errors.push(`While copying the parameter named "${k}", expected torch.Tensor or Tensor-like object from checkpoint but received ${src === null ? 'null' : typeof src}`);
+      } else if (src.shape.join() !== t.shape.join()) {
+        errors.push(`size mismatch for ${k}: copying a param with shape ${size(src.shape)} from checkpoint, the shape in current model is ${size(t.shape)}.`);
       }
+    }
+    if (errors.length) throw new Error(`Error(s) in loading state_dict for ${this.constructor.name}:\n\t${errors.join('\n\t')}`);
+    withGradMode(false, () => {
+      for (const [k, t] of Object.entries(own)) if (Object.hasOwn(state, k)) t.copy_(state[k]);
     });
     return { missingKeys, unexpectedKeys };
   }

@@ -6,7 +6,7 @@
  * the device (ts/ops/random.ts; `randperm`, `bernoulli` and `multinomial` are in ts/ops/sampling.ts).
  */
 import { CPU, device as toDevice, type Device, type DeviceLike } from '../device.js';
-import { checkBigFits, checkFits, encode, isFloating, scalarName, storageCode, toDType, type DType } from '../dtype.js';
+import { checkBigFits, checkFits, elementSize, encode, isFloating, scalarName, storageCode, toDType, viewStorage, type DType } from '../dtype.js';
 import type { Generator } from '../random.js';
 import { Dist, drawInto, f32Bits, generatorFor } from './random.js';
 import { checkPinTarget, markPinned } from '../runtime/pinned.js';
@@ -91,6 +91,15 @@ export function fromHost(values: ArrayLike<number | boolean | bigint>, shape: nu
   }
   const host = encode(values, dtype, 'tensor');
   return upload(alloc(shape, dtype, device), host);
+}
+
+/**
+ * A new contiguous tensor from raw storage bytes (little-endian, `dtype`'s storage format: float16
+ * and bfloat16 as their bits, bool as 0/1 bytes): checkpoints (ts/serialization). The bytes are copied.
+ */
+export function fromStorageBytes(bytes: Uint8Array, shape: number[], dtype: DType, device: Device): Tensor {
+  const copy = bytes.slice();
+  return upload(alloc(checkShape(shape, 'load'), dtype, device), viewStorage(dtype, copy.buffer, 0, copy.length / elementSize(dtype)));
 }
 
 /** Whether `values` is a typed array whose bytes are `dtype`'s storage (what `encode` would copy as is). */

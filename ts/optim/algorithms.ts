@@ -76,7 +76,8 @@ export class Adam extends Optimizer {
   }
 
   protected update(p: Tensor, grad: Tensor, s: ParamState, g: ParamGroup) {
-    if (g.capturable) return this.deviceUpdate(p, grad, s, g);
+    // A step count that is a tensor (a PyTorch checkpoint's, which keeps it as one) is advanced on the device.
+    if (g.capturable || typeof s.step === 'object') return this.deviceUpdate(p, grad, s, g);
     const [b1, b2] = g.betas as [number, number];
     const wd = g.weightDecay as number, lr = g.lr;
     const param = wd && this.decoupled ? mul(p, 1 - lr * wd) : p;

@@ -11,6 +11,7 @@ import { tidy } from '../ops/scoped.js';
 import { isCurrentStreamCapturing, isGraphStatic } from '../runtime/graphs.js';
 import type { Tensor } from '../tensor.js';
 import { untrack } from '../scope.js';
+import { loadOptimizerStateDict, optimizerStateDict, type OptimizerState } from './state-dict.js';
 
 /** Options shared by every parameter of a group. */
 export type GroupOptions = Record<string, number | boolean | [number, number] | number[]>;
@@ -21,11 +22,7 @@ export type ParamGroup = { params: Tensor[] } & GroupOptions & { lr: number };
 /** Per-parameter state: tensors and counters. */
 export type ParamState = Record<string, Tensor | number>;
 
-/** What `stateDict()` returns: state by parameter index, and the groups with indices. */
-export interface OptimizerState {
-  state: Record<number, ParamState>;
-  paramGroups: (GroupOptions & { params: number[] })[];
-}
+export type { OptimizerState } from './state-dict.js';
 
 /** What an optimizer takes: parameters, or parameter groups (`{params, lr, …}`) whose keys override the defaults. */
 export type Params = Iterable<Tensor> | { params: Iterable<Tensor>; [k: string]: unknown }[];
@@ -131,49 +128,17 @@ export abstract class Optimizer {
    */
   protected abstract update(p: Tensor, g: Tensor, state: ParamState, group: ParamGroup): { value: Tensor; updates: ParamState };
 
-  /** State and groups, with parameters replaced by their index (as PyTorch's). */
+  /**
+   * `stateDict()`: the state by parameter index and the groups with indices, in PyTorch's layout
+   * and keys (`{state: {0: {exp_avg, …}}, param_groups: [{lr, weight_decay, …, params}]}`), so that
+   * PyTorch's `load_state_dict` takes it (ts/optim/state-dict.ts).
+   */
   stateDict(): OptimizerState {
-    const index = new Map<Tensor, number>();
-    const paramGroups = this.paramGroups.map((g) => {
-      const { params, ...opts } = g;
-      return { ...opts, params: params.map((p) => (index.has(p) ? index.get(p)! : index.set(p, index.size).get(p)!)) };
-    });
-    const state: Record<number, ParamState> = {};
-    for (const [p, s] of this.state) if (index.has(p)) state[index.get(p)!] = { ...s };
-    return { state, paramGroups };
+    return optimizerStateDict(this);
   }
 
-  /** Loads a state dict made by `stateDict()` of an optimizer over the same parameters. */
+  /** `loadStateDict(sd)`: loads a state dict of an optimizer over parameters of the same shapes (PyTorch's or webtorch's). */
   loadStateDict(sd: OptimizerState): void {
-    if (sd.paramGroups.length !== this.paramGroups.length) {
-      throw new RangeError('loaded state dict has a different number of parameter groups');
-    }
-    sd.paramGroups.forEach((g, i) => {
-      if (g.params.length !== this.paramGroups[i].params.length) {
-        throw new RangeError("loaded state dict contains a parameter group that doesn't match the size of optimizer's group");
-      }
-    });
-    const params = this.paramGroups.flatMap((g) => g.params);
-    withGradMode(false, () => {
-      sd.paramGroups.forEach((g, i) => {
-        const { params: _ids, ...opts } = g;
-        Object.assign(this.paramGroups[i], opts);
-      });
-      for (const [i, s] of Object.entries(sd.state)) {
-        const p = params[Number(i)];
-        const copy: ParamState = {};
-        for (const [k, v] of Object.entries(s)) {
-          if (typeof v !== 'object') copy[k] = v;
-          else {
-            const moved = v.to(p.device);
-            const t = moved.clone();
-            if (moved !== v) moved.dispose();
-            untrack(t);
-            copy[k] = t;
-          }
-        }
-        this.state.set(p, copy);
-      }
-    });
+    loadOptimizerStateDict(this, sd);
   }
 }
