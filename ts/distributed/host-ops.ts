@@ -9,7 +9,7 @@
  * every rank the same bits: for `avg` the owner of a ring part divides it once, before passing it
  * on.
  *
- * Why every send goes through an `Outbox`: a socket keeps a reference to the bytes it is given,
+ * Note [sends keep the bytes]: why every send goes through an `Outbox`: a socket keeps a reference to the bytes it is given,
  * not a copy, until they are out. Writing to a part of the buffer while an earlier send of it is
  * still under way (a combine, the all-gather's result, a division for `avg`), or handing the
  * buffer to the device (the bridge transfers it) before the sends are out, puts changed bytes on

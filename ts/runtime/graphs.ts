@@ -8,7 +8,7 @@
  * capture); `captureEnd` has the worker prepare them (ts/worker/gpu/graphs.ts: pipelines, bind
  * groups and params built once). `replay()` is one command on the current stream.
  *
- * The hard parts, all in the capture hook that the device client consults (`CaptureHook`):
+ * Note [capture hook]: the hard parts, all in the capture hook that the device client consults (`CaptureHook`):
  * - memory: the stream's allocations come from the graph's private pool, a stream id of the
  *   caching allocator's own (`POOL_STREAM_BASE` + pool), whose segments the allocator keeps from
  *   emptyCache while the pool lives; a block of the general pool freed during capture is held

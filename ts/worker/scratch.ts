@@ -1,7 +1,7 @@
 /**
  * The GPU worker's buffers beside the allocator's segments, in the allocator's figures.
  *
- * Some commands need device memory of their own: a 32-bit scratch for a packed output, the sort's
+ * Note [scratch in the allocator's figures]: some commands need device memory of their own: a 32-bit scratch for a packed output, the sort's
  * key/index pairs, row-major operand copies for matmul, the mappable staging of a read. PyTorch
  * counts such workspaces (cuBLAS's) in `memory_reserved`, so webtorch does too: each is made by
  * `createScratch`, which adds its size to a counter in a SharedArrayBuffer that the calling

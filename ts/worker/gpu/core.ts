@@ -13,7 +13,7 @@
  * The families (map.ts, matmul.ts, rows.ts, ...) read this module's `let` exports as live
  * bindings and change them only through its functions.
  *
- * Kernels compile asynchronously (`createComputePipelineAsync`). A browser compiles a pipeline
+ * Note [pipelines compile off the path]: kernels compile asynchronously (`createComputePipelineAsync`). A browser compiles a pipeline
  * in its GPU process, and the synchronous `createComputePipeline` does it on that process's
  * main thread, which also composites the page: every frame waited while a training step's
  * kernels compiled. So a cache miss starts the compile and returns a kernel whose pipeline is
@@ -348,7 +348,7 @@ const KEPT_SCRATCH = 64 << 20;
 const keptScratch: KeptScratch[] = [];
 
 /**
- * A scratch buffer a family keeps and grows, for work whose intermediate results live only
+ * Note [kept scratch]: a scratch buffer a family keeps and grows, for work whose intermediate results live only
  * within one command (a product's operand copy, split partial results): dispatches on one queue
  * run in order, so the next command may overwrite what the last one read, and a fresh buffer per
  * command cost a buffer, its zeroing and new bind groups each time. A graph that binds it holds

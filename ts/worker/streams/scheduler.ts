@@ -2,7 +2,7 @@
  * The stream scheduler of a device worker: one FIFO per stream, one for the device's own
  * commands, and the order between them.
  *
- * Why it holds work back: a device has one queue (one GPUQueue), and everything the worker
+ * Note [what the scheduler holds back]: a device has one queue (one GPUQueue), and everything the worker
  * records there runs in the order recorded. So two streams need no help to be ordered; what the
  * scheduler decides is what the worker may *record* now. A stream stops (its later commands wait
  * in its FIFO) while one of its commands waits for something outside the queue: data from a
