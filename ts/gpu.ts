@@ -96,5 +96,5 @@ export const BoolTensor = legacyType('BoolTensor', 'gpu');
 // Graphs: capture once, replay with one command (ts/runtime/graphs.ts).
 export { Graph, Graph as CUDAGraph, graph, graphPoolHandle, isCurrentStreamCapturing, GraphPool } from './runtime/graphs.js';
 export type { GraphOptions, CaptureErrorMode, CaptureOptions } from './runtime/graphs.js';
-export { makeGraphedCallables } from './runtime/graphed.js';
-export type { GraphedOptions, GraphedFunction } from './runtime/graphed.js';
+export { makeGraphedCallables } from './nn/graphed.js';
+export type { GraphedOptions, GraphedFunction } from './nn/graphed.js';

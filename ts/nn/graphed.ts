@@ -13,11 +13,11 @@
  */
 import { grad as autogradGrad } from '../autograd/api.js';
 import { record, withGradMode, isGradEnabled } from '../autograd/graph.js';
-import { Module } from '../nn/module.js';
+import { Module } from './module.js';
 import type { Tensor } from '../tensor.js';
 import { withDevice as withGpu, type Device } from '../device.js';
 import { emptyLike, onesLike, zerosLike } from '../ops/creation.js';
-import { graph, Graph, CpuGraph, graphPoolHandle, markGraphStatic } from './graphs.js';
+import { graph, Graph, CpuGraph, graphPoolHandle, markGraphStatic } from '../runtime/graphs.js';
 
 /** What `makeGraphedCallables` returns for a function: the graphed function, with `reset()` to free its graphs. */
 export type GraphedFunction<A extends Tensor[], R> = ((...args: A) => R) & { reset(): void; graphs: [Graph, Graph] };
