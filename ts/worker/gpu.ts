@@ -21,7 +21,7 @@ import type { Command } from '../ir/commands.js';
 import type { ComposableKind } from '../ir/kinds.js';
 import { countBuffers, scratchCounter, setPressureHandler, settleDrop } from './scratch.js';
 import {
-  BINARY, UNARY, adopt, beginCommand, buf, buffers, compiling, device, dispatch, dropKeptScratch, encodePending, encoder, errorsPending, flush, grid1d, letGo,
+  BINARY, UNARY, adopt, beginCommand, buf, buffers, compiling, device, dispatch, encodePending, encoder, errorsPending, flush, grid1d, letGo,
   openEncoder, pendingBinds, queueDone, queueWork, retired, rowDev, sawDone, setTraceSeq, settling, slotsOf, submitEvery, whenCompiled,
 } from './gpu/core.js';
 import { checkCodes, recordDeviceCheck, words64 } from './gpu/checks.js';
@@ -29,6 +29,7 @@ import { dropReadStaging, dropUploads, read, settleSyncPoint, write } from './gp
 import { mark, passTimes, timePasses } from './gpu/timing.js';
 import { NO_SCALARS, runMap, type MapOperand } from './gpu/map.js';
 import { runMatmul } from './gpu/matmul.js';
+import { dropKeptScratch } from './gpu/workspace.js';
 import { runReduce, runRowNorm } from './gpu/rows.js';
 import { runWindows } from './gpu/windows.js';
 import { runIndex } from './gpu/index-family.js';

@@ -10,7 +10,8 @@ import { vec4Dtype } from '../../../wgsl/half.js'; // f16: 16-bit floats on the 
 import { half } from '../half.js'; // f16: which float16 path (shader-f16 or storage)
 import type { Command } from '../../ir/commands.js';
 import { contextBuffer } from '../scratch.js';
-import { asSegments, buf, device, dispatch, KeptScratch, matmulVariant, rowDev, slotsOf } from './core.js';
+import { buf, device, dispatch, matmulVariant, rowDev, slotsOf } from './core.js';
+import { asSegments, KeptScratch } from './workspace.js';
 import { runMap, viaScratch } from './map.js';
 
 /** An operand of a matmul: a buffer, its element offset and (batch, row, column) strides. */

@@ -11,7 +11,8 @@ import { rowNormKey, rowNormShader } from '../../../wgsl/softmax.js';
 import type { Command, Place } from '../../ir/commands.js';
 import { ReduceOp } from '../../ir/ops.js';
 import { chunks, tooLarge } from '../split.js';
-import { asSegments, buf, dispatch, grid1d, KeptScratch, labelOf, maxBinding, paramAlign, rowDev, setWindow, slotsOf } from './core.js';
+import { buf, dispatch, grid1d, labelOf, maxBinding, paramAlign, rowDev, setWindow, slotsOf } from './core.js';
+import { asSegments, KeptScratch } from './workspace.js';
 import { viaScratch } from './map.js';
 
 /** What the second pass of a split reduction does with the first pass's partial results. */
