@@ -12,6 +12,7 @@
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, beforeAll } from 'vitest';
 import { build } from 'vite';
 import { startServer } from '../../examples/web/server.mjs';
 
@@ -41,6 +42,24 @@ export async function launch(): Promise<Browser> {
 
 /** A server of the repository root: `isolated` sends COOP/COEP. */
 export const serve = (isolated: boolean, root?: string) => startServer({ isolated, ...(root ? { root } : {}) });
+
+/**
+ * A suite's Chromium and isolated server, started before its tests and closed after them;
+ * `openPage(path)` opens a page of the repository in it.
+ */
+export function browserSession(): { openPage: (path: string) => Promise<Opened> } {
+  let browser: Browser | undefined;
+  let server: Awaited<ReturnType<typeof serve>> | undefined;
+  beforeAll(async () => {
+    browser = await launch();
+    server = await serve(true);
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await server?.close();
+  });
+  return { openPage: (path) => open(browser!, `${server!.url}/${path}`) };
+}
 
 /** Builds a Vite config of test/browser into `outDir` (a folder under build/). */
 export async function viteBuild(config: string, outDir: string): Promise<void> {

@@ -4,24 +4,14 @@
  * cpu and on the browser's GPU; safetensors likewise; a file path says it needs Node. PyTorch's own
  * file (fetched from the test fixtures) loads too.
  */
-import type { Browser } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { haveChromium, launch, open, serve } from './browser.js';
+import { describe, expect, it } from 'vitest';
+import { browserSession, haveChromium } from './browser.js';
 
 describe.runIf(haveChromium())('checkpoints in the browser', () => {
-  let browser: Browser;
-  let server: Awaited<ReturnType<typeof serve>>;
-  beforeAll(async () => {
-    browser = await launch();
-    server = await serve(true);
-  });
-  afterAll(async () => {
-    await browser?.close();
-    await server?.close();
-  });
+  const { openPage } = browserSession();
 
   it('bytes and Blobs round-trip on cpu and gpu:0; PyTorch\'s .pt loads; a path raises', async () => {
-    const { page, errors } = await open(browser, `${server.url}/test/browser/pages/train.html`);
+    const { page, errors } = await openPage('test/browser/pages/train.html');
     const got = await page.evaluate(async () => {
       const torch = (window as any).torch;
       const out: Record<string, unknown> = {};
