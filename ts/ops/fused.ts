@@ -16,6 +16,11 @@ import { bindArgs, type PyArgs } from './options.js';
 import { tidy } from './scoped.js';
 import * as V from './views.js';
 
+/** ATen's C type names, which lerp's dtype message uses. */
+const C_TYPE: Record<string, string> = {
+  float32: 'float', float16: 'c10::Half', bfloat16: 'c10::BFloat16', int64: 'long int', int32: 'int', uint8: 'unsigned char', bool: 'bool',
+};
+
 const tensorArg = (op: string, t: unknown, what: string): Tensor => {
   if (!(t instanceof Tensor)) throw new TypeError(`${op}(): argument '${what}' must be Tensor, not ${t === null ? 'null' : typeof t}`);
   return t;
@@ -30,8 +35,8 @@ export function lerp(input: Tensor, end: Tensor, weight: TensorOrScalar, ...rest
   bindArgs('lerp', [], rest, {}, 3);
   tensorArg('lerp', input, 'input');
   tensorArg('lerp', end, 'end');
-  if (end.dtype !== input.dtype) throw new TypeError(`lerp: expected dtype ${scalarName(input.dtype)} for \`end\` but got dtype ${scalarName(end.dtype)}`);
-  if (weight instanceof Tensor && weight.dtype !== input.dtype) throw new TypeError(`lerp: expected dtype ${scalarName(input.dtype)} for \`weight\` but got dtype ${scalarName(weight.dtype)}`);
+  if (end.dtype !== input.dtype) throw new TypeError(`lerp: expected dtype ${C_TYPE[input.dtype]} for \`end\` but got dtype ${C_TYPE[end.dtype]}`);
+  if (weight instanceof Tensor && weight.dtype !== input.dtype) throw new TypeError(`lerp: expected dtype ${C_TYPE[input.dtype]} for \`weight\` but got dtype ${C_TYPE[weight.dtype]}`);
   if (!isFloating(input.dtype)) throw new TypeError(`lerp: "lerp_kernel" not implemented for '${scalarName(input.dtype)}'`);
   if (typeof weight !== 'number' && !(weight instanceof Tensor)) throw new TypeError(`lerp(): argument 'weight' must be a number or a Tensor, not ${typeof weight}`);
   return tidy(() => {
