@@ -42,7 +42,7 @@ export function lerp(input: Tensor, end: Tensor, weight: TensorOrScalar, ...rest
   return tidy(() => {
     const diff = binaryOp('sub', end, input);
     const low = () => binaryOp('add', input, binaryOp('mul', diff, weight));
-    const high = () => binaryOp('sub', end, binaryOp('mul', diff, binaryOp('sub', 1, weight)));
+    const high = () => binaryOp('sub', end, binaryOp('mul', diff, typeof weight === 'number' ? 1 - weight : binaryOp('sub', 1, weight)));
     if (typeof weight === 'number') return Math.abs(weight) < 0.5 ? low() : high();
     return where(binaryOp('lt', unaryOp('abs', weight), 0.5), low(), high());
   });

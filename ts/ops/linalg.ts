@@ -31,6 +31,11 @@ function sameDtype(op: string, a: Tensor, b: Tensor): void {
   if (a.dtype !== b.dtype) throw new TypeError(`${op}: expected scalar type ${scalarName(a.dtype)} but found ${scalarName(b.dtype)}`);
 }
 
+/** PyTorch's "mat1 and mat2 shapes cannot be multiplied" for two matrices. */
+function shapesMultiply(op: string, a: Tensor, b: Tensor): void {
+  if (a.shape[1] !== b.shape[0]) throw new RangeError(`${op}: mat1 and mat2 shapes cannot be multiplied (${a.shape.join('x')} and ${b.shape.join('x')})`);
+}
+
 /** `torch.mm(input, mat2)`: the product of two matrices (no broadcasting). */
 export function mm(input: Tensor, mat2: Tensor, ...rest: []): Tensor {
   bindArgs('mm', [], rest, {}, 2);
@@ -40,6 +45,7 @@ export function mm(input: Tensor, mat2: Tensor, ...rest: []): Tensor {
   if (mat2.ndim !== 2) throw new RangeError(`mm: mat2 must be a matrix (got a ${mat2.ndim}-D tensor)`);
   sameDevice('mm', [input, mat2]);
   sameDtype('mm', input, mat2);
+  shapesMultiply('mm', input, mat2);
   return matmul(input, mat2);
 }
 
@@ -130,6 +136,7 @@ export function addmm(input: Tensor, mat1: Tensor, mat2: Tensor, ...args: FusedA
   if (mat1.ndim !== 2) throw new RangeError(`addmm: mat1 must be a matrix, got ${mat1.ndim}-D tensor`);
   if (mat2.ndim !== 2) throw new RangeError(`addmm: mat2 must be a matrix, got ${mat2.ndim}-D tensor`);
   sameDtype('addmm', mat1, mat2);
+  shapesMultiply('addmm', mat1, mat2);
   return fused('addmm', input, () => matmul(mat1, mat2), beta, alpha);
 }
 

@@ -66,7 +66,10 @@ export function narrow(input: Tensor, ...args: PyArgs<[dim: number, start: numbe
   const o = bindArgs('narrow', ['dim', 'start', 'length'], args, { dim: R as number, start: R as number, length: R as number }, 1);
   tensorArg('narrow', input);
   if (input.ndim === 0) throw new RangeError('narrow() cannot be applied to a 0-dim tensor.');
-  return V.narrow(input, o.dim, o.start, o.length);
+  const size = input.shape[normDim(o.dim, input.ndim)], start = o.start < 0 ? o.start + size : o.start;
+  if (start < 0 || start > size) throw new RangeError(`narrow(): start out of range (expected to be in range of [${-size}, ${size}], but got ${o.start})`);
+  if (o.length < 0 || start + o.length > size) throw new RangeError(`narrow(): start (${start}) + length (${o.length}) exceeds dimension size (${size}).`);
+  return V.narrow(input, o.dim, start, o.length);
 }
 
 /** `torch.unbind(input, dim = 0)`: the slices along `dim`, as views. */
@@ -195,7 +198,8 @@ function closeness(op: string, input: Tensor, other: Tensor, args: readonly unkn
     const a = isFloating(input.dtype) ? input : V.cast(input, 'float32'), b = isFloating(other.dtype) ? other : V.cast(other, 'float32');
     const diff = unaryOp('abs', binaryOp('sub', a, b));
     const bound = binaryOp('add', binaryOp('mul', unaryOp('abs', b), o.rtol), o.atol);
-    let close = binaryOp('logical_or', eq, binaryOp('le', diff, bound));
+    // An infinite difference is never close (inf <= inf would say so when `other` is infinite).
+    let close = binaryOp('logical_or', eq, binaryOp('logical_and', binaryOp('le', diff, bound), binaryOp('lt', diff, Infinity)));
     if (o.equalNan) close = binaryOp('logical_or', close, binaryOp('logical_and', unaryOp('isnan', a), unaryOp('isnan', b)));
     return close;
   });
