@@ -59,6 +59,8 @@ const RUNNERS: Record<string, Runner> = {
   addcmul_: ([x, a, b]) => onClone(x, (c) => c.addcmul_(T(a), T(b), { value: 0.5 })),
   addcdiv_: ([x, a, b]) => onClone(x, (c) => c.addcdiv_(T(a), T(b), { value: -2 })),
   lerp_: ([x, e]) => onClone(x, (c) => c.lerp_(T(e), 0.25)),
+  swapaxes: ([x], kw) => torch.swapaxes(T(x), kw.axis0, kw.axis1),
+  swapdims: ([x], kw) => torch.swapdims(T(x), { dim0: kw.dim0, dim1: kw.dim1 }),
 };
 
 /** The ops whose result's size is device data: each returns a Promise. */
@@ -151,7 +153,7 @@ describe('PyTorch\'s wording', () => {
 
 describe('the surface goldens', () => {
   it('cover every runner, with a backward case for each differentiable op', () => {
-    for (const op of [...Object.keys(RUNNERS), ...Object.keys(ASYNC), 'mm', 'bmm', 'mv', 'dot', 'outer', 'lerp', 'isinf', 'isfinite']) {
+    for (const op of [...Object.keys(RUNNERS), ...Object.keys(ASYNC), 'mm', 'bmm', 'mv', 'dot', 'outer', 'lerp', 'isinf', 'isfinite', 'cosh', 'sinh']) {
       const cases = goldens.cases.filter((c) => c.op === op && !c.error);
       expect(cases.length, op).toBeGreaterThan(0);
       const grads = !['argsort', 'unique', 'bincount', 'isclose', 'isinf', 'isfinite'].includes(op);

@@ -7,6 +7,8 @@ export {
 export type { ConvLayerOptions } from './spatial.js';
 export { CrossEntropyLoss, NLLLoss, MSELoss, L1Loss, BCEWithLogitsLoss } from './loss.js';
 export * as functional from '../ops/functional.js';
+/** `torch.nn.init`: in-place initialisers (ts/nn/init.ts). */
+export * as init from './init.js';
 export { DataParallel } from './parallel.js';
 export type { DataParallelOptions } from './parallel.js';
 export * as parallel from './parallel-exports.js';

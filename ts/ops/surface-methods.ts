@@ -4,7 +4,9 @@
  * `x.argsort()`, `x.amax()`, `x.lerp_(end, w)`, …: each a one-line forward to the function.
  */
 import { Tensor } from '../tensor.js';
+import type { DType } from '../dtype.js';
 import type { TensorOrScalar } from './elementwise.js';
+import * as E from './extras.js';
 import * as Fu from './fused.js';
 import * as H from './host-shaped.js';
 import * as L from './linalg.js';
@@ -80,6 +82,20 @@ declare module '../tensor.js' {
     addcdiv_(...args: After<typeof Fu.addcdiv_>): Tensor;
     /** `x.lerp_(end, weight)`: in place. */
     lerp_(end: Tensor, weight: TensorOrScalar): Tensor;
+    /** `x.cosh()` (`torch.cosh`). */
+    cosh(): Tensor;
+    /** `x.sinh()` (`torch.sinh`). */
+    sinh(): Tensor;
+    /** `x.swapaxes(axis0, axis1)` (`transpose`). */
+    swapaxes(...args: After<typeof E.swapaxes>): Tensor;
+    /** `x.swapdims(dim0, dim1)` (`transpose`). */
+    swapdims(...args: After<typeof E.swapdims>): Tensor;
+    /** `x.t_()`: x becomes its transpose, in place. */
+    t_(): Tensor;
+    /** `x.type()`: the legacy type name (`'torch.FloatTensor'`). */
+    type(): string;
+    /** `x.type(dtype)`: x in that dtype (`x.to(dtype)`). */
+    type(dtype: DType): Tensor;
   }
 }
 
@@ -96,5 +112,6 @@ const table: Record<string, Fn> = {
   lerp: Fu.lerp, addcmul: Fu.addcmul, addcdiv: Fu.addcdiv, indexAdd: Fu.indexAdd,
   maskedFill_: Fu.maskedFill_, scatter_: Fu.scatter_, scatterAdd_: Fu.scatterAdd_, indexAdd_: Fu.indexAdd_,
   addcmul_: Fu.addcmul_, addcdiv_: Fu.addcdiv_, lerp_: Fu.lerp_,
+  cosh: E.cosh, sinh: E.sinh, swapaxes: E.swapaxes, swapdims: E.swapdims, t_: E.t_, type: E.type as Fn,
 };
 for (const [name, fn] of Object.entries(table)) (Tensor.prototype as unknown as Record<string, unknown>)[name] = method(fn);
