@@ -124,6 +124,43 @@ describe.each(devices)('normal, t_, type, addModule on %s', (device) => {
     [x, l, c, leaf].forEach((t) => t.dispose());
   });
 
+  it('scatter_ takes value as a keyword (the tutorial\'s one-hot target transform)', async () => {
+    const y = torch.tensor([3], { device });
+    const t = torch.zeros([5], { device }).scatter_(0, y, { value: 1 });
+    expect(await t.tolist()).toEqual([0, 0, 0, 1, 0]);
+    expect(() => t.scatter_(0, y)).toThrow('scatter_(): expects exactly one of src (a Tensor or number) and value (a number)');
+    expect(() => t.scatter_(0, y, 2, { value: 1 })).toThrow('scatter_(): expects exactly one of src');
+    [y, t].forEach((x) => x.dispose());
+  });
+
+  it('lazy layers take their input channels from the first call, on its device, under PyTorch\'s names', async () => {
+    const conv = new torch.nn.LazyConv2d(4, 3, { padding: 1 });
+    expect([conv.weight, conv.parameters().length]).toEqual([null, 0]);
+    const x = torch.randn([2, 3, 5, 5], { device });
+    const y = conv.call(x) as torch.Tensor;
+    const w = conv.weight as torch.Tensor, b = conv.bias as torch.Tensor;
+    expect([y.shape, w.shape, b.shape, String(w.device)]).toEqual([[2, 4, 5, 5], [4, 3, 3, 3], [4], device]);
+    expect(Object.keys(conv.stateDict())).toEqual(['weight', 'bias']);
+    const ref = torch.F.conv2d(x, w, b, { padding: 1 });
+    expect(await y.tolist()).toEqual(await ref.tolist());
+    const bn = new torch.nn.LazyBatchNorm2d({ momentum: 0.5 });
+    const out = bn.call(y) as torch.Tensor;
+    expect(Object.keys(bn.stateDict())).toEqual(['weight', 'bias', 'running_mean', 'running_var', 'num_batches_tracked']);
+    const rm = bn.stateDict().running_mean;
+    const batchMean = y.mean([0, 2, 3]);
+    const want = (await batchMean.values()) as number[];
+    ((await rm.values()) as number[]).forEach((v, i) => expect(v).toBeCloseTo(want[i] * 0.5, 5));
+    bn.eval();
+    const evalOut = bn.call(y) as torch.Tensor;
+    const evalRef = torch.F.batchNorm(y, rm, bn.stateDict().running_var, bn.stateDict().weight, bn.stateDict().bias, false);
+    expect(await evalOut.tolist()).toEqual(await evalRef.tolist());
+    const bn1 = new torch.nn.LazyBatchNorm1d({ affine: false });
+    const v = torch.randn([6, 5], { device });
+    const o1 = bn1.call(v) as torch.Tensor;
+    expect([o1.shape, bn1.parameters().length, bn1.stateDict().running_var.shape]).toEqual([[6, 5], 0, [5]]);
+    [x, y, ref, out, batchMean, evalOut, evalRef, v, o1, ...conv.parameters(), ...conv.buffers(), ...bn.parameters(), ...bn.buffers(), ...bn1.buffers()].forEach((t) => t.dispose());
+  });
+
   it('Module.addModule registers a submodule, as add_module does', () => {
     const seq = new torch.nn.Module();
     const lin = new torch.nn.Linear(2, 3);

@@ -117,10 +117,15 @@ function indexAddAs(op: string, input: Tensor, dim: number, index: Tensor, sourc
 export const maskedFill_ = (x: Tensor, mask: Tensor, value: number | boolean | Tensor): Tensor =>
   inPlace('masked_fill_', x, (src) => maskedFill(src, mask, value));
 
-/** `x.scatter_(dim, index, src)`, in place (the `reduce` keyword is not supported). */
-export function scatter_(x: Tensor, dim: number, index: Tensor, src: Tensor | number | boolean, ...args: PyArgs<[], { reduce?: string }>): Tensor {
-  const o = bindArgs('scatter_', ['reduce'], args, { reduce: undefined as string | undefined }, 3, 0);
-  if (o.reduce !== undefined) throw new TypeError(`scatter_(): reduce='${o.reduce}' is not supported; use scatterAdd_ or scatterReduce`);
+/**
+ * `x.scatter_(dim, index, src)` or `x.scatter_(dim, index, {value})` (the PyTorch tutorial's
+ * `scatter_(0, torch.tensor(y), value=1)`), in place; the `reduce` keyword is refused.
+ */
+export function scatter_(x: Tensor, dim: number, index: Tensor, ...args: PyArgs<[src: Tensor | number | boolean], { src?: Tensor | number | boolean; value?: number | boolean; reduce?: string }>): Tensor {
+  const o = bindArgs('scatter_', ['src', 'value', 'reduce'], args, { src: undefined as Tensor | number | boolean | undefined, value: undefined as number | boolean | undefined, reduce: undefined as string | undefined }, 3, 1);
+  if (o.reduce !== undefined) throw new TypeError(`scatter_(): reduce='${o.reduce}' is not supported; use scatterAdd_`);
+  if ((o.src === undefined) === (o.value === undefined)) throw new TypeError('scatter_(): expects exactly one of src (a Tensor or number) and value (a number)');
+  const src = (o.src ?? o.value)!;
   return inPlace('scatter_', x, (s) => scatter(s, dim, index, src));
 }
 
