@@ -209,6 +209,8 @@ export const noGrad = <T>(fn: () => T): T => scopedGradMode(false, fn);
 export const enableGrad = <T>(fn: () => T): T => scopedGradMode(true, fn);
 export { isGradEnabled } from './autograd/graph.js';
 export * as autograd from './autograd/api.js';
+/** `torch.accelerator`: whether there is a GPU, which one is current (ts/accelerator.ts). */
+export * as accelerator from './accelerator.js';
 export * as nn from './nn/index.js';
 /** `torch.distributed`: process groups (ranks in this process, or processes and threads under `webtorch-run`), collectives, DDP, `TCPStore`, spawn (ts/distributed/). */
 export * as distributed from './distributed/index.js';

@@ -170,3 +170,22 @@ describe.each(devices)('normal, t_, type, addModule on %s', (device) => {
     lin.parameters().forEach((p) => p.dispose());
   });
 });
+
+describe('torch.accelerator', () => {
+  it('names the GPU the way the tutorials ask for it', async () => {
+    const gpus = devices.filter((d) => d.startsWith('gpu')).length;
+    expect(await torch.accelerator.isAvailable()).toBe(gpus > 0);
+    expect(await torch.accelerator.deviceCount()).toBe(gpus);
+    const acc = await torch.accelerator.currentAccelerator({ checkAvailable: true });
+    // The tutorials' line: device = torch.accelerator.current_accelerator().type if torch.accelerator.is_available() else "cpu"
+    const device = (await torch.accelerator.isAvailable()) ? acc!.type : 'cpu';
+    expect(device).toBe(gpus ? 'gpu' : 'cpu');
+    expect(torch.accelerator.currentDeviceIndex()).toBe(0);
+    const x = torch.ones([2], { device });
+    expect(x.device.type).toBe(device);
+    x.dispose();
+    expect(() => torch.accelerator.setDeviceIndex('cpu')).toThrow('Expected a gpu device, but got: cpu');
+    expect(() => (torch.accelerator.setDeviceIndex as () => void)()).toThrow("set_device_index() missing 1 required argument: 'device'");
+    await torch.accelerator.synchronize();
+  });
+});

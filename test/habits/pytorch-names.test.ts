@@ -53,7 +53,7 @@ describe('the PyTorch name list', () => {
     for (const [key, ns, , from] of all) {
       expect(Object.keys(roots), key).toContain(ns);
       expect(Object.keys(list.namespaces), key).toContain(ns);
-      const srcs = [...from.matchAll(/\b(pt:\w+|d2l:\d+|nanogpt:\w+|mingpt|tv:resnet|issue31|parallel)\b/g)].map((m) => m[1]);
+      const srcs = [...from.matchAll(/\b(pt:[\w-]+|d2l:\d+|nanogpt:\w+|mingpt|tv:resnet|issue31|parallel)\b/g)].map((m) => m[1]);
       expect(srcs.length, `${key}: names its sources`).toBeGreaterThan(0);
       for (const s of srcs) expect(Object.keys(list.sources), `${key}: source ${s}`).toContain(s);
     }
