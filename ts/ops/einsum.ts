@@ -14,7 +14,7 @@ import { diagonal } from './linalg.js';
 import { matmul } from './matmul.js';
 import { reduce } from './reduce.js';
 import { tidy } from './scoped.js';
-import { expand, permute, reshape } from './views.js';
+import { expand, permute, reshape, unsqueeze } from './views.js';
 import { ReduceOp } from '../ir/ops.js';
 
 /** A label: a letter's char code, or for broadcast (`...`) dims -1 (the last) down to -E. */
@@ -77,11 +77,23 @@ function contract(a: Part, b: Part, keep: Set<Label>, size: Map<Label, number>):
   const aOrder = [...batch, ...aOnly, ...summed], bOrder = [...batch, ...summed, ...bOnly];
   const at = expand(arrange(a, aOrder), [...sizes(batch), ...aOnly.map((l) => a.t.shape[a.labels.indexOf(l)]), ...sizes(summed)]);
   const bt = expand(arrange(b, bOrder), [...sizes(batch), ...sizes(summed), ...bOnly.map((l) => b.t.shape[b.labels.indexOf(l)])]);
-  const am = reshape(at, [prod(batch), at.shape.slice(batch.length, batch.length + aOnly.length).reduce((x, y) => x * y, 1), prod(summed)]);
-  const bm = reshape(bt, [prod(batch), prod(summed), bt.shape.slice(batch.length + summed.length).reduce((x, y) => x * y, 1)]);
-  const out = matmul(am, bm);
-  return { t: reshape(out, [...sizes(batch), ...at.shape.slice(batch.length, batch.length + aOnly.length), ...bt.shape.slice(batch.length + summed.length)]), labels: [...batch, ...aOnly, ...bOnly] };
+  const mShape = at.shape.slice(batch.length, batch.length + aOnly.length), nShape = bt.shape.slice(batch.length + summed.length);
+  const labels = [...batch, ...aOnly, ...bOnly], outShape = [...sizes(batch), ...mShape, ...nShape];
+  if (aOnly.length <= 1 && summed.length <= 1 && bOnly.length <= 1) {
+    // One label per group (attention's 'bhqd,bhkd->bhqk'): the permuted views go to matmul as they
+    // are (its kernel takes strided operands and batch dims), with size-1 dims for empty groups.
+    const am = unsqueezeAt(unsqueezeAt(at, !summed.length, at.ndim), !aOnly.length, batch.length);
+    const bm = unsqueezeAt(unsqueezeAt(bt, !bOnly.length, bt.ndim), !summed.length, batch.length);
+    return { t: reshape(matmul(am, bm), outShape), labels };
+  }
+  const prodOf = (s: readonly number[]) => s.reduce((x, y) => x * y, 1);
+  const am = reshape(at, [prod(batch), prodOf(mShape), prod(summed)]);
+  const bm = reshape(bt, [prod(batch), prod(summed), prodOf(nShape)]);
+  return { t: reshape(matmul(am, bm), outShape), labels };
 }
+
+/** `t` with a size-1 dim inserted at `dim` when `when`. */
+const unsqueezeAt = (t: Tensor, when: boolean, dim: number): Tensor => (when ? unsqueeze(t, dim) : t);
 
 /**
  * `torch.einsum(equation, ...operands)` (or `einsum(equation, [operands])`): sums of products
