@@ -185,6 +185,8 @@ export type { UniqueOptions } from './ops/host-shaped.js';
 export { lerp, addcmul, addcdiv, indexAdd } from './ops/fused.js';
 export type { ValueOption, AlphaOption } from './ops/fused.js';
 export { cosh, sinh, normal, swapaxes, swapdims } from './ops/extras.js';
+export { compile } from './compile.js';
+export type { CompileOptions } from './compile.js';
 
 /** @internal Live storages on a device; the test suites' leak check. */
 export { liveStorage as _liveStorage } from './runtime/storage.js';

@@ -189,3 +189,17 @@ describe('torch.accelerator', () => {
     await torch.accelerator.synchronize();
   });
 });
+
+describe('torch.compile', () => {
+  it('returns the module itself (PyTorch\'s eager backend), checking its keywords', async () => {
+    const model = new torch.nn.Linear(3, 2);
+    expect(torch.compile(model)).toBe(model);
+    expect(torch.compile(model, { mode: 'reduce-overhead', fullgraph: true })).toBe(model);
+    const f = (x: torch.Tensor) => x.mul(2);
+    expect(torch.compile(f)).toBe(f);
+    expect(() => torch.compile(model, { mode: 'fastest' as 'default' })).toThrow('compile(): Unrecognized mode=fastest');
+    expect(() => torch.compile(model, { fullGraph: true } as never)).toThrow("compile() got an unexpected keyword argument 'fullGraph'");
+    expect(() => torch.compile(null)).toThrow('compile(): expected a Module or a function, got null');
+    model.parameters().forEach((p) => p.dispose());
+  });
+});
