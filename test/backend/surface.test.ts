@@ -96,6 +96,18 @@ const UNIQUE: Record<string, AsyncRunner> = {
     out.dispose();
     return counts;
   },
+  'unique/dim0': async ([x]) => T(await torch.unique(T(x), { dim: 0 })),
+  'unique/dim1-float': async ([x]) => T(await torch.unique(T(x), { dim: 1 })),
+  'unique/dim0-inverse': async ([x]) => {
+    const [out, inverse] = (await torch.unique(T(x), { dim: 0, returnInverse: true })) as torch.Tensor[];
+    out.dispose();
+    return inverse;
+  },
+  'unique/dim0-counts': async ([x]) => {
+    const [out, counts] = (await torch.unique(T(x), false, false, true, 0)) as torch.Tensor[];
+    out.dispose();
+    return counts;
+  },
   'bincount/minlength': async ([x]) => torch.bincount(T(x), { minlength: 10 }),
 };
 const asyncRunner = (c: Case): AsyncRunner => UNIQUE[c.id] ?? ASYNC[c.op];

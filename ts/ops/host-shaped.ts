@@ -27,28 +27,66 @@ export interface UniqueOptions { sorted?: boolean; returnInverse?: boolean; retu
 
 /**
  * `torch.unique(input, sorted = true, returnInverse = false, returnCounts = false, dim = null)`:
- * the distinct elements, ascending (`sorted: false` gives them ascending too, one of the orders
+ * the distinct elements (of the flattened input), or with `dim` the distinct slices along it, in
+ * ascending (lexicographic) order (`sorted: false` gives them ascending too, one of the orders
  * PyTorch allows); with `returnInverse` and/or `returnCounts`, an array `[output, inverse?,
- * counts?]` (Python's tuple), both int64. Over the flattened input only (`dim` must be null).
+ * counts?]` (Python's tuple), both int64.
  */
 export async function unique(input: Tensor, ...args: PyArgs<[sorted: boolean, returnInverse: boolean, returnCounts: boolean, dim: number | null], UniqueOptions>): Promise<Tensor | Tensor[]> {
   const o = bindArgs('unique', ['sorted', 'returnInverse', 'returnCounts', 'dim'], args, { sorted: true, returnInverse: false, returnCounts: false, dim: null as number | null }, 1);
   if (!(input instanceof Tensor)) throw new TypeError(`unique(): argument 'input' must be Tensor, not ${typeof input}`);
-  if (o.dim !== null) throw new TypeError('unique(): dim is not supported yet (only dim=None, the flattened input)');
+  const extras = (inverse: number[], inverseShape: number[], groups: number) => {
+    const r: Tensor[] = [];
+    if (o.returnInverse) r.push(fromHost(inverse, inverseShape, 'int64', input.device));
+    if (o.returnCounts) {
+      const counts = Array(groups).fill(0) as number[];
+      inverse.forEach((i) => counts[i]++);
+      r.push(fromHost(counts, [groups], 'int64', input.device));
+    }
+    return r;
+  };
+  if (o.dim !== null) {
+    const [out, inverse, groups] = await uniqueSlices(input, o.dim);
+    return o.returnInverse || o.returnCounts ? [out, ...extras(inverse, [inverse.length], groups)] : out;
+  }
   const values = await input.values();
   const distinct = [...new Set(values.map((v) => (typeof v === 'number' && Object.is(v, -0) ? 0 : v)))].sort(ascending);
   const out = fromHost(distinct, [distinct.length], input.dtype, input.device);
   if (!o.returnInverse && !o.returnCounts) return out;
   const at = new Map(distinct.map((v, i) => [v, i]));
   const inverse = values.map((v) => at.get(typeof v === 'number' && Object.is(v, -0) ? 0 : v) ?? distinct.length - 1);
-  const result = [out];
-  if (o.returnInverse) result.push(fromHost(inverse, input.shape.slice(), 'int64', input.device));
-  if (o.returnCounts) {
-    const counts = distinct.map(() => 0);
-    inverse.forEach((i) => counts[i]++);
-    result.push(fromHost(counts, [counts.length], 'int64', input.device));
+  return [out, ...extras(inverse, input.shape.slice(), distinct.length)];
+}
+
+/** The distinct slices along `dim` in lexicographic order (picked on the device: exact values), each slice's group, the group count. */
+async function uniqueSlices(input: Tensor, dim: number): Promise<[Tensor, number[], number]> {
+  if (input.ndim === 0) throw new RangeError('unique(): dim is given but the input is a 0-dim tensor');
+  const d = normDim(dim, input.ndim), n = input.shape[d];
+  const front = tidy(() => V.contiguous(V.permute(input, [d, ...input.shape.map((_, i) => i).filter((i) => i !== d)])));
+  let flat: Value[];
+  try {
+    flat = await front.values();
+  } finally {
+    front.dispose();
   }
-  return result;
+  const size = n ? flat.length / n : 0;
+  const slice = (i: number) => flat.slice(i * size, (i + 1) * size);
+  const lex = (a: number, b: number) => {
+    const x = slice(a), y = slice(b);
+    for (let k = 0; k < size; k++) {
+      const c = ascending(x[k], y[k]);
+      if (c) return c;
+    }
+    return 0;
+  };
+  const order = Array.from({ length: n }, (_, i) => i).sort((a, b) => lex(a, b) || a - b);
+  const firsts: number[] = [], inverse = Array(n).fill(0) as number[];
+  order.forEach((i, k) => {
+    if (k === 0 || lex(order[k - 1], i) !== 0) firsts.push(i);
+    inverse[i] = firsts.length - 1;
+  });
+  const out = tidy(() => indexSelect(input, d, fromHost(firsts, [firsts.length], 'int64', input.device)));
+  return [out, inverse, firsts.length];
 }
 
 /**
