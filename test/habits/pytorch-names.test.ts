@@ -11,7 +11,7 @@ import * as torch from '../../dist/webtorch.js';
 
 type Section = Record<string, Record<string, string>>;
 interface NameList {
-  namespaces: Record<string, string>; sources: Record<string, string>;
+  namespaces: Record<string, string>; sources: Record<string, string>; bySource: Record<string, string[]>;
   counts: { present: number; missing: number; notPorted: number };
   present: Section; missing: Section; notPorted: Section;
 }
@@ -57,6 +57,13 @@ describe('the PyTorch name list', () => {
       expect(srcs.length, `${key}: names its sources`).toBeGreaterThan(0);
       for (const s of srcs) expect(Object.keys(list.sources), `${key}: source ${s}`).toContain(s);
     }
+    // The sections' sources and "bySource" say the same thing.
+    const fromSections = new Map(all.map(([key, , , from]) => [key, new Set(from.match(/(pt:[\w-]+|d2l:\d+|nanogpt:\w+|mingpt|tv:resnet|issue31|parallel)/g))]));
+    expect(Object.keys(list.bySource).sort()).toEqual(Object.keys(list.sources).sort());
+    for (const [src, keys] of Object.entries(list.bySource)) {
+      for (const key of keys) expect(fromSections.get(key)?.has(src), `${key} is listed under ${src} but its section entry does not name ${src}`).toBe(true);
+    }
+    for (const [key, srcs] of fromSections) for (const s of srcs) expect(list.bySource[s], `${key} names ${s} but is not in bySource.${s}`).toContain(key);
     expect(list.counts).toEqual({ present: entries(list.present).length, missing: entries(list.missing).length, notPorted: entries(list.notPorted).length });
     expect(all.length, 'several hundred names').toBeGreaterThanOrEqual(300);
     console.log(`PyTorch names: ${list.counts.present} present, ${list.counts.missing} missing, ${list.counts.notPorted} not ported`);
