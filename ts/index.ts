@@ -15,6 +15,7 @@
  */
 import './ops/methods.js';
 import './tensor-new.js';
+import './ops/surface-methods.js';
 import { CPU, Device, device, tryAllGpus, tryGpu, numGpus, shutdown as stopDevices, startedDevices } from './device.js';
 import { onProgramEnd } from './platform.js';
 import { resetAllocators } from './runtime/memory.js';
@@ -171,6 +172,21 @@ export {
   cat, stack, split, chunk, roll, tril, triu, logsumexp, norm,
 } from './ops/bound.js';
 export type { Index } from './ops/views.js';
+// The everyday surface (issue 31): named products, einsum, function forms of the views, and friends.
+export { mm, bmm, mv, dot, outer, addmm, baddbmm, addmv, diagonal, diag } from './ops/linalg.js';
+export type { BetaAlpha } from './ops/linalg.js';
+export { einsum } from './ops/einsum.js';
+export {
+  transpose, permute, reshape, squeeze, unsqueeze, flatten, narrow, unbind, argsort, amax, amin, meshgrid, isinf, isfinite, isclose, allclose,
+} from './ops/surface.js';
+export type { CloseOptions } from './ops/surface.js';
+export { unique, bincount, repeatInterleave } from './ops/host-shaped.js';
+export type { UniqueOptions } from './ops/host-shaped.js';
+export { lerp, addcmul, addcdiv, indexAdd } from './ops/fused.js';
+export type { ValueOption, AlphaOption } from './ops/fused.js';
+export { cosh, sinh, normal, swapaxes, swapdims } from './ops/extras.js';
+export { compile } from './compile.js';
+export type { CompileOptions } from './compile.js';
 
 /** @internal Live storages on a device; the test suites' leak check. */
 export { liveStorage as _liveStorage } from './runtime/storage.js';
@@ -195,6 +211,8 @@ export const noGrad = <T>(fn: () => T): T => scopedGradMode(false, fn);
 export const enableGrad = <T>(fn: () => T): T => scopedGradMode(true, fn);
 export { isGradEnabled } from './autograd/graph.js';
 export * as autograd from './autograd/api.js';
+/** `torch.accelerator`: whether there is a GPU, which one is current (ts/accelerator.ts). */
+export * as accelerator from './accelerator.js';
 export * as nn from './nn/index.js';
 /** `torch.distributed`: process groups (ranks in this process, or processes and threads under `webtorch-run`), collectives, DDP, `TCPStore`, spawn (ts/distributed/). */
 export * as distributed from './distributed/index.js';

@@ -6,7 +6,10 @@ export {
 } from './spatial.js';
 export type { ConvLayerOptions } from './spatial.js';
 export { CrossEntropyLoss, NLLLoss, MSELoss, L1Loss, BCEWithLogitsLoss } from './loss.js';
+export { LazyConv1d, LazyConv2d, LazyBatchNorm1d, LazyBatchNorm2d } from './lazy.js';
 export * as functional from '../ops/functional.js';
+/** `torch.nn.init`: in-place initialisers (ts/nn/init.ts). */
+export * as init from './init.js';
 export { DataParallel } from './parallel.js';
 export type { DataParallelOptions } from './parallel.js';
 export * as parallel from './parallel-exports.js';

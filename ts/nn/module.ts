@@ -100,6 +100,11 @@ export abstract class Module extends CallableObject {
     (this as Record<string, unknown>)[name] = m;
   }
 
+  /** PyTorch's `add_module(name, module)`: the same as `registerModule`. */
+  addModule(name: string, m: Module | null): void {
+    this.registerModule(name, m);
+  }
+
   /** PyTorch's module repr: the class name and, indented, the submodules (`(0): Linear()`). */
   override toString(): string {
     const kids = [...this.namedChildren()].map(([k, m]) => `  (${k}): ${String(m).replace(/\n/g, '\n  ')}`);

@@ -4,3 +4,5 @@ export type { Params, ParamGroup, ParamState, OptimizerState } from './optimizer
 export type { SGDOptions, AdamOptions, RMSpropOptions } from './algorithms.js';
 export { SGD, Adam, AdamW, RMSprop } from './algorithms.js';
 export * as lrScheduler from './lr_scheduler.js';
+export { Adadelta } from './adadelta.js';
+export type { AdadeltaOptions } from './adadelta.js';
