@@ -104,7 +104,7 @@ class ResNet extends nn.Module {
     x = this.layer3(x);
     x = this.layer4(x);
     x = this.avgpool(x);
-    x = x.flatten(1); // TEMP
+    x = torch.flatten(x, 1);
     x = this.fc(x);
     return x;
   }

@@ -11,6 +11,7 @@ import { defaultGenerator } from '../random.js';
 import { fromHost } from '../ops/creation.js';
 import { unaryOp, gelu } from '../ops/elementwise.js';
 import { linear } from '../ops/nn.js';
+import { inPlace } from '../ops/inplace.js';
 import { flatten } from '../ops/views.js';
 import type { Tensor } from '../tensor.js';
 import { bindArgs, type PyArgs } from '../ops/options.js';
@@ -84,19 +85,22 @@ export class LazyLinear extends Module {
   }
 }
 
-/** A layer around a one-input table op. */
+/**
+ * A layer around a one-input table op. With `inplace` (torchvision's `nn.ReLU(inplace=True)`)
+ * the result is written back into the input, which it returns, as PyTorch does; autograd and
+ * the version counter follow the in-place ops' rules (ts/ops/inplace.ts).
+ */
 abstract class Activation extends Module {
+  readonly inplace: boolean;
   constructor(...args: PyArgs<[inplace: boolean], { inplace?: boolean }>) {
     super();
-    if (bindArgs(new.target.name, ['inplace'], args, { inplace: false }).inplace) {
-      throw new TypeError(`${new.target.name}(inplace=true) is not supported: webtorch's activations return a new tensor`);
-    }
+    this.inplace = bindArgs(new.target.name, ['inplace'], args, { inplace: false }).inplace;
   }
 
   protected abstract readonly op: string;
 
   forward(x: Tensor): Tensor {
-    return unaryOp(this.op, x);
+    return this.inplace ? inPlace(`${this.op}_`, x, (src) => unaryOp(this.op, src)) : unaryOp(this.op, x);
   }
 }
 
