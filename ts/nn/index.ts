@@ -5,6 +5,10 @@ export {
   Conv1d, Conv2d, BatchNorm1d, BatchNorm2d, LayerNorm, Embedding, Dropout, Softmax, LogSoftmax, MaxPool2d, AvgPool2d, AdaptiveAvgPool2d,
 } from './spatial.js';
 export type { ConvLayerOptions } from './spatial.js';
+export { MultiheadAttention, TransformerEncoderLayer, TransformerEncoder } from './attention.js';
+export type { MultiheadAttentionOptions, MhaForwardOptions, TransformerEncoderLayerOptions, EncoderForwardOptions } from './attention.js';
+export { Identity, LeakyReLU, GroupNorm, RMSNorm, Upsample } from './layers-extra.js';
+export type { GroupNormOptions, RMSNormOptions, UpsampleOptions } from './layers-extra.js';
 export { CrossEntropyLoss, NLLLoss, MSELoss, L1Loss, BCEWithLogitsLoss } from './loss.js';
 export * as functional from '../ops/functional.js';
 export { DataParallel } from './parallel.js';
