@@ -118,7 +118,10 @@ export class MultiheadAttention extends Module {
     }
     this.registerParameter('in_proj_bias', o.bias ? zerosParameter(3 * embedDim) : null);
     const out = new Linear(embedDim, embedDim, { bias: !!o.bias });
-    if (out.bias) out.bias.zero_();
+    if (out.bias) {
+      out.bias.dispose();
+      out.registerParameter('bias', zerosParameter(embedDim));
+    }
     this.registerModule('out_proj', out);
     this.place(o);
   }
