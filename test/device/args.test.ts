@@ -307,6 +307,7 @@ const nnRecipes: Record<string, Recipe> = {
   RNN: (bad) => new nn.RNN(3, 4, bad), LSTM: (bad) => new nn.LSTM(3, 4, bad), GRU: (bad) => new nn.GRU(3, 4, bad),
   LeakyReLU: (bad) => new nn.LeakyReLU(bad), GroupNorm: (bad) => new nn.GroupNorm(1, 3, bad), RMSNorm: (bad) => new nn.RMSNorm(3, bad),
   Upsample: (bad) => new nn.Upsample(bad),
+  ConvTranspose1d: (bad) => new nn.ConvTranspose1d(1, 1, 3, bad), ConvTranspose2d: (bad) => new nn.ConvTranspose2d(1, 1, 3, bad),
 };
 
 const utilsRecipes: Record<string, Recipe> = {
@@ -328,6 +329,8 @@ const fRecipes: Record<string, Recipe> = {
   oneHot: (bad) => F.oneHot(torch.tensor([0, 1]), 2 as never, bad as never), embedding: (bad) => F.embedding(torch.tensor([0]), t(), bad),
   scaledDotProductAttention: (bad) => F.scaledDotProductAttention(t(), t(), t(), bad), groupNorm: (bad) => F.groupNorm(t(), 1, bad),
   rmsNorm: (bad) => F.rmsNorm(t(), [3], bad), interpolate: (bad) => F.interpolate(torch.ones([1, 1, 2]), bad), leakyRelu: (bad) => F.leakyRelu(t(), bad),
+  convTranspose1d: (bad) => F.convTranspose1d(torch.ones([1, 1, 4]), torch.ones([1, 1, 2]), bad),
+  convTranspose2d: (bad) => F.convTranspose2d(img(), torch.ones([1, 1, 2, 2]), bad),
   relu: (bad) => F.relu(t(), bad), silu: (bad) => F.silu(t(), bad), sigmoid: (bad) => F.sigmoid(t(), bad as never), tanh: (bad) => F.tanh(t(), bad as never),
 };
 

@@ -38,7 +38,7 @@ export async function close(got: torch.Tensor, want: TensorJson, where: string, 
   });
 }
 
-/** Builds the case's module (kinds mha, encoder, rnn) on `device` with PyTorch's weights. */
+/** Builds the case's module (kinds mha, encoder, convt, rnn) on `device` with PyTorch's weights. */
 function buildModule(c: SurfaceCase, device: string): torch.nn.Module | null {
   if (!c.ctor) return null;
   let m: torch.nn.Module;
@@ -50,6 +50,9 @@ function buildModule(c: SurfaceCase, device: string): torch.nn.Module | null {
     const layer = new nn.TransformerEncoderLayer(dModel, nhead, rest);
     m = c.kwargs.layers ? new nn.TransformerEncoder(layer, c.kwargs.layers) : layer;
     if (m !== layer) layer.parameters().forEach((p) => p.dispose());
+  } else if (c.kind === 'convt') {
+    const { dims, inChannels, outChannels, kernelSize, ...rest } = c.ctor;
+    m = dims === 2 ? new nn.ConvTranspose2d(inChannels, outChannels, kernelSize, rest) : new nn.ConvTranspose1d(inChannels, outChannels, kernelSize, rest);
   } else {
     const { kind, inputSize, hiddenSize, ...rest } = c.ctor;
     m = new (nn as any)[kind](inputSize, hiddenSize, rest);
@@ -82,6 +85,8 @@ function runCase(c: SurfaceCase, m: torch.nn.Module | null, x: torch.Tensor[]): 
       return [F.rmsNorm(x[0], kw.normalizedShape, x[1] ?? null, kw.eps ?? null)];
     case 'leaky_relu':
       return [F.leakyRelu(x[0], kw.negativeSlope)];
+    case 'convt':
+      return [m!(x[0])];
     case 'interpolate':
       return [F.interpolate(x[0], kw)];
     case 'rnn': {

@@ -1,7 +1,7 @@
 /**
  * Issue 31's attention and normalisation layers against PyTorch's goldens (make_goldens_surface_nn.py):
  * `F.scaledDotProductAttention`, `nn.MultiheadAttention`, `nn.TransformerEncoderLayer`/`Encoder`,
- * `F.groupNorm`, `F.rmsNorm`, `F.leakyRelu`, `F.interpolate`: outputs and gradients on cpu, gpu:0
+ * `F.groupNorm`, `F.rmsNorm`, `F.leakyRelu`, `F.interpolate`, `nn.ConvTranspose1d`/`2d`: outputs and gradients on cpu, gpu:0
  * (and a few on gpu:1), then the refusals PyTorch makes.
  */
 import { describe, expect, it } from 'vitest';
@@ -12,9 +12,9 @@ import { checkCase, GOLDENS } from './surface-goldens.js';
 const { nn, F } = torch;
 logicalGpuSuite(2, 'surface-nn');
 
-const KINDS = ['sdpa', 'mha', 'encoder', 'group_norm', 'rms_norm', 'leaky_relu', 'interpolate'];
+const KINDS = ['sdpa', 'mha', 'encoder', 'group_norm', 'rms_norm', 'leaky_relu', 'interpolate', 'convt'];
 const cases = GOLDENS.cases.filter((c) => KINDS.includes(c.kind));
-const ON_GPU1 = new Set(['sdpa-bool-mask', 'mha-key-padding', 'encoder-post-relu', 'group-norm-affine', 'interp-bilinear-{"scaleFactor": 1.7}']);
+const ON_GPU1 = new Set(['sdpa-bool-mask', 'mha-key-padding', 'encoder-post-relu', 'group-norm-affine', 'interp-bilinear-{"scaleFactor": 1.7}', 'convt2d-stride-pad-outpad']);
 
 describe.each(['cpu', 'gpu:0', 'gpu:1'])('goldens on %s', (device) => {
   const mine = device === 'gpu:1' ? cases.filter((c) => ON_GPU1.has(c.id)) : cases;
@@ -58,7 +58,11 @@ describe('refusals', () => {
     expect(() => F.interpolate(x, { size: 4, scaleFactor: 2 })).toThrow('only one of size or scale_factor should be defined');
     expect(() => F.interpolate(x, { scaleFactor: 2, alignCorners: true })).toThrow('align_corners option can only be set with the interpolating modes');
     expect(() => F.interpolate(x, { scaleFactor: 2, mode: 'bilinear' })).toThrow('Got 3D input, but bilinear mode needs 4D input');
-    x.dispose();
+    const w = torch.ones([4, 2, 3]);
+    expect(() => F.convTranspose1d(x, w)).toThrow(/weight of size \[4, 2, 3\], expected input\[2, 6, 3\] to have 4 channels, but got 6 channels instead/);
+    const x4 = torch.ones([1, 4, 3]);
+    expect(() => F.convTranspose1d(x4, w, { stride: 2, outputPadding: 2 })).toThrow('output padding must be smaller than either stride or dilation');
+    [x, w, x4].forEach((t) => t.dispose());
   });
 });
 

@@ -23,6 +23,8 @@ export { scaledDotProductAttention } from './attention.js';
 export type { SdpaOptions } from './attention.js';
 export { groupNorm, rmsNorm } from './norms.js';
 export { interpolate } from './interpolate.js';
+export { convTranspose1d, convTranspose2d } from './conv-transpose.js';
+export type { ConvTransposeOptions } from './conv-transpose.js';
 export type { InterpolateOptions, InterpolateMode } from './interpolate.js';
 
 /** `F.relu(x)`. */
