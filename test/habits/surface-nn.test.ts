@@ -66,6 +66,29 @@ describe('refusals', () => {
   });
 });
 
+describe('attention dropout', () => {
+  it('scaledDotProductAttention drops weights whenever dropoutP > 0 (seeded: repeatable); MHA only in training', async () => {
+    const q = torch.randn([2, 3, 4]);
+    const all = F.scaledDotProductAttention(q, q, q, null, 1);
+    expect(((await all.tolist()) as number[][][]).flat(2).every((v) => v === 0)).toBe(true);
+    torch.manualSeed(5);
+    const a = F.scaledDotProductAttention(q, q, q, { dropoutP: 0.5 });
+    torch.manualSeed(5);
+    const b = F.scaledDotProductAttention(q, q, q, { dropoutP: 0.5 });
+    const plain = F.scaledDotProductAttention(q, q, q);
+    expect(await a.tolist()).toEqual(await b.tolist());
+    expect(await a.tolist()).not.toEqual(await plain.tolist());
+    const m = new nn.MultiheadAttention(4, 2, { dropout: 1, batchFirst: true });
+    const [oTrain, wTrain] = m(q, q, q);
+    expect(((await wTrain!.tolist()) as number[][][]).flat(2).every((v) => v === 0)).toBe(true);
+    m.eval();
+    const [oEval, wEval] = m(q, q, q);
+    const rows = (await wEval!.tolist()) as number[][][];
+    rows.flat().forEach((r) => expect(r.reduce((x, y) => x + y, 0)).toBeCloseTo(1, 5));
+    [q, all, a, b, plain, oTrain, wTrain!, oEval, wEval!, ...m.parameters()].forEach((t) => t.dispose());
+  });
+});
+
 describe('modules', () => {
   it('Identity returns its input; LeakyReLU, Upsample and RMSNorm run their functional forms', async () => {
     const x = torch.tensor([[-2, 0.5], [1, -1]]);
