@@ -23,7 +23,8 @@ export interface SdpaOptions {
   isCausal?: boolean;
   scale?: number | null;
 }
-type SdpaPositional = [attnMask: Tensor | null, dropoutP: number, isCausal: boolean, scale: number | null];
+/** The positional parameters; `scale` is keyword-only, as in PyTorch. */
+type SdpaPositional = [attnMask: Tensor | null, dropoutP: number, isCausal: boolean];
 
 /** Whether shape `a` broadcasts to exactly `to` (trailing-aligned, each dim 1 or equal, no more dims). */
 export const broadcastsTo = (a: readonly number[], to: readonly number[]): boolean =>
