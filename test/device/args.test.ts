@@ -300,7 +300,7 @@ const nnRecipes: Record<string, Recipe> = {
   CrossEntropyLoss: (bad) => new nn.CrossEntropyLoss(bad), NLLLoss: (bad) => new nn.NLLLoss(bad), MSELoss: (bad) => new nn.MSELoss(bad),
   L1Loss: (bad) => new nn.L1Loss(bad), BCEWithLogitsLoss: (bad) => new nn.BCEWithLogitsLoss(bad),
   // issue 31 (nn.Identity takes and ignores any arguments, as PyTorch's)
-  Identity: null, RemovableHandle: null, utils: null,
+  Identity: null, RemovableHandle: null, utils: null, init: null,
   MultiheadAttention: (bad) => new nn.MultiheadAttention(4, 2, bad),
   TransformerEncoderLayer: (bad) => new nn.TransformerEncoderLayer(4, 2, bad),
   TransformerEncoder: (bad) => new nn.TransformerEncoder(new nn.TransformerEncoderLayer(4, 2, { dimFeedforward: 8 }), 1, bad as never),
@@ -308,6 +308,14 @@ const nnRecipes: Record<string, Recipe> = {
   LeakyReLU: (bad) => new nn.LeakyReLU(bad), GroupNorm: (bad) => new nn.GroupNorm(1, 3, bad), RMSNorm: (bad) => new nn.RMSNorm(3, bad),
   Upsample: (bad) => new nn.Upsample(bad),
   ConvTranspose1d: (bad) => new nn.ConvTranspose1d(1, 1, 3, bad), ConvTranspose2d: (bad) => new nn.ConvTranspose2d(1, 1, 3, bad),
+};
+
+const initRecipes: Record<string, Recipe> = {
+  calculateGain: null, ones_: null, zeros_: null,
+  uniform_: (bad) => nn.init.uniform_(t(), bad), normal_: (bad) => nn.init.normal_(t(), bad), constant_: (bad) => nn.init.constant_(t(), 1, bad),
+  xavierUniform_: (bad) => nn.init.xavierUniform_(t(), bad), xavierNormal_: (bad) => nn.init.xavierNormal_(t(), bad),
+  kaimingUniform_: (bad) => nn.init.kaimingUniform_(t(), bad), kaimingNormal_: (bad) => nn.init.kaimingNormal_(t(), bad),
+  truncNormal_: (bad) => nn.init.truncNormal_(t(), bad),
 };
 
 const utilsRecipes: Record<string, Recipe> = {
@@ -409,6 +417,7 @@ describe('every exported constructor and function refuses a misspelt option', ()
     });
   };
   walk('torch.nn', nn as unknown as Record<string, unknown>, nnRecipes);
+  walk('torch.nn.init', nn.init as unknown as Record<string, unknown>, initRecipes);
   walk('torch.nn.utils', nn.utils as unknown as Record<string, unknown>, utilsRecipes);
   walk('torch.nn.parallel', nn.parallel as unknown as Record<string, unknown>, parallelRecipes);
   walk('torch.F', F as unknown as Record<string, unknown>, fRecipes);

@@ -1,6 +1,7 @@
 /** `torch.nn`: modules, layers, losses and parameters. */
 export { Module, Parameter, RemovableHandle } from './module.js';
 export * as utils from './utils.js';
+export * as init from './init.js';
 export { Linear, LazyLinear, ReLU, GELU, SiLU, Tanh, Sigmoid, Flatten, Sequential, ModuleList, ModuleDict } from './layers.js';
 export {
   Conv1d, Conv2d, BatchNorm1d, BatchNorm2d, LayerNorm, Embedding, Dropout, Softmax, LogSoftmax, MaxPool2d, AvgPool2d, AdaptiveAvgPool2d,
