@@ -304,6 +304,7 @@ const nnRecipes: Record<string, Recipe> = {
   MultiheadAttention: (bad) => new nn.MultiheadAttention(4, 2, bad),
   TransformerEncoderLayer: (bad) => new nn.TransformerEncoderLayer(4, 2, bad),
   TransformerEncoder: (bad) => new nn.TransformerEncoder(new nn.TransformerEncoderLayer(4, 2, { dimFeedforward: 8 }), 1, bad as never),
+  RNNCell: (bad) => new nn.RNNCell(3, 4, bad), LSTMCell: (bad) => new nn.LSTMCell(3, 4, bad), GRUCell: (bad) => new nn.GRUCell(3, 4, bad),
   RNN: (bad) => new nn.RNN(3, 4, bad), LSTM: (bad) => new nn.LSTM(3, 4, bad), GRU: (bad) => new nn.GRU(3, 4, bad),
   LeakyReLU: (bad) => new nn.LeakyReLU(bad), GroupNorm: (bad) => new nn.GroupNorm(1, 3, bad), RMSNorm: (bad) => new nn.RMSNorm(3, bad),
   Upsample: (bad) => new nn.Upsample(bad),

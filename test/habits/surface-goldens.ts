@@ -90,8 +90,11 @@ function runCase(c: SurfaceCase, m: torch.nn.Module | null, x: torch.Tensor[]): 
     case 'interpolate':
       return [F.interpolate(x[0], kw)];
     case 'rnn': {
-      const out = (x.length === 1 ? m!(x[0]) : c.ctor!.kind === 'LSTM' ? m!(x[0], [x[1], x[2]]) : m!(x[0], x[1])) as [torch.Tensor, torch.Tensor | torch.Tensor[]];
-      return [out[0], ...(Array.isArray(out[1]) ? out[1] : [out[1]])];
+      const kind = c.ctor!.kind as string;
+      const out = x.length === 1 ? m!(x[0]) : kind.startsWith('LSTM') ? m!(x[0], [x[1], x[2]]) : m!(x[0], x[1]);
+      if (kind.endsWith('Cell')) return out instanceof torch.Tensor ? [out] : out;
+      const [y, h] = out as [torch.Tensor, torch.Tensor | torch.Tensor[]];
+      return [y, ...(Array.isArray(h) ? h : [h])];
     }
   }
   throw new Error(`unknown case kind ${c.kind}`);

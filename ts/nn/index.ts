@@ -10,6 +10,8 @@ export type { ConvLayerOptions } from './spatial.js';
 export { MultiheadAttention, TransformerEncoderLayer, TransformerEncoder } from './attention.js';
 export type { MultiheadAttentionOptions, MhaForwardOptions, TransformerEncoderLayerOptions, EncoderForwardOptions } from './attention.js';
 export { RNN, LSTM, GRU } from './rnn.js';
+export { RNNCell, LSTMCell, GRUCell } from './rnn-cells.js';
+export type { RNNCellOptions } from './rnn-cells.js';
 export { ConvTranspose1d, ConvTranspose2d } from './conv-transpose.js';
 export type { ConvTransposeLayerOptions } from './conv-transpose.js';
 export type { RNNOptions, LSTMOptions, RNNBaseOptions } from './rnn.js';

@@ -18,8 +18,10 @@ import { Tensor } from '../tensor.js';
 import { uniformParameter } from './layers.js';
 import { Module, type FactoryOptions, type Parameter } from './module.js';
 
-type Mode = 'RNN_TANH' | 'RNN_RELU' | 'LSTM' | 'GRU';
-const GATES: Record<Mode, number> = { RNN_TANH: 1, RNN_RELU: 1, LSTM: 4, GRU: 3 };
+/** The recurrences: PyTorch's mode names. */
+export type Mode = 'RNN_TANH' | 'RNN_RELU' | 'LSTM' | 'GRU';
+/** Gates per mode: the weights have `gates × hiddenSize` rows. */
+export const GATES: Record<Mode, number> = { RNN_TANH: 1, RNN_RELU: 1, LSTM: 4, GRU: 3 };
 
 /** Options shared by the recurrent layers (after inputSize, hiddenSize). */
 export interface RNNBaseOptions extends FactoryOptions {
@@ -34,6 +36,30 @@ const add = (a: Tensor, b: Tensor) => binaryOp('add', a, b);
 const mul = (a: Tensor, b: Tensor) => binaryOp('mul', a, b);
 const sigmoid = (x: Tensor) => unaryOp('sigmoid', x);
 const tanh = (x: Tensor) => unaryOp('tanh', x);
+
+/**
+ * One step of a cell from the input's projection `xw = x·W_ihᵀ + b_ih` and the state: the new
+ * hidden state (and cell state, for LSTM). GRU applies the reset gate to the hidden projection
+ * with its bias, as PyTorch's does.
+ */
+export function cellStep(mode: Mode, xw: Tensor, h: Tensor, c: Tensor | null, whh: Tensor, bhh: Tensor | null): [Tensor, Tensor | null] {
+  const hw = linear(h, whh, bhh);
+  switch (mode) {
+    case 'RNN_TANH': return [tanh(add(xw, hw)), null];
+    case 'RNN_RELU': return [unaryOp('relu', add(xw, hw)), null];
+    case 'LSTM': {
+      const [i, f, g, o] = chunk(add(xw, hw), 4, -1);
+      const c2 = add(mul(sigmoid(f), c!), mul(sigmoid(i), tanh(g)));
+      return [mul(sigmoid(o), tanh(c2)), c2];
+    }
+    case 'GRU': {
+      const [xr, xz, xn] = chunk(xw, 3, -1), [hr, hz, hn] = chunk(hw, 3, -1);
+      const r = sigmoid(add(xr, hr)), z = sigmoid(add(xz, hz));
+      const n = tanh(add(xn, mul(r, hn)));
+      return [add(n, mul(z, binaryOp('sub', h, n))), null];
+    }
+  }
+}
 
 /** The recurrent layers' shared parameters and loop. */
 abstract class RNNBase extends Module {
@@ -75,25 +101,8 @@ abstract class RNNBase extends Module {
     return [f[`weight_ih${s}`]!, f[`weight_hh${s}`]!, this.bias ? f[`bias_ih${s}`] : null, this.bias ? f[`bias_hh${s}`] : null];
   }
 
-  /** One step of the cell: the new hidden state (and cell state, for LSTM). */
-  private cell(xw: Tensor, h: Tensor, c: Tensor | null, whh: Tensor, bhh: Tensor | null): [Tensor, Tensor | null] {
-    const hw = linear(h, whh, bhh);
-    switch (this.mode) {
-      case 'RNN_TANH': return [tanh(add(xw, hw)), null];
-      case 'RNN_RELU': return [unaryOp('relu', add(xw, hw)), null];
-      case 'LSTM': {
-        const [i, f, g, o] = chunk(add(xw, hw), 4, -1);
-        const c2 = add(mul(sigmoid(f), c!), mul(sigmoid(i), tanh(g)));
-        return [mul(sigmoid(o), tanh(c2)), c2];
-      }
-      case 'GRU': {
-        const [xr, xz, xn] = chunk(xw, 3, -1), [hr, hz, hn] = chunk(hw, 3, -1);
-        const r = sigmoid(add(xr, hr)), z = sigmoid(add(xz, hz));
-        const n = tanh(add(xn, mul(r, hn)));
-        return [add(n, mul(z, binaryOp('sub', h, n))), null];
-      }
-    }
-  }
+  /** PyTorch's `flatten_parameters()`: a no-op here (the weights are separate tensors in any case). */
+  flattenParameters(): void {}
 
   /** Runs the layers over `x` `[L, N, F]` from `h0` (and `c0`) `[layers·D, N, H]`. */
   protected run(input: Tensor, hx: Tensor | null, cx: Tensor | null): [Tensor, Tensor, Tensor | null] {
@@ -128,7 +137,7 @@ abstract class RNNBase extends Module {
           const steps: Tensor[] = new Array(L);
           for (let s = 0; s < L; s++) {
             const t = d ? L - 1 - s : s;
-            [h, c] = this.cell(V.select(xw, 0, t), h, c, whh, bhh);
+            [h, c] = cellStep(this.mode, V.select(xw, 0, t), h, c, whh, bhh);
             steps[t] = h;
           }
           outs.push(L ? stack(steps, 0) : zeros([0, N, H], { dtype: input.dtype, device: input.device }));
