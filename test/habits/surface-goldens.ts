@@ -38,7 +38,7 @@ export async function close(got: torch.Tensor, want: TensorJson, where: string, 
   });
 }
 
-/** Builds the case's module (kinds mha, encoder, convt, rnn) on `device` with PyTorch's weights. */
+/** Builds the case's module (kinds mha, encoder, decoder, transformer, convt, rnn) on `device` with PyTorch's weights. */
 function buildModule(c: SurfaceCase, device: string): torch.nn.Module | null {
   if (!c.ctor) return null;
   let m: torch.nn.Module;
@@ -50,6 +50,13 @@ function buildModule(c: SurfaceCase, device: string): torch.nn.Module | null {
     const layer = new nn.TransformerEncoderLayer(dModel, nhead, rest);
     m = c.kwargs.layers ? new nn.TransformerEncoder(layer, c.kwargs.layers) : layer;
     if (m !== layer) layer.parameters().forEach((p) => p.dispose());
+  } else if (c.kind === 'decoder') {
+    const { dModel, nhead, ...rest } = c.ctor;
+    const layer = new nn.TransformerDecoderLayer(dModel, nhead, rest);
+    m = c.kwargs.layers ? new nn.TransformerDecoder(layer, c.kwargs.layers, new nn.LayerNorm(dModel)) : layer;
+    if (m !== layer) layer.parameters().forEach((p) => p.dispose());
+  } else if (c.kind === 'transformer') {
+    m = new nn.Transformer(c.ctor);
   } else if (c.kind === 'convt') {
     const { dims, inChannels, outChannels, kernelSize, ...rest } = c.ctor;
     m = dims === 2 ? new nn.ConvTranspose2d(inChannels, outChannels, kernelSize, rest) : new nn.ConvTranspose1d(inChannels, outChannels, kernelSize, rest);
@@ -87,6 +94,11 @@ function runCase(c: SurfaceCase, m: torch.nn.Module | null, x: torch.Tensor[]): 
       return [F.leakyRelu(x[0], kw.negativeSlope)];
     case 'convt':
       return [m!(x[0])];
+    case 'decoder':
+    case 'transformer': {
+      const ms = Object.fromEntries(((kw.masks ?? []) as string[]).map((n, i) => [n, x[2 + i]]));
+      return [m!(x[0], x[1], ms)];
+    }
     case 'interpolate':
       return [F.interpolate(x[0], kw)];
     case 'rnn': {

@@ -1,6 +1,6 @@
 /**
  * Issue 31's attention and normalisation layers against PyTorch's goldens (make_goldens_surface_nn.py):
- * `F.scaledDotProductAttention`, `nn.MultiheadAttention`, `nn.TransformerEncoderLayer`/`Encoder`,
+ * `F.scaledDotProductAttention`, `nn.MultiheadAttention`, `nn.TransformerEncoderLayer`/`Encoder`, `nn.TransformerDecoderLayer`/`Decoder`, `nn.Transformer`,
  * `F.groupNorm`, `F.rmsNorm`, `F.leakyRelu`, `F.interpolate`, `nn.ConvTranspose1d`/`2d`: outputs and gradients on cpu, gpu:0
  * (and a few on gpu:1), then the refusals PyTorch makes.
  */
@@ -12,9 +12,9 @@ import { checkCase, GOLDENS } from './surface-goldens.js';
 const { nn, F } = torch;
 logicalGpuSuite(2, 'surface-nn');
 
-const KINDS = ['sdpa', 'mha', 'encoder', 'group_norm', 'rms_norm', 'leaky_relu', 'interpolate', 'convt'];
+const KINDS = ['sdpa', 'mha', 'encoder', 'decoder', 'transformer', 'group_norm', 'rms_norm', 'leaky_relu', 'interpolate', 'convt'];
 const cases = GOLDENS.cases.filter((c) => KINDS.includes(c.kind));
-const ON_GPU1 = new Set(['sdpa-bool-mask', 'mha-key-padding', 'encoder-post-relu', 'group-norm-affine', 'interp-bilinear-{"scaleFactor": 1.7}', 'convt2d-stride-pad-outpad']);
+const ON_GPU1 = new Set(['sdpa-bool-mask', 'mha-key-padding', 'encoder-post-relu', 'group-norm-affine', 'interp-bilinear-{"scaleFactor": 1.7}', 'convt2d-stride-pad-outpad', 'transformer']);
 
 describe.each(['cpu', 'gpu:0', 'gpu:1'])('goldens on %s', (device) => {
   const mine = device === 'gpu:1' ? cases.filter((c) => ON_GPU1.has(c.id)) : cases;
@@ -63,6 +63,15 @@ describe('refusals', () => {
     const x4 = torch.ones([1, 4, 3]);
     expect(() => F.convTranspose1d(x4, w, { stride: 2, outputPadding: 2 })).toThrow('output padding must be smaller than either stride or dilation');
     [x, w, x4].forEach((t) => t.dispose());
+  });
+});
+
+describe('Transformer.generateSquareSubsequentMask', () => {
+  it('-inf above the diagonal, 0 elsewhere', async () => {
+    const m = nn.Transformer.generateSquareSubsequentMask(3);
+    expect(await m.tolist()).toEqual([[0, -Infinity, -Infinity], [0, 0, -Infinity], [0, 0, 0]]);
+    expect(() => nn.Transformer.generateSquareSubsequentMask(3, { dtyp: 'float32' } as never)).toThrow("unexpected keyword argument 'dtyp'");
+    m.dispose();
   });
 });
 

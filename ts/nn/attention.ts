@@ -200,13 +200,23 @@ export interface TransformerEncoderLayerOptions extends FactoryOptions {
   dimFeedforward?: number; dropout?: number; activation?: 'relu' | 'gelu' | ((x: Tensor) => Tensor);
   layerNormEps?: number; batchFirst?: boolean; normFirst?: boolean; bias?: boolean;
 }
-type EncoderLayerPositional = [dimFeedforward: number, dropout: number, activation: 'relu' | 'gelu' | ((x: Tensor) => Tensor),
+/** The layers' positional parameters after (dModel, nhead) (the decoder layer's too). */
+export type EncoderLayerPositional = [dimFeedforward: number, dropout: number, activation: 'relu' | 'gelu' | ((x: Tensor) => Tensor),
   layerNormEps: number, batchFirst: boolean, normFirst: boolean, bias: boolean, device: FactoryOptions['device'], dtype: FactoryOptions['dtype']];
-const ENCODER_LAYER_PARAMS = ['dimFeedforward', 'dropout', 'activation', 'layerNormEps', 'batchFirst', 'normFirst', 'bias', 'device', 'dtype'] as const;
+/** Their names. */
+export const ENCODER_LAYER_PARAMS = ['dimFeedforward', 'dropout', 'activation', 'layerNormEps', 'batchFirst', 'normFirst', 'bias', 'device', 'dtype'] as const;
 
 /** Options of the encoders' `forward` after `src`. */
 export interface EncoderForwardOptions { srcMask?: Tensor | null; srcKeyPaddingMask?: Tensor | null; isCausal?: boolean | null }
 type EncoderForwardPositional = [srcMask: Tensor | null, srcKeyPaddingMask: Tensor | null, isCausal: boolean | null];
+
+/** The feed-forward activation of a transformer layer: 'relu', 'gelu' or a function. */
+export function activationFn(act: TransformerEncoderLayerOptions['activation']): (x: Tensor) => Tensor {
+  if (act === 'relu') return (x) => unaryOp('relu', x);
+  if (act === 'gelu') return (x) => gelu(x);
+  if (typeof act === 'function') return act;
+  throw new RangeError(`activation should be relu/gelu, not ${String(act)}`);
+}
 
 /**
  * `nn.TransformerEncoderLayer(dModel, nhead, dimFeedforward = 2048, dropout = 0.1,
@@ -233,11 +243,7 @@ export class TransformerEncoderLayer extends Module {
     const o = bindArgs('TransformerEncoderLayer', [...ENCODER_LAYER_PARAMS], args,
       { dimFeedforward: 2048, dropout: 0.1, activation: 'relu', layerNormEps: 1e-5, batchFirst: false, normFirst: false, bias: true } as TransformerEncoderLayerOptions, 2);
     this.args = [dModel, nhead, o];
-    const act = o.activation;
-    if (act === 'relu') this.activation = (x) => unaryOp('relu', x);
-    else if (act === 'gelu') this.activation = (x) => gelu(x);
-    else if (typeof act === 'function') this.activation = act;
-    else throw new RangeError(`activation should be relu/gelu, not ${String(act)}`);
+    this.activation = activationFn(o.activation);
     this.normFirst = !!o.normFirst;
     const bias = o.bias !== false;
     this.registerModule('self_attn', new MultiheadAttention(dModel, nhead, { dropout: o.dropout, bias, batchFirst: o.batchFirst }));

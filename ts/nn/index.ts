@@ -9,6 +9,8 @@ export {
 export type { ConvLayerOptions } from './spatial.js';
 export { MultiheadAttention, TransformerEncoderLayer, TransformerEncoder } from './attention.js';
 export type { MultiheadAttentionOptions, MhaForwardOptions, TransformerEncoderLayerOptions, EncoderForwardOptions } from './attention.js';
+export { TransformerDecoderLayer, TransformerDecoder, Transformer } from './transformer.js';
+export type { DecoderForwardOptions, TransformerOptions, TransformerForwardOptions } from './transformer.js';
 export { RNN, LSTM, GRU } from './rnn.js';
 export { RNNCell, LSTMCell, GRUCell } from './rnn-cells.js';
 export type { RNNCellOptions } from './rnn-cells.js';
