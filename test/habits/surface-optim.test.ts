@@ -126,6 +126,21 @@ describe.each(['cpu', 'gpu:0', 'gpu:1'])('clip_grad on %s', (device) => {
   });
 });
 
+describe('clipGradNorm_ across devices', () => {
+  it('the norms of gradients on cpu and gpu:0 combine on the first one\'s device; each gradient is scaled on its own', async () => {
+    const a = torch.zeros([2]).requiresGrad_(), b = torch.zeros([1], { device: 'gpu:0' }).requiresGrad_();
+    a.grad = torch.tensor([3, 4], { dtype: 'float32' });
+    b.grad = torch.tensor([12], { dtype: 'float32', device: 'gpu:0' });
+    const total = nn.utils.clipGradNorm_([a, b], 1.3) as torch.Tensor;
+    expect(total.device.toString()).toBe('cpu');
+    expect(await total.item()).toBeCloseTo(13, 5);
+    ((await a.grad.tolist()) as number[]).forEach((v, i) => expect(v).toBeCloseTo([0.3, 0.4][i], 5));
+    expect(b.grad.device.toString()).toBe('gpu:0');
+    expect((await b.grad.tolist() as number[])[0]).toBeCloseTo(1.2, 5);
+    [a.grad, b.grad, a, b, total].forEach((t) => t.dispose());
+  });
+});
+
 describe('module hooks and requiresGrad_', () => {
   it('forward pre-hooks and hooks replace args and outputs; handles remove them', async () => {
     const lin = new nn.Linear(2, 2);
