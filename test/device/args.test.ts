@@ -358,6 +358,9 @@ const schedulerRecipes: Record<string, Recipe> = {
   LambdaLR: (bad) => new optim.lrScheduler.LambdaLR(sgd(), () => 1, bad), MultiStepLR: (bad) => new optim.lrScheduler.MultiStepLR(sgd(), [1], bad),
   LinearLR: (bad) => new optim.lrScheduler.LinearLR(sgd(), bad), OneCycleLR: (bad) => new optim.lrScheduler.OneCycleLR(sgd(), 1, bad),
   ReduceLROnPlateau: (bad) => new optim.lrScheduler.ReduceLROnPlateau(sgd(), bad),
+  ExponentialLR: (bad) => new optim.lrScheduler.ExponentialLR(sgd(), 0.9, bad), ConstantLR: (bad) => new optim.lrScheduler.ConstantLR(sgd(), bad),
+  PolynomialLR: (bad) => new optim.lrScheduler.PolynomialLR(sgd(), bad),
+  CosineAnnealingWarmRestarts: (bad) => new optim.lrScheduler.CosineAnnealingWarmRestarts(sgd(), 3, bad),
   SequentialLR: (bad) => {
     const o = sgd();
     return new optim.lrScheduler.SequentialLR(o, [new optim.lrScheduler.LinearLR(o)], [], bad);

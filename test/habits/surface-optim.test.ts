@@ -25,6 +25,8 @@ function scheduler(id: string, c: any, o: torch.optim.Optimizer): { step(m?: num
     case 'SequentialLR-3':
       return new S.SequentialLR(o, [new S.LinearLR(o, 0.5, 1.0, 4), new S.MultiStepLR(o, [2, 4], 0.1), new S.LambdaLR(o, (e: number) => 0.95 ** e)], [4, 10]);
   }
+  if (id === 'SequentialLR-exp-poly') return new S.SequentialLR(o, [new S.ConstantLR(o, 0.25, 3), new S.PolynomialLR(o, 10, 1.5)], [6]);
+  if (['ExponentialLR', 'ConstantLR', 'PolynomialLR', 'CosineAnnealingWarmRestarts'].includes(id)) return new (S as any)[id](o, k);
   if (id.startsWith('OneCycleLR')) {
     const { maxLr, ...rest } = k;
     return new S.OneCycleLR(o, maxLr, rest);

@@ -8,7 +8,7 @@ import type { Optimizer } from './optimizer.js';
 import { checkFresh, LRScheduler } from './scheduler-base.js';
 
 export { LRScheduler };
-export { LambdaLR, MultiStepLR, LinearLR, SequentialLR } from './schedulers-simple.js';
+export { LambdaLR, MultiStepLR, LinearLR, SequentialLR, ExponentialLR, ConstantLR, PolynomialLR, CosineAnnealingWarmRestarts } from './schedulers-simple.js';
 export { OneCycleLR, ReduceLROnPlateau } from './schedulers-cycle.js';
 export type { OneCycleLROptions, ReduceLROnPlateauOptions } from './schedulers-cycle.js';
 

@@ -1,5 +1,6 @@
 /**
- * `LambdaLR`, `MultiStepLR`, `LinearLR` and `SequentialLR`, with PyTorch's arguments and errors.
+ * `LambdaLR`, `MultiStepLR`, `LinearLR`, `SequentialLR`, `ExponentialLR`, `ConstantLR`, `PolynomialLR`
+ * and `CosineAnnealingWarmRestarts`, with PyTorch's arguments and errors.
  * Each schedule is in closed form over the group's initial lr; the constructors take PyTorch's
  * initial step (`lastEpoch` 0), so `LinearLR` starts at `base·startFactor` at once.
  */
@@ -136,5 +137,115 @@ export class SequentialLR {
   loadStateDict(s: { lastEpoch: number; schedulers: ReturnType<LRScheduler['stateDict']>[] }): void {
     this.lastEpoch = s.lastEpoch;
     s.schedulers.forEach((st, i) => this.schedulers[i].loadStateDict(st));
+  }
+}
+
+/** `ExponentialLR(optimizer, gamma, lastEpoch = -1)`: `lr = initialLr · gamma^epoch`. */
+export class ExponentialLR extends LRScheduler {
+  readonly gamma: number;
+
+  constructor(optimizer: Optimizer, ...args: PyArgs<[gamma: number, lastEpoch: number], { gamma?: number; lastEpoch?: number }>) {
+    super(optimizer);
+    const o = bindArgs('ExponentialLR', ['gamma', 'lastEpoch'], args, { gamma: REQUIRED as number, lastEpoch: -1 }, 1);
+    checkFresh('ExponentialLR', o.lastEpoch);
+    this.gamma = o.gamma;
+    this.apply();
+  }
+
+  protected lrAt(epoch: number, base: number): number {
+    return base * this.gamma ** epoch;
+  }
+}
+
+/** `ConstantLR(optimizer, factor = 1/3, totalIters = 5, lastEpoch = -1)`: `initialLr · factor` for the first `totalIters` epochs, then `initialLr`. */
+export class ConstantLR extends LRScheduler {
+  readonly factor: number;
+  readonly totalIters: number;
+
+  constructor(optimizer: Optimizer, ...args: PyArgs<[factor: number, totalIters: number, lastEpoch: number], { factor?: number; totalIters?: number; lastEpoch?: number }>) {
+    super(optimizer);
+    const o = bindArgs('ConstantLR', ['factor', 'totalIters', 'lastEpoch'], args, { factor: 1 / 3, totalIters: 5, lastEpoch: -1 }, 1);
+    checkFresh('ConstantLR', o.lastEpoch);
+    if (!(o.factor >= 0 && o.factor <= 1)) throw new RangeError('Constant multiplicative factor expected to be between 0 and 1.');
+    ({ factor: this.factor, totalIters: this.totalIters } = o);
+    this.apply();
+  }
+
+  protected lrAt(epoch: number, base: number): number {
+    return base * (epoch >= this.totalIters ? 1 : this.factor);
+  }
+}
+
+/** `PolynomialLR(optimizer, totalIters = 5, power = 1, lastEpoch = -1)`: `initialLr · (1 - min(epoch, totalIters)/totalIters)^power`. */
+export class PolynomialLR extends LRScheduler {
+  readonly totalIters: number;
+  readonly power: number;
+
+  constructor(optimizer: Optimizer, ...args: PyArgs<[totalIters: number, power: number, lastEpoch: number], { totalIters?: number; power?: number; lastEpoch?: number }>) {
+    super(optimizer);
+    const o = bindArgs('PolynomialLR', ['totalIters', 'power', 'lastEpoch'], args, { totalIters: 5, power: 1, lastEpoch: -1 }, 1);
+    checkFresh('PolynomialLR', o.lastEpoch);
+    ({ totalIters: this.totalIters, power: this.power } = o);
+    this.apply();
+  }
+
+  protected lrAt(epoch: number, base: number): number {
+    return base * (1 - Math.min(this.totalIters, epoch) / this.totalIters) ** this.power;
+  }
+}
+
+/**
+ * `CosineAnnealingWarmRestarts(optimizer, T0, TMult = 1, etaMin = 0, lastEpoch = -1)` (PyTorch's
+ * `T_0`, `T_mult`, `eta_min`): cosine annealing over `T0` epochs, restarting from the initial lr,
+ * each period `TMult` times the last.
+ */
+export class CosineAnnealingWarmRestarts extends LRScheduler {
+  readonly T0: number;
+  readonly TMult: number;
+  readonly etaMin: number;
+  /** The current period and the epochs into it. */
+  Ti: number;
+  Tcur = 0;
+
+  constructor(optimizer: Optimizer, ...args: PyArgs<[T0: number, TMult: number, etaMin: number, lastEpoch: number], { T0?: number; TMult?: number; etaMin?: number; lastEpoch?: number }>) {
+    super(optimizer);
+    const o = bindArgs('CosineAnnealingWarmRestarts', ['T0', 'TMult', 'etaMin', 'lastEpoch'], args, { T0: REQUIRED as number, TMult: 1, etaMin: 0, lastEpoch: -1 }, 1);
+    checkFresh('CosineAnnealingWarmRestarts', o.lastEpoch);
+    if (!Number.isInteger(o.T0) || o.T0 <= 0) throw new RangeError(`Expected positive integer T_0, but got ${o.T0}`);
+    if (!Number.isInteger(o.TMult) || o.TMult < 1) throw new RangeError(`Expected integer T_mult >= 1, but got ${o.TMult}`);
+    ({ T0: this.T0, TMult: this.TMult, etaMin: this.etaMin } = o);
+    this.Ti = o.T0;
+    this.apply();
+  }
+
+  protected lrAt(_epoch: number, base: number): number {
+    return this.etaMin + ((base - this.etaMin) * (1 + Math.cos((Math.PI * this.Tcur) / this.Ti))) / 2;
+  }
+
+  /** Advances one epoch (restarting at the period's end), or goes to `epoch` (fractional epochs allowed, as PyTorch's). */
+  override step(epoch?: number): void {
+    if (epoch === undefined) {
+      this.lastEpoch++;
+      this.Tcur++;
+      if (this.Tcur >= this.Ti) {
+        this.Tcur -= this.Ti;
+        this.Ti *= this.TMult;
+      }
+    } else {
+      if (epoch < 0) throw new RangeError(`Expected non-negative epoch, but got ${epoch}`);
+      if (epoch >= this.T0) {
+        if (this.TMult === 1) this.Tcur = epoch % this.T0;
+        else {
+          const n = Math.floor(Math.log(epoch / this.T0 * (this.TMult - 1) + 1) / Math.log(this.TMult));
+          this.Tcur = epoch - (this.T0 * (this.TMult ** n - 1)) / (this.TMult - 1);
+          this.Ti = this.T0 * this.TMult ** n;
+        }
+      } else {
+        this.Ti = this.T0;
+        this.Tcur = epoch;
+      }
+      this.lastEpoch = Math.floor(epoch);
+    }
+    this.apply();
   }
 }
