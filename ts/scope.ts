@@ -18,6 +18,21 @@ export function untrack(t: Tensor): void {
 }
 
 /**
+ * @internal Runs `fn` outside every enclosing scope: the tensors it makes belong to the caller of
+ * webtorch's API that runs it (a user's hook called from inside a gradient rule's tidy), as if no
+ * `tidy` were open.
+ */
+export function outsideScopes<T>(fn: () => T): T {
+  const own = new Set<Tensor>();
+  scopes.push(own);
+  try {
+    return fn();
+  } finally {
+    scopes.splice(scopes.lastIndexOf(own), 1);
+  }
+}
+
+/**
  * @internal Gives `t` the scope of `owner`: a leaf's `.grad` (or a retained non-leaf's) lives as
  * long as the tensor it belongs to. It leaves the scopes it was made in and joins the innermost
  * scope that holds `owner`, if any; so a tensor made inside `tidy` takes its gradient with it

@@ -299,6 +299,31 @@ const nnRecipes: Record<string, Recipe> = {
   AdaptiveAvgPool2d: (bad) => new nn.AdaptiveAvgPool2d(1, bad as never),
   CrossEntropyLoss: (bad) => new nn.CrossEntropyLoss(bad), NLLLoss: (bad) => new nn.NLLLoss(bad), MSELoss: (bad) => new nn.MSELoss(bad),
   L1Loss: (bad) => new nn.L1Loss(bad), BCEWithLogitsLoss: (bad) => new nn.BCEWithLogitsLoss(bad),
+  // issue 31 (nn.Identity takes and ignores any arguments, as PyTorch's)
+  Identity: null, RemovableHandle: null, utils: null, init: null,
+  MultiheadAttention: (bad) => new nn.MultiheadAttention(4, 2, bad),
+  TransformerEncoderLayer: (bad) => new nn.TransformerEncoderLayer(4, 2, bad),
+  TransformerDecoderLayer: (bad) => new nn.TransformerDecoderLayer(4, 2, bad),
+  TransformerDecoder: (bad) => new nn.TransformerDecoder(new nn.TransformerDecoderLayer(4, 2, { dimFeedforward: 8 }), 1, bad as never),
+  Transformer: (bad) => new nn.Transformer(bad as never),
+  TransformerEncoder: (bad) => new nn.TransformerEncoder(new nn.TransformerEncoderLayer(4, 2, { dimFeedforward: 8 }), 1, bad as never),
+  RNNCell: (bad) => new nn.RNNCell(3, 4, bad), LSTMCell: (bad) => new nn.LSTMCell(3, 4, bad), GRUCell: (bad) => new nn.GRUCell(3, 4, bad),
+  RNN: (bad) => new nn.RNN(3, 4, bad), LSTM: (bad) => new nn.LSTM(3, 4, bad), GRU: (bad) => new nn.GRU(3, 4, bad),
+  LeakyReLU: (bad) => new nn.LeakyReLU(bad), GroupNorm: (bad) => new nn.GroupNorm(1, 3, bad), RMSNorm: (bad) => new nn.RMSNorm(3, bad),
+  Upsample: (bad) => new nn.Upsample(bad),
+  ConvTranspose1d: (bad) => new nn.ConvTranspose1d(1, 1, 3, bad), ConvTranspose2d: (bad) => new nn.ConvTranspose2d(1, 1, 3, bad),
+};
+
+const initRecipes: Record<string, Recipe> = {
+  calculateGain: null, ones_: null, zeros_: null,
+  uniform_: (bad) => nn.init.uniform_(t(), bad), normal_: (bad) => nn.init.normal_(t(), bad), constant_: (bad) => nn.init.constant_(t(), 1, bad),
+  xavierUniform_: (bad) => nn.init.xavierUniform_(t(), bad), xavierNormal_: (bad) => nn.init.xavierNormal_(t(), bad),
+  kaimingUniform_: (bad) => nn.init.kaimingUniform_(t(), bad), kaimingNormal_: (bad) => nn.init.kaimingNormal_(t(), bad),
+  truncNormal_: (bad) => nn.init.truncNormal_(t(), bad),
+};
+
+const utilsRecipes: Record<string, Recipe> = {
+  clipGradNorm_: (bad) => nn.utils.clipGradNorm_(params(), 1, bad), clipGradValue_: (bad) => nn.utils.clipGradValue_(params(), 1, bad as never),
 };
 
 const fRecipes: Record<string, Recipe> = {
@@ -314,18 +339,32 @@ const fRecipes: Record<string, Recipe> = {
   adaptiveAvgPool2d: (bad) => F.adaptiveAvgPool2d(img(), 1, bad as never),
   gelu: (bad) => F.gelu(t(), bad), softplus: (bad) => F.softplus(t(), bad),
   oneHot: (bad) => F.oneHot(torch.tensor([0, 1]), 2 as never, bad as never), embedding: (bad) => F.embedding(torch.tensor([0]), t(), bad),
+  scaledDotProductAttention: (bad) => F.scaledDotProductAttention(t(), t(), t(), bad), groupNorm: (bad) => F.groupNorm(t(), 1, bad),
+  rmsNorm: (bad) => F.rmsNorm(t(), [3], bad), interpolate: (bad) => F.interpolate(torch.ones([1, 1, 2]), bad), leakyRelu: (bad) => F.leakyRelu(t(), bad),
+  convTranspose1d: (bad) => F.convTranspose1d(torch.ones([1, 1, 4]), torch.ones([1, 1, 2]), bad),
+  convTranspose2d: (bad) => F.convTranspose2d(img(), torch.ones([1, 1, 2, 2]), bad),
   relu: (bad) => F.relu(t(), bad), silu: (bad) => F.silu(t(), bad), sigmoid: (bad) => F.sigmoid(t(), bad as never), tanh: (bad) => F.tanh(t(), bad as never),
 };
 
 const optimRecipes: Record<string, Recipe> = {
   Optimizer: null, lrScheduler: null,
   SGD: (bad) => new optim.SGD(params(), 0.1, bad), Adam: (bad) => new optim.Adam(params(), bad), AdamW: (bad) => new optim.AdamW(params(), bad),
-  RMSprop: (bad) => new optim.RMSprop(params(), bad),
+  RMSprop: (bad) => new optim.RMSprop(params(), bad), Adagrad: (bad) => new optim.Adagrad(params(), bad),
 };
 
 const schedulerRecipes: Record<string, Recipe> = {
   LRScheduler: null,
   StepLR: (bad) => new optim.lrScheduler.StepLR(sgd(), 1, bad), CosineAnnealingLR: (bad) => new optim.lrScheduler.CosineAnnealingLR(sgd(), 5, bad),
+  LambdaLR: (bad) => new optim.lrScheduler.LambdaLR(sgd(), () => 1, bad), MultiStepLR: (bad) => new optim.lrScheduler.MultiStepLR(sgd(), [1], bad),
+  LinearLR: (bad) => new optim.lrScheduler.LinearLR(sgd(), bad), OneCycleLR: (bad) => new optim.lrScheduler.OneCycleLR(sgd(), 1, bad),
+  ReduceLROnPlateau: (bad) => new optim.lrScheduler.ReduceLROnPlateau(sgd(), bad),
+  ExponentialLR: (bad) => new optim.lrScheduler.ExponentialLR(sgd(), 0.9, bad), ConstantLR: (bad) => new optim.lrScheduler.ConstantLR(sgd(), bad),
+  PolynomialLR: (bad) => new optim.lrScheduler.PolynomialLR(sgd(), bad),
+  CosineAnnealingWarmRestarts: (bad) => new optim.lrScheduler.CosineAnnealingWarmRestarts(sgd(), 3, bad),
+  SequentialLR: (bad) => {
+    const o = sgd();
+    return new optim.lrScheduler.SequentialLR(o, [new optim.lrScheduler.LinearLR(o)], [], bad);
+  },
 };
 
 const creationRecipes: Record<string, Recipe> = {
@@ -385,6 +424,8 @@ describe('every exported constructor and function refuses a misspelt option', ()
     });
   };
   walk('torch.nn', nn as unknown as Record<string, unknown>, nnRecipes);
+  walk('torch.nn.init', nn.init as unknown as Record<string, unknown>, initRecipes);
+  walk('torch.nn.utils', nn.utils as unknown as Record<string, unknown>, utilsRecipes);
   walk('torch.nn.parallel', nn.parallel as unknown as Record<string, unknown>, parallelRecipes);
   walk('torch.F', F as unknown as Record<string, unknown>, fRecipes);
   walk('torch.optim', optim as unknown as Record<string, unknown>, optimRecipes);

@@ -36,8 +36,9 @@ export interface DataLoaderOptions {
   generator?: Generator;
   /** The order of the indices (a `DistributedSampler`, or any iterable of indices with a `length`); excludes `shuffle`. */
   sampler?: Sampler | null;
+  /** Lists of indices, one per batch (a `BatchSampler`); excludes `batchSize`, `shuffle`, `sampler` and `dropLast`. */
+  batchSampler?: (Iterable<number[]> & { readonly length: number }) | null;
   /** Accepted only as null/undefined: PyTorch's options that have no counterpart here yet. */
-  batchSampler?: null;
   collateFn?: null;
   timeout?: number;
   workerInitFn?: null;
@@ -48,7 +49,7 @@ export interface DataLoaderOptions {
 /** PyTorch's positional order of DataLoader's parameters after the dataset. */
 const LOADER_PARAMS = ['batchSize', 'shuffle', 'sampler', 'batchSampler', 'numWorkers', 'collateFn', 'pinMemory', 'dropLast', 'timeout',
   'workerInitFn', 'multiprocessingContext', 'generator', 'prefetchFactor', 'persistentWorkers'] as const;
-type LoaderPositional = [batchSize: number, shuffle: boolean, sampler: Sampler | null, batchSampler: null, numWorkers: number, collateFn: null,
+type LoaderPositional = [batchSize: number, shuffle: boolean, sampler: Sampler | null, batchSampler: DataLoaderOptions['batchSampler'], numWorkers: number, collateFn: null,
   pinMemory: boolean, dropLast: boolean, timeout: number, workerInitFn: null, multiprocessingContext: null, generator: Generator];
 
 /** Stacks equally shaped tensors of one device into a new leading dim. */
@@ -91,7 +92,7 @@ function collateValues(values: unknown[]): Tensor {
 
 /** Iterates a dataset in batches: `for (const [X, y] of loader) …`. */
 export class DataLoader<T = Tensor[]> implements Iterable<Tensor[]> {
-  readonly batchSize: number;
+  readonly batchSize: number | null;
   readonly shuffle: boolean;
   readonly dropLast: boolean;
   readonly numWorkers: number;
@@ -100,15 +101,24 @@ export class DataLoader<T = Tensor[]> implements Iterable<Tensor[]> {
   private readonly generator: Generator;
   /** Where the indices come from, when not from the dataset's order. */
   readonly sampler: Sampler | null;
+  /** Where the batches' indices come from, when given (then `batchSize` is null, as PyTorch's). */
+  readonly batchSampler: (Iterable<number[]> & { readonly length: number }) | null;
 
   constructor(readonly dataset: Dataset<T>, ...args: PyArgs<LoaderPositional, DataLoaderOptions>) {
     const o = bindArgs('DataLoader', LOADER_PARAMS, args, {} as DataLoaderOptions, 1);
-    for (const k of ['batchSampler', 'collateFn', 'workerInitFn', 'multiprocessingContext'] as const) {
+    for (const k of ['collateFn', 'workerInitFn', 'multiprocessingContext'] as const) {
       if (o[k] != null) throw new TypeError(`DataLoader: ${k} is not supported yet (it would be ignored)`);
     }
     if (o.timeout) throw new TypeError('DataLoader: timeout is not supported');
     if (o.persistentWorkers) throw new TypeError('DataLoader: persistentWorkers is not supported (the worker threads live for one epoch)');
-    this.batchSize = o.batchSize ?? 1;
+    this.batchSampler = o.batchSampler ?? null;
+    if (this.batchSampler) {
+      if ((o.batchSize ?? 1) !== 1 || o.shuffle || o.sampler != null || o.dropLast) throw new RangeError('batch_sampler option is mutually exclusive with batch_size, shuffle, sampler, and drop_last');
+      const b = this.batchSampler as Partial<Iterable<number[]> & { length: number }>;
+      if (typeof b[Symbol.iterator] !== 'function' || !Number.isInteger(b.length)) throw new TypeError('DataLoader: batchSampler must be an iterable of index lists with a length (such as a BatchSampler)');
+    }
+    const batchSize = o.batchSize ?? 1;
+    this.batchSize = this.batchSampler ? null : batchSize;
     this.shuffle = o.shuffle ?? false;
     if (o.sampler != null) {
       if (this.shuffle) throw new RangeError('DataLoader: sampler option is mutually exclusive with shuffle');
@@ -122,7 +132,7 @@ export class DataLoader<T = Tensor[]> implements Iterable<Tensor[]> {
     this.pinMemory = o.pinMemory ?? false;
     if (this.pinMemory) checkPinnable();
     this.generator = o.generator ?? defaultGenerator;
-    if (!Number.isInteger(this.batchSize) || this.batchSize <= 0) {
+    if (!Number.isInteger(batchSize) || batchSize <= 0) {
       throw new RangeError(`batch_size should be a positive integer value, but got batch_size=${o.batchSize}`);
     }
     if (!Number.isInteger(this.numWorkers) || this.numWorkers < 0) {
@@ -132,8 +142,9 @@ export class DataLoader<T = Tensor[]> implements Iterable<Tensor[]> {
 
   /** Number of batches per epoch. */
   get length(): number {
-    const n = this.sampler ? this.sampler.length : this.dataset.length;
-    return this.dropLast ? Math.floor(n / this.batchSize) : Math.ceil(n / this.batchSize);
+    if (this.batchSampler) return this.batchSampler.length;
+    const n = this.sampler ? this.sampler.length : this.dataset.length, b = this.batchSize!;
+    return this.dropLast ? Math.floor(n / b) : Math.ceil(n / b);
   }
 
   /** The sample order of one epoch (a Fisher–Yates shuffle from the generator when `shuffle`). */
@@ -178,9 +189,15 @@ export class DataLoader<T = Tensor[]> implements Iterable<Tensor[]> {
   }
 
   *[Symbol.iterator](): Iterator<Tensor[]> {
-    const order = this.order();
     const ahead = this.numWorkers > 0 ? this.numWorkers * this.prefetchFactor : 0;
-    const indicesOf = (b: number) => order.slice(b * this.batchSize, (b + 1) * this.batchSize);
+    let indicesOf: (b: number) => number[];
+    if (this.batchSampler) {
+      const lists = [...this.batchSampler];
+      indicesOf = (b) => lists[b];
+    } else {
+      const order = this.order(), size = this.batchSize!;
+      indicesOf = (b) => order.slice(b * size, (b + 1) * size);
+    }
     const workers = this.numWorkers > 0 && isNode && !(this.dataset instanceof TensorDataset) ? new LoaderWorkers(this.dataset, this.numWorkers) : null;
     const queue: Tensor[][] = [];
     let next = 0, asked = 0;

@@ -11,7 +11,7 @@
  * input gradients back (copies: the next replay overwrites the static ones). So it mixes with
  * eager code: the loss after it, the optimizer step, `zeroGrad`, all run as usual.
  */
-import { grad as autogradGrad } from '../autograd/api.js';
+import { grad as autogradGrad } from '../autograd/grad.js';
 import { record, withGradMode, isGradEnabled } from '../autograd/graph.js';
 import { Module } from './module.js';
 import type { Tensor } from '../tensor.js';

@@ -13,6 +13,9 @@ import type { DType } from '../dtype.js';
 import { withGradMode } from '../autograd/graph.js';
 import { Tensor } from '../tensor.js';
 import { bindArgs, type PyArgs } from '../ops/options.js';
+import { runHooked, RemovableHandle, type HookSet } from './hooks.js';
+
+export { RemovableHandle };
 
 /** A tensor that is a module's learnable parameter (requires grad unless told otherwise). */
 export class Parameter extends Tensor {
@@ -25,6 +28,14 @@ export class Parameter extends Tensor {
 }
 
 type Entry = [string, Tensor | null];
+
+/** Hooks' options: `withKwargs` and `alwaysCall` are refused when true (modules take no keyword dict here). */
+function checkHookOptions(op: string, o: object, extra: string[] = []): void {
+  for (const [k, v] of Object.entries(o)) {
+    if (!['prepend', 'withKwargs', ...extra].includes(k)) throw new TypeError(`${op}() got an unexpected keyword argument '${k}'`);
+    if (k !== 'prepend' && v) throw new TypeError(`${op}(): ${k}=true is not supported`);
+  }
+}
 
 /** PyTorch's `device=` and `dtype=` factory keywords of the layers that own parameters. */
 export interface FactoryOptions {
@@ -41,7 +52,7 @@ export interface FactoryOptions {
  */
 abstract class CallableObject {
   constructor() {
-    const fn = (...args: unknown[]): unknown => (fn as unknown as Module).forward(...args);
+    const fn = (...args: unknown[]): unknown => (fn as unknown as Module)._callImpl(args);
     delete (fn as { name?: string }).name;
     delete (fn as { length?: number }).length;
     Object.setPrototypeOf(fn, new.target.prototype);
@@ -63,12 +74,60 @@ export abstract class Module extends CallableObject {
   private _persistent = new Set<string>();
   private _modules = new Map<string, Module | null>();
 
+  private _hooks: HookSet | null = null;
+
   /** Computes the module's output. */
   abstract forward(...args: unknown[]): unknown;
 
-  /** Calls `forward` (PyTorch's `module(x)`; `module(x)` works too). */
+  /** Calls `forward` (PyTorch's `module(x)`; `module(x)` works too), running the registered hooks around it. */
   call(...args: unknown[]): any {
-    return this.forward(...args);
+    return this._callImpl(args);
+  }
+
+  /** @internal `forward` with the hooks: what calling the module runs. */
+  _callImpl(args: unknown[]): any {
+    const h = this._hooks;
+    if (!h || (!h.pre.size && !h.post.size && !h.backward.size)) return this.forward(...args);
+    return runHooked(this, h, args, (a) => this.forward(...a));
+  }
+
+  private hookSet(): HookSet {
+    return (this._hooks ??= { pre: new Map(), post: new Map(), backward: new Map() });
+  }
+
+  /**
+   * `registerForwardPreHook(hook, {prepend})`: `hook(module, args)` runs before `forward`; an
+   * array it returns replaces the arguments (another value replaces the single argument).
+   * Returns a handle whose `remove()` unregisters it.
+   */
+  registerForwardPreHook(hook: (m: this, args: unknown[]) => unknown, options: { prepend?: boolean; withKwargs?: false } = {}): RemovableHandle {
+    checkHookOptions('register_forward_pre_hook', options);
+    return RemovableHandle.add(this.hookSet().pre, hook as never, !!options.prepend);
+  }
+
+  /**
+   * `registerForwardHook(hook, {prepend, alwaysCall})`: `hook(module, args, output)` runs after
+   * `forward`; a value it returns (other than undefined) replaces the output.
+   */
+  registerForwardHook(hook: (m: this, args: unknown[], output: any) => unknown, options: { prepend?: boolean; withKwargs?: false; alwaysCall?: false } = {}): RemovableHandle {
+    checkHookOptions('register_forward_hook', options, ['alwaysCall']);
+    return RemovableHandle.add(this.hookSet().post, hook as never, !!options.prepend);
+  }
+
+  /**
+   * `registerFullBackwardHook(hook, {prepend})`: `hook(module, gradInput, gradOutput)` runs when
+   * the gradients with respect to the module's tensor inputs are computed (gradInput holds null
+   * for inputs that need none); an array it returns replaces gradInput.
+   */
+  registerFullBackwardHook(hook: (m: this, gradInput: (Tensor | null)[], gradOutput: (Tensor | null)[]) => unknown, options: { prepend?: boolean } = {}): RemovableHandle {
+    checkHookOptions('register_full_backward_hook', options);
+    return RemovableHandle.add(this.hookSet().backward, hook as never, !!options.prepend);
+  }
+
+  /** `requiresGrad_(requiresGrad = true)`: sets `requiresGrad` on every parameter; returns the module. */
+  requiresGrad_(requiresGrad = true): this {
+    for (const p of this.parameters()) p.requiresGrad_(requiresGrad);
+    return this;
   }
 
   /** Registers fields holding a Parameter or a Module that were assigned directly. */

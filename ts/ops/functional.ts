@@ -3,7 +3,9 @@
  * op table, under PyTorch's names in camelCase (`F.crossEntropy` is `F.cross_entropy`).
  */
 import type { Tensor } from '../tensor.js';
-import { unaryOp } from './elementwise.js';
+import { binaryOp, unaryOp, where } from './elementwise.js';
+import { checkFloat } from './nn.js';
+import { tidy } from './scoped.js';
 import { embedding as embeddingOp } from './indexing.js';
 import { bindArgs, type PyArgs } from './options.js';
 
@@ -17,6 +19,13 @@ export { maxPool2d, avgPool2d, adaptiveAvgPool2d } from './pool.js';
 export type { MaxPool2dOptions, AvgPool2dOptions } from './pool.js';
 export { gelu, softplus } from './elementwise.js';
 export { oneHot } from './indexing.js';
+export { scaledDotProductAttention } from './attention.js';
+export type { SdpaOptions } from './attention.js';
+export { groupNorm, rmsNorm } from './norms.js';
+export { interpolate } from './interpolate.js';
+export { convTranspose1d, convTranspose2d } from './conv-transpose.js';
+export type { ConvTransposeOptions } from './conv-transpose.js';
+export type { InterpolateOptions, InterpolateMode } from './interpolate.js';
 
 /** `F.relu(x)`. */
 export const relu = (x: Tensor, ...args: InplaceArgs): Tensor => activation('relu', x, args);
@@ -60,4 +69,12 @@ export function embedding(input: Tensor, weight: Tensor,
     if (pad < 0) pad += rows;
   }
   return embeddingOp(weight, input, pad);
+}
+
+/** `F.leaky_relu(x, negativeSlope = 0.01, inplace = false)`: `x` where positive, else `negativeSlope·x`. */
+export function leakyRelu(x: Tensor, ...args: PyArgs<[negativeSlope: number, inplace: boolean], { negativeSlope?: number; inplace?: boolean }>): Tensor {
+  const o = bindArgs('leaky_relu', ['negativeSlope', 'inplace'], args, { negativeSlope: 0.01, inplace: false }, 1);
+  if (o.inplace) throw new TypeError('leaky_relu(): inplace=true is not supported; use the returned tensor');
+  checkFloat('leaky_relu', x);
+  return tidy(() => where(binaryOp('gt', x, 0), x, binaryOp('mul', x, o.negativeSlope)));
 }

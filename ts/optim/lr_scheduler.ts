@@ -1,46 +1,16 @@
 /**
- * Learning-rate schedulers: `StepLR` and `CosineAnnealingLR`, in their closed forms. Call
+ * Learning-rate schedulers (`torch.optim.lr_scheduler`): `StepLR` and `CosineAnnealingLR` here, in
+ * their closed forms, and the others re-exported from ts/optim/schedulers-*.ts. Call
  * `scheduler.step()` once per epoch after `optimizer.step()`, as in PyTorch.
  */
 import { bindArgs, REQUIRED, type PyArgs } from '../ops/options.js';
 import type { Optimizer } from './optimizer.js';
+import { checkFresh, LRScheduler } from './scheduler-base.js';
 
-/** `lastEpoch` other than -1 resumes a schedule, which needs state these schedulers do not keep: refused, not ignored. */
-function checkFresh(name: string, lastEpoch: number): void {
-  if (lastEpoch !== -1) throw new RangeError(`${name}: lastEpoch=${lastEpoch} is not supported (resume with loadStateDict)`);
-}
-
-/** The base: remembers each group's initial lr and sets `lr = lrAt(epoch, base)` on `step()`. */
-export abstract class LRScheduler {
-  lastEpoch = 0;
-  readonly baseLrs: number[];
-
-  constructor(readonly optimizer: Optimizer) {
-    this.baseLrs = optimizer.paramGroups.map((g) => g.lr);
-  }
-
-  protected abstract lrAt(epoch: number, base: number): number;
-
-  /** Advances one epoch and updates the groups' learning rates. */
-  step(): void {
-    this.lastEpoch++;
-    this.optimizer.paramGroups.forEach((g, i) => (g.lr = this.lrAt(this.lastEpoch, this.baseLrs[i])));
-  }
-
-  /** The learning rates set by the last `step()`. */
-  getLastLr(): number[] {
-    return this.optimizer.paramGroups.map((g) => g.lr);
-  }
-
-  stateDict(): { lastEpoch: number; baseLrs: number[] } {
-    return { lastEpoch: this.lastEpoch, baseLrs: [...this.baseLrs] };
-  }
-
-  loadStateDict(s: { lastEpoch: number; baseLrs: number[] }): void {
-    this.lastEpoch = s.lastEpoch;
-    this.baseLrs.splice(0, this.baseLrs.length, ...s.baseLrs);
-  }
-}
+export { LRScheduler };
+export { LambdaLR, MultiStepLR, LinearLR, SequentialLR, ExponentialLR, ConstantLR, PolynomialLR, CosineAnnealingWarmRestarts } from './schedulers-simple.js';
+export { OneCycleLR, ReduceLROnPlateau } from './schedulers-cycle.js';
+export type { OneCycleLROptions, ReduceLROnPlateauOptions } from './schedulers-cycle.js';
 
 /** Multiplies the lr by `gamma` every `stepSize` epochs. */
 export class StepLR extends LRScheduler {
