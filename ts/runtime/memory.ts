@@ -19,6 +19,7 @@ import { clientOf, currentDevice, device as toDevice, Device, gpuLimits, onDevic
 import { CachingAllocator, type Allocation, type MemoryStats, type SnapshotSegment } from '../memory/index.js';
 import { env } from '../platform.js';
 import { bindArgs, REQUIRED, type PyArgs } from '../ops/options.js';
+import { mallocCollecting } from './collect.js';
 import { publishBudget, readScratch, takeCached } from '../worker/scratch.js';
 
 const GiB = 1024 ** 3;
@@ -214,7 +215,7 @@ export function cachingAllocatorAlloc(...args: PyArgs<[size: number, device: Dev
   const id = s == null ? clientOf(device).stream : typeof s === 'number' ? s : s.streamId;
   // during a graph's capture, a raw block for a captured stream comes from the graph's pool too
   const capture = clientOf(device).capture;
-  return { ...allocatorOf(device).malloc(o.size, capture ? capture.allocStream(id) : id), device };
+  return { ...mallocCollecting(allocatorOf(device), o.size, capture ? capture.allocStream(id) : id), device };
 }
 
 /** Frees a raw block from `cachingAllocatorAlloc`. */
