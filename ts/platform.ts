@@ -472,12 +472,13 @@ let forced: ForcedCollector | null | undefined;
  * runs the callbacks of the targets the collection found dead, at once. (V8 does not promise that
  * flags set after start take effect; these two do on Node 20 and 22, and where they do not this
  * returns null.) A browser has neither: there, null, and the collector frees dropped tensors when
- * the program yields (an `await` that reaches the event loop).
+ * the program yields (an `await` that reaches the event loop). `WEBTORCH_FORCED_GC=0` turns
+ * forcing off in Node too (a loop that disposes its tensors itself never needs it).
  */
 export function forcedCollector(): ForcedCollector | null {
   if (forced !== undefined) return forced;
   forced = null;
-  if (!isNode) return null;
+  if (!isNode || env('WEBTORCH_FORCED_GC') === '0') return null;
   try {
     const v8 = process.getBuiltinModule?.('node:v8') as typeof import('node:v8') | undefined;
     const vm = process.getBuiltinModule?.('node:vm') as typeof import('node:vm') | undefined;
