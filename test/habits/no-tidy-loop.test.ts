@@ -11,7 +11,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import * as torch from '../../dist/webtorch.js';
 import { logicalGpuSuite } from '../devices.js';
-// @ts-expect-error: a plain ES module shared with bench/no-tidy-loop.mjs
+// a plain ES module, shared with bench/no-tidy-loop.mjs
 import { TinyGpt, countingBatch, step } from './fixtures/tiny-gpt.mjs';
 
 logicalGpuSuite(1, 'the no-tidy loop');

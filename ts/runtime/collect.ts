@@ -21,6 +21,13 @@
  * (`collectorStats()` counts them and their time). In steady state it runs once every
  * (limit − live) / (garbage per step) steps, not every step.
  *
+ * What it assumes: a collection inside an allocation runs in the middle of an op, so a storage an
+ * op still means to use must be held through a reachable tensor (an argument, a temporary it
+ * disposes after its commands are queued, or one in a `tidy` scope), never by a storage or a
+ * `ViewRef` alone: a temporary dropped undisposed before the op allocates could be found dead,
+ * and its block given to the allocation. The ops dispose their temporaries (the suites' leak
+ * check fails otherwise), which keeps them reachable until then.
+ *
  * In a browser no collection can be forced: a miss raises `OutOfMemoryError` at once, and dropped
  * tensors are freed when the program yields to the event loop (an `await` of a read, a timer).
  * Loops there should `tidy` their steps, or await something each step.
@@ -50,18 +57,34 @@ export function setCollectorHooks(h: CollectorHooks): void {
 
 /** Collections run so far and what they cost (`collectorStats`). */
 const stats = { collections: 0, onMiss: 0, underPressure: 0, ms: 0, maxMs: 0, freedBytes: 0 };
-/** Per allocator: the live bytes above which the next allocation collects. */
-const limits = new WeakMap<CachingAllocator, number>();
+/** Per allocator: what survived the last collection, and the limit it sets under the budget it was set for. */
+interface Limit {
+  budget: number;
+  survived: number;
+  bytes: number;
+}
+const limits = new WeakMap<CachingAllocator, Limit>();
 
 /** The budget an allocator enforces now (its capacity times its fraction). */
 const budgetOf = (a: CachingAllocator): number => a.capacity * a.memoryFraction;
 
-/** The limit after a collection left `survived` bytes live. */
-function nextLimit(a: CachingAllocator, survived: number): number {
-  const budget = budgetOf(a);
+/** The limit under `budget` after a collection left `survived` bytes live. */
+function nextLimit(budget: number, survived: number): number {
   const grown = Math.max(budget / 8, Math.min(2 * survived, survived + 256 * MiB));
   // a live set too large to double within the budget: only misses collect
   return grown <= 0.75 * budget ? grown : Infinity;
+}
+
+/** The live bytes above which an allocation collects (recomputed when the budget changed: `setPerProcessMemoryFraction`). */
+function limitOf(a: CachingAllocator): Limit {
+  const budget = budgetOf(a);
+  let l = limits.get(a);
+  if (!l) limits.set(a, (l = { budget: NaN, survived: 0, bytes: 0 }));
+  if (l.budget !== budget) {
+    l.budget = budget;
+    l.bytes = nextLimit(budget, l.survived);
+  }
+  return l;
 }
 
 /**
@@ -84,7 +107,9 @@ function collect(a: CachingAllocator, why: 'miss' | 'pressure'): boolean {
   stats.ms += ms;
   stats.maxMs = Math.max(stats.maxMs, ms);
   stats.freedBytes += Math.max(0, before - after);
-  limits.set(a, nextLimit(a, after));
+  const l = limitOf(a);
+  l.survived = after;
+  l.bytes = nextLimit(l.budget, after);
   return true;
 }
 
@@ -100,7 +125,7 @@ export function mallocCollecting(a: CachingAllocator, bytes: number, stream: num
     if (!(e instanceof OutOfMemoryError) || !collect(a, 'miss')) throw e;
     return a.malloc(bytes, stream);
   }
-  if (hooks && hooks.liveBytes(a.label) + bytes > (limits.get(a) ?? nextLimit(a, 0))) collect(a, 'pressure');
+  if (hooks && hooks.liveBytes(a.label) + bytes > limitOf(a).bytes) collect(a, 'pressure');
   return got;
 }
 

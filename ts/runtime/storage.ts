@@ -20,6 +20,8 @@ import { profilerHooks } from '../profiler/hooks.js';
 import { mallocCollecting, setCollectorHooks } from './collect.js';
 
 const live = new Map<Device, { count: number; bytes: number }>();
+/** The same figures by the device's name (the allocator's label), for the collector (ts/runtime/collect.ts). */
+const liveByLabel = new Map<string, { count: number; bytes: number }>();
 
 /** A device allocation. */
 export class Storage {
@@ -67,10 +69,13 @@ export class Storage {
   /** Allocates `bytes` on a device; throws `OutOfMemoryError` at the call when it cannot. */
   static alloc(device: Device, bytes: number): Storage {
     const s = new Storage(device, bytes);
-    const l = live.get(device) ?? { count: 0, bytes: 0 };
+    let l = live.get(device);
+    if (!l) {
+      live.set(device, (l = { count: 0, bytes: 0 }));
+      liveByLabel.set(String(device), l);
+    }
     l.count++;
     l.bytes += bytes;
-    live.set(device, l);
     profilerHooks.current?.memory(device, bytes);
     return s;
   }
@@ -162,8 +167,5 @@ export function watch(t: Watched): void {
 setCollectorHooks({
   registry: collected as FinalizationRegistry<never>,
   watchPending: registerPending,
-  liveBytes(label) {
-    for (const [d, l] of live) if (String(d) === label) return l.bytes;
-    return 0;
-  },
+  liveBytes: (label) => liveByLabel.get(label)?.bytes ?? 0,
 });
