@@ -39,6 +39,11 @@ describe('GPU use without ceremony', () => {
     expect(out[3]).toBe('[1,1]'); // gpu:1 exists and works
   }, 120_000);
 
+  it('copies between two GPUs named before discovery ends', async () => {
+    const [out] = await run('two-gpus', { WEBTORCH_GPU_DEVICES: '2' });
+    expect(JSON.parse(out)).toEqual([[6, 6], [6, 6], [0, 1, 2, 3]]);
+  }, 120_000);
+
   it('torch.gpu.isAvailable() is a Promise before discovery ends, and a boolean after', async () => {
     const out = await run('available', { WEBTORCH_ALLOW_SOFTWARE_GPU: '1' });
     expect(out).toEqual(['promise', 'true', 'boolean true']);

@@ -24,6 +24,7 @@
 import { startOnPhysicalGpu } from './physical.js';
 import * as Comlink from 'comlink';
 import { OutOfMemoryError } from '../memory/errors.js';
+import { collectGarbage } from './collect.js';
 import { DeviceLostError, lostInfoOf, type LostInfo } from './device-lost.js';
 import { spawnWorker, type WorkerHandle } from '../worker-scripts.js';
 import { copyOut, envMs, onPortMessage } from '../platform.js';
@@ -468,7 +469,11 @@ export class DeviceClient {
       throw this.lostError();
     }
     if (e instanceof Error && e.name === 'OutOfMemoryError') {
-      throw new OutOfMemoryError(`${this.name} ran out of memory: the device refused an allocation within the budget (${e.message}). Lower the budget with torch.gpu.configure({memory}) or setPerProcessMemoryFraction.`);
+      // The work that failed cannot be retried here, but a retry by the program can find the
+      // memory of the tensors it dropped: they are freed now (ts/runtime/collect.ts), and
+      // emptyCache() gives their segments back to the device.
+      const collected = collectGarbage();
+      throw new OutOfMemoryError(`${this.name} ran out of memory: the device refused an allocation within the budget (${e.message}). ${collected ? 'Dropped tensors were freed; torch.gpu.emptyCache() releases their memory to the device. ' : ''}Lower the budget with torch.gpu.configure({memory}) or setPerProcessMemoryFraction.`);
     }
     throw e;
   }
