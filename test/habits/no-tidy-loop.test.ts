@@ -77,8 +77,8 @@ describe('a training loop with no tidy or dispose (PyTorch habits)', () => {
     expect(Math.max(...r.allocated)).toBeLessThanOrEqual(2 * MiB);
   }, 180_000);
 
-  it('gpu:0: 300 steps under a 16 MiB budget: no OutOfMemoryError, flat memory, the loss falls', async () => {
-    const r = await train('gpu:0', 300, 16 * MiB, 50);
+  it('gpu:0: 300 steps under an 8 MiB budget: no OutOfMemoryError, flat memory, the loss falls', async () => {
+    const r = await train('gpu:0', 300, 8 * MiB, 50); // a collection every ~20 steps: several in the window 100..150
     expect(r.losses[r.losses.length - 1]).toBeLessThan(r.losses[0] / 10);
     expectFlat(r.allocated, r.reserved);
     expect(r.collections).toBeGreaterThan(0);
