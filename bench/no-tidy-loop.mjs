@@ -15,7 +15,7 @@ const { values: args } = parseArgs({
 });
 const MiB = 1024 ** 2, GiB = 1024 * MiB, budget = Number(args['budget-mib']) * MiB;
 torch.gpu.configure({ allowSoftware: true });
-const runs = [['cpu', Number(args['cpu-steps'])], ...((await torch.gpu.isAvailable()) ? [['gpu:0', Number(args['gpu-steps'])]] : [])];
+const runs = [['cpu', Number(args['cpu-steps'])], ...((await torch.gpu.isAvailable()) ? [['gpu:0', Number(args['gpu-steps'])]] : [])].filter(([, n]) => n > 0);
 const results = [];
 let failed = false;
 
