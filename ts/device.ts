@@ -2,10 +2,16 @@
  * Devices: `cpu` and `gpu:0`, `gpu:1`, … (`cuda:N` is accepted as an alias).
  *
  * Importing webtorch starts nothing. `cpu` starts its worker on first use. GPUs are discovered
- * once, asynchronously (`await torch.gpu.init()`, or any awaited query such as
- * `await torch.tryGpu()`): discovery starts `gpu:0`'s worker and asks it for an adapter. After
- * that, device indices are checked synchronously at every call, as in PyTorch. Using `gpu:N`
- * before discovery throws, saying so.
+ * once, asynchronously: discovery starts `gpu:0`'s worker and asks it for an adapter. It starts
+ * at the first GPU call of any kind (`model.to('cuda')`, `torch.zeros(3, {device: 'cuda'})`,
+ * `torch.gpu.isAvailable()`, `await torch.gpu.init()`), and code need not wait for it: a GPU
+ * device named before it ends is taken on trust, and its commands queue in its client until its
+ * worker is up (ts/runtime/client.ts), as they do while any worker starts. A device whose index
+ * turns out not to exist (`gpu:7` with 2 GPUs), or any GPU when there is no adapter, never starts:
+ * its next sync point (`await t.item()`, `synchronize`) raises `CUDA error: invalid device ordinal
+ * (gpu:7; 2 GPU devices)`. Once discovery has ended, indices are checked at every call, as in PyTorch.
+ * `torch.gpu.isAvailable()` answers at once from then on; before, it returns a Promise of the
+ * answer (it cannot know yet), so `await torch.gpu.isAvailable()` is exact either way.
  *
  * By default there is one GPU device per adapter. `torch.gpu.configure({devices: N})` or the
  * environment variable `WEBTORCH_GPU_DEVICES=N` makes N logical devices share the adapter,
@@ -98,19 +104,33 @@ let limits: Record<string, number> = {};
 const clients = new Map<Device, DeviceClient>();
 
 function checkGpuIndex(i: number): void {
-  if (gpuCount === null) {
-    throw new Error(`webtorch: GPU devices are not initialised yet; await torch.gpu.init() (or torch.tryGpu()) before using gpu:${i}`);
+  if (gpuCount === null && Number.isInteger(i) && i >= 0) {
+    // Before discovery ends: taken on trust, and checked when it does (`gpuGate`).
+    void init();
+    return;
   }
-  if (!Number.isInteger(i) || i < 0 || i >= gpuCount) {
+  if (gpuCount === null || !Number.isInteger(i) || i < 0 || i >= gpuCount) {
     const why = gpuCount === 0 ? ` (no WebGPU adapter: ${discoveryError})` : '';
-    throw new RangeError(`Invalid device gpu:${i}: webtorch has ${gpuCount} GPU device${gpuCount === 1 ? '' : 's'}${why}. Invalid device ordinal`);
+    throw new RangeError(`Invalid device gpu:${i}: webtorch has ${gpuCount ?? 0} GPU device${gpuCount === 1 ? '' : 's'}${why}. Invalid device ordinal`);
   }
+}
+
+/**
+ * What a GPU device's worker waits for before it starts (`DeviceClient`'s gate): the end of
+ * discovery, and its index among the devices found. gpu:0's worker is the one discovery starts.
+ */
+async function gpuGate(i: number): Promise<void> {
+  await init();
+  const n = gpuCount ?? 0;
+  if (i < n) return;
+  const why = n === 0 ? `; no WebGPU adapter: ${discoveryError}` : '';
+  throw new RangeError(`CUDA error: invalid device ordinal (gpu:${i}; ${n} GPU device${n === 1 ? '' : 's'}${why})`);
 }
 
 /** @internal The client of a device (starting nothing). */
 export function clientOf(d: Device): DeviceClient {
   let c = clients.get(d);
-  if (!c) clients.set(d, (c = new DeviceClient(d.toString(), d.type, d.index)));
+  if (!c) clients.set(d, (c = new DeviceClient(d.toString(), d.type, d.index, d.type === 'gpu' && d.index > 0 ? () => gpuGate(d.index) : null)));
   return c;
 }
 
@@ -195,7 +215,8 @@ export const onDeviceReplaced: ((d: Device) => void)[] = [];
  */
 export async function gpuInit(): Promise<void> {
   await init();
-  const lost = [...clients].filter(([d, c]) => d.type === 'gpu' && c.deviceLost);
+  // (a device named before discovery with an index that does not exist is not brought back: it never was)
+  const lost = [...clients].filter(([d, c]) => d.type === 'gpu' && c.deviceLost && d.index < (gpuCount ?? 0));
   await Promise.all(lost.map(([d, c]) => replaceLost(d, c)));
 }
 
@@ -237,10 +258,16 @@ export async function gpuError(i: DeviceLike): Promise<void> {
   await clientOf(d).gpuError();
 }
 
-/** Whether a GPU is available: a hardware WebGPU adapter, or a software one when allowed (`configure({allowSoftware})`). */
-export async function isAvailable(): Promise<boolean> {
-  await init();
-  return usableCount() > 0;
+/**
+ * Whether a GPU is available: a hardware WebGPU adapter, or a software one when allowed
+ * (`configure({allowSoftware})`). Answers at once once discovery has ended; before that it starts
+ * discovery and returns a Promise of the answer (WebGPU offers no synchronous way to ask), so
+ * `await torch.gpu.isAvailable()` is right either way, and `if (torch.gpu.isAvailable())` only
+ * after an `await torch.gpu.init()` (or any earlier await of discovery).
+ */
+export function isAvailable(): boolean | Promise<boolean> {
+  if (gpuCount !== null) return usableCount() > 0;
+  return init().then(() => usableCount() > 0);
 }
 
 /** Number of GPU devices (0 on a software adapter unless allowed; `'gpu:N'` by name still works there). */

@@ -1,8 +1,9 @@
 /**
  * `torch.gpu` (also `torch.cuda`): PyTorch's `torch.cuda` device and memory API, for WebGPU
- * devices. Discovery is asynchronous (`await torch.gpu.init()`); see `ts/device.ts`. The memory
- * functions take any device (`'cpu'` too) and default to the current GPU, as in PyTorch. Every
- * function that takes a device takes it positionally or as a keyword (`memorySummary({device: 0})`).
+ * devices. Discovery is asynchronous and starts at the first GPU call; GPU work queues behind it
+ * (`await torch.gpu.init()` waits for it); see `ts/device.ts`. The memory functions take any
+ * device (`'cpu'` too) and default to the current GPU, as in PyTorch. Every function that takes a
+ * device takes it positionally or as a keyword (`memorySummary({device: 0})`).
  */
 import { configure as configureDevices } from './device.js';
 import { legacyType } from './legacy.js';

@@ -190,6 +190,8 @@ export type { CompileOptions } from './compile.js';
 
 /** @internal Live storages on a device; the test suites' leak check. */
 export { liveStorage as _liveStorage } from './runtime/storage.js';
+/** @internal Forcing a collection of dropped tensors, and what the forced collections cost (ts/runtime/collect.ts). */
+export { collectGarbage as _collectGarbage, collectorStats as _collectorStats } from './runtime/collect.js';
 export { setCopyChunkBytes as _setCopyChunkBytes } from './ops/copy.js';
 export { identicalGpus as _identicalGpus, driPrime as _driPrime, physicalStarts as _physicalStarts } from './runtime/physical.js';
 export { deviceBuffers as _deviceBuffers } from './runtime/memory.js';

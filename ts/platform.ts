@@ -451,3 +451,50 @@ export async function hardwareThreads(): Promise<number> {
 
 /** Compiles the kernels' shared-memory build (imports `env.memory`, shared), shipped next to this file. */
 export const loadSharedKernelWasm = (): Promise<WebAssembly.Module> => loadWasm(new URL('./webtorch-shared.wasm', import.meta.url));
+
+/** A full garbage collection, and a way to run a FinalizationRegistry's callbacks for what it found dead. */
+export interface ForcedCollector {
+  /** Runs a full (mark-compact) collection, synchronously. */
+  gc(): void;
+  /** Runs `registry`'s callbacks for the targets the last collection found dead, synchronously. */
+  cleanupSome(registry: FinalizationRegistry<never>): void;
+}
+
+let forced: ForcedCollector | null | undefined;
+
+/**
+ * Note [Forcing a collection]. JavaScript has no synchronous finalization: a FinalizationRegistry's
+ * callbacks run in a task of their own, after the current one, and a WeakRef's target stays alive
+ * until the task that made or read it ends. A training loop that never yields to the event loop
+ * would never free a tensor it dropped. Node can do it: V8's flags `--expose-gc` and
+ * `--harmony-weak-refs-with-cleanup-some`, set at run time, make a fresh `vm` context's `gc` and
+ * `FinalizationRegistry.prototype.cleanupSome`; the latter, called on a registry of this context,
+ * runs the callbacks of the targets the collection found dead, at once. (V8 does not promise that
+ * flags set after start take effect; these two do on Node 20 and 22, and where they do not this
+ * returns null.) A browser has neither: there, null, and the collector frees dropped tensors when
+ * the program yields (an `await` that reaches the event loop). `WEBTORCH_FORCED_GC=0` turns
+ * forcing off in Node too (a loop that disposes its tensors itself never needs it).
+ */
+export function forcedCollector(): ForcedCollector | null {
+  if (forced !== undefined) return forced;
+  forced = null;
+  if (!isNode || env('WEBTORCH_FORCED_GC') === '0') return null;
+  try {
+    const v8 = process.getBuiltinModule?.('node:v8') as typeof import('node:v8') | undefined;
+    const vm = process.getBuiltinModule?.('node:vm') as typeof import('node:vm') | undefined;
+    if (!v8 || !vm) return null;
+    v8.setFlagsFromString('--expose-gc');
+    v8.setFlagsFromString('--harmony-weak-refs-with-cleanup-some');
+    const context = vm.createContext();
+    const gc = vm.runInContext('gc', context) as unknown;
+    const cleanup = vm.runInContext('FinalizationRegistry.prototype.cleanupSome', context) as unknown;
+    if (typeof gc !== 'function' || typeof cleanup !== 'function') return null;
+    forced = {
+      gc: () => (gc as () => void)(),
+      cleanupSome: (registry) => (cleanup as (this: FinalizationRegistry<never>) => void).call(registry),
+    };
+  } catch {
+    forced = null;
+  }
+  return forced;
+}

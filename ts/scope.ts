@@ -48,6 +48,22 @@ export function adopt(owner: Tensor, t: Tensor): void {
   }
 }
 
+/** @internal The innermost open scope, or undefined outside `tidy` (a module records the one it was built in). */
+export function currentScope(): Set<Tensor> | undefined {
+  return scopes[scopes.length - 1];
+}
+
+/**
+ * @internal Gives `t` to `scope` (a module's, from `currentScope()` when it was built): state a
+ * module makes or registers later, inside some `tidy` (a lazy layer's weights, a buffer set in
+ * `forward`), lives as long as the module, not as the `tidy` it was made in. It leaves the scopes
+ * it was made in, and joins `scope` if that is still open.
+ */
+export function giveToScope(t: Tensor, scope: Set<Tensor> | undefined): void {
+  untrack(t);
+  if (scope && scopes.includes(scope)) scope.add(t);
+}
+
 /** Collects the tensors in a returned value: a tensor, or arrays and plain objects of them. */
 function collect(value: unknown, into: Set<Tensor>, isTensor: (v: unknown) => v is Tensor, depth = 0): void {
   if (isTensor(value)) {

@@ -16,15 +16,16 @@ describe('lazy start', () => {
   it('importing webtorch starts no worker', () => {
     expect(startedAtImport).toEqual([]);
   });
-  it('using gpu:N before discovery throws, naming the fix', async () => {
+  it('using gpu:N before discovery starts discovery and queues the work (no await torch.gpu.init() needed)', async () => {
     const { execFileSync } = await import('node:child_process');
-    const script = `import('./dist/webtorch.js').then((torch) => {
-      try { torch.zeros([1], { device: 'gpu:0' }); console.log('no error'); } catch (e) { console.log(e.message); }
+    const script = `import('./dist/webtorch.js').then(async (torch) => {
+      const t = torch.zeros([1], { device: 'gpu:0' });
       console.log('started: ' + JSON.stringify(torch._startedDevices()));
+      console.log('values: ' + JSON.stringify(await t.add(2).tolist()));
     })`;
     const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
-    expect(out).toContain('GPU devices are not initialised yet; await torch.gpu.init()');
-    expect(out).toContain('started: []');
+    expect(out).toContain('started: ["gpu:0"]');
+    expect(out).toContain('values: [2]');
   });
 });
 

@@ -16,6 +16,7 @@ import { bindArgs, type PyArgs } from '../ops/options.js';
 import { runHooked, RemovableHandle, type HookSet } from './hooks.js';
 
 export { RemovableHandle };
+import { adopt, currentScope, giveToScope } from '../scope.js';
 
 /** A tensor that is a module's learnable parameter (requires grad unless told otherwise). */
 export class Parameter extends Tensor {
@@ -73,6 +74,12 @@ export abstract class Module extends CallableObject {
   private _buffers = new Map<string, Tensor | null>();
   private _persistent = new Set<string>();
   private _modules = new Map<string, Module | null>();
+  /**
+   * The `tidy` scope the module was built in (none outside one): parameters and buffers it
+   * registers later belong there, not to a `tidy` running then (`giveToScope`), so a module's
+   * state survives any `tidy` its methods run in. Held weakly: a finished scope's tensors are not kept.
+   */
+  private _scope = ((s) => (s ? new WeakRef(s) : null))(currentScope());
 
   private _hooks: HookSet | null = null;
 
@@ -142,12 +149,14 @@ export abstract class Module extends CallableObject {
   /** Adds a parameter (`null` reserves the name). */
   registerParameter(name: string, p: Tensor | null): void {
     if (p && !(p instanceof Parameter)) p = Parameter.of(p);
+    if (p) giveToScope(p, this._scope?.deref());
     this._params.set(name, p);
     (this as Record<string, unknown>)[name] = p;
   }
 
   /** Adds a buffer: state that moves with `.to()` and is saved in `stateDict()` (unless not persistent). */
   registerBuffer(name: string, t: Tensor | null, persistent = true): void {
+    if (t) giveToScope(t, this._scope?.deref());
     this._buffers.set(name, t);
     if (persistent) this._persistent.add(name);
     (this as Record<string, unknown>)[name] = t;
@@ -261,6 +270,7 @@ export abstract class Module extends CallableObject {
           if (g !== t.grad) {
             t.grad.dispose();
             t.grad = g;
+            adopt(t, g); // the moved gradient lives as long as its parameter, not as a tidy around .to()
           }
         }
       }

@@ -24,6 +24,7 @@
 import { startOnPhysicalGpu } from './physical.js';
 import * as Comlink from 'comlink';
 import { OutOfMemoryError } from '../memory/errors.js';
+import { collectGarbage } from './collect.js';
 import { DeviceLostError, lostInfoOf, type LostInfo } from './device-lost.js';
 import { spawnWorker, type WorkerHandle } from '../worker-scripts.js';
 import { copyOut, envMs, onPortMessage } from '../platform.js';
@@ -109,12 +110,23 @@ export class DeviceClient {
   /** The graph capture running on this device (ts/runtime/graphs.ts), consulted by every command, sync point and allocation. */
   capture: CaptureHook | null = null;
 
-  constructor(readonly name: string, readonly kind: 'cpu' | 'gpu', readonly index: number) {}
+  /**
+   * @param gate What must hold before the worker starts (GPU discovery, and the device's index
+   * within the GPUs found: ts/device.ts). Until it settles, commands queue here as they do while
+   * any worker starts; if it fails, its error is the device's start error, raised at every sync point.
+   */
+  constructor(readonly name: string, readonly kind: 'cpu' | 'gpu', readonly index: number, private readonly gate: (() => Promise<void>) | null = null) {}
 
-  /** Starts the worker if needed; resolves with the device's description. */
+  /** Starts the worker if needed (once the gate lets it); resolves with the device's description. */
   start(): Promise<CallPort> {
+    this.ready ??= this.gate ? this.gate().then(() => this.spawn(), (e: Error) => Promise.reject((this.startError = e))) : this.spawn();
+    return this.ready;
+  }
+
+  /** Spawns the worker and initialises it. */
+  private spawn(): Promise<CallPort> {
     // Physical GPUs (ts/runtime/physical.ts): DRI_PRIME names this worker's GPU while it starts.
-    this.ready ??= startOnPhysicalGpu(this.kind, this.index, async () => {
+    return startOnPhysicalGpu(this.kind, this.index, async () => {
       this.handle = await spawnWorker(this.kind);
       // A worker whose thread dies is a lost device: pending and later calls raise (ts/runtime/device-lost.ts).
       this.handle.onDeath((why) => this.workerDied(why));
@@ -152,7 +164,6 @@ export class DeviceClient {
       this.remote = remote;
       return remote;
     });
-    return this.ready;
   }
 
   /** How this device's answers came back so far: through the shared reply slot, or by message (for the tests). */
@@ -458,7 +469,11 @@ export class DeviceClient {
       throw this.lostError();
     }
     if (e instanceof Error && e.name === 'OutOfMemoryError') {
-      throw new OutOfMemoryError(`${this.name} ran out of memory: the device refused an allocation within the budget (${e.message}). Lower the budget with torch.gpu.configure({memory}) or setPerProcessMemoryFraction.`);
+      // The work that failed cannot be retried here, but a retry by the program can find the
+      // memory of the tensors it dropped: they are freed now (ts/runtime/collect.ts), and
+      // emptyCache() gives their segments back to the device.
+      const collected = collectGarbage();
+      throw new OutOfMemoryError(`${this.name} ran out of memory: the device refused an allocation within the budget (${e.message}). ${collected ? 'Dropped tensors were freed; torch.gpu.emptyCache() releases their memory to the device. ' : ''}Lower the budget with torch.gpu.configure({memory}) or setPerProcessMemoryFraction.`);
     }
     throw e;
   }

@@ -19,6 +19,7 @@ import { clientOf, currentDevice, device as toDevice, Device, gpuLimits, onDevic
 import { CachingAllocator, type Allocation, type MemoryStats, type SnapshotSegment } from '../memory/index.js';
 import { env } from '../platform.js';
 import { bindArgs, REQUIRED, type PyArgs } from '../ops/options.js';
+import { mallocCollecting } from './collect.js';
 import { publishBudget, readScratch, takeCached } from '../worker/scratch.js';
 
 const GiB = 1024 ** 3;
@@ -49,6 +50,9 @@ function capacityOf(d: Device): number {
   return gpuMemory ?? parseBytes(env('WEBTORCH_GPU_MEMORY')) ?? 8 * GiB;
 }
 
+/** A GPU's maxStorageBufferBindingSize, or WebGPU's guaranteed minimum before discovery has read it. */
+const binding = (d: Device): number => (d.type === 'gpu' ? gpuLimits().maxStorageBufferBindingSize ?? 128 * 1024 ** 2 : 0);
+
 /** @internal The caching allocator of a device (created on first use). */
 export function allocatorOf(d: Device): CachingAllocator {
   let a = allocators.get(d);
@@ -64,10 +68,13 @@ export function allocatorOf(d: Device): CachingAllocator {
     alignment: 256,
     // A segment larger than one binding holds one tensor, at offset 0: the GPU worker runs ops over
     // it in windows (ts/worker/split.ts), and a small tensor carved from it could not be bound whole.
-    maxSplitSize: d.type === 'gpu' && gpuLimits().maxStorageBufferBindingSize > 20 * 1024 ** 2 ? gpuLimits().maxStorageBufferBindingSize : undefined,
+    // Before discovery ends the limit is not known: WebGPU's guaranteed minimum (128 MiB) is safe,
+    // as every segment above the real limit is above it too (such segments are only left whole).
+    maxSplitSize: d.type === 'gpu' && binding(d) > 20 * 1024 ** 2 ? binding(d) : undefined,
     externalReserved: () => readScratch(client.scratch).reserved,
     createSegment(id, bytes) {
-      const max = d.type === 'gpu' ? gpuLimits().maxBufferSize : 4 * GiB - 64 * 1024 ** 2;
+      // (before discovery a GPU's maxBufferSize is unknown: a segment above it fails in the worker instead)
+      const max = d.type === 'gpu' ? gpuLimits().maxBufferSize ?? Infinity : 4 * GiB - 64 * 1024 ** 2;
       if (bytes > max) return false;
       // The worker's scratch buffers (ts/worker/scratch.ts) count against the budget too.
       const scratch = readScratch(client.scratch).reserved;
@@ -214,7 +221,7 @@ export function cachingAllocatorAlloc(...args: PyArgs<[size: number, device: Dev
   const id = s == null ? clientOf(device).stream : typeof s === 'number' ? s : s.streamId;
   // during a graph's capture, a raw block for a captured stream comes from the graph's pool too
   const capture = clientOf(device).capture;
-  return { ...allocatorOf(device).malloc(o.size, capture ? capture.allocStream(id) : id), device };
+  return { ...mallocCollecting(allocatorOf(device), o.size, capture ? capture.allocStream(id) : id), device };
 }
 
 /** Frees a raw block from `cachingAllocatorAlloc`. */

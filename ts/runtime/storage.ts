@@ -3,7 +3,8 @@
  *
  * Each tensor holds one reference to its storage. `dispose()` drops it at once; a tensor that
  * is dropped without `dispose()` drops it when the garbage collector finalises the tensor, so
- * forgotten tensors do not leak. The last reference returns the block to the allocator; any
+ * forgotten tensors do not leak; when an allocation misses or the device's live bytes grow past
+ * a limit, a collection is forced first (ts/runtime/collect.ts). The last reference returns the block to the allocator; any
  * later command that reuses it is queued behind every command that used it.
  *
  * Streams: a block is allocated for its device's current stream, and the allocator hands a
@@ -16,8 +17,11 @@ import type { CachingAllocator } from '../memory/index.js';
 import type { DeviceClient } from './client.js';
 import { allocatorOf, recordedFree, settleFrees } from './memory.js';
 import { profilerHooks } from '../profiler/hooks.js';
+import { mallocCollecting, setCollectorHooks } from './collect.js';
 
 const live = new Map<Device, { count: number; bytes: number }>();
+/** The same figures by the device's name (the allocator's label), for the collector (ts/runtime/collect.ts). */
+const liveByLabel = new Map<string, { count: number; bytes: number }>();
 
 /** A device allocation. */
 export class Storage {
@@ -54,7 +58,8 @@ export class Storage {
     // during a graph's capture, the capture's streams allocate from the graph's pool (ts/runtime/graphs.ts)
     this.allocStream = this.client.capture ? this.client.capture.allocStream(this.stream) : this.stream;
     settleFrees(device);
-    const a = this.allocator.malloc(bytes, this.allocStream);
+    // a miss collects the tensors nobody holds and retries (ts/runtime/collect.ts)
+    const a = mallocCollecting(this.allocator, bytes, this.allocStream);
     this.block = a.block;
     this.id = a.segment;
     this.byteOffset = a.offset;
@@ -64,10 +69,13 @@ export class Storage {
   /** Allocates `bytes` on a device; throws `OutOfMemoryError` at the call when it cannot. */
   static alloc(device: Device, bytes: number): Storage {
     const s = new Storage(device, bytes);
-    const l = live.get(device) ?? { count: 0, bytes: 0 };
+    let l = live.get(device);
+    if (!l) {
+      live.set(device, (l = { count: 0, bytes: 0 }));
+      liveByLabel.set(String(device), l);
+    }
     l.count++;
     l.bytes += bytes;
-    live.set(device, l);
     profilerHooks.current?.memory(device, bytes);
     return s;
   }
@@ -155,3 +163,9 @@ export function watch(t: Watched): void {
     queueMicrotask(registerPending);
   }
 }
+
+setCollectorHooks({
+  registry: collected as FinalizationRegistry<never>,
+  watchPending: registerPending,
+  liveBytes: (label) => liveByLabel.get(label)?.bytes ?? 0,
+});
