@@ -10,7 +10,7 @@ import { device, Device, type DeviceLike, currentDevice, deviceCount as gpuCount
 import { bindArgs, REQUIRED, type PyArgs } from './ops/options.js';
 
 /** Whether an accelerator (a usable GPU) is available. */
-export const isAvailable = (): Promise<boolean> => gpuAvailable();
+export const isAvailable = (): Promise<boolean> => Promise.resolve(gpuAvailable());
 
 /** The number of accelerator devices. */
 export const deviceCount = (): Promise<number> => gpuCount();

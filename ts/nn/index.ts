@@ -1,6 +1,7 @@
 /** `torch.nn`: modules, layers, losses and parameters. */
 export { Module, Parameter, RemovableHandle } from './module.js';
 export * as utils from './utils.js';
+/** `torch.nn.init`: in-place initialisers (ts/nn/init.ts). */
 export * as init from './init.js';
 export { Linear, LazyLinear, ReLU, GELU, SiLU, Tanh, Sigmoid, Flatten, Sequential, ModuleList, ModuleDict } from './layers.js';
 export {
@@ -22,8 +23,6 @@ export type { GroupNormOptions, RMSNormOptions, UpsampleOptions } from './layers
 export { CrossEntropyLoss, NLLLoss, MSELoss, L1Loss, BCEWithLogitsLoss } from './loss.js';
 export { LazyConv1d, LazyConv2d, LazyBatchNorm1d, LazyBatchNorm2d } from './lazy.js';
 export * as functional from '../ops/functional.js';
-/** `torch.nn.init`: in-place initialisers (ts/nn/init.ts). */
-export * as init from './init.js';
 export { DataParallel } from './parallel.js';
 export type { DataParallelOptions } from './parallel.js';
 export * as parallel from './parallel-exports.js';
