@@ -288,6 +288,8 @@ const nnRecipes: Record<string, Recipe> = {
   DataParallel: (bad) => new nn.DataParallel(new nn.ReLU(), bad as never),
   Linear: (bad) => new nn.Linear(3, 2, bad),
   LazyLinear: (bad) => new nn.LazyLinear(2, bad),
+  LazyConv1d: (bad) => new nn.LazyConv1d(1, 3, bad), LazyConv2d: (bad) => new nn.LazyConv2d(1, 3, bad),
+  LazyBatchNorm1d: (bad) => new nn.LazyBatchNorm1d(bad), LazyBatchNorm2d: (bad) => new nn.LazyBatchNorm2d(bad),
   ReLU: (bad) => new nn.ReLU(bad), GELU: (bad) => new nn.GELU(bad), SiLU: (bad) => new nn.SiLU(bad),
   Tanh: (bad) => new nn.Tanh(bad as never), Sigmoid: (bad) => new nn.Sigmoid(bad as never),
   Flatten: (bad) => new nn.Flatten(bad),
@@ -350,6 +352,7 @@ const optimRecipes: Record<string, Recipe> = {
   Optimizer: null, lrScheduler: null,
   SGD: (bad) => new optim.SGD(params(), 0.1, bad), Adam: (bad) => new optim.Adam(params(), bad), AdamW: (bad) => new optim.AdamW(params(), bad),
   RMSprop: (bad) => new optim.RMSprop(params(), bad), Adagrad: (bad) => new optim.Adagrad(params(), bad),
+  Adadelta: (bad) => new optim.Adadelta(params(), bad),
 };
 
 const schedulerRecipes: Record<string, Recipe> = {

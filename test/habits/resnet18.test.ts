@@ -78,6 +78,14 @@ class ResNet extends nn.Module {
     this.layer4 = this.makeLayer(width * 8, layers[3], 2);
     this.avgpool = new nn.AdaptiveAvgPool2d([1, 1]);
     this.fc = new nn.Linear(width * 8 * BasicBlock.expansion, numClasses);
+    for (const m of this.modules()) {
+      if (m instanceof nn.Conv2d) {
+        nn.init.kaimingNormal_(m.weight, { mode: 'fan_out', nonlinearity: 'relu' });
+      } else if (m instanceof nn.BatchNorm2d) {
+        nn.init.constant_(m.weight!, 1);
+        nn.init.constant_(m.bias!, 0);
+      }
+    }
   }
 
   makeLayer(planes: number, blocks: number, stride = 1): torch.nn.Sequential {
@@ -149,7 +157,7 @@ describe("torchvision's ResNet-18", () => {
     const sd = await torch.load(new URL(`resnet18-w${G.width}.pt`, FIX).pathname, { mapLocation: device });
     model.loadStateDict(sd);
     for (const t of Object.values(sd)) (t as torch.Tensor).dispose();
-    const x = torch.tensor(images(G.x.shape), { device }).reshape(G.x.shape);
+    const x = torch.tidy(() => torch.tensor(images(G.x.shape), { device }).reshape(G.x.shape));
     const y = torch.tensor(G.y, { dtype: 'int64', device });
     const opt = new torch.optim.SGD(model.parameters(), { lr: 0.1, momentum: 0.9, weightDecay: 5e-4 });
     try {

@@ -8,9 +8,9 @@
  */
 import type { Tensor } from '../tensor.js';
 import type { Size2 } from '../ops/conv.js';
-import type { PyArgs } from '../ops/options.js';
+import { bindArgs, type PyArgs } from '../ops/options.js';
 import { Module, type Parameter } from './module.js';
-import { BatchNorm1d, BatchNorm2d, Conv1d, Conv2d, type BatchNormLayerOptions, type ConvLayerOptions } from './spatial.js';
+import { BatchNorm1d, BatchNorm2d, Conv1d, Conv2d, convLayerOptions, type BatchNormLayerOptions, type ConvLayerOptions } from './spatial.js';
 
 /** Each lazy layer's real layer, kept off the module (a Module field would register as a child). */
 const REAL = new WeakMap<Module, Module>();
@@ -45,6 +45,7 @@ export class LazyConv1d extends Lazy<Conv1d> {
   private readonly args: unknown[];
   constructor(readonly outChannels: number, readonly kernelSize: number, ...args: PyArgs<[stride: number, padding: number | 'valid' | 'same', dilation: number, groups: number, bias: boolean], ConvLayerOptions>) {
     super((x) => (x.ndim === 2 ? 0 : 1));
+    convLayerOptions('LazyConv1d', args); // a misspelt option raises here, as PyTorch's constructor does
     this.args = args;
   }
 
@@ -58,6 +59,7 @@ export class LazyConv2d extends Lazy<Conv2d> {
   private readonly args: unknown[];
   constructor(readonly outChannels: number, readonly kernelSize: Size2, ...args: PyArgs<[stride: Size2, padding: Size2 | 'valid' | 'same', dilation: Size2, groups: number, bias: boolean], ConvLayerOptions>) {
     super((x) => (x.ndim === 3 ? 0 : 1));
+    convLayerOptions('LazyConv2d', args);
     this.args = args;
   }
 
@@ -66,6 +68,9 @@ export class LazyConv2d extends Lazy<Conv2d> {
   }
 }
 
+/** Checks the batch norm layers' arguments at construction (a misspelt option raises here, as in PyTorch). */
+const bindBatchNorm = (name: string, args: readonly unknown[]) => bindArgs(name, ['eps', 'momentum', 'affine', 'trackRunningStats', 'device', 'dtype'], args, {} as BatchNormLayerOptions);
+
 type BatchNormArgs = PyArgs<[eps: number, momentum: number, affine: boolean, trackRunningStats: boolean], BatchNormLayerOptions>;
 
 /** `nn.LazyBatchNorm1d(eps, momentum, affine, trackRunningStats, {device, dtype})`: features from dim 1. */
@@ -73,6 +78,7 @@ export class LazyBatchNorm1d extends Lazy<BatchNorm1d> {
   private readonly args: unknown[];
   constructor(...args: BatchNormArgs) {
     super(() => 1);
+    bindBatchNorm(new.target.name, args);
     this.args = args;
   }
 
@@ -86,6 +92,7 @@ export class LazyBatchNorm2d extends Lazy<BatchNorm2d> {
   private readonly args: unknown[];
   constructor(...args: BatchNormArgs) {
     super(() => 1);
+    bindBatchNorm(new.target.name, args);
     this.args = args;
   }
 

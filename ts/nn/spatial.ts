@@ -36,7 +36,7 @@ type ConvPositional<S> = [stride: S, padding: S | 'valid' | 'same', dilation: S,
   device: FactoryOptions['device'], dtype: FactoryOptions['dtype']];
 const CONV_PARAMS = ['stride', 'padding', 'dilation', 'groups', 'bias', 'paddingMode', 'device', 'dtype'] as const;
 
-function convLayerOptions(name: string, args: readonly unknown[]): ConvLayerOptions {
+export function convLayerOptions(name: string, args: readonly unknown[]): ConvLayerOptions {
   const o = bindArgs(name, CONV_PARAMS, args, {} as ConvLayerOptions, 4);
   if (o.paddingMode !== undefined && o.paddingMode !== 'zeros') throw new RangeError(`${name}: padding_mode '${o.paddingMode}' is not supported (only 'zeros')`);
   return o;
