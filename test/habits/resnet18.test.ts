@@ -1,7 +1,7 @@
 /**
  * torchvision's ResNet-18 (`torchvision/models/resnet.py`: BasicBlock, `_make_layer`, the 7×7 stem
  * and 3×3 max pool, `nn.ReLU(inplace=True)`, `out += identity`), translated into camelCase, on cpu
- * and gpu:0 (issue 31).
+ * and gpu:0 (issue 31). The model is examples/models/resnet18.mjs (shared with bench/models.mjs).
  *
  * Against PyTorch: test/fixtures/make_resnet18.py writes the same network at width 4 (torchvision's
  * is 64; the state dict stays at 220 KB), its initial state dict as a `.pt`, and for a batch of 4
@@ -16,6 +16,8 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import * as torch from '../../dist/webtorch.js';
 import { habitsSetup } from './setup.js';
+// @ts-expect-error: a JavaScript module without types
+import { makeResNet18 } from '../../examples/models/resnet18.mjs';
 
 const { nn, F } = torch;
 habitsSetup();
@@ -26,100 +28,8 @@ const G = JSON.parse(readFileSync(new URL('resnet18.json', FIX), 'utf8')) as {
   grads: Record<string, number[]>; after_step: number[]; buffers_after_two_forwards: Record<string, number[]>; eval: number[];
 };
 
-// def conv3x3(in_planes, out_planes, stride=1): return nn.Conv2d(in_planes, out_planes, kernel_size=3, stride=stride, padding=1, bias=False)
-function conv3x3(inPlanes: number, outPlanes: number, stride = 1) {
-  return new nn.Conv2d(inPlanes, outPlanes, 3, { stride, padding: 1, bias: false });
-}
-
-class BasicBlock extends nn.Module {
-  static expansion = 1;
-  conv1: torch.nn.Conv2d; bn1: torch.nn.BatchNorm2d; relu: torch.nn.ReLU; conv2: torch.nn.Conv2d; bn2: torch.nn.BatchNorm2d;
-  downsample: torch.nn.Module | null;
-  constructor(inplanes: number, planes: number, stride = 1, downsample: torch.nn.Module | null = null) {
-    super();
-    this.conv1 = conv3x3(inplanes, planes, stride);
-    this.bn1 = new nn.BatchNorm2d(planes);
-    this.relu = new nn.ReLU({ inplace: true });
-    this.conv2 = conv3x3(planes, planes);
-    this.bn2 = new nn.BatchNorm2d(planes);
-    this.downsample = downsample;
-  }
-
-  forward(x: torch.Tensor): torch.Tensor {
-    let identity = x;
-    let out = this.conv1(x);
-    out = this.bn1(out);
-    out = this.relu(out);
-    out = this.conv2(out);
-    out = this.bn2(out);
-    if (this.downsample !== null) identity = this.downsample(x);
-    out.add_(identity); // out += identity
-    out = this.relu(out);
-    return out;
-  }
-}
-
-class ResNet extends nn.Module {
-  inplanes: number;
-  conv1: torch.nn.Conv2d; bn1: torch.nn.BatchNorm2d; relu: torch.nn.ReLU; maxpool: torch.nn.MaxPool2d;
-  layer1: torch.nn.Sequential; layer2: torch.nn.Sequential; layer3: torch.nn.Sequential; layer4: torch.nn.Sequential;
-  avgpool: torch.nn.AdaptiveAvgPool2d; fc: torch.nn.Linear;
-  // `width` is torchvision's 64 (the fixture's 4 keeps its state dict small)
-  constructor(layers: number[], numClasses = 1000, width = 64) {
-    super();
-    this.inplanes = width;
-    this.conv1 = new nn.Conv2d(3, this.inplanes, 7, { stride: 2, padding: 3, bias: false });
-    this.bn1 = new nn.BatchNorm2d(this.inplanes);
-    this.relu = new nn.ReLU({ inplace: true });
-    this.maxpool = new nn.MaxPool2d(3, { stride: 2, padding: 1 });
-    this.layer1 = this.makeLayer(width, layers[0]);
-    this.layer2 = this.makeLayer(width * 2, layers[1], 2);
-    this.layer3 = this.makeLayer(width * 4, layers[2], 2);
-    this.layer4 = this.makeLayer(width * 8, layers[3], 2);
-    this.avgpool = new nn.AdaptiveAvgPool2d([1, 1]);
-    this.fc = new nn.Linear(width * 8 * BasicBlock.expansion, numClasses);
-    for (const m of this.modules()) {
-      if (m instanceof nn.Conv2d) {
-        nn.init.kaimingNormal_(m.weight, { mode: 'fan_out', nonlinearity: 'relu' });
-      } else if (m instanceof nn.BatchNorm2d) {
-        nn.init.constant_(m.weight!, 1);
-        nn.init.constant_(m.bias!, 0);
-      }
-    }
-  }
-
-  makeLayer(planes: number, blocks: number, stride = 1): torch.nn.Sequential {
-    let downsample: torch.nn.Module | null = null;
-    if (stride !== 1 || this.inplanes !== planes * BasicBlock.expansion) {
-      downsample = new nn.Sequential(
-        new nn.Conv2d(this.inplanes, planes * BasicBlock.expansion, 1, { stride, bias: false }),
-        new nn.BatchNorm2d(planes * BasicBlock.expansion),
-      );
-    }
-    const layers: torch.nn.Module[] = [new BasicBlock(this.inplanes, planes, stride, downsample)];
-    this.inplanes = planes * BasicBlock.expansion;
-    for (let i = 1; i < blocks; i++) layers.push(new BasicBlock(this.inplanes, planes));
-    return new nn.Sequential(...layers);
-  }
-
-  forward(x: torch.Tensor): torch.Tensor {
-    x = this.conv1(x);
-    x = this.bn1(x);
-    x = this.relu(x);
-    x = this.maxpool(x);
-    x = this.layer1(x);
-    x = this.layer2(x);
-    x = this.layer3(x);
-    x = this.layer4(x);
-    x = this.avgpool(x);
-    x = torch.flatten(x, 1);
-    x = this.fc(x);
-    return x;
-  }
-}
-
-// def resnet18(**kwargs): return ResNet(BasicBlock, [2, 2, 2, 2], **kwargs)
-const resnet18 = (numClasses = 1000, width = 64) => new ResNet([2, 2, 2, 2], numClasses, width);
+// The model: torchvision's resnet.py in camelCase (examples/models/resnet18.mjs, which bench/models.mjs times too).
+const resnet18 = (numClasses = 1000, width = 64): torch.nn.Module => makeResNet18(torch, numClasses, width);
 
 /** The fixture's input: sin(0.37·i) in float64, rounded to float32 (make_resnet18.py makes the same). */
 function images(shape: number[]): Float32Array {

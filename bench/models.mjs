@@ -1,0 +1,93 @@
+// Real models, timed as users train them (issue 29): nanoGPT's GPT in its Shakespeare-character
+// configuration (6 layers, 6 heads, 384 wide, context 256, batch 64, AdamW, gradient clipping) and
+// torchvision's ResNet-18 on 32×32 images (batch 128, SGD with momentum), eager or under autocast.
+// The models are examples/models/*.mjs. Before timing, the run saves its initial weights and batch
+// with torch.save; bench/models_torch.py loads them into PyTorch's copy of each model, checks that
+// its first losses match webtorch's, and times the same steps (side by side in one device call).
+//
+//   node bench/models.mjs --model gpt|resnet18 [--device gpu:0] [--amp] [--steps 20] [--warmup 5] [--dir DIR]
+// prints one JSON line: losses of the first steps, steps/s, tokens or images per second.
+import { mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { makeGpt, gptOptimizer } from '../examples/models/nanogpt.mjs';
+import { makeResNet18 } from '../examples/models/resnet18.mjs';
+
+const { values: o } = parseArgs({
+  options: {
+    model: { type: 'string', default: 'gpt' }, device: { type: 'string', default: 'gpu:0' }, amp: { type: 'boolean', default: false },
+    steps: { type: 'string', default: '20' }, warmup: { type: 'string', default: '5' }, dir: { type: 'string', default: join(tmpdir(), 'webtorch-models') },
+    batch: { type: 'string' },
+  },
+});
+const torch = await import('../dist/webtorch.js');
+const { F } = torch;
+if (o.device.startsWith('gpu')) await torch.gpu.init();
+mkdirSync(o.dir, { recursive: true });
+torch.manualSeed(1337);
+
+/** nanoGPT's config/train_shakespeare_char.py (dropout 0 here, so both sides compute the same step). */
+export const GPT = { blockSize: 256, vocabSize: 65, nLayer: 6, nHead: 6, nEmbd: 384, dropout: 0, bias: false, batch: 64, lr: 1e-3, betas: [0.9, 0.99], weightDecay: 0.1, gradClip: 1 };
+const RESNET = { batch: 128, classes: 10, lr: 0.1, momentum: 0.9, weightDecay: 5e-4 };
+
+let model, opt, inputs, forward, unit, perStep, clip = 0;
+if (o.model === 'gpt') {
+  const cfg = { ...GPT, batch: Number(o.batch ?? GPT.batch) };
+  model = makeGpt(torch, cfg).to(o.device);
+  opt = gptOptimizer(torch, model, cfg);
+  // token ids of a fixed pseudo-text (a character model's step costs the same whatever the text)
+  const ids = Array.from({ length: cfg.batch * (cfg.blockSize + 1) }, (_, i) => (i * 7919 + (i >> 5) * 31) % cfg.vocabSize);
+  const x = torch.tensor(ids, { dtype: 'int64' }).view([cfg.batch, cfg.blockSize + 1]);
+  inputs = { x: x.narrow(1, 0, cfg.blockSize).contiguous().to(o.device), y: x.narrow(1, 1, cfg.blockSize).contiguous().to(o.device) };
+  forward = () => model(inputs.x, inputs.y);
+  [unit, perStep, clip] = ['tokens/s', cfg.batch * cfg.blockSize, cfg.gradClip];
+} else if (o.model === 'resnet18') {
+  const batch = Number(o.batch ?? RESNET.batch);
+  model = makeResNet18(torch, RESNET.classes).to(o.device);
+  opt = new torch.optim.SGD(model.parameters(), { lr: RESNET.lr, momentum: RESNET.momentum, weightDecay: RESNET.weightDecay });
+  inputs = { x: torch.randn([batch, 3, 32, 32], { device: o.device }), y: torch.randint(0, RESNET.classes, [batch], { device: o.device }) };
+  forward = () => F.crossEntropy(model(inputs.x), inputs.y);
+  [unit, perStep] = ['images/s', batch];
+} else throw new Error(`--model must be gpt or resnet18, not ${o.model}`);
+model.train();
+await torch.save(model.stateDict(), join(o.dir, `${o.model}-init.pt`));
+await torch.save(inputs, join(o.dir, `${o.model}-batch.pt`));
+
+/** One training step as the user writes it; returns the loss (not read). */
+function step() {
+  const loss = torch.tidy(() => {
+    const l = o.amp ? torch.autocast('gpu', { dtype: 'bfloat16' }, forward) : forward();
+    l.backward();
+    return l;
+  });
+  if (clip) torch.nn.utils.clipGradNorm_(model.parameters(), clip).dispose();
+  opt.step();
+  opt.zeroGrad();
+  return loss;
+}
+
+const losses = [];
+for (let i = 0; i < 3; i++) {
+  const l = step();
+  losses.push(await l.item());
+  l.dispose();
+}
+for (let i = 0; i < Number(o.warmup); i++) step().dispose();
+await torch.gpu.synchronize?.();
+const n = Number(o.steps);
+const t0 = performance.now();
+let last;
+for (let i = 0; i < n; i++) {
+  last?.dispose();
+  last = step();
+}
+await last.item();
+const seconds = (performance.now() - t0) / 1000;
+last.dispose();
+const props = o.device.startsWith('gpu') ? await torch.gpu.getDeviceProperties(o.device) : null;
+console.log(JSON.stringify({
+  impl: 'webtorch', model: o.model, device: props?.name ?? o.device, amp: o.amp, losses, steps: n,
+  stepsPerSec: n / seconds, [unit]: (n * perStep) / seconds,
+}));
+await torch.shutdown();
