@@ -11,7 +11,47 @@
  * filled with -1 on A, so a reader that does not wait sees -1s, never plausible values.
  *
  * MUTATION RECORD (file:line as on main, the change, the failure seen):
- * MUTATION-RECORD-PLACEHOLDER
+ * Line numbers are those of commit 13c0385 (this branch's base); each mutation was
+ * built with `npm run build:ts && npm run build:bundle` and this file run with `-t` on the test.
+ * - stream.waitEvent: ts/worker/executor.ts:101, the scheduler's ready check
+ *   `(cmd) => cmd.k !== 'wait' || events.ran(cmd.slot, cmd.version)` made `(cmd) => true` (the
+ *   worker's `wait` never holds). Failed: "y + 1 computed on B after B.waitEvent(A's event):
+ *   expected '65536 of 65536 wrong, first at 0: 0 instead of 1' to be 'all right'" (the waitStream
+ *   test failed too under this mutation: "… -2 instead of 0 …").
+ * - stream.waitStream: ts/runtime/streams.ts:110 `this.waitEvent(stream.recordEvent());` made
+ *   `stream.recordEvent();` (records, never waits). Failed: "y * 2 computed on B after
+ *   B.waitStream(A): expected '65536 of 65536 wrong, first at 0: -2 instead of 0' to be 'all right'".
+ * - event.synchronize(): ts/runtime/streams.ts:266 `await at.client.sync({ slot: at.slot, version:
+ *   at.version });` deleted. Failed: "y read from the default stream after e.synchronize(): expected
+ *   '65536 of 65536 wrong, first at 0: -1 instead of 0' to be 'all right'" (with the query check
+ *   first, an earlier version failed on "query() after synchronize(): expected false to be true").
+ * - synchronize(gpu:0) waits for every stream: ts/worker/executor.ts:178 `if ('all' in target)
+ *   return scheduler.whenDone().then(synced);` made `… return onStream(0, synced);` (waits for the
+ *   default stream only). Failed: "y read from the default stream after synchronize(gpu:0):
+ *   expected '65536 of 65536 wrong, first at 0: -1 instead of 0' to be 'all right'". (A.query()
+ *   still answered true: after an awaited sync the calling thread marks the streams finished
+ *   itself, so a query is no evidence that a sync waited.)
+ * - pinned host→device waits for the cpu's work: ts/runtime/pinned.ts:110 `e.ready.wait(gpu);`
+ *   (in uploadPinned) deleted. Failed: "g + 1 on the copy's stream: expected '64860 of 65536 wrong,
+ *   first at 1: 1 instead of 2' to be 'all right'". (Without the warm-up copy at the top of the
+ *   test this mutation passed: the first pinned copy waits for the cpu's memory to arrive, which
+ *   the busy cpu sends only after its queued work.)
+ * - pinned source freed at once: ts/runtime/pinned.ts:118 `src.storage.recordStream(reads);`
+ *   deleted. Failed: "the copy of the freed pinned tensor: expected '65536 of 65536 wrong, first at
+ *   0: 99 instead of 0' to be 'all right'" (the cpu reused the block for a 99-filled tensor first).
+ * - pinned device→host then cpu work: ts/runtime/pinned.ts:141 `e.written.wait(Stream.of(CPU, 0));`
+ *   deleted. Failed: "h + 1 on the cpu: expected '65536 of 65536 wrong, first at 0: 0 instead of 1'
+ *   to be 'all right'" (the cpu added 1 to the -1s before the GPU wrote h).
+ * - makeGraphedCallables replays: ts/runtime/graphed.ts:104 `fwd.replay();` deleted. Failed (cpu
+ *   and gpu:0): "the two calls' outputs differ: expected [ 0, 0, 0, 0, 0, 0 ] to not deeply equal
+ *   [ 0, 0, 0, 0, 0, 0 ]". And ts/runtime/graphed.ts:136, the module's forward made
+ *   `(...args) => original.apply(module, args)` (the graphed module quietly runs eagerly, with
+ *   right values). Failed (cpu and gpu:0): "forward calls during the graphed calls: expected 6 to be 4".
+ * - torch graph replays: ts/worker/executor.ts:70 `case 'replay': return capture.replay(cmd);` made
+ *   `case 'replay': return;`. Failed (cpu and gpu:0): "expected [ [ 0, 0, 0, 0 ], … ] to deeply
+ *   equal [ [ 1.5, 0, 3, 4 ], [ 2, 1, -1, 13 ] ]".
+ * Under every mutation the leak check after the failing test failed too (the test stopped before
+ * its disposes); that is a consequence, not the evidence. With ts/ restored and rebuilt, all pass.
  */
 import { describe, expect, it } from 'vitest';
 import * as torch from '../../dist/webtorch.js';
@@ -107,9 +147,9 @@ describe('a stream wait that waits', () => {
     const e = A.recordEvent();
     expect(e.query(), 'the event is not finished while A is held back').toBe(false);
     await e.synchronize();
-    expect(e.query(), 'query() after synchronize()').toBe(true);
     // The read runs on the default stream, which nothing holds: it sees y as it is in memory now.
     expect(await wrong(y, want), 'y read from the default stream after e.synchronize()').toBe('all right');
+    expect(e.query(), 'query() after synchronize()').toBe(true);
     await torch.gpu.synchronize(d);
     for (const t of [src, long, y]) t.dispose();
   }, 60_000);
@@ -130,6 +170,13 @@ describe('torch.gpu.synchronize waits for every stream', () => {
 
 describe('pinned copies with nonBlocking: true', () => {
   it('host→device: the copy waits for the cpu\'s queued (slow) work on the pinned source; a kernel after it on its stream sees the values', async () => {
+    // First a pinned copy that connects the cpu and gpu:0 (the GPU worker then knows the cpu's
+    // memory): otherwise the copy below would wait for that, and a copy that did not wait for the
+    // cpu's event would pass anyway.
+    const w = torch.tidy(() => torch.ones([4]).pinMemory()), wg = w.to(d, { nonBlocking: true });
+    expect(await wg.tolist()).toEqual([1, 1, 1, 1]);
+    w.dispose();
+    wg.dispose();
     const pinned = torch.empty([N, N], { pinMemory: true });
     pinned.fill_(-1); // queued on the cpu before the slow work: what a copy that does not wait reads
     const x = data('cpu');
@@ -155,7 +202,7 @@ describe('pinned copies with nonBlocking: true', () => {
     });
     pin.dispose(); // as PyTorch allows: the caching host allocator keeps the block until the copy is done
     // New cpu tensors of the same size, filled at once by the cpu (not held): one would take pin's block if it were free.
-    const over = Array.from({ length: 8 }, () => torch.full([N, N], 99));
+    const over = Array.from({ length: 8 }, () => torch.full([N, N], 99, { dtype: 'float32' }));
     await A.synchronize();
     expect(await wrong(g, want), 'the copy of the freed pinned tensor').toBe('all right');
     for (const t of [src, long, held, g, ...over]) t.dispose();

@@ -11,7 +11,14 @@
  * The two ranks have different data, so the local gradient differs from the average.
  *
  * MUTATION RECORD (file:line as on main, the change, the failure seen):
- * MUTATION-RECORD-PLACEHOLDER
+ * Line numbers are those of commit 13c0385 (this branch's base). ts/distributed/ddp.ts:232
+ * `allReduce(done.flat!, { op: 'avg', group: this.processGroup, asyncOp: true });` made
+ * `{ const f = narrow(done.flat!, 0, 0, done.flat!.numel()); untrack(f); queueMicrotask(() => {
+ * allReduce(f, {…same options…}); f.dispose(); }); }`: every bucket's all-reduce issued only after
+ * backward returns (same values in the end). Built with `npm run build:ts && npm run build:bundle`.
+ * Failed: "rank 0 fc3.weight.grad[0] at the probe 0.008171461522579193, after backward
+ * 0.005790278315544128: expected 0.0023811832070350647 to be less than 0.000001" (the probe's read
+ * saw rank 0's local gradient). With ts/ restored and rebuilt, it passes.
  */
 import { describe, expect, it } from 'vitest';
 import * as torch from '../../dist/webtorch.js';
