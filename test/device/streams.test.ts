@@ -7,6 +7,14 @@
  * On one device every stream feeds one GPU queue, so ordering is only at stake when the worker
  * must hold a stream back: the tests hold one back on purpose with a copy from the other device
  * (a `recv`, which waits for the source's long work), and check that the others go on meanwhile.
+ *
+ * MUTATION RECORD (issue 33): 'torch.gpu.synchronize(dev) waits for every stream of the device'
+ * held nothing back and checked only query(), which is true after any awaited sync; it now holds
+ * s1 back with a copy from the other device and checks the values. Checked: ts/worker/executor.ts:178
+ * (commit 13c0385) `if ('all' in target) return scheduler.whenDone().then(synced);` made
+ * `… return onStream(0, synced);` (the default stream only), rebuilt: on gpu:0 and gpu:1 "max
+ * |a - x|, max |b - x| after synchronize(dev): expected [ 97, 0 ] to deeply equal [ 0, 0 ]";
+ * restored and rebuilt: passes.
  */
 import { describe, expect, it } from 'vitest';
 import * as torch from '../../dist/webtorch.js';
@@ -343,12 +351,21 @@ describe.each(['gpu:0', 'gpu:1'])('streams on %s', (d) => {
   it('torch.gpu.synchronize(dev) waits for every stream of the device', async () => {
     const s1 = new torch.gpu.Stream(d), s2 = new torch.gpu.Stream(d, { priority: -1 });
     const x = data(d);
+    // s1 is held back: it receives a copy of long work on the other device, into a tensor filled
+    // with -1 first. (The queries below are true after any awaited sync, which the calling thread
+    // records itself: only the values tell whether the sync waited for s1.)
+    const src = data(other), long = longWork(src, 24);
     let a!: torch.Tensor, b!: torch.Tensor;
-    torch.gpu.stream(s1, () => (a = longWork(x, 3)));
+    torch.gpu.stream(s1, () => {
+      a = torch.full([N, N], -1, { device: d });
+      a.copy_(long);
+    });
     torch.gpu.stream(s2, () => (b = longWork(x, 3)));
     await torch.gpu.synchronize(d);
     expect([s1.query(), s2.query(), torch.gpu.currentStream(d).query()]).toEqual([true, true, true]);
-    for (const t of [a, b, x]) t.dispose();
+    const diff = torch.tidy(() => torch.stack([a.sub(x).abs().max(), b.sub(x).abs().max()])); // read on the default stream
+    expect(await diff.tolist(), 'max |a - x|, max |b - x| after synchronize(dev)').toEqual([0, 0]);
+    for (const t of [a, b, x, src, long, diff]) t.dispose();
   }, 120_000);
 
   it('misuse: a stream of another device, elapsedTime without timing, interprocess, other devices', async () => {

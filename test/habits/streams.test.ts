@@ -3,6 +3,12 @@
  * Synchronization" and "Pinned Memory" examples, and seed 000's pinned-memory advice, line by line (camelCase, `torch.cuda` as it is (it is `torch.gpu`), `await` at the sync points, `with` blocks as
  * callbacks, `@` as `matmul`, `+` as `add`). `model` and `input_tensor` are the seed's placeholders:
  * here a small Linear layer and its input.
+ *
+ * MUTATION RECORD (issue 33): the "Device Synchronization" test accepted either printed outcome;
+ * it now expects 'Stream still running'. Checked: ts/runtime/streams.ts:126 (commit 13c0385)
+ * `return clientOf(this.device).streamFinished(this.streamId);` made `return true;` (query() does
+ * not look at the stream), rebuilt: "expected 'Stream completed' to be 'Stream still running'";
+ * restored and rebuilt: passes.
  */
 import { describe, expect, it } from 'vitest';
 import * as torch from '../../dist/webtorch.js';
@@ -123,7 +129,11 @@ describe('torch.cuda overview: streams and events', () => {
       print('Stream still running');
     }
 
-    expect(['Stream completed', 'Stream still running']).toContain(printed[0]);
+    // Not 'either outcome': the stream's work was queued just before, and query() is synchronous,
+    // answering from the board, where the device cannot yet have finished the mark that query
+    // itself queued (docs/ARCHITECTURE.md, Events and the stream board). A query() that did not
+    // look at the stream (always true) prints 'Stream completed' and fails here.
+    expect(printed[0]).toBe('Stream still running');
     await stream.synchronize();
     expect(stream.query()).toBe(true);
     output.dispose();
