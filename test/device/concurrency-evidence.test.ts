@@ -42,9 +42,9 @@
  * - pinned device→host then cpu work: ts/runtime/pinned.ts:141 `e.written.wait(Stream.of(CPU, 0));`
  *   deleted. Failed: "h + 1 on the cpu: expected '65536 of 65536 wrong, first at 0: 0 instead of 1'
  *   to be 'all right'" (the cpu added 1 to the -1s before the GPU wrote h).
- * - makeGraphedCallables replays: ts/runtime/graphed.ts:104 `fwd.replay();` deleted. Failed (cpu
+ * - makeGraphedCallables replays: ts/nn/graphed.ts (then ts/runtime/graphed.ts):104 `fwd.replay();` deleted. Failed (cpu
  *   and gpu:0): "the two calls' outputs differ: expected [ 0, 0, 0, 0, 0, 0 ] to not deeply equal
- *   [ 0, 0, 0, 0, 0, 0 ]". And ts/runtime/graphed.ts:136, the module's forward made
+ *   [ 0, 0, 0, 0, 0, 0 ]". And ts/nn/graphed.ts:136, the module's forward made
  *   `(...args) => original.apply(module, args)` (the graphed module quietly runs eagerly, with
  *   right values). Failed (cpu and gpu:0): "forward calls during the graphed calls: expected 6 to be 4".
  * - torch graph replays: ts/worker/executor.ts:70 `case 'replay': return capture.replay(cmd);` made
