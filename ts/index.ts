@@ -141,13 +141,15 @@ export const prod = reduction<number>('prod', ReduceOp.Prod);
 export const all = reduction<number>('all', ReduceOp.All);
 /** `torch.any(x, dim?, keepdim?)`. */
 export const any = reduction<number>('any', ReduceOp.Any);
-/** `torch.max`/`torch.min`: over everything, or `{values, indices}` over one dim. */
+/** `torch.max`/`torch.min`: over everything, `{values, indices}` over one dim, or elementwise with another tensor (`maximum`/`minimum`). */
 export interface MaxMin {
   (x: Tensor): Tensor;
+  (x: Tensor, other: Tensor): Tensor;
   (x: Tensor, ...args: DimArgs<number>): ValuesIndices;
 }
-const maxMinOf = (isMax: boolean) => ((x: Tensor, ...args: DimArgs<number>) => {
-  const { dim, keepdim } = bindDim<number>(isMax ? 'max' : 'min', args);
+const maxMinOf = (isMax: boolean) => ((x: Tensor, ...args: DimArgs<number> | [Tensor]) => {
+  if (args[0] instanceof Tensor) return binaryApi(isMax ? 'maximum' : 'minimum', x, args[0]);
+  const { dim, keepdim } = bindDim<number>(isMax ? 'max' : 'min', args as DimArgs<number>);
   return maxMin(isMax, x, dim, keepdim);
 }) as MaxMin;
 /** `torch.max(x)` or `torch.max(x, dim, keepdim)`. */

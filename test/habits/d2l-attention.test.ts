@@ -13,14 +13,9 @@
  * d2l's plotting (`d2l.plot`, `d2l.show_heatmaps`, `plt`) is replaced by checks on the values.
  *
  * Where webtorch differs from the chapter's PyTorch (each noted where it happens):
- *  - `torch.max(a, b)` (elementwise, two tensors) is not there: `torch.max` takes a dim, so
- *    `torch.max(t, torch.zerosLike(t))` throws "Dimension out of range"; `torch.maximum` is it.
- *  - `F.softmax(X, dim=-1)`: the keyword form `F.softmax(X, {dim: -1})` is refused ("Dimension out
- *    of range ... [object Object]"); the dim goes positionally.
- *  - `x[None, :]`: `x.index(null, ':')` reads `null` as `:` (keep the dim), not as `None` (a new
- *    axis), so it throws "too many indices"; `unsqueeze` is the translation.
- *  - `nn.Sequential` is not iterable (`for blk in self.blks`, `enumerate(self.blks)`): `for … of`
- *    throws "is not iterable"; `blks.children()` is the translation (`len(blks)` is `blks.length`).
+ *  - Fixed since this test was written, and written here as the chapter has them: `torch.max(a, b)`
+ *    (elementwise), `F.softmax(X, {dim: -1})`, `x[None, :]` as `x.index(null, ':')`, iterating an
+ *    `nn.Sequential`.
  *  - `X[~mask] = value`: `~` is `logicalNot()` (no `~` operator, no `bitwiseNot`), and `X[m] = v` is
  *    `X.indexPut_(m, v)` (what PyTorch's `__setitem__` runs for a bool mask).
  *  - `P[:, :, 0::2] = torch.sin(X)`: `P.index(':', ':', '0::2')` is a view, so `.copy_(…)` into it
@@ -28,11 +23,8 @@
  *  - State a `forward` keeps on the module (`self.attention_weights`) is a tensor that the caller's
  *    `torch.tidy` disposes unless the caller returns it from the `tidy`; a view (`P[0, :, 6:10]`)
  *    keeps its base's storage alive until the view is disposed too.
- *  - A bug, not a missing name: backward through `masked_softmax`'s in-place write fails, because
- *    webtorch's `div` saves its output even when the divisor is a number (`scores / math.sqrt(d)`
- *    is what the write then changes): "modified by an inplace operation ... (in DivBackward0)".
- *    PyTorch trains the chapter's Transformer through it. The test "masked_softmax under autograd"
- *    pins it; the training test runs without valid_lens until it is fixed.
+ *  - Fixed too: backward through `masked_softmax`'s in-place write after `scores / math.sqrt(d)`
+ *    (webtorch's `div` saved its output even when the divisor needed no gradient).
  */
 import { describe, expect, it } from 'vitest';
 import * as torch from '../../dist/webtorch.js';
@@ -85,9 +77,7 @@ function constant(x: Tensor): Tensor {
 // def epanechikov(x):
 //     return torch.max(1 - torch.abs(x), torch.zeros_like(x))
 function epanechikov(x: Tensor): Tensor {
-  // torch.max(a, b), the elementwise form, is missing (torch.max(t, tensor) throws "Dimension out of
-  // range"): torch.maximum is the same function under its other PyTorch name
-  return torch.maximum(torch.abs(x).neg().add(1), torch.zerosLike(x));
+  return torch.max(torch.abs(x).neg().add(1), torch.zerosLike(x));
 }
 
 // def f(x):
@@ -130,9 +120,7 @@ function maskedSoftmax(X: Tensor, validLens: Tensor | null): Tensor {
     const maxlen = X.size(1) as number;
     //         mask = torch.arange((maxlen), dtype=torch.float32,
     //                             device=X.device)[None, :] < valid_len[:, None]
-    // `[None, :]` and `[:, None]` are unsqueeze(0) and unsqueeze(1): webtorch's `index(null, ':')`
-    // takes null as `:` (keep the dim), not as None (a new axis)
-    const mask = torch.arange(maxlen, { dtype: 'float32', device: X.device }).unsqueeze(0).lt(validLen.unsqueeze(1));
+    const mask = torch.arange(maxlen, { dtype: 'float32', device: X.device }).index(null, ':').lt(validLen.index(':', null));
     //         X[~mask] = value
     // `~mask` is `mask.logicalNot()`; `X[bool_mask] = value` is `X.indexPut_(bool_mask, value)`, what
     // PyTorch's __setitem__ runs (`X.maskedFill_(mask.logicalNot(), value)` is the same write)
@@ -143,8 +131,7 @@ function maskedSoftmax(X: Tensor, validLens: Tensor | null): Tensor {
 
   //     if valid_lens is None:
   //         return nn.functional.softmax(X, dim=-1)
-  // (F.softmax(X, {dim: -1}), the keyword, is refused: the dim goes positionally)
-  if (validLens === null) return nn.functional.softmax(X, -1);
+  if (validLens === null) return nn.functional.softmax(X, { dim: -1 });
   //     else:
   //         shape = X.shape
   const shape = X.shape;
@@ -159,7 +146,7 @@ function maskedSoftmax(X: Tensor, validLens: Tensor | null): Tensor {
   //         X = _sequence_mask(X.reshape(-1, shape[-1]), valid_lens, value=-1e6)
   X = _sequenceMask(X.reshape(-1, shape[shape.length - 1]), validLens, -1e6);
   //         return nn.functional.softmax(X.reshape(shape), dim=-1)
-  return nn.functional.softmax(X.reshape(shape), -1);
+  return nn.functional.softmax(X.reshape(shape), { dim: -1 });
 }
 
 // class DotProductAttention(nn.Module):  #@save
@@ -505,9 +492,7 @@ class TransformerEncoder extends nn.Module {
     //         self.attention_weights = [None] * len(self.blks)
     this.attentionWeights = new Array<Tensor | null>(this.blks.length).fill(null);
     //         for i, blk in enumerate(self.blks):
-    // nn.Sequential is not iterable in webtorch (`for (const blk of this.blks)` throws "is not
-    // iterable"; PyTorch's Sequential iterates its modules): children() is the closest
-    for (const [i, blk] of [...this.blks.children()].entries()) {
+    for (const [i, blk] of [...this.blks].entries()) {
       //             X = blk(X, valid_lens)
       X = blk(X, validLens);
       //             self.attention_weights[
@@ -867,25 +852,29 @@ describe.each(['cpu', 'gpu:0'])('d2l ch. 11, attention and Transformers, on %s',
     encoder.posEncoding.P.dispose();
   });
 
-  it('11.3 masked_softmax under autograd: backward through the in-place mask after the scaling (webtorch bug)', async () => {
+  it('11.3 masked_softmax under autograd: backward through the in-place mask after the scaling', async () => {
     // DotProductAttention: scores = torch.bmm(queries, keys.transpose(1, 2)) / math.sqrt(d), then
-    // masked_softmax writes X[~mask] = -1e6 into (a view of) those scores. PyTorch's backward runs
-    // (DivBackward0 saves the divisor only, and a number needs nothing). webtorch's div saves its
-    // output for the divisor's gradient even when the divisor is a number
-    // (ts/ops/elementwise.ts binaryOp: op.saves includes 'out' whatever needs a gradient), so the
-    // in-place write bumps a saved tensor's version and backward throws. When that is fixed, this
-    // check fails: replace it with `loss.backward()` and the gradient check below it.
+    // masked_softmax writes X[~mask] = -1e6 into those scores. As in PyTorch the division by a
+    // number saves nothing the write changes, so backward runs; the gradient of the masked keys'
+    // positions is what the unmasked computation over the valid keys gives.
     torch.manualSeed(6);
     const attention = new DotProductAttention(0).to(device);
     const queries = torch.randn([2, 1, 2], { device, requiresGrad: true });
     const keys = torch.randn([2, 10, 2], { device });
     const values = torch.randn([2, 10, 4], { device });
     const validLens = torch.tensor([2, 6], { device });
-    expect(() => torch.tidy(() => attention(queries, keys, values, validLens).sum().backward())).toThrow(/modified by an inplace operation.*DivBackward0/);
-    // without valid_lens (no in-place write) the same backward runs
-    torch.tidy(() => attention(queries, keys, values, null).sum().backward());
-    expect(queries.grad!.shape).toEqual([2, 1, 2]);
-    for (const t of [queries.grad!, queries, keys, values, validLens]) t.dispose();
+    torch.tidy(() => attention(queries, keys, values, validLens).sum().backward());
+    const got = queries.grad!;
+    // the same batch item by item over its valid keys only, without masking
+    const want = torch.tidy(() => torch.cat([0, 1].map((i) => {
+      const n = [2, 6][i];
+      const q = queries.index(i).detach().requiresGrad_(), k = keys.index(i, `:${n}`), v = values.index(i, `:${n}`);
+      F.softmax(q.matmul(k.T).div(Math.sqrt(2)), -1).matmul(v).sum().backward();
+      return q.grad!.unsqueeze(0);
+    }), 0));
+    const [g, w] = [await got.data(), await want.data()];
+    for (let i = 0; i < w.length; i++) expect(Math.abs(g[i] - w[i]), `grad[${i}]: ${g[i]} against ${w[i]}`).toBeLessThan(1e-5);
+    for (const t of [got, want, queries, keys, values, validLens]) t.dispose();
   });
 
   it('11.7 a few training steps of the encoder and a linear head: the loss goes down', async () => {
@@ -897,9 +886,8 @@ describe.each(['cpu', 'gpu:0'])('d2l ch. 11, attention and Transformers, on %s',
     const head = new nn.LazyLinear(vocabSize).to(device);
     const X = torch.randint(0, vocabSize, [batchSize, numSteps], { device });
     const Y = torch.tidy(() => X.index(':', ':1').expand(batchSize, numSteps).contiguous());
-    // valid_lens = None: with valid lengths, backward fails on webtorch's div bug (see the test
-    // "masked_softmax under autograd" below), so the training runs the chapter's unmasked path
-    const validLens = null;
+    // every sequence's valid length is the whole sequence but the last, so masking runs in training
+    const validLens = torch.full([batchSize], numSteps - 1, { device });
     const net = (X: Tensor) => head(encoder(X, validLens));
     // the lazy layers take their sizes at the first call (d2l's apply_init runs one batch first),
     // then the optimizer gets the parameters
@@ -924,6 +912,6 @@ describe.each(['cpu', 'gpu:0'])('d2l ch. 11, attention and Transformers, on %s',
     expect(losses[14]).toBeLessThan(0.6 * losses[0]);
     opt.zeroGrad();
     for (const s of opt.state.values()) for (const v of Object.values(s)) if (v instanceof torch.Tensor) v.dispose();
-    for (const t of [X, Y, ...params, encoder.posEncoding.P]) t.dispose();
+    for (const t of [X, Y, validLens, ...params, encoder.posEncoding.P]) t.dispose();
   });
 });

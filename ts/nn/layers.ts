@@ -174,6 +174,11 @@ abstract class IndexedModules extends Module {
   /** `net[i]`: the i-th submodule (negative counts from the end). */
   [index: number]: Module;
 
+  /** `for (const m of net)`: the submodules in order (Python iterates a Sequential and a ModuleList so). */
+  [Symbol.iterator](): Iterator<Module> {
+    return this.children();
+  }
+
   constructor() {
     super();
     return new Proxy(this, {
@@ -241,10 +246,6 @@ export class ModuleList extends IndexedModules {
   append(m: Module): this {
     this.registerModule(String(this.length), m);
     return this;
-  }
-
-  [Symbol.iterator](): Iterator<Module> {
-    return this.children();
   }
 
   forward(): never {

@@ -114,7 +114,7 @@ export function unaryOp(name: string, x: Tensor, s: number[] = []): Tensor {
   if (!op.grad || !(x.requiresGrad && isGradEnabled())) return unaryForward(op, x, s);
   return recorded(name, [x], () => unaryForward(op, x, s), (ctx, out) => {
     const sx = op.saves!.includes('x') ? ctx.save(x) : x, so = op.saves!.includes('out') ? ctx.save(out) : out;
-    return ([g]) => [gradFor(x, op.grad!(M, { x: sx, y: sx, out: so, g: g!, s })[0])];
+    return ([g]) => [gradFor(x, op.grad!(M, { x: sx, y: sx, out: so, g: g!, s, need: [true] })[0])];
   });
 }
 
@@ -184,13 +184,15 @@ export function binaryOp(name: string, a: TensorOrScalar, b: TensorOrScalar, alp
   if (!op.grad || !isGradEnabled() || !((a instanceof Tensor && a.requiresGrad) || (b instanceof Tensor && b.requiresGrad))) {
     return binaryForward(op, a, b, alpha);
   }
+  const need = [a instanceof Tensor && a.requiresGrad, b instanceof Tensor && b.requiresGrad];
+  const saves = op.savesFor ? [...(need[0] ? op.savesFor.x : []), ...(need[1] ? op.savesFor.y : [])] : op.saves!;
   return recorded(name, [a as Tensor, b as Tensor], () => binaryForward(op, a, b, alpha), (ctx, out) => {
-    const keep = (t: TensorOrScalar, k: 'x' | 'y'): TensorOrScalar => (t instanceof Tensor && op.saves!.includes(k) ? ctx.save(t) : t);
-    const sa = keep(a, 'x'), sb = keep(b, 'y'), so = op.saves!.includes('out') ? ctx.save(out) : out;
+    const keep = (t: TensorOrScalar, k: 'x' | 'y'): TensorOrScalar => (t instanceof Tensor && saves.includes(k) ? ctx.save(t) : t);
+    const sa = keep(a, 'x'), sb = keep(b, 'y'), so = saves.includes('out') ? ctx.save(out) : out;
     const asTensor = (v: TensorOrScalar) => (v instanceof Tensor ? v : full([], v, { dtype: out.dtype, device: out.device }));
     return ([g]) => {
-      const [ga, gb] = op.grad!(M, { x: asTensor(sa), y: asTensor(sb), out: so, g: g!, s: [alpha] });
-      return [a instanceof Tensor && a.requiresGrad ? gradFor(a, ga) : null, b instanceof Tensor && b.requiresGrad ? gradFor(b, gb) : null];
+      const [ga, gb] = op.grad!(M, { x: asTensor(sa), y: asTensor(sb), out: so, g: g!, s: [alpha], need });
+      return [need[0] ? gradFor(a as Tensor, ga) : null, need[1] ? gradFor(b as Tensor, gb) : null];
     };
   });
 }

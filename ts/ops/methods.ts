@@ -62,8 +62,10 @@ declare module '../tensor.js' {
     all(...args: DimArgs<number>): Tensor;
     any(...args: DimArgs<number>): Tensor;
     max(): Tensor;
+    max(other: Tensor): Tensor;
     max(...args: DimArgs<number>): ValuesIndices;
     min(): Tensor;
+    min(other: Tensor): Tensor;
     min(...args: DimArgs<number>): ValuesIndices;
     argmax(...args: DimArgs<number>): Tensor;
     argmin(...args: DimArgs<number>): Tensor;
@@ -148,8 +150,8 @@ Object.assign(Tensor.prototype, {
   prod(this: Tensor, ...a: unknown[]) { const { dim, keepdim } = bindDim<number>('prod', a, 0); return reduceApi('prod', ReduceOp.Prod, this, dim, keepdim); },
   all(this: Tensor, ...a: unknown[]) { const { dim, keepdim } = bindDim<number>('all', a, 0); return reduce(ReduceOp.All, this, dim, keepdim); },
   any(this: Tensor, ...a: unknown[]) { const { dim, keepdim } = bindDim<number>('any', a, 0); return reduce(ReduceOp.Any, this, dim, keepdim); },
-  max(this: Tensor, ...a: unknown[]) { const { dim, keepdim } = bindDim<number>('max', a, 0); return maxMin(true, this, dim, keepdim); },
-  min(this: Tensor, ...a: unknown[]) { const { dim, keepdim } = bindDim<number>('min', a, 0); return maxMin(false, this, dim, keepdim); },
+  max(this: Tensor, ...a: unknown[]) { if (a[0] instanceof Tensor) return binaryApi('maximum', this, a[0]); const { dim, keepdim } = bindDim<number>('max', a, 0); return maxMin(true, this, dim, keepdim); },
+  min(this: Tensor, ...a: unknown[]) { if (a[0] instanceof Tensor) return binaryApi('minimum', this, a[0]); const { dim, keepdim } = bindDim<number>('min', a, 0); return maxMin(false, this, dim, keepdim); },
   argmax(this: Tensor, ...a: unknown[]) { const { dim, keepdim } = bindDim<number>('argmax', a, 0); return argReduce(true, this, dim, keepdim); },
   argmin(this: Tensor, ...a: unknown[]) { const { dim, keepdim } = bindDim<number>('argmin', a, 0); return argReduce(false, this, dim, keepdim); },
   matmul(this: Tensor, o: Tensor) { return matmul(this, o); },
@@ -204,14 +206,14 @@ Object.defineProperty(Tensor.prototype, 'mT', {
 });
 
 // ---- NN, statistics and shape methods (ts/ops/{nn,stats,shape}.ts) ----
-import { logSoftmax, softmax } from './nn.js';
+import { logSoftmax, softmax, type SoftmaxArgs } from './nn.js';
 import { chunk, repeat, roll, split, tril, triu } from './shape.js';
 import { logsumexp, norm, std, variance, type NormOrd, type VarOptions } from './stats.js';
 
 declare module '../tensor.js' {
   interface Tensor {
-    softmax(dim: number, options?: { dtype?: DType }): Tensor;
-    logSoftmax(dim: number, options?: { dtype?: DType }): Tensor;
+    softmax(...args: SoftmaxArgs): Tensor;
+    logSoftmax(...args: SoftmaxArgs): Tensor;
     var(dim?: Dims, options?: VarOptions): Tensor;
     std(dim?: Dims, options?: VarOptions): Tensor;
     logsumexp(dim: Dims, keepdim?: boolean): Tensor;
@@ -226,8 +228,8 @@ declare module '../tensor.js' {
 }
 
 Object.assign(Tensor.prototype, {
-  softmax(this: Tensor, dim: number, o?: { dtype?: DType }) { return softmax(this, dim, o); },
-  logSoftmax(this: Tensor, dim: number, o?: { dtype?: DType }) { return logSoftmax(this, dim, o); },
+  softmax(this: Tensor, ...args: SoftmaxArgs) { return softmax(this, ...args); },
+  logSoftmax(this: Tensor, ...args: SoftmaxArgs) { return logSoftmax(this, ...args); },
   var(this: Tensor, dim?: Dims, o?: VarOptions) { return variance(this, dim, o); },
   std(this: Tensor, dim?: Dims, o?: VarOptions) { return std(this, dim, o); },
   logsumexp(this: Tensor, dim: Dims, keepdim?: boolean) { return logsumexp(this, dim, keepdim); },

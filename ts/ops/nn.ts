@@ -130,8 +130,17 @@ function fusedSoftmax(x: Tensor, log: boolean): Tensor {
   });
 }
 
+/** The arguments of softmax and log-softmax after the input: `dim` and `dtype`, positional or keywords (`F.softmax(x, {dim: -1})`). */
+export type SoftmaxArgs = PyArgs<[dim: number, dtype: DType | string], { dim?: number; dtype?: DType | string }>;
+
+function softmaxArgs(op: string, args: readonly unknown[]): [number, { dtype?: DType | string }] {
+  const { dim, dtype } = bindArgs(op, ['dim', 'dtype'], args, {} as { dim?: number; dtype?: DType | string }, 1);
+  return [dim as number, dtype === undefined ? {} : { dtype }];
+}
+
 /** `F.softmax(x, dim, {dtype})`: `exp(x - max) / sum(exp(x - max))` along `dim`. */
-export function softmax(x: Tensor, dim: number, o: { dtype?: DType | string } | DType = {}): Tensor {
+export function softmax(x: Tensor, ...args: SoftmaxArgs): Tensor {
+  const [dim, o] = softmaxArgs('softmax', args);
   if (autocasting()) return autocastCall('softmax', [x, dim, o], softmax, !explicitDtype(o));
   return tidy(() => {
     const [src, d] = softmaxInput('softmax', x, dim, o);
@@ -143,7 +152,8 @@ export function softmax(x: Tensor, dim: number, o: { dtype?: DType | string } | 
 }
 
 /** `F.log_softmax(x, dim, {dtype})`: `(x - max) - log(sum(exp(x - max)))` along `dim`. */
-export function logSoftmax(x: Tensor, dim: number, o: { dtype?: DType | string } | DType = {}): Tensor {
+export function logSoftmax(x: Tensor, ...args: SoftmaxArgs): Tensor {
+  const [dim, o] = softmaxArgs('log_softmax', args);
   if (autocasting()) return autocastCall('log_softmax', [x, dim, o], logSoftmax, !explicitDtype(o));
   return tidy(() => {
     const [src, d] = softmaxInput('log_softmax', x, dim, o);

@@ -43,6 +43,8 @@ export interface GradArgs {
   out: T;
   g: T;
   s: number[];
+  /** Which inputs want a gradient ([x, y]); a rule may skip the others (and return null for them). */
+  need: readonly boolean[];
 }
 
 /** A rule: the gradient of each input (for binary ops, before reducing broadcast dims). */
@@ -67,6 +69,12 @@ export interface ElementwiseOp {
   grad?: ElementwiseGrad;
   /** Which tensors the rule reads (saved for backward): inputs `x`, `y`, output `out`. */
   saves?: ('x' | 'y' | 'out')[];
+  /**
+   * Where the rule reads fewer tensors for one input's gradient than for the other's: what each
+   * needs. Only what the inputs that want a gradient need is saved, as PyTorch's derivatives save
+   * per input: `x / 2` saves nothing of its output, so writing into it later is allowed.
+   */
+  savesFor?: { x: ('x' | 'y' | 'out')[]; y: ('x' | 'y' | 'out')[] };
 }
 
 
@@ -241,7 +249,7 @@ export const ELEMENTWISE: readonly ElementwiseOp[] = [
   d(wide('i64_add(x0, i64_mul(i64_from_i32(i32(s0)), x1))', b('add', 0, 'any', 'x0 + s0 * x1', 'x0 + i32(s0) * x1', ['alpha'])), [], (m, { g, s }) => [g, s[0] === 1 ? g : m.mul(g, s[0])]),
   d(wide('i64_sub(x0, i64_mul(i64_from_i32(i32(s0)), x1))', b('sub', 1, 'number', 'x0 - s0 * x1', 'x0 - i32(s0) * x1', ['alpha'])), [], (m, { g, s }) => [g, m.mul(g, -s[0])]),
   d(wide('i64_mul(x0, x1)', b('mul', 2, 'any', 'x0 * x1', 'x0 * x1')), ['x', 'y'], (m, { x, y, g }) => [m.mul(g, y), m.mul(g, x)]),
-  d(b('div', 3, 'float', 'x0 / x1'), ['y', 'out'], (m, { y, out, g }) => [m.div(g, y), m.neg(m.div(m.mul(g, out), y))]),
+  { ...d(b('div', 3, 'float', 'x0 / x1'), ['y', 'out'], (m, { y, out, g, need }) => [need[0] ? m.div(g, y) : null, need[1] ? m.neg(m.div(m.mul(g, out), y)) : null]), savesFor: { x: ['y'], y: ['y', 'out'] } },
   d(wide('i64_floordiv(x0, divisor_i64(x1))', b('floor_divide', 4, 'number', 'floordiv_f(x0, x1)', 'floordiv_i(x0, divisor_i(x1))')), [], zero),
   d(wide('i64_truncdiv(x0, divisor_i64(x1))', b('trunc_divide', 5, 'number', 'trunc(x0 / x1)', 'select(x0 / divisor_i(x1), 0i, x1 == 0i)')), [], zero),
   d(wide('i64_pow(x0, x1)', b('pow', 6, 'number', 'pow_f(x0, x1)', 'pow_i(x0, x1)')), ['x', 'y', 'out'], (m, { x, y, out, g }) => [

@@ -221,7 +221,8 @@ export function applyIndices(t: Tensor, idx: Index[]): IndexParts {
   t._check('index');
   const ellipses = idx.filter((i) => i === '...').length;
   if (ellipses > 1) throw new RangeError("an index can only have a single ellipsis ('...')");
-  const named = idx.length - ellipses;
+  // `null` is Python's None: a new axis of size 1, which takes no dim of `t`
+  const named = idx.length - ellipses - idx.filter((i) => i === null).length;
   if (named > t.ndim) throw new RangeError(`too many indices for tensor of dimension ${t.ndim}`);
   for (const i of idx) if (i instanceof Tensor) checkIndexTensor(i);
   let out = t, dim = 0;
@@ -231,10 +232,11 @@ export function applyIndices(t: Tensor, idx: Index[]): IndexParts {
     if (i === '...') { dim += t.ndim - named; continue; }
     if (i instanceof Tensor) { dims.push(dim++); tensors.push(i); continue; }
     if (typeof i === 'number') next = select(out, dim, i);
-    else if (i === null || i === ':') { dim++; continue; }
+    else if (i === ':') { dim++; continue; }
+    else if (i === null) next = unsqueeze(out, dim++);
     else {
       if (typeof i !== 'string' && !(Array.isArray(i) && i.length <= 3)) {
-        throw new TypeError(`index: unsupported entry ${String(i)}; expected a number, 'start:end[:step]', [start, end, step], null, ':', '...' or an index tensor (a bool mask as a tensor, through indexAsync)`);
+        throw new TypeError(`index: unsupported entry ${String(i)}; expected a number, 'start:end[:step]', [start, end, step], ':', null (a new axis, Python's None), '...' or an index tensor (a bool mask as a tensor, through indexAsync)`);
       }
       const parts = typeof i === 'string' ? i.split(':').map((p) => (p.trim() === '' ? undefined : Number(p))) : i;
       if (typeof i === 'string' && (parts.length < 2 || parts.length > 3 || parts.some((p) => p !== undefined && !Number.isInteger(p)))) {
@@ -250,7 +252,8 @@ export function applyIndices(t: Tensor, idx: Index[]): IndexParts {
 }
 
 /**
- * Python-like indexing: `t.index(0, '1:3', null)` is `t[0, 1:3, :]`, a view. With int32/int64
+ * Python-like indexing: `t.index(0, '1:3', null)` is `t[0, 1:3, None]`, a view (`null` is a new
+ * axis of size 1, as Python's None; `':'` keeps a dim whole). With int32/int64
  * tensor entries it is PyTorch's advanced indexing (`t.index(idx, '...', 0)` is
  * `t[idx, ..., 0]`), a gather: the index tensors broadcast together, their result dims replace
  * them when they are adjacent and go first otherwise; negative indices count from the end; an
