@@ -89,5 +89,6 @@ const props = o.device.startsWith('gpu') ? await torch.gpu.getDeviceProperties(o
 console.log(JSON.stringify({
   impl: 'webtorch', model: o.model, device: props?.name ?? o.device, amp: o.amp, losses, steps: n,
   stepsPerSec: n / seconds, [unit]: (n * perStep) / seconds,
+  peakMiB: props ? torch.gpu.maxMemoryAllocated(o.device) / 2 ** 20 : undefined,
 }));
 await torch.shutdown();
