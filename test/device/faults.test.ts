@@ -7,12 +7,13 @@
  * integer well below 2^24 and float32 gives it exactly on every device, in any summation order.
  * A fault that corrupted a value, on the faulty device or on another, cannot pass as rounding.
  */
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import * as torch from '../../dist/webtorch.js';
 import { logicalGpuSuite } from '../devices.js';
 
 logicalGpuSuite(2, 'faults');
-const { data } = torch;
 
 /** n×m small integers in [-2, 2] from a fixed LCG (the same on every device). */
 function ints(seed: number, n: number, m: number): number[][] {
@@ -208,4 +209,66 @@ describe('an allocation that fails in the middle of backward', () => {
     expect(await m2.step()).toEqual([REF1.loss, REF1.grad, REF1.next]);
     m2.dispose();
   }, 60_000);
+});
+
+/** A dataset whose getItem raises at index 5 (sent to the worker threads as its class source). */
+class BadItem extends torch.utils.data.Dataset<[Float32Array, number]> {
+  constructor(readonly n: number, readonly bad: number) {
+    super();
+  }
+  get length() {
+    return this.n;
+  }
+  getItem(i: number): [Float32Array, number] {
+    if (i === this.bad) throw new Error(`webtorch fault test: bad item ${i}`);
+    return [Float32Array.of(i, 2 * i), i];
+  }
+}
+
+/** The batches of a loader of `BadItem`s (2 worker threads, 4 items a batch), and the error it raised. */
+async function drain(ds: BadItem): Promise<{ got: unknown[]; error: Error | null }> {
+  const got: unknown[] = [];
+  try {
+    for (const [x, y] of new torch.utils.data.DataLoader(ds, { batchSize: 4, numWorkers: 2 })) {
+      got.push([await x.tolist(), await y.tolist()]);
+      x.dispose();
+      y.dispose();
+    }
+  } catch (e) {
+    return { got, error: e as Error };
+  }
+  return { got, error: null };
+}
+
+const batch = (b: number) => [[0, 1, 2, 3].map((k) => [4 * b + k, 2 * (4 * b + k)]), [0, 1, 2, 3].map((k) => 4 * b + k)];
+
+describe('a DataLoader worker thread that fails', () => {
+  it("getItem raising in a worker: the batches before it come, then the worker's error at its batch; a new loader works", async () => {
+    const bad = await drain(new BadItem(16, 5));
+    expect(bad.got).toEqual([batch(0)]);
+    expect(bad.error).toBeInstanceOf(Error);
+    expect(bad.error!.message).toMatch(/^DataLoader worker \(numWorkers: 2\): getItem raised in a worker thread: Error: webtorch fault test: bad item 5\n/);
+    // The failed loader's threads are gone and nothing was left on the device; a new loader gives every batch.
+    const good = await drain(new BadItem(16, -1));
+    expect(good.error).toBeNull();
+    expect(good.got).toEqual([0, 1, 2, 3].map(batch));
+  }, 30_000);
+
+  it('a worker thread that exits in getItem (process.exit(7)) raises naming why, never hangs; a new loader works (in a child process)', async () => {
+    // In a child process: a loader waiting on a dead thread blocks its thread (Atomics.wait), which no test time-out could end.
+    const FIXTURE = fileURLToPath(new URL('../fixtures/loader-fault.mjs', import.meta.url));
+    const r = await new Promise<{ code: number | null; stdout: string; stderr: string; killed: boolean }>((resolve) => {
+      execFile(process.execPath, [FIXTURE, 'exit'], { timeout: 20_000 }, (err, stdout, stderr) => {
+        resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr, killed: !!err?.killed });
+      });
+    });
+    expect(r.killed, 'the loader hung').toBe(false);
+    expect(r.code, r.stderr).toBe(0);
+    const line = r.stdout.split('\n').find((l) => l.startsWith('RESULT '));
+    const res = JSON.parse(line!.slice(7));
+    expect(res.bad.got).toEqual([batch(0)]);
+    expect(res.bad.error).toBe('DataLoader worker (numWorkers: 2): worker 1 ended before batch 1: its thread exited with code 7');
+    expect(res.good).toEqual({ got: [0, 1, 2, 3].map(batch), error: null });
+    expect(res.live).toBe(0);
+  }, 30_000);
 });
