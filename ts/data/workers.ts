@@ -19,6 +19,11 @@
  * `receiveMessageOnPort`. Batch i goes to worker i % numWorkers, `numWorkers × prefetchFactor`
  * batches ahead, and batches come out in order. The workers live for one epoch (PyTorch's default,
  * `persistentWorkers: false`).
+ *
+ * Failures: a `getItem` that raises is raised when its batch's turn comes (the batches before it
+ * come first, as PyTorch's). A thread that ends (`process.exit` in `getItem`, an uncaught error)
+ * says so on its port from its `exit` handler, and taking one of its batches raises naming why:
+ * the loader waits blocked in `Atomics.wait`, where no event (the Worker's `exit`) could reach it.
  */
 import type { MessagePort, Worker } from 'node:worker_threads';
 
