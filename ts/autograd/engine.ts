@@ -82,7 +82,7 @@ function order(roots: Node[], stop?: Map<Node, unknown>): Node[] {
  */
 export function runBackward(roots: Tensor[], grads: Tensor[], opts: BackwardOptions = {}, capture?: Map<Tensor, Tensor | null>, boundary?: Boundary): void {
   const pending = new Map<Node, (Tensor | null)[]>();
-  const deliver = (edge: Edge, g: Tensor | null) => {
+  const deliverTo = (edge: Edge, g: Tensor | null) => {
     if (!edge || !g) {
       g?.dispose();
       return;
@@ -114,6 +114,15 @@ export function runBackward(roots: Tensor[], grads: Tensor[], opts: BackwardOpti
     slots[edge.index] = sum(slots[edge.index] ?? null, g);
     pending.set(edge.node, slots);
   };
+  // A delivery that fails (an allocation in `sum`) has not consumed `g`: it goes, rather than leak.
+  const deliver = (edge: Edge, g: Tensor | null) => {
+    try {
+      deliverTo(edge, g);
+    } catch (e) {
+      g?.dispose();
+      throw e;
+    }
+  };
   const rootNodes: Node[] = [];
   roots.forEach((r, i) => {
     deliver(r.gradFn ? { node: r.gradFn, index: r._outputIndex } : { leaf: r }, grads[i]);
@@ -123,8 +132,8 @@ export function runBackward(roots: Tensor[], grads: Tensor[], opts: BackwardOpti
   try {
     withGradMode(!!opts.createGraph, () => {
       for (const node of order(rootNodes.filter((n) => !boundary?.nodes.has(n)), boundary?.nodes)) {
+        // (the node's gradients stay in `pending`, where a failure disposes them, until its rule runs)
         const gs = pending.get(node) ?? [];
-        pending.delete(node);
         node.retained.forEach((ref, i) => {
           const t = ref?.deref();
           if (t && gs[i]) {
@@ -135,6 +144,7 @@ export function runBackward(roots: Tensor[], grads: Tensor[], opts: BackwardOpti
         if (capture) {
           for (const [t] of capture) if (t.gradFn === node && gs[t._outputIndex]) capture.set(t, gs[t._outputIndex]!.clone());
         }
+        pending.delete(node);
         let inputs: (Tensor | null)[];
         // The profiler (ts/profiler): PyTorch's ranges around each node, its ops and kernels inside them.
         const hooks = profilerHooks.current;
@@ -144,23 +154,43 @@ export function runBackward(roots: Tensor[], grads: Tensor[], opts: BackwardOpti
           hooks.pushRange(name, true);
         }
         inputs = [];
+        let ran = false;
         try {
           inputs = gs.some((g) => g) ? ops!.tidy(() => node.apply(gs)) : node.edges.map(() => null);
           // A rule may pass an incoming gradient on as it is (add's g): it moves on, once; a
           // second edge given the same tensor gets a copy, since each edge's gradient is its own.
           const seen = new Set<Tensor>();
-          inputs = inputs.map((t) => (t && seen.has(t) ? t.clone() : (t && seen.add(t), t)));
+          for (let i = 0; i < inputs.length; i++) {
+            const t = inputs[i];
+            if (t && seen.has(t)) inputs[i] = t.clone();
+            else if (t) seen.add(t);
+          }
+          ran = true;
         } finally {
-          gs.forEach((g) => g && !inputs.includes(g) && g.dispose());
+          // A rule that failed (an allocation): what it was given and what it made are delivered to no one.
+          gs.forEach((g) => g && (!ran || !inputs.includes(g)) && g.dispose());
+          if (!ran) inputs.forEach((t) => t?.dispose());
           if (!opts.retainGraph) node.release();
           if (hooks) {
             hooks.popRange();
             hooks.popRange();
           }
         }
-        node.edges.forEach((e, i) => deliver(e, inputs[i] ?? null));
+        node.edges.forEach((e, i) => {
+          try {
+            deliver(e, inputs[i] ?? null);
+          } catch (err) {
+            for (let j = i + 1; j < inputs.length; j++) inputs[j]?.dispose();
+            throw err;
+          }
+        });
       }
     });
+  } catch (e) {
+    // A backward that fails part way (an OutOfMemoryError) leaves no gradient in flight behind.
+    for (const gs of pending.values()) gs.forEach((g) => g?.dispose());
+    pending.clear();
+    throw e;
   } finally {
     if (capture) gradCalls--;
   }

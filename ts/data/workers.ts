@@ -19,11 +19,16 @@
  * `receiveMessageOnPort`. Batch i goes to worker i % numWorkers, `numWorkers × prefetchFactor`
  * batches ahead, and batches come out in order. The workers live for one epoch (PyTorch's default,
  * `persistentWorkers: false`).
+ *
+ * Failures: a `getItem` that raises is raised when its batch's turn comes (the batches before it
+ * come first, as PyTorch's). A thread that ends (`process.exit` in `getItem`, an uncaught error)
+ * says so on its port from its `exit` handler, and taking one of its batches raises naming why:
+ * the loader waits blocked in `Atomics.wait`, where no event (the Worker's `exit`) could reach it.
  */
 import type { MessagePort, Worker } from 'node:worker_threads';
 
 /** What a worker thread answers for one batch. */
-type Answer = { batch: number; items?: unknown[]; error?: string };
+type Answer = { batch: number; items?: unknown[]; error?: string; died?: string };
 
 /** The worker's program (run with `eval: true`, so it needs no file of its own in the bundle). */
 const WORKER_SOURCE = `
@@ -32,6 +37,12 @@ const { port, signal, classes, fields } = workerData;
 const counter = new Int32Array(signal);
 const send = (m) => { port.postMessage(m); Atomics.add(counter, 0, 1); Atomics.notify(counter, 0); };
 let dataset = null, failure = null;
+// A thread that ends (process.exit in getItem, an uncaught error) says so last: the loader waits on nothing else.
+process.on('uncaughtException', (e) => {
+  send({ batch: -1, died: 'it threw ' + (e && e.stack || e) });
+  process.exit(1);
+});
+process.on('exit', (code) => send({ batch: -1, died: 'its thread exited with code ' + code }));
 try {
   class Dataset {}
   // A name the class source reads that the worker lacks (the module's import of webtorch, under
@@ -95,6 +106,10 @@ export class LoaderWorkers {
   private readonly ports: MessagePort[] = [];
   private readonly counter: Int32Array;
   private readonly done = new Map<number, unknown[]>();
+  /** Batches whose getItem raised: raised when the batch's turn comes, as PyTorch does. */
+  private readonly failed = new Map<number, string>();
+  /** Why each worker that ended did (its batches will never come). */
+  private readonly dead = new Map<number, string>();
   private readonly receive: (port: MessagePort) => { message: Answer } | undefined;
 
   constructor(dataset: object, count: number) {
@@ -110,6 +125,9 @@ export class LoaderWorkers {
       const { port1, port2 } = new threads.MessageChannel();
       const w = new threads.Worker(WORKER_SOURCE, { eval: true, workerData: { port: port2, signal, classes, fields }, transferList: [port2] });
       w.unref();
+      // Its death is reported on the port (the thread's 'exit' and 'uncaughtException' handlers); an
+      // 'error' event nobody listened to would end this process.
+      w.on('error', () => {});
       this.workers.push(w);
       this.ports.push(port1);
     }
@@ -124,17 +142,21 @@ export class LoaderWorkers {
   take(batch: number): unknown[] {
     for (;;) {
       const seen = Atomics.load(this.counter, 0);
-      for (const port of this.ports) {
+      this.ports.forEach((port, w) => {
         for (let m = this.receive(port); m; m = this.receive(port)) {
-          if (m.message.error) throw new Error(`DataLoader worker (numWorkers: ${this.ports.length}): ${m.message.error}`);
-          this.done.set(m.message.batch, m.message.items!);
+          if (m.message.died) this.dead.set(w, this.dead.get(w) ?? m.message.died);
+          else if (m.message.error) this.failed.set(m.message.batch, m.message.error);
+          else this.done.set(m.message.batch, m.message.items!);
         }
-      }
+      });
       const items = this.done.get(batch);
       if (items) {
         this.done.delete(batch);
         return items;
       }
+      const error = this.failed.get(batch), died = this.dead.get(batch % this.ports.length);
+      if (error) throw new Error(`DataLoader worker (numWorkers: ${this.ports.length}): ${error}`);
+      if (died) throw new Error(`DataLoader worker (numWorkers: ${this.ports.length}): worker ${batch % this.ports.length} ended before batch ${batch}: ${died}`);
       Atomics.wait(this.counter, 0, seen, 1000);
     }
   }

@@ -7,9 +7,9 @@
 import { serve } from './executor.js';
 import type { Backend } from './backend.js';
 import { gpuBackend } from './gpu.js';
-import { holdWhileCompiling } from './gpu/core.js';
-import { guardLoss } from './gpu-lost.js';
-import { exitGuard } from '../platform.js';
+import { holdWhileCompiling, whenCompiled } from './gpu/core.js';
+import { guardLoss, settleBeforeDeath } from './gpu-lost.js';
+import { exitGuard, isNode } from '../platform.js';
 
 const guard = exitGuard();
 // Pipelines compiling on Dawn's threads keep the worker inside the gate too (ts/worker/gpu/core.ts).
@@ -20,3 +20,17 @@ const guarded = Object.fromEntries(
 
 // Device loss wraps the guarded calls (ts/worker/gpu-lost.ts).
 serve(guardLoss(guarded));
+
+// An uncaught error ends the thread, and Dawn aborts the whole process when a thread ends with a
+// promise of its pending (a read's mapAsync, a pipeline compiling): Dawn settles them first
+// (`settleBeforeDeath`), then the same error ends the thread, which the calling thread reports
+// as the device lost (reason `worker died`).
+if (isNode) {
+  const onUncaught = (e: unknown) => {
+    process.off('uncaughtException', onUncaught);
+    void settleBeforeDeath(whenCompiled).then(() => setTimeout(() => {
+      throw e;
+    }));
+  };
+  process.on('uncaughtException', onUncaught);
+}

@@ -23,12 +23,16 @@ let port: MessagePort | null = null;
 let name = 'gpu';
 /** Rejections of the calls waiting on the device, run when it is lost. */
 const waiters = new Set<(e: Error) => void>();
+/** The backend's reads, writes, marks and idles under way (each may wait on a Dawn promise: `settleBeforeDeath`). */
+const underway = new Set<Promise<unknown>>();
+/** Set when the thread is about to die of an uncaught error: the loss it causes is not reported as a loss. */
+let dying = false;
 
 /** Called by ts/worker/gpu.ts once it has its GPUDevice: watches `device.lost`. */
 export function watchLoss(device: GPUDevice): void {
   watched = device;
   void device.lost.then((info) => {
-    if (watched !== device || lost) return;
+    if (watched !== device || lost || dying) return;
     lost = { reason: info.reason ?? 'unknown', message: info.message ?? '' };
     port?.postMessage({ lost });
     const e = lostError();
@@ -54,15 +58,22 @@ async function lose(): Promise<void> {
 
 /** Runs `fn`; a loss before or while it runs turns its result, or its failure, into the loss. */
 async function guarded<T>(fn: () => Promise<T> | T): Promise<T> {
+  // A thread about to die starts nothing on the device and answers nothing: its death answers (`settleBeforeDeath`).
+  if (dying) return never();
   if (lost) throw lostError();
   let reject!: (e: Error) => void;
   const onLoss = new Promise<never>((_, r) => (reject = r));
   waiters.add(reject);
+  const call = (async () => fn())();
+  underway.add(call);
+  void call.then(() => underway.delete(call), () => underway.delete(call));
   try {
-    const value = await Promise.race([fn(), onLoss]);
+    const value = await Promise.race([call, onLoss]);
+    if (dying) return never();
     if (lost) throw lostError();
     return value;
   } catch (e) {
+    if (dying) return never();
     // Dawn fails a call cut short by the loss (a mapping's AbortError) a moment before `lost` settles.
     if (!lost && watched) await Promise.race([watched.lost, new Promise((r) => setTimeout(r, 50))]);
     throw lost ? lostError() : e;
@@ -70,6 +81,25 @@ async function guarded<T>(fn: () => Promise<T> | T): Promise<T> {
     waiters.delete(reject);
   }
 }
+
+/**
+ * Node: before the worker's thread dies of an uncaught error. Dawn aborts the whole process when a
+ * thread ends with one of its promises pending (a `mapAsync`, a `createComputePipelineAsync`), so
+ * the device is destroyed first (Dawn then settles them all), and this resolves once they have
+ * settled (`compiled`: the pipelines compiling), or after `ms`. The loss is not reported on the
+ * port: the calling thread learns of the death itself (`WorkerHandle.onDeath`), with its reason.
+ */
+export async function settleBeforeDeath(compiled: () => Promise<void> | null, ms = 2000): Promise<void> {
+  dying = true;
+  watched?.destroy();
+  const settled = Promise.allSettled([...underway, compiled(), watched?.lost]);
+  await Promise.race([settled, new Promise((r) => setTimeout(r, ms))]);
+  // Dawn rejects the mappings it holds for itself (the upload ring, a read's staging behind a failed check) on its next ticks.
+  await new Promise((r) => setTimeout(r, 100));
+}
+
+/** A promise that never settles (a call of a thread about to die). */
+const never = <T>(): Promise<T> => new Promise<T>(() => {});
 
 /** The backend, with device loss handled (see the note at the top). */
 export function guardLoss(backend: Backend): Backend {
@@ -98,10 +128,10 @@ export function guardLoss(backend: Backend): Backend {
       return backend.init(options);
     },
     run(cmd) {
-      if (!lost) backend.run(cmd);
+      if (!lost && !dying) backend.run(cmd);
     },
     flush() {
-      if (!lost) backend.flush();
+      if (!lost && !dying) backend.flush();
     },
     read: (id, byteOffset, bytes) => guarded(() => backend.read(id, byteOffset, bytes)),
     write: (id, byteOffset, data) => guarded(() => backend.write(id, byteOffset, data)),
