@@ -7,7 +7,7 @@
  *     const device = (await torch.accelerator.isAvailable()) ? (await torch.accelerator.currentAccelerator())!.type : 'cpu';
  */
 import { device, Device, type DeviceLike, currentDevice, deviceCount as gpuCount, isAvailable as gpuAvailable, setDevice, synchronize as gpuSynchronize } from './device.js';
-import { bindArgs, REQUIRED, type PyArgs } from './ops/options.js';
+import { bindArgs, REQUIRED, type PyArgs } from './args.js';
 
 /** Whether an accelerator (a usable GPU) is available. */
 export const isAvailable = (): Promise<boolean> => Promise.resolve(gpuAvailable());

@@ -15,7 +15,7 @@
  * are full float32 whatever `torch.backends.cuda.matmul.allowTf32` says (ts/backends.ts).
  */
 import { device as toDevice, type DeviceLike } from './device.js';
-import { bindArgs, REQUIRED } from './ops/options.js';
+import { bindArgs, REQUIRED } from './args.js';
 
 /**
  * `torch.gpu.canDeviceAccessPeer(device, peerDevice)` (`torch.cuda.can_device_access_peer`):

@@ -4,7 +4,7 @@
  * itself, which computes exactly what it did. nanoGPT's `model = torch.compile(model)` ports as
  * it is. (For fewer dispatches per step, capture the step in a graph: `torch.gpu.graph`.)
  */
-import { bindArgs, type PyArgs } from './ops/options.js';
+import { bindArgs, type PyArgs } from './args.js';
 
 /** Keywords of `torch.compile`, checked and otherwise without effect. */
 export interface CompileOptions {

@@ -26,7 +26,7 @@
 import { physicalGpus } from './runtime/physical.js';
 import { env } from './platform.js';
 import { ContextVar } from './context.js';
-import { bindArgs, isKeywords, REQUIRED } from './ops/options.js';
+import { bindArgs, isKeywords, REQUIRED } from './args.js';
 import { DeviceClient } from './runtime/client.js';
 import type { WorkerProfile } from './worker/protocol.js';
 

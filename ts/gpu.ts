@@ -7,7 +7,7 @@
  */
 import { configure as configureDevices } from './device.js';
 import { legacyType } from './legacy.js';
-import { checkOptions } from './ops/options.js';
+import { checkOptions } from './args.js';
 import { setGpuMemory } from './runtime/memory.js';
 
 export {

@@ -24,7 +24,7 @@ import * as cpu from './cpu.js';
 import { legacyType } from './legacy.js';
 import { binaryApi, binaryOp, clamp, div, gelu, nanToNum, softplus, unaryApi, where, type TensorOrScalar } from './ops/elementwise.js';
 import { matmul } from './ops/matmul.js';
-import { bindArgs, bindDim, type DimArgs, type PyArgs } from './ops/options.js';
+import { bindArgs, bindDim, type DimArgs, type PyArgs } from './args.js';
 import { argReduce, maxMin, reduceApi, type Dims, type ValuesIndices } from './ops/reduce.js';
 import { ReduceOp } from './ir/ops.js';
 import { Tensor } from './tensor.js';

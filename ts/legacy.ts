@@ -8,7 +8,7 @@
 import { CPU, device as toDevice, type Device, type DeviceLike } from './device.js';
 import { toDType, type DType } from './dtype.js';
 import { empty, tensor } from './ops/creation.js';
-import { checkOptions, isKeywords } from './ops/options.js';
+import { checkOptions, isKeywords } from './args.js';
 import { Tensor, type NestedArray } from './tensor.js';
 
 /** The legacy type names and their dtypes; null where webtorch has no such dtype (the name raises). */

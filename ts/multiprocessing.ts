@@ -20,7 +20,7 @@
  * `ProcessRaisedException` (the child's stack) or `ProcessExitedException` (its exit code).
  */
 import { shutdown as stopDevices } from './device.js';
-import { bindArgs, REQUIRED } from './ops/options.js';
+import { bindArgs, REQUIRED } from './args.js';
 
 type Start = 'spawn';
 let startMethod: Start | null = null;

@@ -24,7 +24,7 @@
  *   has the feature and `WEBTORCH_F16` is not `storage`, else `'storage'`.
  */
 import { busOf } from './runtime/physical.js';
-import { bindArgs, type PyArgs } from './ops/options.js';
+import { bindArgs, type PyArgs } from './args.js';
 import { clientOf, currentDevice, device, Device, init, type DeviceLike } from './device.js';
 import { memoryBudget } from './runtime/memory.js';
 import { isolationInfo, type IsolationInfo } from './backends.js';

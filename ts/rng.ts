@@ -11,7 +11,7 @@
  */
 import { Device, currentDevice, device as toDevice, knownGpuCount, type DeviceLike } from './device.js';
 import { DEFAULT_SEED, Generator, defaultGenerator } from './random.js';
-import { bindArgs, checkOptions, isKeywords } from './ops/options.js';
+import { bindArgs, checkOptions, isKeywords } from './args.js';
 
 const gpuGenerators = new Map<number, Generator>();
 /** The seed of the last `manualSeed`/`manualSeedAll`, which GPU generators made later start from. */

@@ -7,7 +7,7 @@
  */
 import { Tensor, type NestedArray } from './tensor.js';
 import { newMethods, sizeAndOptions, type SizeArgs, type TensorOptions } from './ops/creation.js';
-import { bindArgs, REQUIRED, type PyArgs } from './ops/options.js';
+import { bindArgs, REQUIRED, type PyArgs } from './args.js';
 
 type FullArgs = PyArgs<[size: number[], fillValue: number | boolean], { size?: number[]; fillValue?: number | boolean } & TensorOptions>;
 

@@ -7,7 +7,7 @@
  */
 import { runBackward, rootGrad, type BackwardOptions } from './autograd/engine.js';
 import { setDetach, type Node } from './autograd/graph.js';
-import { bindArgs, type PyArgs } from './ops/options.js';
+import { bindArgs, type PyArgs } from './args.js';
 import { decode, elementSize, isFloating, viewStorage, type DType } from './dtype.js';
 import type { Device } from './device.js';
 import { collected, watch, type Storage } from './runtime/storage.js';

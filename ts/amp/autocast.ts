@@ -26,7 +26,7 @@ import { ContextVar } from '../context.js';
 import { isFloating, toDType, type DType } from '../dtype.js';
 import { isCollectingInputs, isGradEnabled } from '../autograd/graph.js';
 import { untrack } from '../scope.js';
-import { checkOptions } from '../ops/options.js';
+import { checkOptions } from '../args.js';
 import { opInfo, type AutocastPolicy } from '../ops/registry.js';
 import { cast } from '../ops/cast.js';
 import type { Tensor } from '../tensor.js';

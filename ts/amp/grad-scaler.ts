@@ -21,7 +21,7 @@ import { untrack } from '../scope.js';
 import { binaryOp, unaryOp, where } from '../ops/elementwise.js';
 import { full } from '../ops/creation.js';
 import { tidy } from '../ops/scoped.js';
-import { checkOptions } from '../ops/options.js';
+import { checkOptions } from '../args.js';
 import { ampForeachNonFiniteCheckAndUnscale_ } from './unscale.js';
 import type { Optimizer } from '../optim/optimizer.js';
 import { Tensor } from '../tensor.js';

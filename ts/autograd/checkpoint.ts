@@ -30,7 +30,7 @@ import { defaultGeneratorOf } from '../rng.js';
 import type { Generator } from '../random.js';
 import { autocast, getAutocastDtype, isAutocastEnabled } from '../amp/autocast.js';
 import { isFloating } from '../dtype.js';
-import { checkOptions, isKeywords } from '../ops/options.js';
+import { checkOptions, isKeywords } from '../args.js';
 import { tidy } from '../ops/scoped.js';
 import { Tensor } from '../tensor.js';
 import { collectingInputs, currentStandIns, isGradEnabled, record, withGradMode, type Node } from './graph.js';

@@ -5,7 +5,7 @@
  * float64 ones (eps 1e-6, atol 1e-5, rtol 1e-3). Reading values is a sync point: it is async.
  */
 import { tensor } from '../ops/creation.js';
-import { checkOptions } from '../ops/options.js';
+import { checkOptions } from '../args.js';
 import { reshape } from '../ops/views.js';
 import { Tensor } from '../tensor.js';
 import { grad } from './grad.js';

@@ -14,7 +14,7 @@
  * or plain data (numbers, arrays, typed arrays: made into tensors, as PyTorch's `default_collate`).
  */
 import { CPU } from '../device.js';
-import { bindArgs, type PyArgs } from '../ops/options.js';
+import { bindArgs, type PyArgs } from '../args.js';
 import { checkPinnable, pinMemory } from '../runtime/pinned.js';
 import { defaultGenerator, type Generator } from '../random.js';
 import { alloc, emit, place, ref, code } from '../runtime/dispatch.js';

@@ -9,7 +9,7 @@
  * shares do not overlap) and across runs, but not the permutation PyTorch's CPU generator makes.
  */
 import { getRank, getWorldSize, isInitialized } from '../distributed/group.js';
-import { checkOptions } from '../ops/options.js';
+import { checkOptions } from '../args.js';
 import { Generator } from '../random.js';
 
 /** What a `DataLoader` accepts as `sampler`: an iterable of indices with a length. */

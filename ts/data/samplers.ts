@@ -6,7 +6,7 @@
  * generator (MT19937) makes.
  */
 import { Tensor } from '../tensor.js';
-import { bindArgs, REQUIRED, type PyArgs } from '../ops/options.js';
+import { bindArgs, REQUIRED, type PyArgs } from '../args.js';
 import { defaultGenerator, type Generator } from '../random.js';
 import type { Sampler } from './sampler.js';
 

@@ -2,7 +2,7 @@
  * `Subset` and `randomSplit`: a dataset seen through a list of indices, and a dataset split into
  * non-overlapping random subsets (by lengths, or by fractions that sum to 1, as PyTorch's).
  */
-import { bindArgs, type PyArgs } from '../ops/options.js';
+import { bindArgs, type PyArgs } from '../args.js';
 import { defaultGenerator, type Generator } from '../random.js';
 import { Dataset } from './dataset.js';
 import { permutation } from './samplers.js';

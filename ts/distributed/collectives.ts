@@ -17,7 +17,7 @@ import { cat } from '../ops/shape.js';
 import { narrow, reshape } from '../ops/views.js';
 import { cast, contiguous } from '../ops/cast.js';
 import { alloc } from '../runtime/dispatch.js';
-import { checkOptions } from '../ops/options.js';
+import { checkOptions } from '../args.js';
 import { splitSizes, type ReduceOpName } from './comm.js';
 import { defaultGroup, recvFrom, sendTo, signature, type Group, type ProcessGroup, type Work } from './group.js';
 import { SocketGroup } from './socket-group.js';

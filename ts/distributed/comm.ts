@@ -21,7 +21,7 @@ import { fmt } from '../shape.js';
 import { Tensor } from '../tensor.js';
 import { binaryOp } from '../ops/elementwise.js';
 import { copyInto, to } from '../ops/copy.js';
-import { bindArgs, type PyArgs } from '../ops/options.js';
+import { bindArgs, type PyArgs } from '../args.js';
 import { tidy } from '../ops/scoped.js';
 import { cat, chunk, split } from '../ops/shape.js';
 import { narrow, reshape } from '../ops/views.js';

@@ -14,7 +14,7 @@ import { isGradEnabled, op, withStandIns } from '../autograd/graph.js';
 import { Tensor } from '../tensor.js';
 import { binaryOp } from '../ops/elementwise.js';
 import { copyInto } from '../ops/copy.js';
-import { checkOptions } from '../ops/options.js';
+import { checkOptions } from '../args.js';
 import { narrow, reshape } from '../ops/views.js';
 import { alloc } from '../runtime/dispatch.js';
 import { elementSize } from '../dtype.js';

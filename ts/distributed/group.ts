@@ -23,7 +23,7 @@ import { elementSize } from '../dtype.js';
 import { fmt } from '../shape.js';
 import { Tensor } from '../tensor.js';
 import { connect, newTag } from '../runtime/peers.js';
-import { checkOptions } from '../ops/options.js';
+import { checkOptions } from '../args.js';
 import { emit } from '../runtime/dispatch.js';
 import { env } from '../platform.js';
 import { SocketGroup } from './socket-group.js';

@@ -14,7 +14,7 @@ import { fromHost, zeros } from '../ops/creation.js';
 import { binaryOp, gelu, unaryOp, where } from '../ops/elementwise.js';
 import { matmul } from '../ops/matmul.js';
 import { dropout, linear, softmax } from '../ops/nn.js';
-import { bindArgs, type PyArgs } from '../ops/options.js';
+import { bindArgs, type PyArgs } from '../args.js';
 import { reduce } from '../ops/reduce.js';
 import { tidy } from '../ops/scoped.js';
 import * as V from '../ops/views.js';

@@ -5,7 +5,7 @@
  */
 import type { Size2 } from '../ops/conv.js';
 import { convTranspose1d, convTranspose2d, type ConvTransposeOptions } from '../ops/conv-transpose.js';
-import { bindArgs, type PyArgs } from '../ops/options.js';
+import { bindArgs, type PyArgs } from '../args.js';
 import type { Tensor } from '../tensor.js';
 import { uniformParameter } from './layers.js';
 import { Module, type FactoryOptions, type Parameter } from './module.js';

@@ -6,7 +6,7 @@
  */
 import { withGradMode } from '../autograd/graph.js';
 import { fromHost } from '../ops/creation.js';
-import { bindArgs, REQUIRED, type PyArgs } from '../ops/options.js';
+import { bindArgs, REQUIRED, type PyArgs } from '../args.js';
 import { normal_ as normalOp, uniform_ as uniformOp } from '../ops/random.js';
 import { defaultGenerator, type Generator } from '../random.js';
 import { fmt } from '../shape.js';

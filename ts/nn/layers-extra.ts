@@ -6,7 +6,7 @@ import { ones, zeros } from '../ops/creation.js';
 import { interpolate, INTERPOLATE_PARAMS, type InterpolateMode, type InterpolateOptions } from '../ops/interpolate.js';
 import { leakyRelu } from '../ops/functional.js';
 import { groupNorm, rmsNorm } from '../ops/norms.js';
-import { bindArgs, type PyArgs } from '../ops/options.js';
+import { bindArgs, type PyArgs } from '../args.js';
 import type { Tensor } from '../tensor.js';
 import { Module, Parameter, type FactoryOptions } from './module.js';
 

@@ -14,7 +14,7 @@ import { linear } from '../ops/nn.js';
 import { inPlace } from '../ops/inplace.js';
 import { flatten } from '../ops/views.js';
 import type { Tensor } from '../tensor.js';
-import { bindArgs, type PyArgs } from '../ops/options.js';
+import { bindArgs, type PyArgs } from '../args.js';
 import { Module, Parameter, type FactoryOptions } from './module.js';
 
 /** A parameter with values uniform in [-bound, bound) on the CPU. */

@@ -8,7 +8,7 @@
  */
 import type { Tensor } from '../tensor.js';
 import type { Size2 } from '../ops/conv.js';
-import { bindArgs, type PyArgs } from '../ops/options.js';
+import { bindArgs, type PyArgs } from '../args.js';
 import { Module, type Parameter } from './module.js';
 import { BatchNorm1d, BatchNorm2d, Conv1d, Conv2d, convLayerOptions, type BatchNormLayerOptions, type ConvLayerOptions } from './spatial.js';
 

@@ -7,7 +7,7 @@ import {
   binaryCrossEntropyWithLogits, crossEntropy, l1Loss, legacyReduction, mseLoss, nllLoss,
   type BceOptions, type CrossEntropyOptions, type LegacyReduction, type NllOptions, type Reduction,
 } from '../ops/nn.js';
-import { bindArgs, type PyArgs } from '../ops/options.js';
+import { bindArgs, type PyArgs } from '../args.js';
 import type { Tensor } from '../tensor.js';
 import { Module } from './module.js';
 

@@ -12,7 +12,7 @@ import { device as toDevice, type DeviceLike } from '../device.js';
 import type { DType } from '../dtype.js';
 import { withGradMode } from '../autograd/graph.js';
 import { Tensor } from '../tensor.js';
-import { bindArgs, type PyArgs } from '../ops/options.js';
+import { bindArgs, type PyArgs } from '../args.js';
 import { runHooked, RemovableHandle, type HookSet } from './hooks.js';
 
 export { RemovableHandle };

@@ -13,7 +13,7 @@
  * reverse (autograd carries each micro-batch's gradient back through its `to()`), and each
  * parameter's gradient is the sum over micro-batches: the same as the whole batch up to rounding.
  */
-import { checkOptions } from '../ops/options.js';
+import { checkOptions } from '../args.js';
 import { tidy } from '../ops/scoped.js';
 import { cat, chunk } from '../ops/shape.js';
 import { to } from '../ops/copy.js';

@@ -14,7 +14,7 @@
  * chunks of unequal size a weighted mean matches one device exactly; see README.)
  */
 import { Device, device as toDevice, knownGpuCount, type DeviceLike } from '../device.js';
-import { bindArgs, type PyArgs } from '../ops/options.js';
+import { bindArgs, type PyArgs } from '../args.js';
 import { tidy } from '../ops/scoped.js';
 import { Module } from './module.js';
 import { checkOnDevice, gather, parallelApply, replicate, scatter } from './parallel-apply.js';

@@ -5,7 +5,7 @@
  */
 import { zeros } from '../ops/creation.js';
 import { linear } from '../ops/nn.js';
-import { bindArgs, type PyArgs } from '../ops/options.js';
+import { bindArgs, type PyArgs } from '../args.js';
 import { tidy } from '../ops/scoped.js';
 import * as V from '../ops/views.js';
 import { fmt } from '../shape.js';

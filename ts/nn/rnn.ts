@@ -9,7 +9,7 @@
 import { zeros } from '../ops/creation.js';
 import { binaryOp, unaryOp } from '../ops/elementwise.js';
 import { dropout, linear } from '../ops/nn.js';
-import { bindArgs, type PyArgs } from '../ops/options.js';
+import { bindArgs, type PyArgs } from '../args.js';
 import { tidy } from '../ops/scoped.js';
 import { cat, chunk, stack } from '../ops/shape.js';
 import * as V from '../ops/views.js';

@@ -14,7 +14,7 @@ import { binaryOp } from '../ops/elementwise.js';
 import { defaultGenerator } from '../random.js';
 import type { Tensor } from '../tensor.js';
 import { uniformParameter } from './layers.js';
-import { bindArgs, REQUIRED, type PyArgs } from '../ops/options.js';
+import { bindArgs, REQUIRED, type PyArgs } from '../args.js';
 import { Module, Parameter, type FactoryOptions } from './module.js';
 
 const pair = (v: Size2): number[] => (Array.isArray(v) ? v : [v, v]);

@@ -6,7 +6,7 @@
  */
 import { full } from '../ops/creation.js';
 import { binaryOp } from '../ops/elementwise.js';
-import { bindArgs, checkOptions, type PyArgs } from '../ops/options.js';
+import { bindArgs, checkOptions, type PyArgs } from '../args.js';
 import { tidy } from '../ops/scoped.js';
 import { triu } from '../ops/shape.js';
 import * as V from '../ops/views.js';

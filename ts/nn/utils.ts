@@ -7,7 +7,7 @@ import { withGradMode } from '../autograd/graph.js';
 import { ReduceOp } from '../ir/ops.js';
 import { full } from '../ops/creation.js';
 import { binaryOp, clamp, unaryOp } from '../ops/elementwise.js';
-import { bindArgs, type PyArgs } from '../ops/options.js';
+import { bindArgs, type PyArgs } from '../args.js';
 import { reduce } from '../ops/reduce.js';
 import { tidy } from '../ops/scoped.js';
 import { stack } from '../ops/shape.js';

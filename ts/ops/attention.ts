@@ -12,7 +12,7 @@ import { arange } from './creation.js';
 import { binaryOp, where } from './elementwise.js';
 import { matmul } from './matmul.js';
 import { dropout, softmax } from './nn.js';
-import { bindArgs, type PyArgs } from './options.js';
+import { bindArgs, type PyArgs } from '../args.js';
 import { tidy } from './scoped.js';
 import * as V from './views.js';
 

@@ -8,7 +8,7 @@
 import { flip as flipImpl, indexPut_ as indexPutImpl } from './advanced.js';
 import { clamp as clampImpl } from './elementwise.js';
 import * as I from './indexing.js';
-import { bindArgs, REQUIRED } from './options.js';
+import { bindArgs, REQUIRED } from '../args.js';
 import * as S from './shape.js';
 import * as St from './stats.js';
 

@@ -11,7 +11,7 @@ import { Tensor } from '../tensor.js';
 import { flip } from './advanced.js';
 import { conv2d, pad, type Size2 } from './conv.js';
 import { checkFloat } from './nn.js';
-import { bindArgs, type PyArgs } from './options.js';
+import { bindArgs, type PyArgs } from '../args.js';
 import { tidy } from './scoped.js';
 import * as V from './views.js';
 

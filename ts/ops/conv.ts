@@ -24,7 +24,7 @@ import { copyInto } from './copy.js';
 import { full } from './creation.js';
 import { binaryOp } from './elementwise.js';
 import { matmul } from './matmul.js';
-import { bindArgs, checkOptions, type PyArgs } from './options.js';
+import { bindArgs, checkOptions, type PyArgs } from '../args.js';
 import { checkAccepted, checkFloat } from './nn.js';
 import { tidy } from './scoped.js';
 import * as V from './views.js';

@@ -17,7 +17,7 @@ import { Tensor } from '../tensor.js';
 import { isGradEnabled, needsGrad, op as recorded, record } from '../autograd/graph.js';
 import { sumTo } from './reduce-kernel.js';
 import { zerosLike } from './creation.js';
-import { bindArgs, type PyArgs } from './options.js';
+import { bindArgs, type PyArgs } from '../args.js';
 import { cast, contiguous } from './cast.js';
 
 

@@ -11,7 +11,7 @@ import type { Generator } from '../random.js';
 import { Dist, drawInto, f32Bits, generatorFor } from './random.js';
 import { checkPinTarget, markPinned } from '../runtime/pinned.js';
 import { alloc, emit, ref, place } from '../runtime/dispatch.js';
-import { bindArgs, checkOptions, isKeywords, REQUIRED } from './options.js';
+import { bindArgs, checkOptions, isKeywords, REQUIRED } from '../args.js';
 import { checkShape, numel } from '../shape.js';
 import type { NestedArray, Tensor } from '../tensor.js';
 

@@ -15,7 +15,7 @@ import { full } from './creation.js';
 import { isGradEnabled, op as recorded } from '../autograd/graph.js';
 import { sumTo } from './reduce-kernel.js';
 import { elementwiseOp, type ElementwiseOp, type GradMath } from './table.js';
-import { bindArgs, checkOptions, type PyArgs } from './options.js';
+import { bindArgs, checkOptions, type PyArgs } from '../args.js';
 import { cast } from './cast.js';
 import type { Command, Operand } from '../ir/commands.js';
 import { autocastCall, autocasting } from '../amp/autocast.js';

@@ -9,7 +9,7 @@ import { Tensor } from '../tensor.js';
 import { broadcastShapes } from '../shape.js';
 import { randn, type RandomOptions } from './creation.js';
 import { binaryOp, unaryApi, unaryOp } from './elementwise.js';
-import { bindArgs, REQUIRED, type PyArgs } from './options.js';
+import { bindArgs, REQUIRED, type PyArgs } from '../args.js';
 import { normal_ } from './random.js';
 import { tidy } from './scoped.js';
 import { to } from './copy.js';

@@ -7,7 +7,7 @@ import { binaryOp, unaryOp, where } from './elementwise.js';
 import { checkFloat } from './nn.js';
 import { tidy } from './scoped.js';
 import { embedding as embeddingOp } from './indexing.js';
-import { bindArgs, type PyArgs } from './options.js';
+import { bindArgs, type PyArgs } from '../args.js';
 
 export {
   softmax, logSoftmax, nllLoss, crossEntropy, linear, mseLoss, l1Loss, binaryCrossEntropyWithLogits, dropout, layerNorm, batchNorm,

@@ -12,7 +12,7 @@ import { normDim } from '../shape.js';
 import { binaryOp, unaryOp, where, type TensorOrScalar } from './elementwise.js';
 import { inPlace } from './inplace.js';
 import { maskedFill, scatter, scatterAdd } from './indexing.js';
-import { bindArgs, type PyArgs } from './options.js';
+import { bindArgs, type PyArgs } from '../args.js';
 import { tidy } from './scoped.js';
 import * as V from './views.js';
 

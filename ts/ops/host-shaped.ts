@@ -8,7 +8,7 @@ import { Tensor } from '../tensor.js';
 import { normDim } from '../shape.js';
 import { fromHost, full } from './creation.js';
 import { indexSelect, scatterAdd } from './indexing.js';
-import { bindArgs, type PyArgs } from './options.js';
+import { bindArgs, type PyArgs } from '../args.js';
 import { tidy } from './scoped.js';
 import { repeatInterleaveBy } from './surface.js';
 import * as V from './views.js';

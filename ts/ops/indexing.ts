@@ -21,7 +21,7 @@ import { reduce, valuesIndices, type ValuesIndices } from './reduce.js';
 import { sumTo } from './reduce-kernel.js';
 import { expand, reshape, slice } from './views.js';
 import { cast, contiguous } from './cast.js';
-import { bindArgs } from './options.js';
+import { bindArgs } from '../args.js';
 import { autocastCall, autocasting } from '../amp/autocast.js';
 
 function checkRank(op: string, shape: readonly number[]): void {

@@ -11,7 +11,7 @@ import { fromHost } from './creation.js';
 import { binaryOp } from './elementwise.js';
 import { indexSelect } from './indexing.js';
 import { checkFloat } from './nn.js';
-import { bindArgs, type PyArgs } from './options.js';
+import { bindArgs, type PyArgs } from '../args.js';
 import { tidy } from './scoped.js';
 
 /** The resampling modes `F.interpolate` supports here. */

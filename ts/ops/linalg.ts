@@ -17,7 +17,7 @@ import { full } from './creation.js';
 import { cast } from './cast.js';
 import { binaryOp } from './elementwise.js';
 import { matmul } from './matmul.js';
-import { bindArgs, type PyArgs } from './options.js';
+import { bindArgs, type PyArgs } from '../args.js';
 import { tidy } from './scoped.js';
 import { expand, unsqueeze } from './views.js';
 

@@ -15,7 +15,7 @@ import * as V from './views.js';
 import * as R from './random.js';
 import { bernoulli, multinomial } from './sampling.js';
 import { ReduceOp } from '../ir/ops.js';
-import { bindArgs, bindDim, type DimArgs, type PyArgs } from './options.js';
+import { bindArgs, bindDim, type DimArgs, type PyArgs } from '../args.js';
 import { fill_, inPlace } from './inplace.js';
 
 /** snake_case table names to the camelCase API names. */

@@ -23,7 +23,7 @@ import { Dist, drawInto, f32Bits, generatorFor } from './random.js';
 import type { Generator } from '../random.js';
 import { binaryOp, softplus, unaryOp, where, type TensorOrScalar } from './elementwise.js';
 import { matmul } from './matmul.js';
-import { bindArgs, checkOptions, type PyArgs } from './options.js';
+import { bindArgs, checkOptions, type PyArgs } from '../args.js';
 import { reduce } from './reduce.js';
 import { checkDtypes } from './registry.js';
 import { tidy } from './scoped.js';

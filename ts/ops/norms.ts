@@ -8,7 +8,7 @@ import { fmt, numel } from '../shape.js';
 import type { Tensor } from '../tensor.js';
 import { binaryOp, unaryOp } from './elementwise.js';
 import { checkFloat } from './nn.js';
-import { bindArgs, type PyArgs } from './options.js';
+import { bindArgs, type PyArgs } from '../args.js';
 import { reduce } from './reduce.js';
 import { tidy } from './scoped.js';
 import * as V from './views.js';

@@ -28,7 +28,7 @@ import { fromHost, zeros } from './creation.js';
 import { binaryOp } from './elementwise.js';
 import { scatterAdd } from './indexing.js';
 import { matmul } from './matmul.js';
-import { bindArgs, REQUIRED, type PyArgs } from './options.js';
+import { bindArgs, REQUIRED, type PyArgs } from '../args.js';
 import { reduce, valuesIndices, type ValuesIndices } from './reduce.js';
 import { checkAccepted } from './nn.js';
 import { fusedWindows, pad, paddedWindows, sizes, windows, type Size2 } from './conv.js';

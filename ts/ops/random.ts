@@ -16,7 +16,7 @@ import { alloc, emit, place, ref } from '../runtime/dispatch.js';
 import { isGradEnabled } from '../autograd/graph.js';
 import { Tensor } from '../tensor.js';
 import { Dist } from '../ir/ops.js';
-import { bindArgs, type PyArgs } from './options.js';
+import { bindArgs, type PyArgs } from '../args.js';
 
 export { Dist };
 

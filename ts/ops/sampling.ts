@@ -27,7 +27,7 @@ import { ReduceOp } from '../ir/ops.js';
 import { binaryOp, clamp, unaryOp } from './elementwise.js';
 import { made, RANDOM_KEYS, type RandomOptions } from './creation.js';
 import { sort, topk, cumsum } from './indexing.js';
-import { bindArgs, checkOptions, type PyArgs } from './options.js';
+import { bindArgs, checkOptions, type PyArgs } from '../args.js';
 import { checkP, Dist, drawInto, f32Bits, generatorFor } from './random.js';
 import { reduce } from './reduce.js';
 import { tidy } from './scoped.js';

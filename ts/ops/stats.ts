@@ -13,7 +13,7 @@ import { fmt, normDim } from '../shape.js';
 import { Tensor } from '../tensor.js';
 import { ReduceOp } from '../ir/ops.js';
 import { binaryOp, unaryOp, where } from './elementwise.js';
-import { checkOptions } from './options.js';
+import { checkOptions } from '../args.js';
 import { reduce, type Dims } from './reduce.js';
 import { tidy } from './scoped.js';
 import * as V from './views.js';

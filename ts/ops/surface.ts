@@ -11,7 +11,7 @@ import { normDim } from '../shape.js';
 import { full } from './creation.js';
 import { binaryOp, unaryOp } from './elementwise.js';
 import { sort } from './indexing.js';
-import { bindArgs, REQUIRED, type PyArgs } from './options.js';
+import { bindArgs, REQUIRED, type PyArgs } from '../args.js';
 import { reduce } from './reduce.js';
 import { tidy } from './scoped.js';
 import * as V from './views.js';

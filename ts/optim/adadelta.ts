@@ -5,7 +5,7 @@
  */
 import { binaryOp as bin, unaryOp } from '../ops/elementwise.js';
 import type { Tensor } from '../tensor.js';
-import { bindArgs, type PyArgs } from '../ops/options.js';
+import { bindArgs, type PyArgs } from '../args.js';
 import { Optimizer, type Params, type ParamGroup, type ParamState } from './optimizer.js';
 
 /** Options of `Adadelta`. */

@@ -5,7 +5,7 @@
  */
 import { full } from '../ops/creation.js';
 import { binaryOp as bin, unaryOp } from '../ops/elementwise.js';
-import { bindArgs, type PyArgs } from '../ops/options.js';
+import { bindArgs, type PyArgs } from '../args.js';
 import type { Tensor } from '../tensor.js';
 import { Optimizer, type ParamGroup, type ParamState, type Params } from './optimizer.js';
 

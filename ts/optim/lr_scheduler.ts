@@ -3,7 +3,7 @@
  * their closed forms, and the others re-exported from ts/optim/schedulers-*.ts. Call
  * `scheduler.step()` once per epoch after `optimizer.step()`, as in PyTorch.
  */
-import { bindArgs, REQUIRED, type PyArgs } from '../ops/options.js';
+import { bindArgs, REQUIRED, type PyArgs } from '../args.js';
 import type { Optimizer } from './optimizer.js';
 import { checkFresh, LRScheduler } from './scheduler-base.js';
 

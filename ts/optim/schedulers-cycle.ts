@@ -3,7 +3,7 @@
  * momentum moving the other way) and `ReduceLROnPlateau` (the lr drops by `factor` when a metric
  * stops improving), with PyTorch's arguments, phases and errors.
  */
-import { bindArgs, REQUIRED, type PyArgs } from '../ops/options.js';
+import { bindArgs, REQUIRED, type PyArgs } from '../args.js';
 import type { Optimizer, ParamGroup } from './optimizer.js';
 import { checkFresh } from './scheduler-base.js';
 

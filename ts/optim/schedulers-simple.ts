@@ -4,7 +4,7 @@
  * Each schedule is in closed form over the group's initial lr; the constructors take PyTorch's
  * initial step (`lastEpoch` 0), so `LinearLR` starts at `base·startFactor` at once.
  */
-import { bindArgs, REQUIRED, type PyArgs } from '../ops/options.js';
+import { bindArgs, REQUIRED, type PyArgs } from '../args.js';
 import type { Optimizer } from './optimizer.js';
 import { checkFresh, initialLr, LRScheduler } from './scheduler-base.js';
 

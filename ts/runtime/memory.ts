@@ -18,7 +18,7 @@
 import { clientOf, currentDevice, device as toDevice, Device, gpuLimits, onDeviceReplaced, type DeviceLike } from '../device.js';
 import { CachingAllocator, type Allocation, type MemoryStats, type SnapshotSegment } from '../memory/index.js';
 import { env } from '../platform.js';
-import { bindArgs, REQUIRED, type PyArgs } from '../ops/options.js';
+import { bindArgs, REQUIRED, type PyArgs } from '../args.js';
 import { mallocCollecting } from './collect.js';
 import { publishBudget, readScratch, takeCached } from '../worker/scratch.js';
 

@@ -32,7 +32,7 @@
  * Note [Events never recorded]. As in PyTorch, an event that was never recorded counts as
  * finished: `query()` is true, `synchronize()` resolves, `wait()` is a no-op.
  */import { clientOf, currentDevice, device as toDevice, Device, withDevice, type DeviceLike } from '../device.js';
-import { bindArgs, type PyArgs } from '../ops/options.js';
+import { bindArgs, type PyArgs } from '../args.js';
 import { PRIORITIES, priorityOf, STREAMS_PER_PRIORITY } from '../worker/streams/board.js';
 import { runWithStream, setStreamId, streamId } from './current-stream.js';
 import type { DeviceClient } from './client.js';

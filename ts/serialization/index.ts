@@ -11,7 +11,7 @@
  * raises and leaves nothing behind.
  */
 import { Parameter } from '../nn/module.js';
-import { bindArgs, type PyArgs } from '../ops/options.js';
+import { bindArgs, type PyArgs } from '../args.js';
 import { Tensor, view } from '../tensor.js';
 import { elementSize, isFloating, type DType } from '../dtype.js';
 import { readSource, writeAtomic, type Source } from './io.js';

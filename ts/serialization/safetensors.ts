@@ -7,7 +7,7 @@
  *     const sd = await torch.safetensors.loadFile('model.safetensors', 'gpu:0');
  */
 import type { DeviceLike } from '../device.js';
-import { bindArgs, type PyArgs } from '../ops/options.js';
+import { bindArgs, type PyArgs } from '../args.js';
 import type { Tensor } from '../tensor.js';
 import { readSource, writeAtomic, type Source } from './io.js';
 import { loadSafetensors, safetensorsBytes } from './index.js';
