@@ -228,3 +228,12 @@ export function goldenTests(cases: Case[], device: string, runners: Record<strin
     await runCase(c, device, runners);
   });
 }
+
+/** The goldens' split/chunk combiner (make_goldens*.py's): the pieces flattened, piece i times i + 1, concatenated; the pieces are disposed. */
+export function pieces(parts: torch.Tensor[]): torch.Tensor {
+  const flat = parts.map((p) => p.reshape([-1]));
+  const scaled = flat.map((p, i) => p.mul(i + 1));
+  const out = torch.cat(scaled);
+  [...parts, ...flat, ...scaled].forEach((t) => t.dispose());
+  return out;
+}

@@ -7,21 +7,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as torch from '../../dist/webtorch.js';
 import { leakCheck, testDevices } from '../devices.js';
-import { goldenTests, loadGoldens, T, type Runner } from '../golden.js';
+import { goldenTests, loadGoldens, T, type Runner, pieces } from '../golden.js';
 
 const goldens = loadGoldens('goldens-nn.json');
 const devices = await testDevices();
 const F = torch.F;
 type Opt = torch.Tensor | undefined;
-
-/** The golden split/chunk combiner: the pieces flattened, piece i times i + 1, concatenated. */
-function pieces(parts: torch.Tensor[]): torch.Tensor {
-  const flat = parts.map((p) => p.reshape([-1]));
-  const scaled = flat.map((p, i) => p.mul(i + 1));
-  const out = torch.cat(scaled);
-  [...parts, ...flat, ...scaled].forEach((t) => t.dispose());
-  return out;
-}
 
 const RUNNERS: Record<string, Runner> = {
   softmax: ([x], kw) => F.softmax(T(x), kw.dim, { dtype: kw.dtype }),

@@ -9,20 +9,11 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import * as torch from '../../dist/webtorch.js';
 import { leakCheck, testDevices } from '../devices.js';
-import { build, check, goldenTests, loadGoldens, run, T, type Case, type Runner, type TensorJson } from '../golden.js';
+import { build, check, goldenTests, loadGoldens, run, T, type Case, type Runner, type TensorJson, pieces } from '../golden.js';
 
 const goldens = loadGoldens('goldens-surface.json');
 const devices = await testDevices();
 type Opt = torch.Tensor | undefined;
-
-/** The golden list combiner: the pieces flattened, piece i times i + 1, concatenated. */
-function pieces(parts: torch.Tensor[]): torch.Tensor {
-  const flat = parts.map((p) => p.reshape([-1]));
-  const scaled = flat.map((p, i) => p.mul(i + 1));
-  const out = torch.cat(scaled);
-  [...parts, ...flat, ...scaled].forEach((t) => t.dispose());
-  return out;
-}
 
 /** A clone of x, written in place by `f` (the in-place goldens run on a clone, as in PyTorch's). */
 function onClone(x: unknown, f: (c: torch.Tensor) => torch.Tensor): torch.Tensor {

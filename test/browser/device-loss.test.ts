@@ -4,27 +4,16 @@
  * the next sync point and at the next op call; gpu:1 (a second logical device on SwiftShader) and
  * cpu train on; `torch.gpu.init()` brings gpu:0 back, fresh, while its old tensors raise.
  */
-import type { Browser } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { haveChromium, launch, open, serve } from './browser.js';
+import { describe, expect, it } from 'vitest';
+import { browserSession, haveChromium } from './browser.js';
 
-type Server = Awaited<ReturnType<typeof serve>>;
 type Raised = { name: string; message: string; device?: string; reason?: string; isDeviceLost: boolean } | null;
 
 describe.runIf(haveChromium())('device loss in the browser', () => {
-  let browser: Browser;
-  let server: Server;
-  beforeAll(async () => {
-    browser = await launch();
-    server = await serve(true);
-  });
-  afterAll(async () => {
-    await browser?.close();
-    await server?.close();
-  });
+  const { openPage } = browserSession();
 
   it('gpu:0 lost mid-training (GPUDevice.destroy()): DeviceLostError, gpu:1 and cpu train on, torch.gpu.init() brings it back', async () => {
-    const { page, errors } = await open(browser, `${server.url}/test/browser/pages/train.html`);
+    const { page, errors } = await openPage('test/browser/pages/train.html');
     const r = await page.evaluate(async () => {
       const torch = (window as any).torch;
       torch.gpu.configure({ devices: 2 });
@@ -51,7 +40,7 @@ describe.runIf(haveChromium())('device loss in the browser', () => {
   }, 120_000);
 
   it("the browser's own loss (its GPU process crashes): every GPU device raises DeviceLostError, cpu goes on, torch.gpu.init() brings them back", async () => {
-    const { page, errors } = await open(browser, `${server.url}/test/browser/pages/train.html`);
+    const { page, errors } = await openPage('test/browser/pages/train.html');
     const before = await page.evaluate(async () => {
       const torch = (window as any).torch, w = window as any;
       torch.gpu.configure({ devices: 2 });

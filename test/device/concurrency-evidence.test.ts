@@ -55,6 +55,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import * as torch from '../../dist/webtorch.js';
+import { longWork } from './long-work.js';
 import { suiteDevices } from '../devices.js';
 
 const { nn } = torch;
@@ -68,18 +69,6 @@ const STEPS = 40;
 const data = (device: string) => torch.tidy(() => torch.arange(N * N, { device, dtype: 'float32' }).remainder(97).reshape([N, N]));
 const want = (i: number) => i % 97;
 
-/** `steps` products with the identity: long work whose result is `x` exactly. */
-function longWork(x: torch.Tensor, steps: number): torch.Tensor {
-  const eye = torch.eye(x.shape[0], { device: x.device });
-  let y = x;
-  for (let i = 0; i < steps; i++) {
-    const t = y.matmul(eye);
-    if (y !== x) y.dispose();
-    y = t;
-  }
-  eye.dispose();
-  return y;
-}
 
 /** Queues long work on gpu:1 whose result is `data` exactly; returns the tensors to free and the result. */
 function busyOther(): { src: torch.Tensor; long: torch.Tensor } {

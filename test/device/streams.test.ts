@@ -18,6 +18,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import * as torch from '../../dist/webtorch.js';
+import { longWork } from './long-work.js';
 import { suiteDevices } from '../devices.js';
 
 const devices = suiteDevices();
@@ -29,18 +30,6 @@ const place = (t: torch.Tensor) => {
   return `${s.id}@${s.byteOffset}`;
 };
 
-/** `steps` products with the identity: long work whose result is `x` exactly. */
-function longWork(x: torch.Tensor, steps: number): torch.Tensor {
-  const eye = torch.eye(x.shape[0], { device: x.device });
-  let y = x;
-  for (let i = 0; i < steps; i++) {
-    const t = y.matmul(eye);
-    if (y !== x) y.dispose();
-    y = t;
-  }
-  eye.dispose();
-  return y;
-}
 
 /**
  * How long the hold-back must last: the tests that check a stream is *still* held back do so a

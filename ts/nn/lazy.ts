@@ -73,30 +73,27 @@ const bindBatchNorm = (name: string, args: readonly unknown[]) => bindArgs(name,
 
 type BatchNormArgs = PyArgs<[eps: number, momentum: number, affine: boolean, trackRunningStats: boolean], BatchNormLayerOptions>;
 
-/** `nn.LazyBatchNorm1d(eps, momentum, affine, trackRunningStats, {device, dtype})`: features from dim 1. */
-export class LazyBatchNorm1d extends Lazy<BatchNorm1d> {
+/** A lazy batch norm: the layer `Norm` made with the input's channels (dim 1) at the first call. */
+abstract class LazyBatchNorm<M extends BatchNorm1d | BatchNorm2d> extends Lazy<M> {
   private readonly args: unknown[];
+  protected abstract readonly layer: new (...a: unknown[]) => M;
   constructor(...args: BatchNormArgs) {
     super(() => 1);
     bindBatchNorm(new.target.name, args);
     this.args = args;
   }
 
-  protected make(channels: number): BatchNorm1d {
-    return new (BatchNorm1d as unknown as new (...a: unknown[]) => BatchNorm1d)(channels, ...this.args);
+  protected make(channels: number): M {
+    return new this.layer(channels, ...this.args);
   }
 }
 
-/** `nn.LazyBatchNorm2d(eps, momentum, affine, trackRunningStats, {device, dtype})`: channels from dim 1. */
-export class LazyBatchNorm2d extends Lazy<BatchNorm2d> {
-  private readonly args: unknown[];
-  constructor(...args: BatchNormArgs) {
-    super(() => 1);
-    bindBatchNorm(new.target.name, args);
-    this.args = args;
-  }
+/** `nn.LazyBatchNorm1d(eps, momentum, affine, trackRunningStats, {device, dtype})`: features from dim 1. */
+export class LazyBatchNorm1d extends LazyBatchNorm<BatchNorm1d> {
+  protected readonly layer = BatchNorm1d as unknown as new (...a: unknown[]) => BatchNorm1d;
+}
 
-  protected make(channels: number): BatchNorm2d {
-    return new (BatchNorm2d as unknown as new (...a: unknown[]) => BatchNorm2d)(channels, ...this.args);
-  }
+/** `nn.LazyBatchNorm2d(eps, momentum, affine, trackRunningStats, {device, dtype})`: channels from dim 1. */
+export class LazyBatchNorm2d extends LazyBatchNorm<BatchNorm2d> {
+  protected readonly layer = BatchNorm2d as unknown as new (...a: unknown[]) => BatchNorm2d;
 }
