@@ -1,11 +1,12 @@
 // Real models, timed as users train them (issue 29): nanoGPT's GPT in its Shakespeare-character
 // configuration (6 layers, 6 heads, 384 wide, context 256, batch 64, AdamW, gradient clipping) and
-// torchvision's ResNet-18 on 32×32 images (batch 128, SGD with momentum), eager or under autocast.
+// torchvision's ResNet-18 on 32×32 images (batch 128, SGD with momentum), eager, under autocast, or
+// with `--graph` one step captured (`torch.gpu.graph`) after the eager ones and replayed.
 // The models are examples/models/*.mjs. Before timing, the run saves its initial weights and batch
 // with torch.save; bench/models_torch.py loads them into PyTorch's copy of each model, checks that
 // its first losses match webtorch's, and times the same steps (side by side in one device call).
 //
-//   node bench/models.mjs --model gpt|resnet18 [--device gpu:0] [--amp] [--steps 20] [--warmup 5] [--dir DIR]
+//   node bench/models.mjs --model gpt|resnet18 [--device gpu:0] [--amp] [--graph] [--steps 20] [--warmup 5] [--dir DIR]
 // prints one JSON line: losses of the first steps, steps/s, tokens or images per second.
 import { mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -16,7 +17,7 @@ import { makeResNet18 } from '../examples/models/resnet18.mjs';
 
 const { values: o } = parseArgs({
   options: {
-    model: { type: 'string', default: 'gpt' }, device: { type: 'string', default: 'gpu:0' }, amp: { type: 'boolean', default: false },
+    model: { type: 'string', default: 'gpt' }, device: { type: 'string', default: 'gpu:0' }, amp: { type: 'boolean', default: false }, graph: { type: 'boolean', default: false },
     steps: { type: 'string', default: '20' }, warmup: { type: 'string', default: '5' }, dir: { type: 'string', default: join(tmpdir(), 'webtorch-models') },
     batch: { type: 'string' },
   },
@@ -35,7 +36,7 @@ let model, opt, inputs, forward, unit, perStep, clip = 0;
 if (o.model === 'gpt') {
   const cfg = { ...GPT, batch: Number(o.batch ?? GPT.batch) };
   model = makeGpt(torch, cfg).to(o.device);
-  opt = gptOptimizer(torch, model, cfg);
+  opt = gptOptimizer(torch, model, { ...cfg, capturable: o.graph }); // a captured step keeps Adam's step count on the device, as PyTorch's
   // token ids of a fixed pseudo-text (a character model's step costs the same whatever the text)
   const ids = Array.from({ length: cfg.batch * (cfg.blockSize + 1) }, (_, i) => (i * 7919 + (i >> 5) * 31) % cfg.vocabSize);
   const x = torch.tensor(ids, { dtype: 'int64' }).view([cfg.batch, cfg.blockSize + 1]);
@@ -54,8 +55,8 @@ model.train();
 await torch.save(model.stateDict(), join(o.dir, `${o.model}-init.pt`));
 await torch.save(inputs, join(o.dir, `${o.model}-batch.pt`));
 
-/** One training step as the user writes it; returns the loss (not read). */
-function step() {
+/** A training step without the zeroing of the gradients (what a graph captures); returns the loss (not read). */
+function update() {
   const loss = torch.tidy(() => {
     const l = o.amp ? torch.autocast('gpu', { dtype: 'bfloat16' }, forward) : forward();
     l.backward();
@@ -63,6 +64,12 @@ function step() {
   });
   if (clip) torch.nn.utils.clipGradNorm_(model.parameters(), clip).dispose();
   opt.step();
+  return loss;
+}
+
+/** One training step as the user writes it. */
+function step() {
+  const loss = update();
   opt.zeroGrad();
   return loss;
 }
@@ -76,18 +83,34 @@ for (let i = 0; i < 3; i++) {
 for (let i = 0; i < Number(o.warmup); i++) step().dispose();
 await torch.gpu.synchronize?.();
 const n = Number(o.steps);
-const t0 = performance.now();
-let last;
-for (let i = 0; i < n; i++) {
-  last?.dispose();
-  last = step();
+let last, seconds, lastLoss;
+if (o.graph) {
+  // PyTorch's whole-step recipe: one more eager step (PyTorch's side-stream warm-up), the gradients
+  // unset, one step captured (capture runs nothing), replays repeating it
+  step().dispose();
+  const ns = o.device.startsWith('gpu') ? torch.gpu : torch.cpu;
+  const g = new ns.Graph();
+  await ns.graph(g, () => void (last = update()));
+  g.replay();
+  await last.item();
+  const t0 = performance.now();
+  for (let i = 0; i < n; i++) g.replay();
+  lastLoss = await last.item();
+  seconds = (performance.now() - t0) / 1000;
+  g.reset();
+} else {
+  const t0 = performance.now();
+  for (let i = 0; i < n; i++) {
+    last?.dispose();
+    last = step();
+  }
+  lastLoss = await last.item();
+  seconds = (performance.now() - t0) / 1000;
 }
-await last.item();
-const seconds = (performance.now() - t0) / 1000;
 last.dispose();
 const props = o.device.startsWith('gpu') ? await torch.gpu.getDeviceProperties(o.device) : null;
 console.log(JSON.stringify({
-  impl: 'webtorch', model: o.model, device: props?.name ?? o.device, amp: o.amp, losses, steps: n,
+  impl: 'webtorch', model: o.model, device: props?.name ?? o.device, amp: o.amp, graph: o.graph, losses, lastLoss, steps: n,
   stepsPerSec: n / seconds, [unit]: (n * perStep) / seconds,
   peakMiB: props ? torch.gpu.maxMemoryAllocated(o.device) / 2 ** 20 : undefined,
 }));

@@ -2,7 +2,7 @@
 PyTorch's .pt format), checks that the first losses match webtorch's, and times the same training
 steps on CUDA (or the CPU), eager or under autocast (bfloat16).
 
-    python3 bench/models_torch.py --model gpt|resnet18 [--amp] [--steps 20] [--warmup 5] [--dir DIR] [--expect LOSSES_JSON]
+    python3 bench/models_torch.py --model gpt|resnet18 [--amp] [--graph] [--steps 20] [--warmup 5] [--dir DIR] [--expect LOSSES_JSON]
 prints one JSON line like bench/models.mjs's; with --expect (webtorch's line) it also reports the
 largest difference of the first losses relative to the first, and exits 3 if it is over 1e-3 (2e-2 under autocast).
 """
@@ -24,6 +24,7 @@ GPT_CFG = dict(block_size=256, vocab_size=65, n_layer=6, n_head=6, n_embd=384, d
 p = argparse.ArgumentParser()
 p.add_argument('--model', default='gpt')
 p.add_argument('--amp', action='store_true')
+p.add_argument('--graph', action='store_true')
 p.add_argument('--steps', type=int, default=20)
 p.add_argument('--warmup', type=int, default=5)
 p.add_argument('--dir', default=os.path.join(tempfile.gettempdir(), 'webtorch-models'))
@@ -38,7 +39,7 @@ if a.model == 'gpt':
     model = GPT(GPT_CFG).to(dev)
     decay = [q for q in model.parameters() if q.dim() >= 2]
     no_decay = [q for q in model.parameters() if q.dim() < 2]
-    opt = torch.optim.AdamW([{'params': decay, 'weight_decay': 0.1}, {'params': no_decay, 'weight_decay': 0.0}], lr=1e-3, betas=(0.9, 0.99))
+    opt = torch.optim.AdamW([{'params': decay, 'weight_decay': 0.1}, {'params': no_decay, 'weight_decay': 0.0}], lr=1e-3, betas=(0.9, 0.99), capturable=a.graph)
     forward = lambda: model(batch['x'], batch['y'])  # noqa: E731
     unit, per_step, clip = 'tokens/s', batch['x'].numel(), 1.0
 else:
@@ -50,7 +51,7 @@ model.load_state_dict(sd)
 model.train()
 
 
-def step():
+def update():
     if a.amp:
         with torch.autocast(dev, dtype=torch.bfloat16):
             loss = forward()
@@ -60,6 +61,11 @@ def step():
     if clip:
         torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
     opt.step()
+    return loss
+
+
+def step():
+    loss = update()
     opt.zero_grad(set_to_none=True)
     return loss
 
@@ -69,13 +75,30 @@ for _ in range(a.warmup):
     step()
 if dev == 'cuda':
     torch.cuda.synchronize()
-t0 = time.perf_counter()
-for _ in range(a.steps):
-    loss = step()
-loss.item()
+if a.graph:
+    # the whole-step recipe of PyTorch's CUDA graphs notes: warm up on a side stream, capture with the gradients unset
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        step()
+    torch.cuda.current_stream().wait_stream(side)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        loss = update()
+    g.replay()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(a.steps):
+        g.replay()
+    last_loss = loss.item()
+else:
+    t0 = time.perf_counter()
+    for _ in range(a.steps):
+        loss = step()
+    last_loss = loss.item()
 seconds = time.perf_counter() - t0
 out = {'impl': 'torch ' + torch.__version__, 'model': a.model, 'device': torch.cuda.get_device_name() if dev == 'cuda' else 'cpu', 'amp': a.amp,
-       'losses': losses, 'steps': a.steps, 'stepsPerSec': a.steps / seconds, unit: a.steps * per_step / seconds,
+       'graph': a.graph, 'losses': losses, 'lastLoss': last_loss, 'steps': a.steps, 'stepsPerSec': a.steps / seconds, unit: a.steps * per_step / seconds,
        'peakMiB': torch.cuda.max_memory_allocated() / 2 ** 20 if dev == 'cuda' else None}
 code = 0
 if a.expect:

@@ -76,10 +76,10 @@ export function makeGpt(torch, cfg) {
 }
 
 /** nanoGPT's AdamW groups: weight decay on the 2-D parameters (matmuls, embeddings) only. */
-export function gptOptimizer(torch, model, { lr, weightDecay, betas }) {
+export function gptOptimizer(torch, model, { lr, weightDecay, betas, capturable = false }) {
   const params = [...model.namedParameters()].map(([, p]) => p);
   return new torch.optim.AdamW([
     { params: params.filter((p) => p.ndim >= 2), weightDecay },
     { params: params.filter((p) => p.ndim < 2), weightDecay: 0 },
-  ], { lr, betas });
+  ], { lr, betas, capturable });
 }
