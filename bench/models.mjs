@@ -41,7 +41,7 @@ if (o.model === 'gpt') {
   const ids = Array.from({ length: cfg.batch * (cfg.blockSize + 1) }, (_, i) => (i * 7919 + (i >> 5) * 31) % cfg.vocabSize);
   const x = torch.tensor(ids, { dtype: 'int64' }).view([cfg.batch, cfg.blockSize + 1]);
   inputs = { x: x.narrow(1, 0, cfg.blockSize).contiguous().to(o.device), y: x.narrow(1, 1, cfg.blockSize).contiguous().to(o.device) };
-  forward = () => model(inputs.x, inputs.y);
+  forward = () => model(inputs.x, inputs.y)[1];
   [unit, perStep, clip] = ['tokens/s', cfg.batch * cfg.blockSize, cfg.gradClip];
 } else if (o.model === 'resnet18') {
   const batch = Number(o.batch ?? RESNET.batch);

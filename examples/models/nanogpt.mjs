@@ -1,5 +1,5 @@
 // nanoGPT's model.py (GPT: token and position embeddings, pre-norm blocks of causal self-attention
-// and a GELU MLP, a tied-free lm_head) in webtorch, as a PyTorch user ports it; the same module
+// and a GELU MLP, an lm_head not tied to the token embedding, `generate`) in webtorch, as a PyTorch user ports it; the same module
 // names as nanoGPT's, so a state dict saved here loads into bench/models_torch.py's copy of it.
 export function makeGpt(torch, cfg) {
   const { nn, F } = torch;
@@ -62,14 +62,44 @@ export function makeGpt(torch, cfg) {
       });
       for (const [pn, p] of this.namedParameters()) if (pn.endsWith('c_proj.weight')) nn.init.normal_(p, { mean: 0, std: 0.02 / Math.sqrt(2 * cfg.nLayer) });
     }
-    forward(idx, targets) {
+    /** `[logits, loss]` as nanoGPT's: with targets every position's logits and the loss, without them the last position's and null. */
+    forward(idx, targets = null) {
       const [, t] = idx.shape;
+      if (t > cfg.blockSize) throw new RangeError(`Cannot forward sequence of length ${t}, block size is only ${cfg.blockSize}`);
       const pos = torch.arange(0, t, { dtype: 'int64', device: idx.device });
       const tr = this.transformer;
       let x = tr.drop(tr.wte(idx).add(tr.wpe(pos)));
       for (const block of tr.h) x = block(x);
-      const logits = this.lm_head(tr.ln_f(x));
-      return F.crossEntropy(logits.view([-1, logits.shape[2]]), targets.view([-1]), { ignoreIndex: -1 });
+      x = tr.ln_f(x);
+      if (targets !== null) {
+        const logits = this.lm_head(x);
+        return [logits, F.crossEntropy(logits.view([-1, logits.shape[2]]), targets.view([-1]), { ignoreIndex: -1 })];
+      }
+      // inference: the lm_head on the last position only (x[:, [-1], :])
+      return [this.lm_head(x.narrow(1, t - 1, 1)), null];
+    }
+
+    /** nanoGPT's `generate`: `maxNewTokens` samples, each from the softmax of the last logits / temperature, optionally among the top k. */
+    generate(idx, maxNewTokens, temperature = 1.0, topK = null) {
+      return torch.noGrad(() => {
+        for (let i = 0; i < maxNewTokens; i++) {
+          const next = torch.tidy(() => {
+            const t = idx.shape[1];
+            const idxCond = t <= cfg.blockSize ? idx : idx.narrow(1, t - cfg.blockSize, cfg.blockSize);
+            const [out] = this.forward(idxCond);
+            let logits = out.select(1, 0).div(temperature);
+            if (topK !== null) {
+              const v = torch.topk(logits, Math.min(topK, logits.shape[1])).values;
+              logits = logits.maskedFill(logits.lt(v.narrow(1, v.shape[1] - 1, 1)), -Infinity);
+            }
+            const probs = F.softmax(logits, { dim: -1 });
+            return torch.cat([idx, torch.multinomial(probs, 1)], 1);
+          });
+          if (i > 0) idx.dispose();
+          idx = next;
+        }
+        return idx;
+      });
     }
   }
   return new GPT();
