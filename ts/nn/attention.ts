@@ -206,6 +206,12 @@ export type EncoderLayerPositional = [dimFeedforward: number, dropout: number, a
 /** Their names. */
 export const ENCODER_LAYER_PARAMS = ['dimFeedforward', 'dropout', 'activation', 'layerNormEps', 'batchFirst', 'normFirst', 'bias', 'device', 'dtype'] as const;
 
+/** Binds a transformer layer's arguments after (dModel, nhead), with PyTorch's defaults (the encoder's and the decoder's are the same). */
+export function layerOptions(name: string, args: readonly unknown[]): TransformerEncoderLayerOptions {
+  return bindArgs(name, [...ENCODER_LAYER_PARAMS], args,
+    { dimFeedforward: 2048, dropout: 0.1, activation: 'relu', layerNormEps: 1e-5, batchFirst: false, normFirst: false, bias: true } as TransformerEncoderLayerOptions, 2);
+}
+
 /** Options of the encoders' `forward` after `src`. */
 export interface EncoderForwardOptions { srcMask?: Tensor | null; srcKeyPaddingMask?: Tensor | null; isCausal?: boolean | null }
 type EncoderForwardPositional = [srcMask: Tensor | null, srcKeyPaddingMask: Tensor | null, isCausal: boolean | null];
@@ -240,8 +246,7 @@ export class TransformerEncoderLayer extends Module {
 
   constructor(dModel: number, nhead: number, ...args: PyArgs<EncoderLayerPositional, TransformerEncoderLayerOptions>) {
     super();
-    const o = bindArgs('TransformerEncoderLayer', [...ENCODER_LAYER_PARAMS], args,
-      { dimFeedforward: 2048, dropout: 0.1, activation: 'relu', layerNormEps: 1e-5, batchFirst: false, normFirst: false, bias: true } as TransformerEncoderLayerOptions, 2);
+    const o = layerOptions('TransformerEncoderLayer', args);
     this.args = [dModel, nhead, o];
     this.activation = activationFn(o.activation);
     this.normFirst = !!o.normFirst;

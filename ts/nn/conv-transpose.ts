@@ -7,7 +7,7 @@ import type { Size2 } from '../ops/conv.js';
 import { convTranspose1d, convTranspose2d, type ConvTransposeOptions } from '../ops/conv-transpose.js';
 import { bindArgs, type PyArgs } from '../args.js';
 import type { Tensor } from '../tensor.js';
-import { uniformParameter } from './layers.js';
+import { convParameters } from './layers.js';
 import { Module, type FactoryOptions, type Parameter } from './module.js';
 
 /** Options of the transposed convolution layers after the kernel size. */
@@ -32,11 +32,7 @@ abstract class ConvTransposeNd extends Module {
     if (!Number.isInteger(groups) || groups < 1 || inChannels % groups) throw new RangeError('in_channels must be divisible by groups');
     if (outChannels % groups) throw new RangeError('out_channels must be divisible by groups');
     const fanIn = (outChannels / groups) * kernelSize.reduce((a, b) => a * b, 1);
-    const bound = fanIn > 0 ? 1 / Math.sqrt(fanIn) : 0;
-    this.weight = uniformParameter([inChannels, outChannels / groups, ...kernelSize], bound);
-    this.bias = o.bias === false ? null : uniformParameter([outChannels], bound);
-    this.registerParameter('weight', this.weight);
-    this.registerParameter('bias', this.bias);
+    [this.weight, this.bias] = convParameters(this, [inChannels, outChannels / groups, ...kernelSize], fanIn, outChannels, o.bias !== false);
     this.place(o);
   }
 

@@ -27,6 +27,18 @@ export function uniformParameter(shape: number[], bound: number): Parameter {
   return p;
 }
 
+/**
+ * A convolution layer's weight and bias (`weightShape` in the layer's own order), uniform in
+ * ±1/√fan_in as PyTorch initialises them, registered on `m`; `fanIn` is per output channel.
+ */
+export function convParameters(m: Module, weightShape: number[], fanIn: number, outChannels: number, bias: boolean): [Parameter, Parameter | null] {
+  const bound = fanIn > 0 ? 1 / Math.sqrt(fanIn) : 0;
+  const w = uniformParameter(weightShape, bound), b = bias ? uniformParameter([outChannels], bound) : null;
+  m.registerParameter('weight', w);
+  m.registerParameter('bias', b);
+  return [w, b];
+}
+
 /** Options of `nn.Linear` after the feature counts. */
 export interface LinearOptions extends FactoryOptions {
   bias?: boolean;

@@ -13,7 +13,7 @@ import { withGradMode } from '../autograd/graph.js';
 import { binaryOp } from '../ops/elementwise.js';
 import { defaultGenerator } from '../random.js';
 import type { Tensor } from '../tensor.js';
-import { uniformParameter } from './layers.js';
+import { convParameters } from './layers.js';
 import { bindArgs, REQUIRED, type PyArgs } from '../args.js';
 import { Module, Parameter, type FactoryOptions } from './module.js';
 
@@ -54,11 +54,7 @@ abstract class ConvNd extends Module {
       throw new RangeError(`${new.target.name}: in_channels (${inChannels}) and out_channels (${outChannels}) must be divisible by groups (${groups})`);
     }
     const fanIn = (inChannels / groups) * kernelSize.reduce((a, b) => a * b, 1);
-    const bound = fanIn > 0 ? 1 / Math.sqrt(fanIn) : 0;
-    this.weight = uniformParameter([outChannels, inChannels / groups, ...kernelSize], bound);
-    this.bias = options.bias === false ? null : uniformParameter([outChannels], bound);
-    this.registerParameter('weight', this.weight);
-    this.registerParameter('bias', this.bias);
+    [this.weight, this.bias] = convParameters(this, [outChannels, inChannels / groups, ...kernelSize], fanIn, outChannels, options.bias !== false);
     this.place(options);
   }
 

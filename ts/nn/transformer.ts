@@ -15,7 +15,7 @@ import type { DType } from '../dtype.js';
 import { fmt } from '../shape.js';
 import { Tensor } from '../tensor.js';
 import {
-  activationFn, ENCODER_LAYER_PARAMS, MultiheadAttention, TransformerEncoder, TransformerEncoderLayer,
+  activationFn, layerOptions, MultiheadAttention, TransformerEncoder, TransformerEncoderLayer,
   type EncoderLayerPositional, type TransformerEncoderLayerOptions,
 } from './attention.js';
 import { xavierUniform_ } from './init.js';
@@ -57,8 +57,7 @@ export class TransformerDecoderLayer extends Module {
 
   constructor(dModel: number, nhead: number, ...args: PyArgs<EncoderLayerPositional, TransformerEncoderLayerOptions>) {
     super();
-    const o = bindArgs('TransformerDecoderLayer', [...ENCODER_LAYER_PARAMS], args,
-      { dimFeedforward: 2048, dropout: 0.1, activation: 'relu', layerNormEps: 1e-5, batchFirst: false, normFirst: false, bias: true } as TransformerEncoderLayerOptions, 2);
+    const o = layerOptions('TransformerDecoderLayer', args);
     this.args = [dModel, nhead, o];
     this.activation = activationFn(o.activation);
     this.normFirst = !!o.normFirst;
