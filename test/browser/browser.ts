@@ -45,9 +45,9 @@ export const serve = (isolated: boolean, root?: string) => startServer({ isolate
 
 /**
  * A suite's Chromium and isolated server, started before its tests and closed after them;
- * `openPage(path)` opens a page of the repository in it.
+ * `openPage(path)` opens a page of the repository in it, `browser()` is the Chromium.
  */
-export function browserSession(): { openPage: (path: string) => Promise<Opened> } {
+export function browserSession(): { openPage: (path: string) => Promise<Opened>; browser: () => Browser } {
   let browser: Browser | undefined;
   let server: Awaited<ReturnType<typeof serve>> | undefined;
   beforeAll(async () => {
@@ -58,7 +58,7 @@ export function browserSession(): { openPage: (path: string) => Promise<Opened> 
     await browser?.close();
     await server?.close();
   });
-  return { openPage: (path) => open(browser!, `${server!.url}/${path}`) };
+  return { openPage: (path) => open(browser!, `${server!.url}/${path}`), browser: () => browser! };
 }
 
 /** Builds a Vite config of test/browser into `outDir` (a folder under build/). */

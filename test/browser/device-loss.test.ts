@@ -10,7 +10,7 @@ import { browserSession, haveChromium } from './browser.js';
 type Raised = { name: string; message: string; device?: string; reason?: string; isDeviceLost: boolean } | null;
 
 describe.runIf(haveChromium())('device loss in the browser', () => {
-  const { openPage } = browserSession();
+  const { openPage, browser } = browserSession();
 
   it('gpu:0 lost mid-training (GPUDevice.destroy()): DeviceLostError, gpu:1 and cpu train on, torch.gpu.init() brings it back', async () => {
     const { page, errors } = await openPage('test/browser/pages/train.html');
@@ -57,7 +57,7 @@ describe.runIf(haveChromium())('device loss in the browser', () => {
     });
     expect(before).toEqual([4, 4]);
     // Chromium's own loss: its GPU process, where every page's WebGPU devices live, crashes.
-    const cdp = await browser.newBrowserCDPSession();
+    const cdp = await browser().newBrowserCDPSession();
     await cdp.send('Browser.crashGpuProcess' as never);
     const after = await page.evaluate(async () => {
       const torch = (window as any).torch, w = window as any;
