@@ -14,7 +14,7 @@ const S = optim.lrScheduler;
 const devices = logicalGpuSuite(2, 'surface-optim');
 
 /** Builds the scheduler of a golden (by id) over `o`. */
-function scheduler(id: string, c: any, o: torch.optim.Optimizer): { step(m?: number): void } {
+function scheduler(id: string, c: any, o: torch.optim.Optimizer): { step(m?: number): void; getLastLr(): number[] } {
   const k = c.ctor;
   switch (id) {
     case 'LambdaLR': return new S.LambdaLR(o, (e: number) => 0.95 ** e);
@@ -31,7 +31,7 @@ function scheduler(id: string, c: any, o: torch.optim.Optimizer): { step(m?: num
     const { maxLr, ...rest } = k;
     return new S.OneCycleLR(o, maxLr, rest);
   }
-  if (id.startsWith('ReduceLROnPlateau')) return new S.ReduceLROnPlateau(o, k) as unknown as { step(m?: number): void };
+  if (id.startsWith('ReduceLROnPlateau')) return new S.ReduceLROnPlateau(o, k) as unknown as { step(m?: number): void; getLastLr(): number[] };
   throw new Error(id);
 }
 
@@ -48,7 +48,7 @@ describe('schedulers: PyTorch\'s lr sequences', () => {
     }
     lrs.forEach((v, i) => expect(Math.abs(v - c.lrs[i]), `lr after ${i} steps: ${v}, PyTorch ${c.lrs[i]}`).toBeLessThanOrEqual(1e-12 + 1e-9 * Math.abs(c.lrs[i])));
     if (c.momentum) mom.forEach((v, i) => expect(v as number, `momentum after ${i} steps`).toBeCloseTo(c.momentum[i], 12));
-    expect((s as any).getLastLr()).toEqual([o.paramGroups[0].lr]);
+    expect(s.getLastLr()).toEqual([o.paramGroups[0].lr]);
     p.dispose();
   });
 
