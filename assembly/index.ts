@@ -37,6 +37,9 @@ export { nll, nllGrad } from "./kernels/loss";
 // GradScaler's fused inf check and unscale.
 export { ampUnscale } from "./kernels/amp";
 
+// The optimizers' fused step (Adam, AdamW, SGD).
+export { optimStep } from "./kernels/optim";
+
 const SCRATCH = memory.data(16384, 16);
 
 /** First byte the host may use for tensor storage: __heap_base rounded to 64 B, plus 64 KiB. */

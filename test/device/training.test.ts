@@ -68,10 +68,12 @@ describe('optimizers match PyTorch', () => {
   const OPT: Record<string, new (p: torch.Tensor[], o: any) => torch.optim.Optimizer> = {
     SGD: optim.SGD, Adam: optim.Adam, AdamW: optim.AdamW, RMSprop: optim.RMSprop,
   };
+  // SGD and Adam(W) each way: their fused step (the default) and the per-parameter loop (foreach: false)
+  const ways = (c: any) => (c.optimizer === 'RMSprop' ? [{}] : [{}, { foreach: false }]);
   it.each(goldens.cases.map((c: any) => [c.id, c]))('%s', async (_id, c: any) => {
-    for (const d of devices) {
+    for (const d of devices) for (const way of ways(c)) {
       const p = torch.tidy(() => torch.tensor(goldens.p0, { device: d }).reshape(3, 4)).requiresGrad_();
-      const opt = new OPT[c.optimizer]([p], c.options);
+      const opt = new OPT[c.optimizer]([p], { ...c.options, ...way });
       for (let k = 0; k < goldens.grads.length; k++) {
         p.grad?.dispose();
         p.grad = torch.tidy(() => torch.tensor(goldens.grads[k], { device: d }).reshape(3, 4));

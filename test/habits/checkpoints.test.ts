@@ -276,9 +276,9 @@ describe('bad input raises clearly and leaks nothing', () => {
     const sd = await torch.load(fix('adam.pt'));
     expect(() => opt.loadStateDict(sd)).toThrow("loaded state dict contains a parameter group that doesn't match the size of optimizer's group");
     expect(() => opt.loadStateDict({ state: {}, param_groups: [] })).toThrow('loaded state dict has a different number of parameter groups');
-    expect(() => opt.loadStateDict({ state: {}, param_groups: [{ ...sd.param_groups[0], params: [0, 1], maximize: true }] }))
-      .toThrow("Adam.loadStateDict: param_groups[0] sets 'maximize' to true, which webtorch's Adam does not have");
-    opt.loadStateDict({ state: {}, param_groups: [{ ...sd.param_groups[0], params: [0, 1], lr: 0.25 }] }); // foreach, fused, differentiable: ignored
+    expect(() => opt.loadStateDict({ state: {}, param_groups: [{ ...sd.param_groups[0], params: [0, 1], differentiable: true }] }))
+      .toThrow("Adam.loadStateDict: param_groups[0] sets 'differentiable' to true, which webtorch's Adam does not have");
+    opt.loadStateDict({ state: {}, param_groups: [{ ...sd.param_groups[0], params: [0, 1], lr: 0.25 }] }); // differentiable: false is ignored; foreach, fused are Adam's own
     expect(opt.paramGroups[0]).toMatchObject({ lr: 0.25, betas: [0.9, 0.999], weightDecay: 0 });
     expect(opt.stateDict().param_groups[0]).toMatchObject({ lr: 0.25, weight_decay: 0, params: [0, 1] });
     free(p, sd);

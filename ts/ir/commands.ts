@@ -116,7 +116,9 @@ export type Command =
   | { k: 'foldWindows'; g: ViewRef; out: Place; shape: number[]; kernel: number[]; stride: number[]; dilation: number[]; size: number[] }
   | ConvCommand
   // GradScaler's fused check (ts/amp/grad-scaler.ts; gpu/amp.ts, assembly/kernels/amp.ts).
-  | AmpUnscaleCommand;
+  | AmpUnscaleCommand
+  // An optimizer's step over a parameter group (ts/optim/fused.ts; gpu/optim.ts, assembly/kernels/optim.ts).
+  | OptimStepCommand;
 
 /**
  * PyTorch's `_amp_foreach_non_finite_check_and_unscale_`: every gradient (a contiguous run of
@@ -130,6 +132,28 @@ export interface AmpUnscaleCommand {
   grads: { at: Place; n: number; dt: StorageCode }[];
   invScale: Place;
   found: Place;
+}
+
+/**
+ * One optimizer step over many float32 parameters, in place (PyTorch's multi-tensor `fused`
+ * Adam/AdamW/SGD): each entry is a parameter `p`, its gradient `g` and its state `s` (Adam:
+ * exp_avg, exp_avg_sq, and max_exp_avg_sq with amsgrad; SGD with momentum: the buffer), all
+ * contiguous runs of `n` float32 elements. `stepSize` is Adam's −lr / (1 − β1^step) and
+ * `invSqrtBc2` its 1 / √(1 − β2^step) for the entry's step; `first` starts SGD's buffer as the
+ * gradient. The group's scalars are in `h`. One command per group; on a GPU one dispatch, or the
+ * fewest the binding limits allow (ts/worker/gpu/optim.ts).
+ */
+export interface OptimStepCommand {
+  k: 'optimStep';
+  algo: 'adam' | 'sgd';
+  h: {
+    lr: number; weightDecay: number; maximize: boolean;
+    /** Adam: β1, β2, eps, decoupled weight decay (AdamW), amsgrad. */
+    beta1: number; beta2: number; eps: number; decoupled: boolean; amsgrad: boolean;
+    /** SGD: momentum, dampening, nesterov. */
+    momentum: number; dampening: number; nesterov: boolean;
+  };
+  params: { p: Place; g: Place; s: Place[]; n: number; stepSize: number; invSqrtBc2: number; first: boolean }[];
 }
 
 /**

@@ -94,6 +94,7 @@ export const KINDS: { readonly [K in CommandKind]: KindInfo } = {
   conv: kernel(),
   convGrad: kernel(),
   ampUnscale: kernel(),
+  optimStep: kernel(),
 };
 
 /**

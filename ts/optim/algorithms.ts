@@ -7,6 +7,15 @@ import type { Tensor } from '../tensor.js';
 import { full } from '../ops/creation.js';
 import { bindArgs, type PyArgs } from '../args.js';
 import { Optimizer, type Params, type ParamGroup, type ParamState } from './optimizer.js';
+import { checkFusedOptions, emitFused, partition, type FusedParam } from './fused.js';
+import { untrack } from '../scope.js';
+
+/** A zero state tensor like `p`, owned by the optimizer (the fused step's first step: PyTorch's `zeros_like`). */
+const zerosLike = (p: Tensor): Tensor => {
+  const z = full([...p.shape], 0, { device: p.device, dtype: p.dtype });
+  untrack(z);
+  return z;
+};
 
 const add = (a: Tensor, b: Tensor | number, alpha = 1) => bin('add', a, b, alpha);
 const mul = (a: Tensor, b: Tensor | number) => bin('mul', a, b);
@@ -15,15 +24,39 @@ const ema = (old: Tensor | number | undefined, x: Tensor, decay: number, scale =
   old === undefined ? mul(x, scale) : add(mul(old as Tensor, decay), x, scale);
 
 /** Options of `SGD`. */
-export interface SGDOptions { lr?: number; momentum?: number; dampening?: number; weightDecay?: number; nesterov?: boolean; maximize?: boolean }
+export interface SGDOptions {
+  lr?: number; momentum?: number; dampening?: number; weightDecay?: number; nesterov?: boolean; maximize?: boolean;
+  /** PyTorch's `foreach`: false runs the per-parameter loop of elementwise ops; null or true the multi-tensor step. */
+  foreach?: boolean | null;
+  /** PyTorch's `fused`: true asks for the fused kernel and raises where a parameter cannot have it (ts/optim/fused.ts). */
+  fused?: boolean | null;
+}
 
-/** `torch.optim.SGD(params, lr = 1e-3, momentum = 0, dampening = 0, weightDecay = 0, nesterov = false, {maximize})`. */
+/** `torch.optim.SGD(params, lr = 1e-3, momentum = 0, dampening = 0, weightDecay = 0, nesterov = false, {maximize, foreach, fused})`. */
 export class SGD extends Optimizer {
-  constructor(params: Params, ...args: PyArgs<[lr: number, momentum: number, dampening: number, weightDecay: number, nesterov: boolean, maximize: boolean], SGDOptions>) {
-    const o = bindArgs('SGD', ['lr', 'momentum', 'dampening', 'weightDecay', 'nesterov', 'maximize'], args,
-      { lr: 1e-3, momentum: 0, dampening: 0, weightDecay: 0, nesterov: false, maximize: false }, 1);
+  constructor(params: Params, ...args: PyArgs<[lr: number, momentum: number, dampening: number, weightDecay: number, nesterov: boolean], SGDOptions>) {
+    const o = bindArgs('SGD', ['lr', 'momentum', 'dampening', 'weightDecay', 'nesterov', 'maximize', 'foreach', 'fused'], args,
+      { lr: 1e-3, momentum: 0, dampening: 0, weightDecay: 0, nesterov: false, maximize: false, foreach: null as boolean | null, fused: null as boolean | null }, 1, 5);
+    checkFusedOptions('SGD', o);
     super(params, o);
     if (o.nesterov && (!(o.momentum > 0) || o.dampening !== 0)) throw new RangeError('Nesterov momentum requires a momentum and zero dampening');
+  }
+
+  protected override fusedStep(group: ParamGroup): Tensor[] {
+    const keys = group.momentum ? ['momentumBuffer'] : [];
+    const { fused, rest } = partition('SGD', group, (p) => this.stateOf(p), keys);
+    if (!fused.length) return rest;
+    const list: FusedParam[] = fused.map((p) => {
+      const s = this.stateOf(p), first = group.momentum ? s.momentumBuffer === undefined : false;
+      if (group.momentum && first) s.momentumBuffer = zerosLike(p);
+      return { p, states: group.momentum ? [s.momentumBuffer as Tensor] : [], stepSize: 0, invSqrtBc2: 0, first };
+    });
+    emitFused('SGD', 'sgd', {
+      lr: group.lr, weightDecay: group.weightDecay as number, maximize: !!group.maximize,
+      beta1: 0, beta2: 0, eps: 0, decoupled: false, amsgrad: false,
+      momentum: group.momentum as number, dampening: group.dampening as number, nesterov: !!group.nesterov,
+    }, list);
+    return rest;
   }
 
   protected update(p: Tensor, grad: Tensor, s: ParamState, g: ParamGroup) {
@@ -48,10 +81,16 @@ export interface AdamOptions {
    * computed on the device, so that `step()` can be captured in a graph (default false).
    */
   capturable?: boolean;
+  /** Maximizes the objective instead of minimizing it (default false). */
+  maximize?: boolean;
+  /** PyTorch's `foreach`: false runs the per-parameter loop of elementwise ops; null or true the multi-tensor step. */
+  foreach?: boolean | null;
+  /** PyTorch's `fused`: true asks for the fused kernel and raises where a parameter cannot have it (ts/optim/fused.ts). */
+  fused?: boolean | null;
 }
 /** Adam's positional parameters; after `amsgrad` PyTorch's are keyword-only (`capturable` among them). */
 type AdamPositional = [lr: number, betas: [number, number], eps: number, weightDecay: number, amsgrad: boolean];
-const ADAM_PARAMS = ['lr', 'betas', 'eps', 'weightDecay', 'amsgrad', 'capturable'] as const;
+const ADAM_PARAMS = ['lr', 'betas', 'eps', 'weightDecay', 'amsgrad', 'foreach', 'maximize', 'capturable', 'fused'] as const;
 
 /** `torch.optim.Adam(params, lr = 1e-3, betas = [0.9, 0.999], eps = 1e-8, weightDecay = 0, amsgrad = false)`. */
 export class Adam extends Optimizer {
@@ -59,7 +98,10 @@ export class Adam extends Optimizer {
 
   constructor(params: Params, ...args: PyArgs<AdamPositional, AdamOptions>) {
     const decoupled = new.target === AdamW;
-    const o = bindArgs(decoupled ? 'AdamW' : 'Adam', ADAM_PARAMS, args, { lr: 1e-3, betas: [0.9, 0.999] as [number, number], eps: 1e-8, weightDecay: decoupled ? 1e-2 : 0, amsgrad: false, capturable: false }, 1, 5);
+    const name = decoupled ? 'AdamW' : 'Adam';
+    const o = bindArgs(name, ADAM_PARAMS, args, { lr: 1e-3, betas: [0.9, 0.999] as [number, number], eps: 1e-8, weightDecay: decoupled ? 1e-2 : 0, amsgrad: false,
+      foreach: null as boolean | null, maximize: false, capturable: false, fused: null as boolean | null }, 1, 5);
+    checkFusedOptions(name, o);
     const [b1, b2] = o.betas;
     if (!(b1 >= 0 && b1 < 1)) throw new RangeError(`Invalid beta parameter at index 0: ${b1}`);
     if (!(b2 >= 0 && b2 < 1)) throw new RangeError(`Invalid beta parameter at index 1: ${b2}`);
@@ -75,7 +117,29 @@ export class Adam extends Optimizer {
     }
   }
 
+  protected override fusedStep(group: ParamGroup): Tensor[] {
+    const keys = group.amsgrad ? ['expAvg', 'expAvgSq', 'maxExpAvgSq'] : ['expAvg', 'expAvgSq'];
+    const name = this.constructor.name;
+    const { fused, rest } = partition(name, group, (p) => this.stateOf(p), keys);
+    if (!fused.length) return rest;
+    const [b1, b2] = group.betas as [number, number];
+    const list: FusedParam[] = fused.map((p) => {
+      const s = this.stateOf(p);
+      for (const k of keys) if (s[k] === undefined) s[k] = zerosLike(p);
+      const step = (s.step = ((s.step as number | undefined) ?? 0) + 1);
+      const bc1 = 1 - b1 ** step, bc2 = 1 - b2 ** step;
+      return { p, states: keys.map((k) => s[k] as Tensor), stepSize: -group.lr / bc1, invSqrtBc2: 1 / Math.sqrt(bc2), first: false };
+    });
+    emitFused(name, 'adam', {
+      lr: group.lr, weightDecay: group.weightDecay as number, maximize: !!group.maximize,
+      beta1: b1, beta2: b2, eps: group.eps as number, decoupled: this.decoupled, amsgrad: !!group.amsgrad,
+      momentum: 0, dampening: 0, nesterov: false,
+    }, list);
+    return rest;
+  }
+
   protected update(p: Tensor, grad: Tensor, s: ParamState, g: ParamGroup) {
+    if (g.maximize) grad = unaryOp('neg', grad);
     // A step count that is a tensor (a PyTorch checkpoint's, which keeps it as one) is advanced on the device.
     if (g.capturable || typeof s.step === 'object') return this.deviceUpdate(p, grad, s, g);
     const [b1, b2] = g.betas as [number, number];

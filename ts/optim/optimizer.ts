@@ -1,20 +1,20 @@
 /**
  * The optimizer base: parameter groups, per-parameter state, `zeroGrad`, and state dicts.
  *
- * Updates run with grad mode off and replace each parameter's data in place (`_setData`), so
- * the parameter objects the model holds stay the same. State tensors (momentum, moments) live
- * on their parameter's device; if a parameter has moved since (`model.to(device)` after the
- * optimizer was built), its state follows it at the next step.
+ * Updates run with grad mode off and write each parameter and state tensor in place, so the
+ * parameter objects the model holds, and the storages a captured graph reads, stay the same.
+ * State tensors (momentum, moments) live on their parameter's device; if a parameter has moved
+ * since (`model.to(device)` after the optimizer was built), its state follows it at the next step.
  */
 import { withGradMode } from '../autograd/graph.js';
 import { tidy } from '../ops/scoped.js';
-import { isCurrentStreamCapturing, isGraphStatic } from '../runtime/graphs.js';
+import { isCurrentStreamCapturing } from '../runtime/graphs.js';
 import type { Tensor } from '../tensor.js';
 import { untrack } from '../scope.js';
 import { loadOptimizerStateDict, optimizerStateDict, type OptimizerState } from './state-dict.js';
 
 /** Options shared by every parameter of a group. */
-export type GroupOptions = Record<string, number | boolean | [number, number] | number[]>;
+export type GroupOptions = Record<string, number | boolean | null | [number, number] | number[]>;
 
 /** A parameter group: its parameters and options (`lr`, …). */
 export type ParamGroup = { params: Tensor[] } & GroupOptions & { lr: number };
@@ -65,58 +65,77 @@ export abstract class Optimizer {
     }
   }
 
-  /** Applies one update from the current gradients. */
+  /**
+   * Applies one update from the current gradients. Every parameter and state tensor is written in
+   * place, as PyTorch's optimizers do: a graph that reads a parameter (a captured forward and
+   * backward, `makeGraphedCallables`) sees each eager step's update, and no storage it reads is
+   * ever swapped for another. Where the optimizer has a fused step (ts/optim/fused.ts), the
+   * parameters it takes are updated by one command per group and device.
+   */
   step(): void {
     withGradMode(false, () => {
       for (const group of this.paramGroups) {
-        for (const p of group.params) {
-          if (!p.grad) continue;
-          const state = this.state.get(p) ?? {};
-          this.state.set(p, state);
-          for (const [k, v] of Object.entries(state)) {
-            if (typeof v === 'object' && v.device !== p.device) {
-              state[k] = v.to(p.device);
-              untrack(state[k] as Tensor);
-              v.dispose();
-            }
-          }
-          const grad = p.grad;
-          // Under a graph's capture (ts/runtime/graphs.ts) the update writes into the parameter's
-          // and the state's own storage, so that every replay reads what the last one wrote.
-          const capturing = isCurrentStreamCapturing(p.device);
-          if (capturing) this.checkCapturable(group);
-          // a parameter a graph reads (makeGraphedCallables) is updated in place too
-          const inPlace = capturing || isGraphStatic(p);
-          // Every temporary of the update is disposed; the new value and state tensors are kept.
-          const { value, updates } = tidy(() => this.update(p, grad.device === p.device ? grad : grad.to(p.device), state, group));
-          for (const [k, v] of Object.entries(updates)) {
-            const old = state[k];
-            if (capturing && typeof v === 'object' && typeof old === 'object' && old !== v && old.dtype === v.dtype && String(old.shape) === String(v.shape)) {
-              old.copy_(v);
-              v.dispose();
-              continue;
-            }
-            if (capturing && typeof v === 'object' && old === undefined) {
-              value.dispose();
-              for (const u of Object.values(updates)) if (typeof u === 'object' && !Object.values(state).includes(u)) u.dispose();
-              throw new Error(`${this.constructor.name}.step() under graph capture made its state '${k}' during capture, so every replay would take a first step again: run a few eager steps before capture (warmup, as in PyTorch's whole-network capture), so that the state exists`);
-            }
-            if (capturing && typeof v === 'number' && v !== old) {
-              value.dispose();
-              for (const u of Object.values(updates)) if (typeof u === 'object' && !Object.values(state).includes(u)) u.dispose();
-              throw new Error(`${this.constructor.name}.step() under graph capture keeps '${k}' as a host number, which a replay cannot advance: construct the optimizer with {capturable: true} (device step counts, as PyTorch's)`);
-            }
-            if (typeof old === 'object' && old !== v) old.dispose();
-            // The optimizer owns its state: no `tidy` around the step disposes it (PyTorch's state lives with the optimizer).
-            if (typeof v === 'object') untrack(v);
-            state[k] = v;
-          }
-          if (inPlace) p.copy_(value);
-          else p._setData(value);
-          value.dispose();
-        }
+        for (const p of this.fusedStep(group)) this.composedStep(p, group);
       }
     });
+  }
+
+  /**
+   * Runs the fused step for the parameters of `group` it takes, and returns the parameters with
+   * a gradient that it left to the composed step. The base class has none: it returns them all.
+   */
+  protected fusedStep(group: ParamGroup): Tensor[] {
+    return group.params.filter((p) => p.grad);
+  }
+
+  /** The state of `p`, made empty at its first step; state tensors on another device (the parameter moved since) follow it. */
+  protected stateOf(p: Tensor): ParamState {
+    let state = this.state.get(p);
+    if (!state) this.state.set(p, (state = {}));
+    for (const [k, v] of Object.entries(state)) {
+      if (typeof v === 'object' && v.device !== p.device) {
+        state[k] = v.to(p.device);
+        untrack(state[k] as Tensor);
+        v.dispose();
+      }
+    }
+    return state;
+  }
+
+  /** One parameter's update from the composed elementwise ops of `update`, written in place. */
+  private composedStep(p: Tensor, group: ParamGroup): void {
+    const state = this.stateOf(p);
+    const grad = p.grad!;
+    // Under a graph's capture (ts/runtime/graphs.ts) the state must exist already and be on the device.
+    const capturing = isCurrentStreamCapturing(p.device);
+    if (capturing) this.checkCapturable(group);
+    // Every temporary of the update is disposed; the new value and state tensors are kept.
+    const { value, updates } = tidy(() => this.update(p, grad.device === p.device ? grad : grad.to(p.device), state, group));
+    for (const [k, v] of Object.entries(updates)) {
+      const old = state[k];
+      // an existing state tensor takes its new value in place (a graph may read it)
+      if (typeof v === 'object' && typeof old === 'object' && old !== v && old.dtype === v.dtype && String(old.shape) === String(v.shape)) {
+        old.copy_(v);
+        v.dispose();
+        continue;
+      }
+      if (capturing && typeof v === 'object' && old === undefined) {
+        value.dispose();
+        for (const u of Object.values(updates)) if (typeof u === 'object' && !Object.values(state).includes(u)) u.dispose();
+        throw new Error(`${this.constructor.name}.step() under graph capture made its state '${k}' during capture, so every replay would take a first step again: run a few eager steps before capture (warmup, as in PyTorch's whole-network capture), so that the state exists`);
+      }
+      if (capturing && typeof v === 'number' && v !== old) {
+        value.dispose();
+        for (const u of Object.values(updates)) if (typeof u === 'object' && !Object.values(state).includes(u)) u.dispose();
+        throw new Error(`${this.constructor.name}.step() under graph capture keeps '${k}' as a host number, which a replay cannot advance: construct the optimizer with {capturable: true} (device step counts, as PyTorch's)`);
+      }
+      if (typeof old === 'object' && old !== v) old.dispose();
+      // The optimizer owns its state: no `tidy` around the step disposes it (PyTorch's state lives with the optimizer).
+      if (typeof v === 'object') untrack(v);
+      state[k] = v;
+    }
+    p.copy_(value);
+    value.dispose();
   }
 
   /** Raises when the group's updates cannot be captured in a graph (PyTorch's `capturable` check). */

@@ -7,8 +7,9 @@
  *
  * Inside webtorch the per-parameter state and the group options are camelCase (`expAvg`,
  * `weightDecay`); the state dict's keys are PyTorch's snake_case, as a GradScaler's are.
- * Loading takes either spelling. A PyTorch group option webtorch does not have (`foreach`, `fused`,
- * `differentiable`, `initial_lr`, or any other that is off) is ignored; one that is on raises,
+ * Loading takes either spelling. A PyTorch group option webtorch's optimizer does not have is
+ * ignored where it changes no result (`foreach` and `fused` of an optimizer with one
+ * implementation, `initial_lr`) or is off (`differentiable: false`); one that is on raises,
  * since webtorch would not do what it says.
  */
 import { withGradMode } from '../autograd/graph.js';
@@ -25,8 +26,8 @@ export interface OptimizerState {
 
 const snake = (k: string) => k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 const camel = (k: string) => k.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
-/** PyTorch's implementation choices, which change no result. */
-const IGNORED = new Set(['foreach', 'fused', 'differentiable', 'initialLr']);
+/** Options that change no result, ignored where the optimizer does not have them (a scheduler's `initial_lr`; `foreach` and `fused` of an optimizer with one implementation). */
+const IGNORED = new Set(['foreach', 'fused', 'initialLr']);
 
 /** `opt.stateDict()`: the state tensors themselves (not copies), as PyTorch's. */
 export function optimizerStateDict(opt: Optimizer): OptimizerState {
@@ -67,8 +68,9 @@ export function loadOptimizerStateDict(opt: Optimizer, sd: OptimizerState | { st
     const out: GroupOptions = {};
     for (const [k, v] of Object.entries(g)) {
       const key = camel(k);
-      if (key === 'params' || IGNORED.has(key)) continue;
+      if (key === 'params') continue;
       if (key in opt.defaults) out[key] = (Array.isArray(v) ? [...v] : v) as GroupOptions[string];
+      else if (IGNORED.has(key)) continue;
       else if (v !== false && v !== null && v !== undefined && v !== 0) {
         throw new TypeError(`${name}.loadStateDict: param_groups[${i}] sets '${k}' to ${JSON.stringify(v)}, which webtorch's ${name} does not have`);
       }

@@ -29,6 +29,7 @@ import { runIndex } from './cpu/index-family.js';
 import { runRandom } from './cpu/random.js';
 import { runNll } from './cpu/loss.js';
 import { runAmpUnscale } from './cpu/amp.js'; // GradScaler's fused check
+import { runOptimStep } from './cpu/optim.js'; // the optimizers' fused step
 
 /** Initial pages of the shared memory (the kernels' build asks for 16: `--initialMemory 16`). */
 const SHARED_INITIAL_PAGES = 16;
@@ -85,6 +86,8 @@ function run(cmd: Command): void {
       return runAvgPool(cmd);
     case 'ampUnscale': // GradScaler's fused check (cpu/amp.ts)
       return runAmpUnscale(cmd);
+    case 'optimStep': // the optimizers' fused step (cpu/optim.ts)
+      return runOptimStep(cmd);
     case 'dropScratch': // the GPU worker's cached scratch (ts/worker/scratch.ts); none here
       return;
     default:

@@ -35,6 +35,7 @@ import { runWindows } from './gpu/windows.js';
 import { runIndex } from './gpu/index-family.js';
 import { runRandom } from './gpu/random.js';
 import { runAmpUnscale } from './gpu/amp.js'; // GradScaler's fused check
+import { runOptimStep } from './gpu/optim.js'; // the optimizers' fused step
 import { runNll } from './gpu/loss.js';
 import { runPool } from './gpu/pool.js';
 // Device loss (ts/worker/gpu-lost.ts): the one hook, in init.
@@ -155,6 +156,9 @@ function run(cmd: Command): void {
       return;
     case 'ampUnscale': // GradScaler's fused check (gpu/amp.ts)
       runAmpUnscale(cmd);
+      return;
+    case 'optimStep': // the optimizers' fused step (gpu/optim.ts)
+      runOptimStep(cmd);
       return;
     default:
       throw new Error(`unknown command ${cmd.k}`);

@@ -53,6 +53,8 @@ export interface Kernels {
   avgPool(src: number, dst: number, p: number, grad: number): void;
   /** GradScaler's fused check (assembly/kernels/amp.ts); returns 1 when it set the flag. */
   ampUnscale(p: number, n: number, inv: number, found: number): number;
+  /** The optimizers' fused step (assembly/kernels/optim.ts): `n` parameters of the table at `p`, the group's scalars at `h`. */
+  optimStep(p: number, n: number, h: number): void;
   /** The index a checking kernel (index family, nll) last found out of range. */
   badIndex(): bigint;
 }

@@ -97,6 +97,9 @@ function readRanges(cmd: Command): { id: number; start: number; end: number }[] 
       { id: cmd.b.id, start: cmd.b.offset, end: cmd.b.offset + spanOf([cmd.batch, cmd.kk, cmd.n], cmd.bStrides) },
     ];
   }
+  // the multi-tensor commands hold their places in lists: each read counts as its whole segment
+  if (cmd.k === 'ampUnscale') return [...cmd.grads.map((g) => g.at), cmd.invScale, cmd.found].map((p) => ({ id: p.id, start: 0, end: Infinity }));
+  if (cmd.k === 'optimStep') return cmd.params.flatMap((q) => [q.p, q.g, ...q.s]).map((p) => ({ id: p.id, start: 0, end: Infinity }));
   const shape = 'shape' in cmd && Array.isArray((cmd as { shape: unknown }).shape) ? (cmd as { shape: number[] }).shape : null;
   for (const [key, v] of Object.entries(cmd)) {
     if (key === 'out' || key === 'dst' || typeof v !== 'object' || v === null || typeof (v as Place).id !== 'number' || typeof (v as Place).offset !== 'number') continue;
