@@ -1,7 +1,7 @@
 // Whether gpu:0 and gpu:1 land on different physical GPUs (ts/runtime/physical.ts), for a machine
 // with two identical GPUs and Mesa's device-select layer (the 2×H200 kit installs it):
 //   source .devkit/prelude.sh && MESA_VK_DEVICE_SELECT_DEBUG=1 node bench/probe-physical.mjs
-// It prints each device's name and PCI bus, then holds 4 GiB on gpu:1 and 1 GiB on gpu:0
+// It prints each device's name and the PCI bus it asked for, then holds 4 GiB on gpu:1 and 1 GiB on gpu:0
 // while `nvidia-smi` reports the memory used per GPU: with the mapping, GPU 1 shows the larger
 // figure; without it (one adapter), GPU 0 shows both. Then a quick DataParallel and DDP step rate.
 import { execFileSync } from 'node:child_process';
@@ -11,7 +11,8 @@ torch.gpu.configure({ devices: 2, allowSoftware: true });
 await torch.gpu.init();
 for (const i of [0, 1]) {
   const p = await torch.gpu.getDeviceProperties(i);
-  console.log(`gpu:${i}: ${p.name}, pciBusId ${p.pciBusId}`);
+  // The bus asked for (DRI_PRIME) and the adapter's own (null: WebGPU adapters name none); nvidia-smi below is the measurement.
+  console.log(`gpu:${i}: ${p.name}, requested bus ${p.requestedPciBusId}, adapter's pciBusId ${p.pciBusId}`);
 }
 // 256 MiB blocks (one buffer each): GiB (PROBE_GIB, default 4) on gpu:1, a quarter of it on gpu:0.
 const gib = Number(process.env.PROBE_GIB ?? 4);

@@ -11,6 +11,14 @@
  * exits non-zero naming the first rank that failed. The options are parsed by Node's own
  * `util.parseArgs` (no dependency). With `--threads` the ranks are worker threads of this process,
  * joined by one MessageChannel per pair of ranks (given in `workerData.webtorch`).
+ *
+ * Note [a rank thread's DRI_PRIME]: a worker thread's `process.env` is a copy that native code never
+ * reads, but Mesa's device-select layer reads `DRI_PRIME` from the process's own environment when a
+ * GPU worker's Dawn instance is made (ts/runtime/physical.ts). So under `--threads` each rank also
+ * gets a port to this thread (`workerData.webtorch.env`), and this thread, which owns the real
+ * environment, sets the variable for it: one rank at a time, from the rank's `hold` until its
+ * `release` (its GPU worker has its adapter then), answering each hold with the value its own
+ * environment then has, which the rank records (`torch._physicalStarts()`).
  */
 import { spawn } from 'node:child_process';
 import { MessageChannel, Worker } from 'node:worker_threads';
@@ -121,6 +129,48 @@ if (opts.threads) {
   }
 }
 
+/** Note [a rank thread's DRI_PRIME]: the holds waiting for this thread's environment, and the one that has it. */
+const envWaiting = [];
+let envHolder = null;
+function envNext() {
+  if (envHolder || !envWaiting.length) return;
+  const h = (envHolder = envWaiting.shift());
+  h.before = {};
+  for (const [k, v] of Object.entries(h.vars)) {
+    h.before[k] = process.env[k];
+    process.env[k] = v;
+  }
+  // Read back from the real environment, so that the rank records what native code will see.
+  h.port.postMessage({ held: Object.fromEntries(Object.keys(h.vars).map((k) => [k, process.env[k] ?? null])) });
+}
+function envRelease(port) {
+  if (envHolder?.port !== port) return;
+  for (const [k, v] of Object.entries(envHolder.before)) {
+    if (v === undefined) delete process.env[k];
+    else process.env[k] = v;
+  }
+  envHolder = null;
+  envNext();
+}
+/** A rank's port to this thread's environment (threads only). */
+function envPort() {
+  const { port1, port2 } = new MessageChannel();
+  port1.on('message', (m) => {
+    if (m?.hold) {
+      envWaiting.push({ port: port1, vars: m.hold });
+      envNext();
+    } else if (m?.release) envRelease(port1);
+  });
+  // A rank that ends while it holds the environment gives it back.
+  port1.on('close', () => {
+    const i = envWaiting.findIndex((h) => h.port === port1);
+    if (i >= 0) envWaiting.splice(i, 1);
+    envRelease(port1);
+  });
+  port1.unref();
+  return port2;
+}
+
 for (let rank = 0; rank < nproc; rank++) {
   const env = {
     ...process.env,
@@ -129,10 +179,11 @@ for (let rank = 0; rank < nproc; rank++) {
     MASTER_ADDR: addr, MASTER_PORT: String(port),
   };
   // A thread's rank: the script as a worker thread with its own environment (process.env there) and argv.
+  const envEnd = opts.threads ? envPort() : null;
   const child = opts.threads
     ? new Worker(pathToFileURL(resolvePath(script)), {
       env, argv: args,
-      workerData: { webtorch: { rank, worldSize: nproc, ports: ports[rank] } }, transferList: Object.values(ports[rank]),
+      workerData: { webtorch: { rank, worldSize: nproc, ports: ports[rank], env: envEnd } }, transferList: [...Object.values(ports[rank]), envEnd],
     })
     : spawn(process.execPath, [script, ...args], { env, stdio: 'inherit' });
   if (opts.threads) {

@@ -69,8 +69,20 @@ export interface DeviceProperties extends Omit<DeviceInfo, 'name' | 'scratch'>, 
    * the storage path (WGSL has no bfloat16 type). See wgsl/half.ts.
    */
   f16Path: 'shader-f16' | 'storage';
-  /** The PCI bus of the physical GPU this device runs on (`'0000:00:07.0'`) where gpu:N map to several (ts/runtime/physical.ts); null for a logical device on the one adapter. */
+  /**
+   * The PCI bus of the GPU this device runs on (`'0000:00:07.0'`, PyTorch's `pci_bus_id`), as the
+   * adapter reports it; null where the adapter does not say. A WebGPU adapter's info (in Dawn's
+   * Node build: vendor, architecture, device, description, subgroup sizes, isFallbackAdapter)
+   * names no bus, so it is null there: the bus webtorch asked for is `requestedPciBusId`, never
+   * reported as if measured.
+   */
   pciBusId: string | null;
+  /**
+   * The PCI bus webtorch asked the driver for (`DRI_PRIME`, ts/runtime/physical.ts) where gpu:N
+   * map to several identical GPUs; null for a logical device on the one adapter. A request, not a
+   * measurement: the adapter cannot confirm it (see `pciBusId`).
+   */
+  requestedPciBusId: string | null;
 }
 
 /** The first compute capability of each NVIDIA architecture, by the name Dawn's adapter info gives it. */
@@ -143,7 +155,8 @@ export async function getDeviceProperties(...args: GpuArgs): Promise<DevicePrope
     shaderF16: info.features.includes('shader-f16'),
     halfPrecisionMath: 'float32',
     f16Path: info.nativeF16 ? 'shader-f16' : 'storage',
-    pciBusId: busOf(d.index),
+    pciBusId: info.pciBusId ?? null,
+    requestedPciBusId: busOf(d.index),
     ...(await isolationInfo()),
   };
 }

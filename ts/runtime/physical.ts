@@ -9,6 +9,16 @@
  * `DRI_PRIME` in its own environment just before a GPU worker starts, and the GPU workers start
  * one after another, each once the previous one has its adapter (../shared/gpu/README.md).
  *
+ * Note [DRI_PRIME where native code reads it]: the facade may itself run in a worker thread (a
+ * rank of `webtorch-run --threads`), whose `process.env` is a copy too: setting it there chose
+ * nothing, and every rank landed on the first GPU. There the launcher's main thread, which owns
+ * the process's environment, sets the variable for the rank (its port `workerData.webtorch.env`,
+ * Note [a rank thread's DRI_PRIME] in bin/webtorch-run.mjs), one rank at a time across the
+ * process, and answers with the value its environment then holds; each start records that value
+ * (`processEnv`), read back from the environment native code reads, never from the copy. A worker
+ * thread with no such port cannot choose its GPU, and a mapped GPU start there raises rather than
+ * run on whichever GPU Dawn lists first.
+ *
  * It applies when the layer is installed (its manifest in a Vulkan implicit-layer folder) and the
  * PCI bus lists at least two display controllers of the same vendor and device. Then gpu:i is the
  * i-th of them (bus order; more devices than GPUs wrap around), and `getDeviceProperties` gives
@@ -97,30 +107,95 @@ export function busOf(index: number): string | null {
 export const driPrime = (bus: string): string => `pci-${bus.replace(/[:.]/g, '_')}`;
 
 let chain: Promise<unknown> = Promise.resolve();
-/** What each mapped worker start saw (for the tests): its index, DRI_PRIME while it started, and when it started and ended. */
-const starts: { index: number; driPrime: string; t0: number; t1: number }[] = [];
+
+/** One mapped worker start, as the tests read it. */
+export interface PhysicalStart {
+  /** The GPU index (gpu:`index`). */
+  index: number;
+  /** The value set for it. */
+  driPrime: string;
+  /** `DRI_PRIME` as the process's own environment (the one native code reads) held it while the worker started. */
+  processEnv: string | null;
+  /** Who set it: this thread (the main thread) or the launcher's main thread for this rank thread. */
+  via: 'main thread' | 'launcher';
+  t0: number;
+  t1: number;
+}
+/** What each mapped worker start saw (for the tests). */
+const starts: PhysicalStart[] = [];
 
 /** @internal The mapped worker starts so far. */
-export const physicalStarts = () => starts.slice();
+export const physicalStarts = (): PhysicalStart[] => starts.slice();
+
+/** The part of Node's `worker_threads` MessagePort the environment's port uses. */
+interface EnvPort {
+  once(event: 'message', listener: (m: { held?: Record<string, string | null> }) => void): unknown;
+  postMessage(value: unknown): void;
+  ref(): void;
+  unref(): void;
+}
+/** The part of Node's `worker_threads` module this file reads. */
+interface WorkerThreads {
+  isMainThread: boolean;
+  workerData: unknown;
+}
+
+/** A hold on the process's `DRI_PRIME`: the value it has while held, and how to give it back. */
+interface Held {
+  processEnv: string | null;
+  via: PhysicalStart['via'];
+  release(): void;
+}
+
+/**
+ * Sets `DRI_PRIME` to `value` where native code reads it (Note [DRI_PRIME where native code reads
+ * it]): in this thread's environment on the main thread, through the launcher in a rank thread.
+ */
+async function holdDriPrime(value: string, index: number, bus: string): Promise<Held> {
+  const wt = process.getBuiltinModule?.('node:worker_threads') as WorkerThreads | undefined;
+  if (!wt || wt.isMainThread) {
+    const before = process.env.DRI_PRIME;
+    process.env.DRI_PRIME = value;
+    return {
+      processEnv: process.env.DRI_PRIME ?? null, via: 'main thread',
+      release: () => {
+        if (before === undefined) delete process.env.DRI_PRIME;
+        else process.env.DRI_PRIME = before;
+      },
+    };
+  }
+  const port = (wt.workerData as { webtorch?: { env?: EnvPort | null } } | null)?.webtorch?.env;
+  if (!port) {
+    throw new Error(`webtorch: gpu:${index} should run on the GPU at PCI bus ${bus}, but this is a worker thread, whose process.env is a copy that `
+      + 'Dawn never reads, so DRI_PRIME cannot choose its GPU here. Start the ranks with webtorch-run --threads (its main thread sets the variable for '
+      + 'each rank) or as processes, or set WEBTORCH_PHYSICAL_GPUS=0 to run every gpu:N on the adapter Dawn lists first.');
+  }
+  port.ref();
+  const held = await new Promise<Record<string, string | null>>((resolve) => {
+    port.once('message', (m) => resolve(m.held ?? {}));
+    port.postMessage({ hold: { DRI_PRIME: value } });
+  });
+  port.unref();
+  return { processEnv: held.DRI_PRIME ?? null, via: 'launcher', release: () => port.postMessage({ release: true }) };
+}
 
 /**
  * Starts GPU worker `index` through `start` (which resolves once the worker has its adapter) with
- * `DRI_PRIME` naming its physical GPU, one worker at a time; where there is no mapping, just
- * calls `start`.
+ * `DRI_PRIME` naming its physical GPU in the process's environment, one worker at a time; where
+ * there is no mapping, just calls `start`.
  */
 export function startOnPhysicalGpu<T>(kind: 'cpu' | 'gpu', index: number, start: () => Promise<T>): Promise<T> {
   const bus = kind === 'gpu' ? busOf(index) : null;
   if (!bus) return start();
   const run = chain.then(async () => {
-    const before = process.env.DRI_PRIME;
-    process.env.DRI_PRIME = driPrime(bus);
+    const value = driPrime(bus);
+    const held = await holdDriPrime(value, index, bus);
     const t0 = performance.now();
     try {
       return await start();
     } finally {
-      starts.push({ index, driPrime: process.env.DRI_PRIME ?? '', t0, t1: performance.now() });
-      if (before === undefined) delete process.env.DRI_PRIME;
-      else process.env.DRI_PRIME = before;
+      starts.push({ index, driPrime: value, processEnv: held.processEnv, via: held.via, t0, t1: performance.now() });
+      held.release();
     }
   });
   chain = run.catch(() => {});

@@ -201,6 +201,10 @@ export const gpuBackend: Backend = {
     for (const l of limitNames) limits[l] = device.limits[l];
     return {
       name, kind: 'gpu', cpuAdapter: rowDev.cpu, kernels: windowsAsOne(rowDev.cpu), vendor: info.vendor, architecture: info.architecture, device: info.device, description: info.description || info.device,
+      // The adapter names no PCI bus: dawn.node's GPUAdapterInfo has vendor, architecture, device,
+      // description, subgroup sizes and isFallbackAdapter only (Dawn's native AdapterPropertiesDrm
+      // is not exposed to JavaScript), so which physical GPU this is cannot be read back here.
+      pciBusId: null,
       features: [...found.features].map(String).sort(), limits, scratch: scratchCounter(),
       nativeF16: chooseF16Path(features.includes('shader-f16'), env('WEBTORCH_F16')), // f16: the float16 path (ts/worker/half.ts)
       eventTiming: features.includes('timestamp-query') ? 'gpu-timestamp' : 'host',

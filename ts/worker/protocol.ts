@@ -33,6 +33,8 @@ export interface DeviceInfo {
   /** `GPUAdapterInfo.device`: the adapter's identifier of the GPU (e.g. `nvidia-h100-80gb-hbm3`); '' where unknown or on `cpu`. */
   device?: string;
   description: string;
+  /** The adapter's PCI bus (`'0000:00:07.0'`) where the adapter names it; null where it does not (every adapter in Dawn's Node build: `GPUAdapterInfo` has no bus). */
+  pciBusId?: string | null;
   features: string[];
   limits: Record<string, number>;
   /** True when float16 kernels load and store with `shader-f16` (the adapter has it and `WEBTORCH_F16` is not `storage`); otherwise 16-bit words are unpacked. Arithmetic is f32 either way. */
