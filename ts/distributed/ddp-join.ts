@@ -32,7 +32,7 @@ import type { Device } from '../device.js';
 import type { Module } from '../nn/module.js';
 import type { Tensor } from '../tensor.js';
 import { allReduce, broadcast } from './collectives.js';
-import type { Group } from './group.js';
+import type { Group, Work } from './group.js';
 
 /** What `join` needs of the DDP module. */
 export interface JoinableDDP {
@@ -110,5 +110,8 @@ export async function joinedRank(ddp: JoinableDDP): Promise<void> {
   }
   // The authoritative model: the last joiners', the highest rank among them.
   const src = await allReduceNumber(isLastJoiner ? g.rank : -1, 'max', g, dev);
-  for (const t of [...ddp.module.parameters(), ...ddp.module.buffers()]) void broadcast(t, { src, group: g, asyncOp: true });
+  // As PyTorch's synchronous broadcasts: join ends once every rank has its side of them (between
+  // processes, the source's bytes must have left before a rank may leave the group).
+  const works = [...ddp.module.parameters(), ...ddp.module.buffers()].map((t) => broadcast(t, { src, group: g, asyncOp: true }) as Work);
+  await Promise.all(works.map((w) => w.wait()));
 }
