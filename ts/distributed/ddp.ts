@@ -87,9 +87,10 @@ function moveTo(v: unknown, dev: Device): unknown {
 
 /**
  * `nn.parallel.DistributedDataParallel(module, {deviceIds, outputDevice, broadcastBuffers,
- * processGroup, bucketCapMb})`: data parallelism across the ranks of a process group, one module
+ * processGroup, bucketCapMb, gradientAsBucketView})`: data parallelism across the ranks of a process group, one module
  * per rank on the rank's device (`deviceIds` and `outputDevice`, where given, must name it). Gradients are averaged across ranks during `backward()`; `noSync(fn)`
- * accumulates them locally instead. `ddp.module` is the wrapped module.
+ * accumulates them locally instead; `join(fn)` lets ranks run different numbers of batches;
+ * `registerCommHook(state, hook)` replaces the averaging all-reduce. `ddp.module` is the wrapped module.
  */
 export class DistributedDataParallel<M extends Module = Module> extends Module {
   module!: M;

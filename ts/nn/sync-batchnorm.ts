@@ -12,7 +12,9 @@
  * all-reduce of `sum_dy_xmu` (scaled), and the input's gradient is PyTorch's formula with the
  * global sums. The weight's and bias's gradients stay local (DistributedDataParallel averages
  * them), as PyTorch's. Every rank records the same graph, so the backward issues the all-reduces
- * in one order on every rank. Nothing reads the device on the way (no sync point).
+ * in one order on every rank. Nothing reads the device on the way (no sync point), so PyTorch's
+ * check that the global batch has more than one value per channel is not made (it reads the
+ * all-gathered counts on the host); a global batch of one value gives NaN running variances.
  */
 import { op, withGradMode } from '../autograd/graph.js';
 import { bindArgs, type PyArgs } from '../args.js';
