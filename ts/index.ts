@@ -220,6 +220,8 @@ export * as accelerator from './accelerator.js';
 export * as nn from './nn/index.js';
 /** `torch.distributed`: process groups (ranks in this process, or processes and threads under `webtorch-run`), collectives, DDP, `TCPStore`, spawn (ts/distributed/). */
 export * as distributed from './distributed/index.js';
+/** `torch.futures`: `Future` (the result of DDP comm hooks; ts/futures.ts). */
+export * as futures from './futures.js';
 export * as optim from './optim/index.js';
 /** `torch.multiprocessing`: `spawn(fn, {args, nprocs, join})`, `setStartMethod('spawn')`; children run this script again (ts/multiprocessing.ts). */
 export * as multiprocessing from './multiprocessing.js';

@@ -9,6 +9,12 @@
  * view of that slot. When a bucket's last gradient arrives, its averaging all-reduce is issued
  * at once, in bucket order, still inside `backward()`: the reduction is queued on the devices
  * ahead of the optimizer step, so `.grad` holds the average by the time anything reads it.
+ *
+ * A registered comm hook (`registerCommHook`, ts/distributed/comm-hooks.ts) replaces that
+ * all-reduce; `join(fn)` lets ranks with fewer batches shadow the others' collectives
+ * (ts/distributed/ddp-join.ts). With `gradientAsBucketView` the buckets are kept from one
+ * iteration to the next, so `.grad` stays a view of its bucket (the all-reduce writes the
+ * gradients themselves, and no bucket is allocated per iteration).
  */
 import { isGradEnabled, op, withStandIns } from '../autograd/graph.js';
 import { Tensor } from '../tensor.js';
@@ -22,6 +28,12 @@ import { Module } from '../nn/module.js';
 import { untrack } from '../scope.js';
 import { allReduce, broadcast } from './collectives.js';
 import { defaultGroup, type Group } from './group.js';
+import { GradBucket, runCommHook, type CommHook } from './comm-hooks.js';
+import { joinedRank, notifyNotJoined, notifyWillSync, syncBuffersFromCommonRank, type JoinState } from './ddp-join.js';
+import { bindArgs, type PyArgs } from '../args.js';
+import { zeros } from '../ops/creation.js';
+import { withGradMode } from '../autograd/graph.js';
+import { tidy } from '../ops/scoped.js';
 import { SocketGroup } from './socket-group.js';
 import type { Device, DeviceLike } from '../device.js';
 import { device as toDevice } from '../device.js';
@@ -38,6 +50,21 @@ export interface DDPOptions {
   bucketCapMb?: number;
   /** Only false: every parameter must take part in each backward. */
   findUnusedParameters?: boolean;
+  /**
+   * Keep each bucket for the whole training, `.grad` a view of it (default false: a bucket per
+   * iteration, freed once reduced; `.grad` is then a view of that iteration's bucket).
+   */
+  gradientAsBucketView?: boolean;
+}
+
+/** `ddp.join()`'s keywords (PyTorch's, camelCase). */
+export interface JoinOptions {
+  /** Divide the gradients by the world size (true, the default) or by the ranks not yet joined. */
+  divideByInitialWorldSize?: boolean;
+  /** false: `fn` runs as it is, without join's collectives. */
+  enable?: boolean;
+  /** Only false: webtorch does not raise on the ranks when one runs out of inputs. */
+  throwOnEarlyTermination?: boolean;
 }
 
 interface Bucket {
@@ -60,9 +87,10 @@ function moveTo(v: unknown, dev: Device): unknown {
 
 /**
  * `nn.parallel.DistributedDataParallel(module, {deviceIds, outputDevice, broadcastBuffers,
- * processGroup, bucketCapMb})`: data parallelism across the ranks of a process group, one module
+ * processGroup, bucketCapMb, gradientAsBucketView})`: data parallelism across the ranks of a process group, one module
  * per rank on the rank's device (`deviceIds` and `outputDevice`, where given, must name it). Gradients are averaged across ranks during `backward()`; `noSync(fn)`
- * accumulates them locally instead. `ddp.module` is the wrapped module.
+ * accumulates them locally instead; `join(fn)` lets ranks run different numbers of batches;
+ * `registerCommHook(state, hook)` replaces the averaging all-reduce. `ddp.module` is the wrapped module.
  */
 export class DistributedDataParallel<M extends Module = Module> extends Module {
   module!: M;
@@ -79,16 +107,21 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
   private readonly _bucketOf = new Map<Tensor, [Bucket, number]>();
   private _next = 0;
   private _sync = true;
+  /** Whether buckets are kept across iterations (`gradientAsBucketView`). */
+  readonly gradientAsBucketView: boolean;
+  private _hook: { hook: CommHook; state: unknown } | null = null;
+  private _join: JoinState | null = null;
 
   constructor(module: M, options: DDPOptions = {}) {
     super();
-    checkOptions('DistributedDataParallel', options, ['deviceIds', 'outputDevice', 'broadcastBuffers', 'processGroup', 'bucketCapMb', 'findUnusedParameters']);
+    checkOptions('DistributedDataParallel', options, ['deviceIds', 'outputDevice', 'broadcastBuffers', 'processGroup', 'bucketCapMb', 'findUnusedParameters', 'gradientAsBucketView']);
     if (!(module instanceof Module)) throw new TypeError(`DistributedDataParallel(): expected module to be an nn.Module, but got ${typeof module}`);
     const g = defaultGroup(options.processGroup);
     this.processGroup = g;
     this.registerModule('module', module);
     this.bucketCapMb = options.bucketCapMb ?? 25;
     this.broadcastBuffers = options.broadcastBuffers ?? true;
+    this.gradientAsBucketView = options.gradientAsBucketView ?? false;
     if (!(this.bucketCapMb > 0)) throw new RangeError(`DistributedDataParallel(): bucketCapMb must be positive, got ${String(options.bucketCapMb)}`);
     if (options.findUnusedParameters) throw new RangeError('DistributedDataParallel(): findUnusedParameters is not supported by webtorch: every parameter must take part in each backward');
     // The module's device: the rank's, for ranks in one process (its device is the rank); between
@@ -165,8 +198,18 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
     const g = this.processGroup;
     // With deviceIds, as PyTorch's DDP: tensors among the inputs (in arrays and plain objects too) move to the module's device.
     const inputs = this._moveInputs ? args.map((a) => moveTo(a, this.device)) : args;
-    if (this.broadcastBuffers && g.worldSize > 1) for (const b of this.module.buffers()) broadcast(b, { src: 0, group: g, asyncOp: true });
-    if (!isGradEnabled() || !this._sync || g.worldSize === 1) return this.module.forward(...inputs);
+    const joining = this._join !== null && g.worldSize > 1;
+    const sync = isGradEnabled() && this._sync && g.worldSize > 1;
+    if (joining) {
+      // Note [Shadowing joined ranks] (ts/distributed/ddp-join.ts): the calls joined ranks pair with.
+      this._join!.count?.dispose();
+      this._join!.count = notifyNotJoined(g, this.device);
+      if (this.broadcastBuffers) syncBuffersFromCommonRank(this.module, g, this.device, true);
+      notifyWillSync(sync, g, this.device);
+    } else if (this.broadcastBuffers && g.worldSize > 1) {
+      for (const b of this.module.buffers()) broadcast(b, { src: 0, group: g, asyncOp: true });
+    }
+    if (!sync) return this.module.forward(...inputs);
     this.prepare();
     const hooked = new Map<Tensor, Tensor>();
     const restore: [Record<string, unknown>, string, Tensor][] = [];
@@ -228,11 +271,94 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
     b.ready.add(p);
     // Buckets are reduced in order, each as soon as it and the ones before it are complete.
     while (this._next < this._buckets.length && this._buckets[this._next].ready.size === this._buckets[this._next].params.length) {
-      const done = this._buckets[this._next++];
-      allReduce(done.flat!, { op: 'avg', group: this.processGroup, asyncOp: true });
-      done.flat!.dispose(); // the gradients' views keep the storage
-      done.flat = null;
+      const i = this._next++, done = this._buckets[i];
+      try {
+        this.reduceBucket(i, done.flat!, false);
+      } finally {
+        if (!this.gradientAsBucketView) {
+          done.flat!.dispose(); // the gradients' views keep the storage
+          done.flat = null;
+        }
+      }
     }
     return reshape(slot, p.shape.slice());
+  }
+
+  /**
+   * Reduces bucket `i`'s flat gradients `flat` in place (queued in stream order): through the comm
+   * hook when one is registered, else averaged (PyTorch's: divided by the world size, or under
+   * `join` with `divideByInitialWorldSize` false by the ranks not joined). `shadow`: a joined
+   * rank's zeros (Note [Shadowing joined ranks]).
+   */
+  private reduceBucket(i: number, flat: Tensor, shadow: boolean): void {
+    const g = this.processGroup, b = this._buckets[i];
+    if (this._hook) {
+      const bucket = new GradBucket(i, flat, b.params, b.offsets, i === this._buckets.length - 1);
+      const r = runCommHook(this._hook.hook, this._hook.state, bucket);
+      if (r !== flat) withGradMode(false, () => tidy(() => copyInto(flat, reshape(r, [flat.numel()]))));
+      return;
+    }
+    const join = this._join;
+    if (!join || join.divideByInitialWorldSize) {
+      allReduce(flat, { op: 'avg', group: g, asyncOp: true });
+      return;
+    }
+    allReduce(flat, { op: 'sum', group: g, asyncOp: true });
+    if (!shadow && join.count) withGradMode(false, () => tidy(() => copyInto(flat, binaryOp('div', flat, join.count!))));
+  }
+
+  /** @internal A joined rank's side of one backward: each bucket's reduction on zeros, in bucket order. */
+  _shadowBackward(): void {
+    for (let i = 0; i < this._buckets.length; i++) {
+      const b = this._buckets[i];
+      const z = zeros([b.numel], { dtype: b.params[0].dtype, device: this.device });
+      this.reduceBucket(i, z, true);
+      z.dispose();
+    }
+  }
+
+  /**
+   * `ddp.registerCommHook(state, hook)`: each bucket is reduced by `hook(state, bucket)` (a
+   * `dist.GradBucket`) instead of the averaging all-reduce, e.g. PyTorch's
+   * `distributed.algorithms.ddpCommHooks.defaultHooks.fp16CompressHook` with `state` the process
+   * group (or null). The hook returns the reduced bucket as a `torch.futures.Future` completed in
+   * stream order, or as the tensor (ts/distributed/comm-hooks.ts). Once per DDP module.
+   */
+  registerCommHook<S>(state: S, hook: CommHook<S>): void {
+    if (typeof hook !== 'function') throw new TypeError('Communication hook must be callable.');
+    if (this._hook) throw new Error('register_comm_hook or register_builtin_comm_hook can only be called once.');
+    this._hook = { hook: hook as CommHook, state };
+  }
+
+  /**
+   * `with ddp.join():` as `await ddp.join(async () => { …training… }, {divideByInitialWorldSize,
+   * enable, throwOnEarlyTermination})`, for ranks with different numbers of batches: when `fn` ends
+   * on a rank while others still train, this rank shadows their collectives (contributing zero
+   * gradients) until every rank has joined, then every rank takes the model of the last to join.
+   * Every rank must call it; resolves with `fn`'s result. See Note [Shadowing joined ranks].
+   */
+  async join<T>(fn: () => T | Promise<T>, ...args: PyArgs<[divideByInitialWorldSize: boolean, enable: boolean, throwOnEarlyTermination: boolean], JoinOptions>): Promise<T> {
+    const o = bindArgs('join', ['divideByInitialWorldSize', 'enable', 'throwOnEarlyTermination'], args, { divideByInitialWorldSize: true, enable: true, throwOnEarlyTermination: false } as Required<JoinOptions>, 1);
+    if (typeof fn !== 'function') throw new TypeError(`join(): expected a function to run inside the join context, got ${typeof fn}`);
+    if (o.throwOnEarlyTermination) throw new RangeError('join(): throwOnEarlyTermination=true is not supported by webtorch: a forward cannot stop to read whether another rank ran out of inputs (it never waits for the device)');
+    if (!o.enable) return await fn();
+    if (this._join) throw new Error('join(): this DistributedDataParallel module is already inside join()');
+    this._join = { divideByInitialWorldSize: o.divideByInitialWorldSize, count: null };
+    try {
+      const r = await fn();
+      if (this.processGroup.worldSize > 1) await joinedRank(this);
+      return r;
+    } finally {
+      this._join.count?.dispose();
+      this._join = null;
+    }
+  }
+
+  /** @internal Frees the kept buckets of `gradientAsBucketView` (the gradients' views keep their storage). */
+  _releaseBuckets(): void {
+    for (const b of this._buckets) {
+      b.flat?.dispose();
+      b.flat = null;
+    }
   }
 }

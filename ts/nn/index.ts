@@ -22,6 +22,8 @@ export { Identity, LeakyReLU, GroupNorm, RMSNorm, Upsample } from './layers-extr
 export type { GroupNormOptions, RMSNormOptions, UpsampleOptions } from './layers-extra.js';
 export { CrossEntropyLoss, NLLLoss, MSELoss, L1Loss, BCEWithLogitsLoss } from './loss.js';
 export { LazyConv1d, LazyConv2d, LazyBatchNorm1d, LazyBatchNorm2d } from './lazy.js';
+export { SyncBatchNorm } from './sync-batchnorm.js';
+export type { SyncBatchNormOptions } from './sync-batchnorm.js';
 export * as functional from '../ops/functional.js';
 export { DataParallel } from './parallel.js';
 export type { DataParallelOptions } from './parallel.js';
