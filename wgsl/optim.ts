@@ -1,7 +1,8 @@
 /**
  * An optimizer's step over a table of float32 parameters (the `optimStep` command, PyTorch's
  * multi-tensor `fused` Adam, AdamW and SGD): one kernel writes every parameter and its state in
- * place.
+ * place. With device step counts (`capturable` Adam) a dispatch of the same kernel in mode 1
+ * increments them first, one invocation per entry; the update then reads them.
  *
  * Each segment that holds a parameter, a gradient or a state is bound once (S0..S{k-1},
  * read_write f32); the params hold a header of the group's scalars and one entry per parameter:
@@ -15,15 +16,17 @@ import { WG } from './elementwise.js';
 
 /** Params header words (see `OPTIM_HEADER`). */
 export const OPTIM_HEADER_WORDS = 16;
-/** Params words per entry: first unit, count, p, g, s0, s1, s2 (slot, offset each), stepSize, invSqrtBc2, first. */
+/** Params words per entry: first unit, count, p, g, s0, s1, s2 (slot, offset each), stepSize, invSqrtBc2, first, step (slot, offset). */
 export const OPTIM_ENTRY_WORDS = 17;
 /**
  * Where each header word is; the scalars are f32 bits. `a`: Adam's β1 or SGD's momentum; `b`: β2;
- * `oneMinusA`: 1 − β1; `oneMinusB`: 1 − β2, or SGD's 1 − dampening; `decay`: AdamW's 1 − lr·weightDecay.
+ * `oneMinusA`: 1 − β1; `oneMinusB`: 1 − β2, or SGD's 1 − dampening; `decay`: AdamW's 1 − lr·weightDecay;
+ * `lnA`, `lnB`: ln β1, ln β2 (device step counts); `mode`: 0 updates, 1 increments each entry's step
+ * count (one invocation per entry; the dispatch before the update's).
  */
-export const OPTIM_HEADER = { entries: 0, units: 1, algo: 2, flags: 3, lr: 4, wd: 5, a: 6, b: 7, eps: 8, oneMinusA: 9, oneMinusB: 10, decay: 11 } as const;
+export const OPTIM_HEADER = { entries: 0, units: 1, algo: 2, flags: 3, lr: 4, wd: 5, a: 6, b: 7, eps: 8, oneMinusA: 9, oneMinusB: 10, decay: 11, lnA: 12, lnB: 13, mode: 14 } as const;
 /** Flag bits of the header's `flags`. */
-export const OPTIM_FLAGS = { maximize: 1, decoupled: 2, amsgrad: 4, nesterov: 8, momentum: 16, weightDecay: 32 } as const;
+export const OPTIM_FLAGS = { maximize: 1, decoupled: 2, amsgrad: 4, nesterov: 8, momentum: 16, weightDecay: 32, deviceStep: 64 } as const;
 /** Header `algo` codes. */
 export const OPTIM_ALGO = { adam: 0, sgd: 1 } as const;
 
@@ -52,6 +55,14 @@ ${st}    default: {}
 @compute @workgroup_size(${WG})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
   let w = (wid.y * nwg.x + wid.x) * ${WG}u + li;
+  if (P[${h.mode}] == 1u) {
+    // the step counts, one invocation per entry
+    if (w < P[${h.entries}]) {
+      let se = ${H}u + w * ${E}u;
+      st(P[se + 15u], P[se + 16u], ld(P[se + 15u], P[se + 16u]) + 1.0);
+    }
+    return;
+  }
   if (w >= P[${h.units}]) { return; }
   var lo = 0u;
   var hi = P[${h.entries}] - 1u;
@@ -85,8 +96,17 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       u = max(ld(P[e + 10u], xi), v);
       st(P[e + 10u], xi, u);
     }
-    let denom = sqrt(u) * bitcast<f32>(P[e + 13u]) + ${f(h.eps)};
-    p = p + bitcast<f32>(P[e + 12u]) * (m / denom);
+    if ((flags & ${F.deviceStep}u) != 0u) {
+      // the composed capturable step's order: 1 − exp(step · ln β), then m / denom / c1 times −lr
+      let step = ld(P[e + 15u], P[e + 16u]);
+      let c1 = 1.0 - exp(step * ${f(h.lnA)});
+      let c2 = 1.0 - exp(step * ${f(h.lnB)});
+      let denom = sqrt(u) / sqrt(c2) + ${f(h.eps)};
+      p = p + (-lr) * ((m / denom) / c1);
+    } else {
+      let denom = sqrt(u) * bitcast<f32>(P[e + 13u]) + ${f(h.eps)};
+      p = p + bitcast<f32>(P[e + 12u]) * (m / denom);
+    }
   } else {
     // SGD
     if ((flags & ${F.momentum}u) != 0u) {

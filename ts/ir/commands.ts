@@ -140,8 +140,9 @@ export interface AmpUnscaleCommand {
  * exp_avg, exp_avg_sq, and max_exp_avg_sq with amsgrad; SGD with momentum: the buffer), all
  * contiguous runs of `n` float32 elements. `stepSize` is Adam's −lr / (1 − β1^step) and
  * `invSqrtBc2` its 1 / √(1 − β2^step) for the entry's step; `first` starts SGD's buffer as the
- * gradient. The group's scalars are in `h`. One command per group; on a GPU one dispatch, or the
- * fewest the binding limits allow (ts/worker/gpu/optim.ts).
+ * gradient. The group's scalars are in `h`. One command per group; on a GPU one dispatch (two
+ * with device step counts: the increment, then the update), or the fewest the binding limits
+ * allow (ts/worker/gpu/optim.ts).
  */
 export interface OptimStepCommand {
   k: 'optimStep';
@@ -153,7 +154,15 @@ export interface OptimStepCommand {
     /** SGD: momentum, dampening, nesterov. */
     momentum: number; dampening: number; nesterov: boolean;
   };
-  params: { p: Place; g: Place; s: Place[]; n: number; stepSize: number; invSqrtBc2: number; first: boolean }[];
+  params: {
+    p: Place; g: Place; s: Place[]; n: number; stepSize: number; invSqrtBc2: number; first: boolean;
+    /**
+     * `capturable` Adam: the entry's float32 step count on the device, which the command
+     * increments and reads; the bias corrections are then 1 − exp(step · ln β) computed on the
+     * device (as the composed capturable step does), and `stepSize`/`invSqrtBc2` are unused.
+     */
+    step?: Place;
+  }[];
 }
 
 /**

@@ -10,6 +10,12 @@ import { Optimizer, type Params, type ParamGroup, type ParamState } from './opti
 import { checkFusedOptions, emitFused, partition, type FusedParam } from './fused.js';
 import { untrack } from '../scope.js';
 
+/** A 0-dim float32 state tensor on `p`'s device, owned by the optimizer (a capturable step count). */
+const scalarState = (value: number, p: Tensor): Tensor => {
+  const t = full([], value, { device: p.device, dtype: 'float32' });
+  untrack(t);
+  return t;
+};
 /** A zero state tensor like `p`, owned by the optimizer (the fused step's first step: PyTorch's `zeros_like`). */
 const zerosLike = (p: Tensor): Tensor => {
   const z = full([...p.shape], 0, { device: p.device, dtype: p.dtype });
@@ -126,9 +132,15 @@ export class Adam extends Optimizer {
     const list: FusedParam[] = fused.map((p) => {
       const s = this.stateOf(p);
       for (const k of keys) if (s[k] === undefined) s[k] = zerosLike(p);
+      const states = keys.map((k) => s[k] as Tensor);
+      if (group.capturable) {
+        // the step count a float32 device tensor, as PyTorch's capturable one; the command increments it
+        if (s.step === undefined) s.step = scalarState(0, p);
+        return { p, states, stepSize: 0, invSqrtBc2: 0, first: false, step: s.step as Tensor };
+      }
       const step = (s.step = ((s.step as number | undefined) ?? 0) + 1);
       const bc1 = 1 - b1 ** step, bc2 = 1 - b2 ** step;
-      return { p, states: keys.map((k) => s[k] as Tensor), stepSize: -group.lr / bc1, invSqrtBc2: 1 / Math.sqrt(bc2), first: false };
+      return { p, states, stepSize: -group.lr / bc1, invSqrtBc2: 1 / Math.sqrt(bc2), first: false };
     });
     emitFused(name, 'adam', {
       lr: group.lr, weightDecay: group.weightDecay as number, maximize: !!group.maximize,
@@ -163,7 +175,7 @@ export class Adam extends Optimizer {
     const param = wd && this.decoupled ? mul(p, 1 - lr * wd) : p;
     const d = wd && !this.decoupled ? add(grad, p, wd) : grad;
     const old = s.step;
-    const step = typeof old === 'object' ? add(old, 1) : full([], ((old as number | undefined) ?? 0) + 1, { device: p.device });
+    const step = typeof old === 'object' ? add(old, 1) : full([], ((old as number | undefined) ?? 0) + 1, { device: p.device, dtype: 'float32' });
     const expAvg = ema(s.expAvg, d, b1), expAvgSq = ema(s.expAvgSq, mul(d, d), b2);
     const updates: ParamState = { step, expAvg, expAvgSq };
     let v = expAvgSq;

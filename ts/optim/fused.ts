@@ -5,9 +5,10 @@
  * is about ten elementwise commands per parameter; a GPT's step has dozens of parameters, so
  * the composed step is a few hundred launches where this is one.
  *
- * Which parameters it takes (`fusable`): float32 parameters with a float32 gradient and float32
- * state, all contiguous and on the parameter's device, outside a graph capture, with the step
- * count on the host (not `capturable`). The rest of the group takes the composed step. The
+ * Which parameters it takes (`whyNot`): float32 parameters with a float32 gradient and float32
+ * state, all contiguous and on the parameter's device; under a graph capture only with
+ * `capturable` (the step count a float32 device tensor the command increments) and a state that
+ * exists already. The rest of the group takes the composed step. The
  * options follow PyTorch's: `foreach: false` asks for the per-parameter loop (composed), and
  * `fused: true` asks for the fused kernel and raises where a parameter cannot have it.
  */
@@ -24,26 +25,30 @@ export function wantsFused(group: ParamGroup): boolean {
 }
 
 /** Checks PyTorch's rule on the two options (at construction). */
-export function checkFusedOptions(name: string, o: { fused?: unknown; foreach?: unknown; capturable?: unknown }): void {
+export function checkFusedOptions(name: string, o: { fused?: unknown; foreach?: unknown }): void {
   for (const k of ['fused', 'foreach'] as const) {
     if (o[k] != null && typeof o[k] !== 'boolean') throw new TypeError(`${name}(): ${k} must be a boolean or null, got ${typeof o[k]}`);
   }
   if (o.fused === true && o.foreach === true) throw new RangeError('`fused` and `foreach` cannot be `True` together.');
-  if (o.fused === true && o.capturable === true) {
-    throw new RangeError(`${name}(): fused=True with capturable=True is not supported by webtorch (the fused step keeps its step count on the host); use capturable=True alone`);
-  }
 }
 
-/** Why `p` cannot take the fused step (null: it can). */
-function whyNot(p: Tensor, state: ParamState, keys: string[]): string | null {
+/** Why `p` cannot take the fused step (null: it can). `capturable`: its step count is a device tensor. */
+function whyNot(p: Tensor, state: ParamState, keys: string[], capturable: boolean): string | null {
   const g = p.grad!;
   if (p.dtype !== 'float32') return `a ${p.dtype} parameter`;
   if (g.dtype !== 'float32') return `a ${g.dtype} gradient`;
   if (g.device !== p.device) return `a gradient on ${g.device} for a parameter on ${p.device}`;
   if (!p.isContiguous() || !g.isContiguous()) return 'a non-contiguous parameter or gradient';
   if (String(g.shape) !== String(p.shape)) return `a gradient of shape [${g.shape.join(', ')}] for a parameter of shape [${p.shape.join(', ')}]`;
-  if (isCurrentStreamCapturing(p.device)) return 'a step under graph capture (use capturable=True)';
-  if (typeof state.step === 'object') return 'a step count kept as a tensor';
+  if (isCurrentStreamCapturing(p.device)) {
+    // a capture replays the command: only device step counts advance, and only a state that exists already
+    if (!capturable) return 'a step under graph capture (use capturable=True)';
+    if (keys.some((k) => state[k] === undefined) || state.step === undefined) return 'its first step under graph capture';
+  }
+  const step = state.step;
+  if (capturable ? step !== undefined && (typeof step !== 'object' || step.dtype !== 'float32' || step.numel() !== 1 || step.device !== p.device) : typeof step === 'object') {
+    return `its step count (${typeof step === 'object' ? `a ${step.dtype} tensor on ${step.device}` : 'a host number'}, with capturable=${capturable})`;
+  }
   for (const k of keys) {
     const s = state[k];
     if (s === undefined) continue;
@@ -60,6 +65,8 @@ export interface FusedParam {
   stepSize: number;
   invSqrtBc2: number;
   first: boolean;
+  /** Its float32 step count on the device (capturable Adam), which the command increments. */
+  step?: Tensor;
 }
 
 /**
@@ -69,14 +76,13 @@ export interface FusedParam {
 export function partition(name: string, group: ParamGroup, stateOf: (p: Tensor) => ParamState, keys: string[]): { fused: Tensor[]; rest: Tensor[] } {
   const fused: Tensor[] = [], rest: Tensor[] = [];
   const want = wantsFused(group);
-  if (group.fused === true && group.capturable) checkFusedOptions(name, { fused: group.fused, capturable: group.capturable });
   for (const p of group.params) {
     if (!p.grad) continue;
-    if (!want || group.capturable) {
+    if (!want) {
       rest.push(p);
       continue;
     }
-    const why = whyNot(p, stateOf(p), keys);
+    const why = whyNot(p, stateOf(p), keys, !!group.capturable);
     if (why === null) fused.push(p);
     else if (group.fused === true) throw new TypeError(`${name}(fused=True): the fused step takes float32, contiguous parameters, gradients and state on one device, outside graph capture; got ${why} (parameter of shape [${p.shape.join(', ')}] on ${p.device})`);
     else rest.push(p);
@@ -96,8 +102,8 @@ export function emitFused(name: string, algo: OptimStepCommand['algo'], h: Optim
     const device = sameDevice(`${name}.step`, list.flatMap((q) => [q.p, q.p.grad!, ...q.states]));
     emit(device, {
       k: 'optimStep', algo, h,
-      params: list.map((q) => ({ p: place(q.p), g: place(q.p.grad!), s: q.states.map(place), n: q.p.numel(), stepSize: q.stepSize, invSqrtBc2: q.invSqrtBc2, first: q.first })),
+      params: list.map((q) => ({ p: place(q.p), g: place(q.p.grad!), s: q.states.map(place), n: q.p.numel(), stepSize: q.stepSize, invSqrtBc2: q.invSqrtBc2, first: q.first, ...(q.step ? { step: place(q.step) } : {}) })),
     });
-    for (const q of list) for (const t of [q.p, ...q.states]) t.storage.version++;
+    for (const q of list) for (const t of [q.p, ...q.states, ...(q.step ? [q.step] : [])]) t.storage.version++;
   }
 }

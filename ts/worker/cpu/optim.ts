@@ -8,8 +8,8 @@ import { StorageCode } from '../../dtype.js';
 import type { OptimStepCommand } from '../../ir/commands.js';
 import { K, at, scratchWords } from './core.js';
 
-/** Words per parameter in the cpu table: p, g, s0, s1, s2 (byte addresses), n, stepSize, invSqrtBc2 (f32 bits), first. */
-const ENTRY = 9;
+/** Words per parameter in the cpu table: p, g, s0, s1, s2 (byte addresses), n, stepSize, invSqrtBc2 (f32 bits), first, step (byte address, 0: on the host). */
+const ENTRY = 10;
 const PER_CALL = Math.floor((4096 - OPTIM_HEADER_WORDS) / ENTRY);
 
 const f32 = new Float32Array(1), i32 = new Int32Array(f32.buffer);
@@ -23,7 +23,8 @@ export function runOptimStep(cmd: OptimStepCommand): void {
     w.fill(0, 0, OPTIM_HEADER_WORDS + ENTRY * part.length);
     w[H.algo] = adam ? OPTIM_ALGO.adam : OPTIM_ALGO.sgd;
     w[H.flags] = (h.maximize ? F.maximize : 0) | (h.decoupled ? F.decoupled : 0) | (h.amsgrad ? F.amsgrad : 0) |
-      (h.nesterov ? F.nesterov : 0) | (h.momentum ? F.momentum : 0) | (h.weightDecay ? F.weightDecay : 0);
+      (h.nesterov ? F.nesterov : 0) | (h.momentum ? F.momentum : 0) | (h.weightDecay ? F.weightDecay : 0) |
+      (params.some((q) => q.step) ? F.deviceStep : 0);
     w[H.lr] = bits(h.lr);
     w[H.wd] = bits(h.weightDecay);
     w[H.a] = bits(adam ? h.beta1 : h.momentum);
@@ -32,6 +33,8 @@ export function runOptimStep(cmd: OptimStepCommand): void {
     w[H.oneMinusA] = bits(1 - h.beta1);
     w[H.oneMinusB] = bits(adam ? 1 - h.beta2 : 1 - h.dampening);
     w[H.decay] = bits(1 - h.lr * h.weightDecay);
+    w[H.lnA] = bits(adam ? Math.log(h.beta1) : 0);
+    w[H.lnB] = bits(adam ? Math.log(h.beta2) : 0);
     part.forEach((q, i) => {
       const e = OPTIM_HEADER_WORDS + ENTRY * i;
       w[e] = at(q.p, StorageCode.F32);
@@ -41,6 +44,7 @@ export function runOptimStep(cmd: OptimStepCommand): void {
       w[e + 6] = bits(q.stepSize);
       w[e + 7] = bits(q.invSqrtBc2);
       w[e + 8] = q.first ? 1 : 0;
+      if (q.step) w[e + 9] = at(q.step, StorageCode.F32);
     });
     const base = w.byteOffset;
     K.optimStep(base + 4 * OPTIM_HEADER_WORDS, part.length, base);
