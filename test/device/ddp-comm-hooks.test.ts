@@ -10,15 +10,13 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import * as torch from '../../dist/webtorch.js';
 import { logicalGpuSuite } from '../devices.js';
+import { free, vals } from './ddp-helpers.js';
 
 const { nn, optim, distributed: dist } = torch;
 const hooks = dist.algorithms.ddpCommHooks.defaultHooks;
 logicalGpuSuite(3, 'DDP comm hook tests');
 const goldens = JSON.parse(readFileSync(new URL('../fixtures/goldens-ddp-surface.json', import.meta.url), 'utf8'));
 type HookCase = { k: number; dtype: 'float16' | 'bfloat16'; grads: number[][]; reduced: number[]; float32Mean: number[] };
-
-const free = (ts: (torch.Tensor | null | undefined)[]) => ts.forEach((t) => t?.dispose());
-const vals = async (t: torch.Tensor) => (await t.values()) as number[];
 
 /** A module whose parameter's gradient is its input: forward(g) = (p * g).sum(). */
 class Dot extends nn.Module {

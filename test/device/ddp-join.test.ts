@@ -9,20 +9,12 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import * as torch from '../../dist/webtorch.js';
 import { logicalGpuSuite } from '../devices.js';
+import { free, vals, closeTo } from './ddp-helpers.js';
 
 const { nn, optim, distributed: dist } = torch;
 logicalGpuSuite(3, 'DDP join tests');
 const goldens = JSON.parse(readFileSync(new URL('../fixtures/goldens-ddp-surface.json', import.meta.url), 'utf8'));
 type JoinCase = { batches: number[]; divideByInitialWorldSize: boolean; weight: number[]; bias: number[]; data: [number[], number[]][][]; finalWeight: number[]; finalBias: number[] };
-
-const free = (ts: (torch.Tensor | null | undefined)[]) => ts.forEach((t) => t?.dispose());
-const vals = async (t: torch.Tensor) => (await t.values()) as number[];
-
-function closeTo(a: number[], b: number[], tol: number, what: string): void {
-  expect(a.length, what).toBe(b.length);
-  const bad = a.findIndex((v, i) => !(Math.abs(v - b[i]) <= tol * (1 + Math.abs(b[i]))));
-  expect(bad, `${what}: first mismatch at ${bad}: ${a[bad]} vs ${b[bad]}`).toBe(-1);
-}
 
 describe('DistributedDataParallel.join()', () => {
   it.each((goldens.join as JoinCase[]).map((c, i) => [c.batches.join('|'), c.divideByInitialWorldSize, i] as const))(

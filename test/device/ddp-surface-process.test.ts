@@ -7,6 +7,7 @@ import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { closeTo } from './ddp-helpers.js';
 
 const RUN = fileURLToPath(new URL('../../bin/webtorch-run.mjs', import.meta.url));
 const RANK = fileURLToPath(new URL('../fixtures/ddp-surface-rank.mjs', import.meta.url));
@@ -21,12 +22,6 @@ function launch(args: string[]): Promise<Ran> {
       resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stderr, results: results.sort((a, b) => a.rank - b.rank) });
     });
   });
-}
-
-function closeTo(a: number[], b: number[], tol: number, what: string): void {
-  expect(a.length, what).toBe(b.length);
-  const bad = a.findIndex((v, i) => !(Math.abs(v - b[i]) <= tol * (1 + Math.abs(b[i]))));
-  expect(bad, `${what}: first mismatch at ${bad}: ${a[bad]} vs ${b[bad]}`).toBe(-1);
 }
 
 describe('join, SyncBatchNorm and the fp16 hook between ranks of webtorch-run', () => {

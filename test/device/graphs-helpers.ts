@@ -1,7 +1,8 @@
 /**
  * What the graphs suites share (graphs.test.ts, graphs-training.test.ts, and the command counts of
- * loss-dispatches.test.ts and row-dispatches.test.ts): a graph on a device, capture on it, counting
- * what a capture holds, a small MLP, and freeing a model and its optimizer's state.
+ * loss-dispatches.test.ts and row-dispatches.test.ts, optim-step.test.ts): a graph on a device, capture
+ * on it, counting what a capture holds, a small MLP and a batch to train it on, and freeing a model
+ * and its optimizer's state.
  */
 import * as torch from '../../dist/webtorch.js';
 
@@ -21,6 +22,21 @@ export async function counted(d: string, fn: () => void): Promise<{ commands: nu
   const info = await g.info();
   g.reset();
   return info;
+}
+
+/** A batch of 16 × 8 inputs and 4-class targets on `d`, the cross-entropy loss of a model on it, and one eager training step. */
+export function batchOn(d: string) {
+  const X = torch.randn([16, 8], { device: d }), Y = torch.randint(0, 4, [16], { device: d });
+  const lossFn = new nn.CrossEntropyLoss();
+  const loss = (m: torch.nn.Module) => torch.tidy(() => lossFn.call(m.call(X), Y));
+  const step = (m: torch.nn.Module, o: torch.optim.Optimizer) => {
+    o.zeroGrad();
+    const l = loss(m);
+    l.backward();
+    o.step();
+    l.dispose();
+  };
+  return { X, Y, loss, step, dispose: () => [X, Y].forEach((t) => t.dispose()) };
 }
 
 export const mlp = (d: string) => {

@@ -7,38 +7,34 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import * as torch from '../../dist/webtorch.js';
 import { suiteDevices } from '../devices.js';
-import { capture, free, mlp, newGraph, values } from './graphs-helpers.js';
+import { batchOn, capture, free, mlp, newGraph, values } from './graphs-helpers.js';
 
 const { nn, optim } = torch;
 const devices = suiteDevices();
 
 describe('capturable optimizers', () => {
-  it('Adam({capturable: true}) keeps its step count on the device: eager steps match Adam, 10 replays match 10 eager steps; plain Adam refuses capture', async () => {
+  it.each([['fused', {}], ['per-parameter', { foreach: false }]])('%s Adam({capturable: true}) keeps a float32 step count on the device: eager steps match Adam, 10 replays of a captured whole step match 10 eager steps; plain Adam refuses capture', async (way, opts) => {
     for (const d of devices) {
-      const X = torch.randn([16, 8], { device: d }), Y = torch.randint(0, 4, [16], { device: d });
-      const lossFn = new nn.CrossEntropyLoss();
-      const step = (m: torch.nn.Module, o: torch.optim.Optimizer) => {
-        o.zeroGrad();
-        const l = torch.tidy(() => lossFn.call(m.call(X), Y));
-        l.backward();
-        o.step();
-        l.dispose();
-      };
+      const batch = batchOn(d), { step, loss: lossOf } = batch;
       const a = mlp(d), oa = new optim.Adam(a.parameters(), { lr: 0.01 });
       for (let i = 0; i < 13; i++) step(a, oa);
-      const b = mlp(d), ob = new optim.Adam(b.parameters(), { lr: 0.01, capturable: true });
+      const b = mlp(d), ob = new optim.Adam(b.parameters(), { lr: 0.01, capturable: true, ...opts });
       for (let i = 0; i < 3; i++) step(b, ob);
       const stepT = ob.state.get([...b.parameters()][0])!.step as torch.Tensor;
       expect(stepT).toBeInstanceOf(torch.Tensor);
-      expect(String(stepT.device)).toBe(d);
+      expect([stepT.dtype, String(stepT.device), stepT.shape.length]).toEqual(['float32', d, 0]);
       ob.zeroGrad();
       const g = newGraph(d);
       let loss: torch.Tensor | null = null;
       await capture(d, g, () => {
-        loss = torch.tidy(() => lossFn.call(b.call(X), Y));
+        loss = lossOf(b);
         loss.backward();
         ob.step();
-      });
+      }, { fuse: false });
+      // the fused step is one command in the graph; the per-parameter loop's is about ten per parameter
+      const { commands } = await g.info();
+      if (way === 'fused') expect(commands).toBeLessThan(60);
+      else expect(commands).toBeGreaterThan(60);
       for (let i = 0; i < 10; i++) g.replay();
       expect(await stepT.item()).toBe(13);
       const want = await values(a.parameters()), got = await values(b.parameters());
@@ -46,12 +42,12 @@ describe('capturable optimizers', () => {
       g.reset();
       loss!.dispose();
       // plain Adam keeps its step on the host: capture refuses it, as PyTorch does
-      const c = mlp(d), oc = new optim.Adam(c.parameters(), { lr: 0.01 });
+      const c = mlp(d), oc = new optim.Adam(c.parameters(), { lr: 0.01, ...opts });
       step(c, oc);
       oc.zeroGrad();
       let l2: torch.Tensor | null = null;
       await expect(capture(d, g, () => {
-        l2 = torch.tidy(() => lossFn.call(c.call(X), Y));
+        l2 = lossOf(c);
         l2.backward();
         oc.step();
       })).rejects.toThrow("Attempting CUDA graph capture of step() for an instance of Adam but param_groups' capturable is False.");
@@ -59,8 +55,7 @@ describe('capturable optimizers', () => {
       free(a, oa);
       free(b, ob);
       free(c, oc);
-      X.dispose();
-      Y.dispose();
+      batch.dispose();
     }
   });
 });

@@ -16,9 +16,9 @@
 import { describe, expect, it } from 'vitest';
 import * as torch from '../../dist/webtorch.js';
 import { suiteDevices } from '../devices.js';
-import { capture, free, mlp, newGraph } from './graphs-helpers.js';
+import { batchOn, capture, free, mlp, newGraph } from './graphs-helpers.js';
 
-const { nn, optim } = torch;
+const { optim } = torch;
 const devices = suiteDevices();
 
 type Make = (params: torch.Tensor[], way: object) => torch.optim.Optimizer;
@@ -181,65 +181,17 @@ describe('the fused step', () => {
   });
 });
 
-describe('capturable', () => {
-  it.each([['fused', {}], ['per-parameter', { foreach: false }]])('%s AdamW({capturable: true}): a float32 step count on the device; eager steps match plain AdamW; a captured whole step (forward, backward, step) replayed 6 times matches 6 eager steps', async (way, opts) => {
-    for (const d of devices) {
-      const X = torch.randn([16, 8], { device: d }), Y = torch.randint(0, 4, [16], { device: d });
-      const lossFn = new nn.CrossEntropyLoss();
-      const step = (m: torch.nn.Module, o: torch.optim.Optimizer) => {
-        o.zeroGrad();
-        const l = torch.tidy(() => lossFn.call(m.call(X), Y));
-        l.backward();
-        o.step();
-        l.dispose();
-      };
-      const a = mlp(d), oa = new optim.AdamW(a.parameters(), { lr: 0.01 });
-      for (let i = 0; i < 9; i++) step(a, oa);
-      const b = mlp(d), ob = new optim.AdamW(b.parameters(), { lr: 0.01, capturable: true, ...opts });
-      for (let i = 0; i < 3; i++) step(b, ob);
-      const stepT = ob.state.get([...b.parameters()][0])!.step as torch.Tensor;
-      expect(stepT).toBeInstanceOf(torch.Tensor);
-      expect([stepT.dtype, String(stepT.device), stepT.shape.length]).toEqual(['float32', d, 0]);
-      ob.zeroGrad();
-      const g = newGraph(d);
-      let loss: torch.Tensor | null = null;
-      await capture(d, g, () => {
-        loss = torch.tidy(() => lossFn.call(b.call(X), Y));
-        loss.backward();
-        ob.step();
-      }, { fuse: false });
-      const info = await g.info();
-      // the fused step is one command in the graph (the loop's is about ten per parameter)
-      if (way === 'fused') expect(info.commands).toBeLessThan(60);
-      else expect(info.commands).toBeGreaterThan(60);
-      for (let i = 0; i < 6; i++) g.replay();
-      expect(await stepT.item()).toBe(9);
-      const want: number[] = [], got: number[] = [];
-      for (const p of a.parameters()) for (const v of (await p.data()) as Float32Array) want.push(v);
-      for (const p of b.parameters()) for (const v of (await p.data()) as Float32Array) got.push(v);
-      expectClose(got, want, 1e-4, `${d} parameters`);
-      g.reset();
-      loss!.dispose();
-      free(a, oa);
-      free(b, ob);
-      X.dispose();
-      Y.dispose();
-    }
-  });
-});
-
 describe('in place, as PyTorch', () => {
   it.each([['fused', {}], ['per-parameter', { foreach: false }]])('%s: an eager step between replays of a captured forward and backward is seen by the next replay (SGD with momentum, AdamW)', async (_w, way) => {
     for (const d of devices) {
-      const X = torch.randn([16, 8], { device: d }), Y = torch.randint(0, 4, [16], { device: d });
-      const lossFn = new nn.CrossEntropyLoss();
+      const batch = batchOn(d);
       for (const make of [(p: Iterable<torch.Tensor>) => new optim.SGD(p, { lr: 0.1, momentum: 0.9, ...way }), (p: Iterable<torch.Tensor>) => new optim.AdamW(p, { lr: 0.01, ...way })]) {
         // the eager reference: forward, backward, step, 4 times
         const a = mlp(d), oa = make(a.parameters());
         const want: number[] = [];
         for (let i = 0; i < 4; i++) {
           oa.zeroGrad();
-          const l = torch.tidy(() => lossFn.call(a.call(X), Y));
+          const l = batch.loss(a);
           l.backward();
           oa.step();
           want.push((await l.item()) as number);
@@ -251,7 +203,7 @@ describe('in place, as PyTorch', () => {
         const g = newGraph(d);
         let loss: torch.Tensor | null = null;
         await capture(d, g, () => {
-          loss = torch.tidy(() => lossFn.call(b.call(X), Y));
+          loss = batch.loss(b);
           loss.backward();
         });
         const got: number[] = [];
@@ -268,8 +220,7 @@ describe('in place, as PyTorch', () => {
         free(a, oa);
         free(b, ob);
       }
-      X.dispose();
-      Y.dispose();
+      batch.dispose();
     }
   });
 });

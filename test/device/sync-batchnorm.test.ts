@@ -10,6 +10,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import * as torch from '../../dist/webtorch.js';
 import { logicalGpuSuite } from '../devices.js';
+import { free, vals, closeTo } from './ddp-helpers.js';
 
 const { nn, optim, distributed: dist } = torch;
 logicalGpuSuite(3, 'SyncBatchNorm tests');
@@ -17,15 +18,6 @@ const goldens = JSON.parse(readFileSync(new URL('../fixtures/goldens-ddp-surface
 
 type Step = { x: number[][]; dy: number[][]; y: number[][]; dx: number[][]; dw: number[][]; db: number[][]; runningMean: number[]; runningVar: number[] };
 type Case = { shapes: number[][]; momentum: number | null; weight: number[]; bias: number[]; steps: Step[] };
-
-const free = (ts: (torch.Tensor | null | undefined)[]) => ts.forEach((t) => t?.dispose());
-const vals = async (t: torch.Tensor) => (await t.values()) as number[];
-
-function closeTo(a: number[], b: number[], tol: number, what: string): void {
-  expect(a.length, what).toBe(b.length);
-  const bad = a.findIndex((v, i) => !(Math.abs(v - b[i]) <= tol * (1 + Math.abs(b[i]))));
-  expect(bad, `${what}: first mismatch at ${bad}: ${a[bad]} vs ${b[bad]}`).toBe(-1);
-}
 
 describe('nn.SyncBatchNorm', () => {
   it.each(Object.keys(goldens.syncbn))('%s: output, gradients and running statistics are the global batch\'s (PyTorch)', async (name) => {
