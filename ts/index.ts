@@ -223,6 +223,8 @@ export * as distributed from './distributed/index.js';
 /** `torch.futures`: `Future` (the result of DDP comm hooks; ts/futures.ts). */
 export * as futures from './futures.js';
 export * as optim from './optim/index.js';
+/** `torch.distributions`: Bernoulli, Categorical, Multinomial, Normal, Uniform, sampled on the parameters' device (ts/distributions/). */
+export * as distributions from './distributions/index.js';
 /** `torch.multiprocessing`: `spawn(fn, {args, nprocs, join})`, `setStartMethod('spawn')`; children run this script again (ts/multiprocessing.ts). */
 export * as multiprocessing from './multiprocessing.js';
 export * as data from './data/index.js';

@@ -404,6 +404,16 @@ const parallelRecipes: Record<string, Recipe> = {
   Pipe: (bad) => new nn.parallel.Pipe(new nn.Sequential(new nn.ReLU()), bad as never),
 };
 
+const distributionsRecipes: Record<string, Recipe> = {
+  Distribution: null, constraints: null, utils: null, distribution: null,
+  bernoulli: null, categorical: null, multinomial: null, normal: null, uniform: null,
+  Normal: (bad) => new torch.distributions.Normal(0, 1, bad), Uniform: (bad) => new torch.distributions.Uniform(0, 1, bad),
+  Bernoulli: (bad) => new torch.distributions.Bernoulli(0.5, bad), Categorical: (bad) => new torch.distributions.Categorical(t(), bad),
+  Multinomial: (bad) => new torch.distributions.Multinomial(2, t(), bad),
+};
+// PyTorch's submodule paths hold the same classes
+const submoduleRecipes = (name: string): Record<string, Recipe> => ({ [name]: distributionsRecipes[name] });
+
 const memoryRecipes: Record<string, Recipe> = Object.fromEntries(
   ['memoryAllocated', 'maxMemoryAllocated', 'memoryReserved', 'maxMemoryReserved', 'memoryStats', 'memorySummary', 'memorySnapshot',
     'emptyCache', 'resetPeakMemoryStats', 'resetAccumulatedMemoryStats'].map((k) => [k, (bad: object) => (torch.gpu as unknown as Record<string, (o: object) => unknown>)[k]({ device: 'cpu', ...bad })]),
@@ -435,5 +445,9 @@ describe('every exported constructor and function refuses a misspelt option', ()
   walk('torch.optim', optim as unknown as Record<string, unknown>, optimRecipes);
   walk('torch.optim.lrScheduler', optim.lrScheduler as unknown as Record<string, unknown>, schedulerRecipes);
   walk('torch (creation, loading, arithmetic and reductions)', torch as unknown as Record<string, unknown>, creationRecipes, false);
+  walk('torch.distributions', torch.distributions as unknown as Record<string, unknown>, distributionsRecipes);
+  for (const [sub, cls] of [['normal', 'Normal'], ['uniform', 'Uniform'], ['bernoulli', 'Bernoulli'], ['categorical', 'Categorical'], ['multinomial', 'Multinomial']]) {
+    walk(`torch.distributions.${sub}`, (torch.distributions as unknown as Record<string, Record<string, unknown>>)[sub], submoduleRecipes(cls));
+  }
   walk('torch.gpu memory', torch.gpu as unknown as Record<string, unknown>, memoryRecipes, false);
 });

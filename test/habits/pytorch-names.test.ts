@@ -27,6 +27,7 @@ const roots: Record<string, unknown> = {
   init: (torch.nn as Record<string, unknown>).init, nnUtils: (torch.nn as Record<string, unknown>).utils, nnParallel: torch.nn.parallel,
   optim: torch.optim, optimizer, lrScheduler: torch.optim.lrScheduler, scheduler: new torch.optim.lrScheduler.StepLR(optimizer, { stepSize: 1 }),
   data: torch.utils.data, autograd: torch.autograd, cuda: torch.cuda, amp: torch.amp, backends: torch.backends, distributed: torch.distributed,
+  distributions: torch.distributions,
 };
 (roots.module as torch.nn.Module).parameters().forEach((p) => made.push(p));
 afterAll(async () => {
