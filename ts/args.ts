@@ -72,11 +72,16 @@ type Prefixes<P extends unknown[]> = P extends [...infer H, unknown] ? P | Prefi
  */
 export type PyArgs<P extends unknown[], K> = Prefixes<P> extends infer Q ? (Q extends unknown[] ? Q | [...Q, K] : never) : never;
 
-/** A reduction's trailing arguments: `(dim, keepdim)`, `(dim, {keepdim})` or `({dim, keepdim})`. */
-export type DimArgs<D> = PyArgs<[dim: D | null | undefined, keepdim: boolean], { dim?: D | null; keepdim?: boolean }>;
+/**
+ * A reduction's trailing arguments: `(dim, keepdim)`, `(dim, {keepdim})` or `({dim, keepdim})`;
+ * `keepdims` is NumPy's spelling of `keepdim`, which PyTorch's argument parser also takes
+ * (d2l writes `x.sum(dim=1, keepdims=True)`).
+ */
+export type DimArgs<D> = PyArgs<[dim: D | null | undefined, keepdim: boolean], { dim?: D | null; keepdim?: boolean; keepdims?: boolean }>;
 
-/** Binds a reduction's `dim` and `keepdim` (after `lead` leading arguments). */
+/** Binds a reduction's `dim` and `keepdim` (or `keepdims`, keyword only) after `lead` leading arguments. */
 export function bindDim<D>(op: string, args: readonly unknown[], lead = 1): { dim: D | undefined; keepdim: boolean } {
-  const o = bindArgs(op, ['dim', 'keepdim'], args, { dim: undefined as D | null | undefined, keepdim: false }, lead);
-  return { dim: o.dim ?? undefined, keepdim: o.keepdim };
+  const o = bindArgs(op, ['dim', 'keepdim', 'keepdims'], args, { dim: undefined as D | null | undefined, keepdim: undefined as boolean | undefined, keepdims: undefined as boolean | undefined }, lead, 2);
+  if (o.keepdim !== undefined && o.keepdims !== undefined) throw new TypeError(`${op}() got multiple values for argument 'keepdim' (keepdims is its NumPy spelling)`);
+  return { dim: o.dim ?? undefined, keepdim: o.keepdim ?? o.keepdims ?? false };
 }

@@ -15,7 +15,7 @@ import * as V from './views.js';
 import * as R from './random.js';
 import { bernoulli, multinomial } from './sampling.js';
 import { ReduceOp } from '../ir/ops.js';
-import { bindArgs, bindDim, type DimArgs, type PyArgs } from '../args.js';
+import { bindArgs, bindDim, REQUIRED, type DimArgs, type PyArgs } from '../args.js';
 import { fill_, inPlace } from './inplace.js';
 
 /** snake_case table names to the camelCase API names. */
@@ -253,8 +253,10 @@ declare module '../tensor.js' {
     scatterAdd(dim: number, index: Tensor, src: Tensor): Tensor;
     take(index: Tensor): Tensor;
     maskedFill(mask: Tensor, value: number | boolean | Tensor): Tensor;
-    cumsum(dim: number): Tensor;
-    cumprod(dim: number): Tensor;
+    /** `x.cumsum(dim)` or `x.cumsum({dim})`. */
+    cumsum(...args: PyArgs<[dim: number], { dim?: number }>): Tensor;
+    /** `x.cumprod(dim)` or `x.cumprod({dim})`. */
+    cumprod(...args: PyArgs<[dim: number], { dim?: number }>): Tensor;
     sort(...args: PyArgs<[dim: number, descending: boolean, stable: boolean], { dim?: number; descending?: boolean; stable?: boolean }>): ValuesIndices;
     topk(k: number, ...args: PyArgs<[dim: number, largest: boolean, sorted: boolean], { dim?: number; largest?: boolean; sorted?: boolean }>): ValuesIndices;
   }
@@ -267,8 +269,8 @@ Object.assign(Tensor.prototype, {
   scatterAdd(this: Tensor, dim: number, index: Tensor, src: Tensor) { return IX.scatterAdd(this, dim, index, src); },
   take(this: Tensor, index: Tensor) { return IX.take(this, index); },
   maskedFill(this: Tensor, mask: Tensor, value: number | boolean | Tensor) { return IX.maskedFill(this, mask, value); },
-  cumsum(this: Tensor, dim: number) { return IX.cumsum(this, dim); },
-  cumprod(this: Tensor, dim: number) { return IX.cumprod(this, dim); },
+  cumsum(this: Tensor, ...a: unknown[]) { return IX.cumsum(this, bindArgs('cumsum', ['dim'], a, { dim: REQUIRED as number }).dim); },
+  cumprod(this: Tensor, ...a: unknown[]) { return IX.cumprod(this, bindArgs('cumprod', ['dim'], a, { dim: REQUIRED as number }).dim); },
   sort(this: Tensor, ...a: unknown[]) { const o = bindArgs('sort', ['dim', 'descending', 'stable'], a, { dim: -1, descending: false, stable: false }); return IX.sort(this, o.dim, o.descending); },
   topk(this: Tensor, k: number, ...a: unknown[]) { const o = bindArgs('topk', ['dim', 'largest', 'sorted'], a, { dim: -1, largest: true, sorted: true }, 1); return IX.topk(this, k, o.dim, o.largest, o.sorted); },
 });
