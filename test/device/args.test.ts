@@ -242,7 +242,11 @@ describe('functions take positional arguments and keywords alike', () => {
     expect([a.shape, b.shape, c.shape]).toEqual([[2, 1], [2], [2]]);
     const m = torch.max(x, { dim: 0 });
     expect(await m.values.tolist()).toEqual([3, 4]);
-    expect(() => x.sum(1, { keepdims: true } as never)).toThrow(/sum\(\) got an unexpected keyword argument 'keepdims'/);
+    // keepdims is NumPy's spelling, which PyTorch's parser takes too (d2l writes it); keepDim is a misspelling
+    const d = x.sum(1, { keepdims: true });
+    expect(d.shape).toEqual([2, 1]);
+    d.dispose();
+    expect(() => x.sum(1, { keepDim: true } as never)).toThrow(/sum\(\) got an unexpected keyword argument 'keepDim'/);
     expect(() => x.add(x, { alpah: 2 } as never)).toThrow(/add\(\) got an unexpected keyword argument 'alpah'/);
     const [c1, s1, k1, cat] = [x.clamp({ min: 2 }), x.sort(0, { descending: true }), torch.topk(x, 1, { dim: 0, largest: false }), torch.cat([x, x], { dim: 1 })];
     expect(await c1.tolist()).toEqual([[2, 2], [3, 4]]);
