@@ -233,6 +233,18 @@ describe('statistics of samples (within 5 standard errors)', () => {
     free(d, loc);
   });
 
+  it.each(['cpu', 'gpu:0'])('Uniform(-1, 3): every sample in [low, high), mean and variance (%s)', async (device) => {
+    const low = torch.tensor(-1, { dtype: 'float32', device }), d = new D.Uniform(low, 3);
+    const s = d.sample([N]);
+    const x = await nums(s);
+    expect(x.every((v) => v >= -1 && v < 3)).toBe(true);
+    const mean = x.reduce((a, v) => a + v, 0) / N;
+    const variance = x.reduce((a, v) => a + (v - mean) ** 2, 0) / (N - 1);
+    expect(Math.abs(mean - 1)).toBeLessThan(Z * Math.sqrt(16 / 12 / N)); // σ² = (b − a)²/12
+    expect(Math.abs(variance - 16 / 12)).toBeLessThan(Z * Math.sqrt((256 / 80 - (16 / 12) ** 2) / N)); // var of s² ≈ (μ₄ − σ⁴)/N, μ₄ = (b − a)⁴/80
+    free(s, d, low);
+  });
+
   it.each(['cpu', 'gpu:0'])('Bernoulli([0.2, 0.7]): the frequency of ones (%s)', async (device) => {
     const probs = on(device, [0.2, 0.7]), d = new D.Bernoulli(probs);
     const s = d.sample([N]);
