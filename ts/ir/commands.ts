@@ -118,7 +118,10 @@ export type Command =
   // GradScaler's fused check (ts/amp/grad-scaler.ts; gpu/amp.ts, assembly/kernels/amp.ts).
   | AmpUnscaleCommand
   // An optimizer's step over a parameter group (ts/optim/fused.ts; gpu/optim.ts, assembly/kernels/optim.ts).
-  | OptimStepCommand;
+  | OptimStepCommand
+  // PyTorch's `_foreach_norm` and `_foreach_mul_` by a device scalar (ts/ops/foreach.ts; gpu/foreach.ts, assembly/kernels/foreach.ts).
+  | ForeachNormCommand
+  | ForeachMulCommand;
 
 /**
  * PyTorch's `_amp_foreach_non_finite_check_and_unscale_`: every gradient (a contiguous run of
@@ -132,6 +135,29 @@ export interface AmpUnscaleCommand {
   grads: { at: Place; n: number; dt: StorageCode }[];
   invScale: Place;
   found: Place;
+}
+
+/**
+ * PyTorch's `_foreach_norm(tensors, ord)`: the vector norm of each of many float32 tensors
+ * (contiguous runs of `n` elements at `at`) into `out`, `tensors.length` contiguous float32
+ * elements: (Σ|x|^ord)^(1/ord) for a positive finite `ord`, max |x| for Infinity (NaN
+ * propagates). One command per device; on a GPU a two-pass reduction (ts/worker/gpu/foreach.ts).
+ */
+export interface ForeachNormCommand {
+  k: 'foreachNorm';
+  ord: number;
+  tensors: { at: Place; n: number }[];
+  out: Place;
+}
+
+/**
+ * PyTorch's `_foreach_mul_(tensors, scalar)` with a 1-element float32 device tensor at `scalar`:
+ * each float32 tensor (a contiguous run of `n` elements at `at`) is multiplied by it in place.
+ */
+export interface ForeachMulCommand {
+  k: 'foreachMul';
+  tensors: { at: Place; n: number }[];
+  scalar: Place;
 }
 
 /**

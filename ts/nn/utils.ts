@@ -4,13 +4,15 @@
  * norm lives on the first gradient's device).
  */
 import { withGradMode } from '../autograd/graph.js';
-import { ReduceOp } from '../ir/ops.js';
+import type { Device } from '../device.js';
+import type { DType } from '../dtype.js';
 import { full } from '../ops/creation.js';
-import { binaryOp, clamp, unaryOp } from '../ops/elementwise.js';
+import { binaryOp, clamp } from '../ops/elementwise.js';
 import { bindArgs, type PyArgs } from '../args.js';
-import { reduce } from '../ops/reduce.js';
+import { composedNorm, foreachable, foreachMul_, foreachNormOf } from '../ops/foreach.js';
 import { tidy } from '../ops/scoped.js';
-import { stack } from '../ops/shape.js';
+import { cat } from '../ops/shape.js';
+import * as V from '../ops/views.js';
 import { Tensor } from '../tensor.js';
 
 /** What the clipping functions take: a tensor or an iterable of them (a module's `parameters()`). */
@@ -24,24 +26,41 @@ const gradsOf = (op: string, parameters: ParamsLike): Tensor[] => {
   return [...parameters].filter((p) => p.grad).map((p) => p.grad!);
 };
 
-/** The vector p-norm of all of `x`'s elements (p > 0, or Infinity). */
-function pNorm(x: Tensor, p: number): Tensor {
-  const a = unaryOp('abs', x);
-  if (p === Infinity) return reduce(ReduceOp.Max, a, undefined);
-  if (p === 1) return reduce(ReduceOp.Sum, a, undefined);
-  if (p === 2) return unaryOp('sqrt', reduce(ReduceOp.SumSq, x, undefined));
-  return binaryOp('pow', reduce(ReduceOp.Sum, binaryOp('pow', a, p), undefined), 1 / p);
-}
-
 /** Options of `clipGradNorm_` after (parameters, maxNorm). */
 export interface ClipGradNormOptions { normType?: number | 'inf'; errorIfNonfinite?: boolean; foreach?: boolean | null }
+
+/** The dtype of `torch.stack` of the gradients' norms: theirs when they agree, else float32. */
+function normsDtype(grads: Tensor[]): DType {
+  return grads.every((g) => g.dtype === grads[0].dtype) ? grads[0].dtype : 'float32';
+}
+
+/**
+ * The norms of all gradients, as one 1-D tensor on `dev` in `dtype`: per device one `foreachNorm`
+ * command over the float32 contiguous gradients (unless `foreach` is false), and the composed
+ * norm of each other one.
+ */
+function gradNorms(op: string, grads: Tensor[], p: number, foreach: boolean | null | undefined, dev: Device, dtype: DType): Tensor {
+  const parts: Tensor[] = [];
+  const groups = new Map<Device, Tensor[]>();
+  for (const g of grads) groups.set(g.device, [...(groups.get(g.device) ?? []), g]);
+  for (const [, list] of groups) {
+    const fused = foreach === false ? [] : list.filter(foreachable);
+    if (fused.length) parts.push(foreachNormOf(op, fused, p));
+    for (const g of list) if (!fused.includes(g)) parts.push(V.reshape(composedNorm(g, p), [1]));
+  }
+  const moved = parts.map((t) => (t.device === dev && t.dtype === dtype ? t : t.to({ device: dev, dtype })));
+  return moved.length === 1 ? moved[0] : cat(moved, 0);
+}
 
 /**
  * `nn.utils.clip_grad_norm_(parameters, maxNorm, normType = 2, errorIfNonfinite = false, foreach = null)`:
  * scales every gradient by `min(1, maxNorm / (total + 1e-6))`, the total being the norm of the
- * gradients' norms; returns the total norm (a 0-d tensor). With `errorIfNonfinite` the check needs
- * the total's value, so the call returns a Promise of it (and raises PyTorch's error when it is
- * NaN or infinite, before scaling).
+ * gradients' norms; returns the total norm (a 0-d tensor on the first gradient's device). As
+ * PyTorch's foreach path: one `foreachNorm` and one `foreachMul` command per device for the
+ * float32 contiguous gradients, and a few commands for the total and the coefficient, all on the
+ * device (nothing is read). `foreach: false` composes each gradient's norm and scale instead.
+ * With `errorIfNonfinite` the check needs the total's value, so the call returns a Promise of it
+ * (and raises PyTorch's error when it is NaN or infinite, before scaling).
  */
 export function clipGradNorm_(parameters: ParamsLike, maxNorm: number, ...args: PyArgs<[normType: number | 'inf', errorIfNonfinite: boolean, foreach: boolean | null], ClipGradNormOptions>): Tensor | Promise<Tensor> {
   const op = 'clip_grad_norm_';
@@ -49,22 +68,28 @@ export function clipGradNorm_(parameters: ParamsLike, maxNorm: number, ...args: 
   const p = o.normType === 'inf' ? Infinity : Number(o.normType);
   if (!(p > 0)) throw new RangeError(`${op}(): normType must be positive (or 'inf'), got ${String(o.normType)}`);
   if (typeof maxNorm !== 'number' || Number.isNaN(maxNorm)) throw new TypeError(`${op}(): maxNorm must be a number, got ${String(maxNorm)}`);
+  if (o.foreach != null && typeof o.foreach !== 'boolean') throw new TypeError(`${op}(): foreach must be a boolean or null, got ${typeof o.foreach}`);
   const grads = gradsOf(op, parameters);
   if (!grads.length) return full([], 0);
-  const total = withGradMode(false, () => tidy(() => {
-    const dev = grads[0].device;
-    const norms = grads.map((g) => {
-      const n = pNorm(g, p);
-      return n.device === dev ? n : n.to(dev);
-    });
-    return pNorm(stack(norms, 0), p);
-  }));
+  const dev = grads[0].device;
+  const total = withGradMode(false, () => tidy(() => composedNorm(gradNorms(op, grads, p, o.foreach, dev, normsDtype(grads)), p)));
   const scale = () => withGradMode(false, () => {
     const coef = tidy(() => clamp(binaryOp('div', maxNorm, binaryOp('add', total, 1e-6)), null, 1));
-    for (const g of grads) {
-      const c = coef.device === g.device ? coef : coef.to(g.device);
-      g.mul_(c.dtype === g.dtype ? c : c.to({ dtype: g.dtype }));
-      if (c !== coef) c.dispose();
+    if (o.foreach === false) {
+      for (const g of grads) {
+        const c = tidy(() => (coef.device === g.device && coef.dtype === g.dtype ? coef : coef.to({ device: g.device, dtype: g.dtype })));
+        g.mul_(c);
+        if (c !== coef) c.dispose();
+      }
+    } else {
+      // float32 gradients: one foreachMul a device; the others (16-bit, float64) by the coefficient in their dtype, as before
+      const f32 = grads.filter((g) => g.dtype === 'float32'), rest = grads.filter((g) => g.dtype !== 'float32');
+      if (f32.length) foreachMul_(f32, coef);
+      for (const g of rest) {
+        const c = tidy(() => (coef.device === g.device && coef.dtype === g.dtype ? coef : coef.to({ device: g.device, dtype: g.dtype })));
+        g.mul_(c);
+        if (c !== coef) c.dispose();
+      }
     }
     coef.dispose();
     return total;

@@ -1,0 +1,58 @@
+// clipGradNorm_'s multi-tensor kernels on the cpu: PyTorch's `_foreach_norm` (the `foreachNorm`
+// command) and `_foreach_mul_` by a device scalar (`foreachMul`), each one call over a table of
+// float32 tensors: 2 i32 words per tensor, its byte address and its element count.
+// A norm accumulates in f64 (a sum of 32-bit terms keeps full precision whatever the length) and
+// is stored as f32; the max propagates NaN.
+
+// norm kinds (ts/worker/cpu/foreach.ts)
+const L1 = 1, L2 = 2, INF = 3; // 0: any other p
+
+/** The norm of order `ord` (of `kind`) of each of the `n` tensors of the table at `p`, into the f32s at `out`. */
+export function foreachNorm(p: usize, n: i32, kind: i32, ord: f64, out: usize): void {
+  for (let t = 0; t < n; t++) {
+    const base = <usize>load<i32>(p + (<usize>t << 3));
+    const count = load<i32>(p + (<usize>t << 3) + 4);
+    let s: f64 = 0;
+    if (kind == INF) {
+      for (let i = 0; i < count; i++) {
+        const a = <f64>Mathf.abs(load<f32>(base + (<usize>i << 2)));
+        if (a != a) { s = a; break; }
+        if (a > s) s = a;
+      }
+    } else if (kind == L2) {
+      for (let i = 0; i < count; i++) {
+        const x = <f64>load<f32>(base + (<usize>i << 2));
+        s += x * x;
+      }
+      s = Math.sqrt(s);
+    } else if (kind == L1) {
+      for (let i = 0; i < count; i++) s += Math.abs(<f64>load<f32>(base + (<usize>i << 2)));
+    } else {
+      for (let i = 0; i < count; i++) {
+        const a = Math.abs(<f64>load<f32>(base + (<usize>i << 2)));
+        if (a != 0) s += Math.pow(a, ord);
+      }
+      if (s != 0) s = Math.pow(s, 1 / ord);
+    }
+    store<f32>(out + (<usize>t << 2), <f32>s);
+  }
+}
+
+/** Multiplies each of the `n` tensors of the table at `p` by the f32 at `s`, in place. */
+export function foreachMul(p: usize, n: i32, s: usize): void {
+  const c = load<f32>(s), c4 = f32x4.splat(c);
+  for (let t = 0; t < n; t++) {
+    const base = <usize>load<i32>(p + (<usize>t << 3));
+    const count = load<i32>(p + (<usize>t << 3) + 4);
+    const n4 = count & ~3;
+    let i = 0;
+    for (; i < n4; i += 4) {
+      const a = base + (<usize>i << 2);
+      v128.store(a, f32x4.mul(v128.load(a), c4));
+    }
+    for (; i < count; i++) {
+      const a = base + (<usize>i << 2);
+      store<f32>(a, load<f32>(a) * c);
+    }
+  }
+}

@@ -1,0 +1,220 @@
+/**
+ * `nn.utils.clipGradNorm_` as PyTorch's foreach path runs it (ts/nn/utils.ts): one `foreachNorm`
+ * command over all float32 gradients of a device, the total and the coefficient on the device,
+ * one `foreachMul` command; and `torch._foreachNorm` / `torch._foreachMul_` (ts/ops/foreach.ts;
+ * wgsl/foreach.ts, assembly/kernels/foreach.ts), on cpu, gpu:0 and gpu:1.
+ *
+ * - PyTorch's goldens (test/fixtures/make_goldens_clip.py): 56 gradients of odd sizes (some over
+ *   one workgroup's chunk of 4096 elements, one of 70001), norm types 2, 1, 3.5 and inf, a max norm
+ *   under the total and one over it (no change), a gradient holding inf or NaN with
+ *   errorIfNonfinite false (the values PyTorch gives) and true (the error, nothing scaled).
+ * - The clip is a fixed number of commands whatever the number of parameters.
+ * - More segments than a dispatch binds; 16-bit, non-contiguous and other-device gradients
+ *   among float32 ones; `foreach: false` gives the same values.
+ */
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import * as torch from '../../dist/webtorch.js';
+import { suiteDevices } from '../devices.js';
+
+const { nn } = torch;
+const devices = suiteDevices();
+
+interface Case { normType: number | 'inf'; maxNorm: number; poison: number | string | null; total: number | string; norms: (number | string)[]; samples: (number | string)[][] }
+const G = JSON.parse(readFileSync(new URL('../fixtures/goldens-clip.json', import.meta.url), 'utf8')) as { shapes: number[][]; scales: number[]; cases: Case[] };
+const num = (v: number | string): number => (v === 'nan' ? NaN : v === 'inf' ? Infinity : v === '-inf' ? -Infinity : Number(v));
+const numel = (s: number[]) => s.reduce((a, b) => a * b, 1);
+
+/** Gradient k's values, as the generator makes them. */
+function gradValues(k: number, poison: number | null = null): Float32Array {
+  const n = numel(G.shapes[k]), v = new Float32Array(n);
+  for (let i = 0; i < n; i++) v[i] = ((((k * 7919 + i * 104729) % 2001) - 1000) / 1000) * G.scales[k % 4];
+  if (poison !== null && k === 5) v[3] = poison;
+  return v;
+}
+
+/** The golden case's parameters on `d`, with their gradients. */
+function params(d: string, poison: number | null = null, count = G.shapes.length): torch.Tensor[] {
+  return G.shapes.slice(0, count).map((s, k) => {
+    const p = torch.zeros(s, { device: d }).requiresGrad_();
+    p.grad = torch.tensor(Array.from(gradValues(k, poison)), { dtype: 'float32', device: d }).reshape(s);
+    return p;
+  });
+}
+function free(ps: torch.Tensor[]): void {
+  for (const p of ps) {
+    p.grad?.dispose();
+    p.dispose();
+  }
+}
+const near = (got: number, want: number, rel: number, what: string) => {
+  if (Number.isNaN(want)) return expect(got, what).toBeNaN();
+  if (!Number.isFinite(want)) return expect(got, what).toBe(want);
+  expect(Math.abs(got - want), `${what}: ${got} vs ${want}`).toBeLessThanOrEqual(rel * Math.abs(want) + 1e-30);
+};
+
+describe.each(G.cases.map((c) => [`normType ${c.normType}, maxNorm ${c.maxNorm}${c.poison === null ? '' : `, a gradient holding ${c.poison}`}`, c] as const))('clipGradNorm_ against PyTorch: %s', (_n, c) => {
+  const poison = c.poison === null ? null : num(c.poison);
+  const total = num(c.total), coef = Math.min(1, c.maxNorm / (total + 1e-6));
+
+  it('the total norm, a device tensor; every gradient scaled as PyTorch scales it', async () => {
+    for (const d of devices) {
+      const ps = params(d, poison);
+      const t = nn.utils.clipGradNorm_(ps, c.maxNorm, c.normType) as torch.Tensor;
+      expect(t).toBeInstanceOf(torch.Tensor);
+      expect(t.device.toString()).toBe(d);
+      expect(t.shape).toEqual([]);
+      near(await t.item(), total, 1e-5, `${d} total`);
+      for (let k = 0; k < ps.length; k++) {
+        const got = (await ps[k].grad!.data()) as Float32Array, orig = gradValues(k, poison), n = got.length;
+        [0, n >> 1, n - 1].forEach((i, j) => near(got[i], num(c.samples[k][j]), 1e-5, `${d} gradient ${k} [${i}] (golden)`));
+        if (coef >= 1) {
+          // a max norm over the total: the gradients are untouched
+          expect(got.every((v, i) => Object.is(v, orig[i])), `${d} gradient ${k} unchanged`).toBe(true);
+        } else {
+          for (let i = 0; i < n; i++) near(got[i], orig[i] * coef, 2e-6, `${d} gradient ${k} [${i}]`);
+        }
+      }
+      t.dispose();
+      free(ps);
+    }
+  });
+
+  if (poison !== null) {
+    it('errorIfNonfinite: PyTorch\'s error, and no gradient scaled', async () => {
+      for (const d of devices) {
+        const ps = params(d, poison);
+        await expect(nn.utils.clipGradNorm_(ps, c.maxNorm, c.normType, true)).rejects.toThrow(`The total norm of order ${c.normType} for gradients from \`parameters\` is non-finite, so it cannot be clipped`);
+        const got = (await ps[7].grad!.data()) as Float32Array;
+        expect(Array.from(got)).toEqual(Array.from(gradValues(7)));
+        free(ps);
+      }
+    });
+  }
+
+  it('torch._foreachNorm: each gradient\'s norm', async () => {
+    for (const d of devices) {
+      const ps = params(d, poison);
+      const norms = torch._foreachNorm(ps.map((p) => p.grad!), c.normType);
+      expect(norms.length).toBe(ps.length);
+      for (let k = 0; k < ps.length; k++) {
+        expect(norms[k].shape).toEqual([]);
+        expect(norms[k].device.toString()).toBe(d);
+        near(await norms[k].item(), num(c.norms[k]), 1e-5, `${d} norm ${k}`);
+      }
+      norms.forEach((t) => t.dispose());
+      free(ps);
+    }
+  });
+});
+
+/** The commands (by kind) and their count for one clip of the first `count` golden gradients. */
+async function clipCommands(d: string, count: number, foreach: boolean | null): Promise<{ kinds: Record<string, number>; total: number }> {
+  const ps = params(d, null, count);
+  await torch._profileWorker(d, true);
+  const t = nn.utils.clipGradNorm_(ps, 0.5, { foreach }) as torch.Tensor;
+  const prof = (await torch._profileWorker(d, false))!;
+  t.dispose();
+  free(ps);
+  const kinds = Object.fromEntries(Object.entries(prof.commands).filter(([, v]) => v.count > 0).map(([k, v]) => [k, v.count]));
+  return { kinds, total: Object.values(kinds).reduce((a, b) => a + b, 0) };
+}
+
+describe('the clip is a fixed number of commands', () => {
+  it('10 and 56 gradients take the same commands: one foreachNorm, one foreachMul; foreach: false takes more with more gradients', async () => {
+    for (const d of devices) {
+      const few = await clipCommands(d, 10, null), many = await clipCommands(d, 56, null);
+      expect(many.kinds, `${d}: commands of a clip of 56 gradients`).toEqual(few.kinds);
+      expect(many.kinds.foreachNorm, `${d}: foreachNorm`).toBe(1);
+      expect(many.kinds.foreachMul, `${d}: foreachMul`).toBe(1);
+      expect(many.total, `${d}: commands in all`).toBeLessThanOrEqual(8);
+      const loopFew = await clipCommands(d, 10, false), loopMany = await clipCommands(d, 56, false);
+      expect(loopMany.total, `${d}: foreach: false grows with the gradients`).toBeGreaterThan(loopFew.total + 46);
+      expect(loopMany.kinds.foreachNorm).toBeUndefined();
+    }
+  });
+});
+
+describe('what the kernels do not take, and the binding limits', () => {
+  it('float16, non-contiguous and other-device gradients among float32 ones: the values of foreach: false', async () => {
+    const make = (d: string) => {
+      torch.manualSeed(3);
+      const a = torch.randn([33, 5]), b = torch.randn([7, 9]), c = torch.randn([100]), e = torch.randn([4097]);
+      const ps = [a, b, c, e].map((t, i) => torch.zeros(i === 1 ? [9, 7] : t.shape, { device: i === 3 && d !== 'cpu' ? 'cpu' : d }).requiresGrad_());
+      ps[0].grad = a.to(d);
+      ps[1].grad = b.to(d).t(); // non-contiguous
+      ps[2].grad = c.to({ device: d, dtype: 'float16' });
+      ps[3].grad = e.to(ps[3].device);
+      [a, b, c, e].forEach((t) => t.dispose());
+      return ps;
+    };
+    for (const d of devices) {
+      for (const nt of [2, 'inf' as const]) {
+        const x = make(d), y = make(d);
+        const tx = nn.utils.clipGradNorm_(x, 0.7, nt) as torch.Tensor, ty = nn.utils.clipGradNorm_(y, 0.7, nt, false, false) as torch.Tensor;
+        expect(tx.device.toString()).toBe(d);
+        expect(tx.dtype).toBe('float32');
+        near(await tx.item(), await ty.item(), 2e-6, `${d} ${nt} total`);
+        expect(await tx.item()).toBeGreaterThan(0.7);
+        for (let k = 0; k < x.length; k++) {
+          const gx = (await x[k].grad!.float().data()) as Float32Array, gy = (await y[k].grad!.float().data()) as Float32Array;
+          gx.forEach((v, i) => near(v, gy[i], 2e-6, `${d} ${nt} gradient ${k} [${i}]`));
+        }
+        [tx, ty].forEach((t) => t.dispose());
+        free(x);
+        free(y);
+      }
+    }
+  });
+
+  it('gpu:0: more segments than a dispatch binds: one command each, several dispatches, the right values', async () => {
+    const d = devices.find((x) => x === 'gpu:0');
+    if (!d) throw new Error('no gpu:0 (GPU suites do not skip)');
+    const room = (await torch.gpu.getDeviceProperties(d)).limits.maxStorageBuffersPerShaderStage - 2;
+    const count = room + 2, n = 2_700_000; // 10.8 MB each: a segment of its own
+    const ps = Array.from({ length: count }, (_, i) => {
+      const p = torch.zeros([n], { device: d }).requiresGrad_();
+      p.grad = torch.full([n], (i % 3) - 1 + 0.5, { device: d, dtype: 'float32' }); // -0.5, 0.5, 1.5
+      return p;
+    });
+    await torch._profileWorker(d, true);
+    const t = nn.utils.clipGradNorm_(ps, 100) as torch.Tensor;
+    await torch.gpu.synchronize(d);
+    const prof = (await torch._profileWorker(d, false))!;
+    expect(prof.commands.foreachNorm.count).toBe(1);
+    expect(prof.commands.foreachMul.count).toBe(1);
+    expect(prof.gpu!.foreachNorm.count, 'norm dispatches').toBeGreaterThan(2);
+    expect(prof.gpu!.foreachMul.count, 'scale dispatches').toBeGreaterThan(1);
+    const sq = ps.reduce((s, _, i) => s + n * ((i % 3) - 0.5) ** 2, 0), total = Math.sqrt(sq), coef = 100 / (total + 1e-6);
+    near(await t.item(), total, 1e-5, 'total');
+    for (const [i, p] of ps.entries()) {
+      const v = (await p.grad!.data()) as Float32Array, want = ((i % 3) - 0.5) * coef;
+      for (const k of [0, 1, n >> 1, n - 1]) near(v[k], want, 1e-5, `gradient ${i} [${k}]`);
+    }
+    t.dispose();
+    free(ps);
+  });
+});
+
+describe('torch._foreachMul_ and torch._foreachNorm', () => {
+  it('by a number, by a 0-d tensor of another device; PyTorch\'s errors', async () => {
+    for (const d of devices) {
+      const a = torch.tensor([1, -2, 3], { device: d }), b = torch.tensor([[4, 5], [6, 7]], { device: d }), h = torch.tensor([2, 4], { device: d, dtype: 'float16' });
+      torch._foreachMul_([a, b, h], 0.5);
+      expect(await a.tolist()).toEqual([0.5, -1, 1.5]);
+      expect(await b.tolist()).toEqual([[2, 2.5], [3, 3.5]]);
+      expect(await h.tolist()).toEqual([1, 2]);
+      const s = torch.tensor(-4, { dtype: 'float32' });
+      torch._foreachMul_([a, b], s);
+      expect(await a.tolist()).toEqual([-2, 4, -6]);
+      expect(await b.tolist()).toEqual([[-8, -10], [-12, -14]]);
+      const s1 = torch.tensor([2], { dtype: 'float32' });
+      expect(() => torch._foreachMul_([a], s1)).toThrow('scalar tensor expected to be 0 dim but it has 1 dimensions and 1 elements.');
+      expect(() => torch._foreachNorm([a], 0)).toThrow('positive order or inf');
+      const [na, nb] = torch._foreachNorm([a, b], 1);
+      expect(await na.item()).toBe(12);
+      expect(await nb.item()).toBe(44);
+      [a, b, h, s, s1, na, nb].forEach((t) => t.dispose());
+    }
+  });
+});

@@ -1,0 +1,127 @@
+/**
+ * PyTorch's multi-tensor `_foreach_norm` and `_foreach_mul_` (by a scalar or a 1-element tensor):
+ * one `foreachNorm` or `foreachMul` command per device for the float32 contiguous tensors of the
+ * list (ts/ir/commands.ts; the kernels are wgsl/foreach.ts and assembly/kernels/foreach.ts), where
+ * the per-tensor form is a few commands per tensor. `nn.utils.clipGradNorm_` is built on them
+ * (ts/nn/utils.ts). The other tensors (16-bit or float64, non-contiguous, or needing a gradient
+ * through an in-place op) take the per-tensor ops, with the same results.
+ */
+import { needsGrad } from '../autograd/graph.js';
+import { isFloating } from '../dtype.js';
+import type { Device } from '../device.js';
+import { alloc, emit, place, sameDevice } from '../runtime/dispatch.js';
+import { Tensor } from '../tensor.js';
+import { ReduceOp } from '../ir/ops.js';
+import { full } from './creation.js';
+import { binaryOp, unaryOp } from './elementwise.js';
+import { reduce } from './reduce.js';
+import { tidy } from './scoped.js';
+import * as V from './views.js';
+
+/** Whether `t` goes into a multi-tensor command: float32 and contiguous. */
+export const foreachable = (t: Tensor): boolean => t.dtype === 'float32' && t.isContiguous();
+
+/** The vector p-norm of all of `x`'s elements, composed (p > 0, or Infinity), in `x`'s dtype. */
+export function composedNorm(x: Tensor, p: number): Tensor {
+  const a = unaryOp('abs', x);
+  if (p === Infinity) return reduce(ReduceOp.Max, a, undefined);
+  if (p === 1) return reduce(ReduceOp.Sum, a, undefined);
+  if (p === 2) return unaryOp('sqrt', reduce(ReduceOp.SumSq, x, undefined));
+  return binaryOp('pow', reduce(ReduceOp.Sum, binaryOp('pow', a, p), undefined), 1 / p);
+}
+
+/** Groups `tensors` by device, in order of first appearance. */
+function byDevice(tensors: Tensor[]): Map<Device, Tensor[]> {
+  const groups = new Map<Device, Tensor[]>();
+  for (const t of tensors) {
+    const list = groups.get(t.device) ?? [];
+    list.push(t);
+    groups.set(t.device, list);
+  }
+  return groups;
+}
+
+/**
+ * The norms of float32 contiguous `tensors` of one device as one [tensors.length] float32 tensor:
+ * one `foreachNorm` command.
+ */
+export function foreachNormOf(op: string, tensors: Tensor[], ord: number): Tensor {
+  const device = sameDevice(op, tensors);
+  const out = alloc([tensors.length], 'float32', device);
+  emit(device, { k: 'foreachNorm', ord, tensors: tensors.map((t) => ({ at: place(t), n: t.numel() })), out: place(out) });
+  return out;
+}
+
+/** Checks a norm's order: positive, or Infinity ('inf' is taken too). */
+export function normOrder(op: string, ord: unknown): number {
+  const p = ord === 'inf' ? Infinity : Number(ord);
+  if (typeof ord !== 'number' && ord !== 'inf') throw new TypeError(`${op}(): ord must be a number or 'inf', got ${typeof ord}`);
+  if (!(p > 0)) throw new RangeError(`${op}(): webtorch takes a positive order or inf, got ${String(ord)}`);
+  return p;
+}
+
+/**
+ * `torch._foreach_norm(tensors, ord = 2)`: the vector norm of each tensor, as a list of 0-d
+ * tensors (views of one tensor per device for the float32 contiguous ones). Floating tensors only.
+ */
+export function foreachNorm(tensors: Tensor[], ord: number | 'inf' = 2): Tensor[] {
+  const op = '_foreach_norm';
+  if (!Array.isArray(tensors)) throw new TypeError(`${op}(): argument 'self' must be a list of Tensors, not ${tensors === null ? 'null' : typeof tensors}`);
+  tensors.forEach((t, i) => {
+    if (!(t instanceof Tensor)) throw new TypeError(`${op}(): argument 'self' must be a list of Tensors, but element ${i} is ${t === null ? 'null' : typeof t}`);
+    if (!isFloating(t.dtype)) throw new TypeError(`${op}(): expected floating point tensors, got ${t.dtype} at position ${i}`);
+  });
+  const p = normOrder(op, ord);
+  const out: Tensor[] = new Array(tensors.length);
+  for (const [, list] of byDevice(tensors)) {
+    const fused = list.filter(foreachable);
+    if (fused.length) {
+      const norms = foreachNormOf(op, fused, p);
+      fused.forEach((t, i) => (out[tensors.indexOf(t)] = V.select(norms, 0, i)));
+      norms.dispose();
+    }
+  }
+  tensors.forEach((t, i) => {
+    if (!out[i]) out[i] = tidy(() => composedNorm(t.detach(), p));
+  });
+  return out;
+}
+
+/**
+ * `torch._foreach_mul_(tensors, scalar)`: multiplies every tensor in place by a number or by a
+ * 0-d tensor (on any device: it is copied to each tensor's device once). One `foreachMul` command
+ * per device for the float32 contiguous tensors that need no gradient; `t.mul_` for the rest.
+ */
+export function foreachMul_(tensors: Tensor[], scalar: number | Tensor): void {
+  const op = '_foreach_mul_';
+  if (!Array.isArray(tensors)) throw new TypeError(`${op}(): argument 'self' must be a list of Tensors, not ${tensors === null ? 'null' : typeof tensors}`);
+  tensors.forEach((t, i) => {
+    if (!(t instanceof Tensor)) throw new TypeError(`${op}(): argument 'self' must be a list of Tensors, but element ${i} is ${t === null ? 'null' : typeof t}`);
+  });
+  if (scalar instanceof Tensor) {
+    if (scalar.ndim !== 0) throw new RangeError(`scalar tensor expected to be 0 dim but it has ${scalar.ndim} dimensions and ${scalar.numel()} elements.`);
+  } else if (typeof scalar !== 'number') {
+    throw new TypeError(`${op}(): argument 'scalar' must be a Number or a Tensor, not ${scalar === null ? 'null' : typeof scalar}`);
+  }
+  for (const [device, list] of byDevice(tensors)) {
+    const fused = list.filter((t) => foreachable(t) && !needsGrad(t) && (typeof scalar === 'number' || isFloating(scalar.dtype)));
+    const rest = list.filter((t) => !fused.includes(t));
+    let c: Tensor | null = null;
+    if (fused.length) {
+      c = typeof scalar === 'number' ? full([], scalar, { device, dtype: 'float32' })
+        : scalar.device === device && scalar.dtype === 'float32' ? scalar : scalar.to({ device, dtype: 'float32' });
+      sameDevice(op, [...fused, c]);
+      emit(device, { k: 'foreachMul', tensors: fused.map((t) => ({ at: place(t), n: t.numel() })), scalar: place(c) });
+      for (const t of fused) t.storage.version++;
+      if (c !== scalar) c.dispose();
+    }
+    for (const t of rest) {
+      if (typeof scalar === 'number' || scalar.device === t.device) t.mul_(scalar);
+      else {
+        const s = scalar.to(t.device);
+        t.mul_(s);
+        s.dispose();
+      }
+    }
+  }
+}
