@@ -37,7 +37,9 @@ function gradValues(k: number, poison: number | null = null): Float32Array {
 function params(d: string, poison: number | null = null, count = G.shapes.length): torch.Tensor[] {
   return G.shapes.slice(0, count).map((s, k) => {
     const p = torch.zeros(s, { device: d }).requiresGrad_();
-    p.grad = torch.tensor(Array.from(gradValues(k, poison)), { dtype: 'float32', device: d }).reshape(s);
+    const flat = torch.tensor(Array.from(gradValues(k, poison)), { dtype: 'float32', device: d });
+    p.grad = flat.reshape(s);
+    flat.dispose();
     return p;
   });
 }
@@ -100,7 +102,9 @@ describe.each(G.cases.map((c) => [`normType ${c.normType}, maxNorm ${c.maxNorm}$
       for (let k = 0; k < ps.length; k++) {
         expect(norms[k].shape).toEqual([]);
         expect(norms[k].device.toString()).toBe(d);
-        near(await norms[k].item(), num(c.norms[k]), 1e-5, `${d} norm ${k}`);
+        // order 3.5: PyTorch's own float32 norm of the 70001 gradient is 1.3e-5 off the float64 one (0.157726869 vs
+        // 0.157728864); webtorch's cpu (float64 sums) gives 0.157728866
+        near(await norms[k].item(), num(c.norms[k]), c.normType === 3.5 ? 3e-5 : 1e-5, `${d} norm ${k}`);
       }
       norms.forEach((t) => t.dispose());
       free(ps);
@@ -141,10 +145,16 @@ describe('what the kernels do not take, and the binding limits', () => {
       torch.manualSeed(3);
       const a = torch.randn([33, 5]), b = torch.randn([7, 9]), c = torch.randn([100]), e = torch.randn([4097]);
       const ps = [a, b, c, e].map((t, i) => torch.zeros(i === 1 ? [9, 7] : t.shape, { device: i === 3 && d !== 'cpu' ? 'cpu' : d }).requiresGrad_());
-      ps[0].grad = a.to(d);
-      ps[1].grad = b.to(d).t(); // non-contiguous
+      const copy = (t: torch.Tensor, to: string) => {
+        const r = t.to(to);
+        return r === t ? t.clone() : r;
+      };
+      ps[0].grad = copy(a, d);
+      const bt = copy(b, d);
+      ps[1].grad = bt.t(); // non-contiguous
+      bt.dispose();
       ps[2].grad = c.to({ device: d, dtype: 'float16' });
-      ps[3].grad = e.to(ps[3].device);
+      ps[3].grad = copy(e, ps[3].device.toString());
       [a, b, c, e].forEach((t) => t.dispose());
       return ps;
     };
@@ -157,7 +167,12 @@ describe('what the kernels do not take, and the binding limits', () => {
         near(await tx.item(), await ty.item(), 2e-6, `${d} ${nt} total`);
         expect(await tx.item()).toBeGreaterThan(0.7);
         for (let k = 0; k < x.length; k++) {
-          const gx = (await x[k].grad!.float().data()) as Float32Array, gy = (await y[k].grad!.float().data()) as Float32Array;
+          const values = async (g: torch.Tensor) => {
+            const f = g.float(), v = (await f.data()) as Float32Array;
+            if (f !== g) f.dispose();
+            return v;
+          };
+          const gx = await values(x[k].grad!), gy = await values(y[k].grad!);
           gx.forEach((v, i) => near(v, gy[i], 2e-6, `${d} ${nt} gradient ${k} [${i}]`));
         }
         [tx, ty].forEach((t) => t.dispose());
@@ -199,7 +214,7 @@ describe('what the kernels do not take, and the binding limits', () => {
 describe('torch._foreachMul_ and torch._foreachNorm', () => {
   it('by a number, by a 0-d tensor of another device; PyTorch\'s errors', async () => {
     for (const d of devices) {
-      const a = torch.tensor([1, -2, 3], { device: d }), b = torch.tensor([[4, 5], [6, 7]], { device: d }), h = torch.tensor([2, 4], { device: d, dtype: 'float16' });
+      const a = torch.tensor([1, -2, 3], { device: d, dtype: 'float32' }), b = torch.tensor([[4, 5], [6, 7]], { device: d, dtype: 'float32' }), h = torch.tensor([2, 4], { device: d, dtype: 'float16' });
       torch._foreachMul_([a, b, h], 0.5);
       expect(await a.tolist()).toEqual([0.5, -1, 1.5]);
       expect(await b.tolist()).toEqual([[2, 2.5], [3, 3.5]]);
