@@ -16,6 +16,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import * as torch from '../../dist/webtorch.js';
 import { suiteDevices } from '../devices.js';
+import { capture, newGraph } from './graphs-helpers.js';
 
 const { nn } = torch;
 const devices = suiteDevices();
@@ -230,6 +231,33 @@ describe('torch._foreachMul_ and torch._foreachNorm', () => {
       expect(await na.item()).toBe(12);
       expect(await nb.item()).toBe(44);
       [a, b, h, s, s1, na, nb].forEach((t) => t.dispose());
+    }
+  });
+});
+
+describe('under graph capture', () => {
+  it('a captured clip, replayed over new gradients written in place, gives each replay\'s total and scale', async () => {
+    for (const d of devices) {
+      const ps = [[5, 3], [7], [4097]].map((s) => torch.zeros(s, { device: d }).requiresGrad_());
+      for (const p of ps) p.grad = torch.zeros(p.shape, { device: d });
+      const g = newGraph(d);
+      let total: torch.Tensor | null = null;
+      await capture(d, g, () => {
+        total = nn.utils.clipGradNorm_(ps, 1.5) as torch.Tensor;
+      });
+      for (const [r, fill] of [[0, 2], [1, 0.001], [2, -3]] as const) {
+        for (const [i, p] of ps.entries()) p.grad!.fill_(fill * (i + 1));
+        g.replay();
+        const sq = ps.reduce((a, p, i) => a + p.numel() * (fill * (i + 1)) ** 2, 0), want = Math.sqrt(sq), coef = Math.min(1, 1.5 / (want + 1e-6));
+        near(await total!.item(), want, 1e-5, `${d} replay ${r} total`);
+        for (const [i, p] of ps.entries()) {
+          const v = (await p.grad!.data()) as Float32Array;
+          for (const k of [0, v.length - 1]) near(v[k], fill * (i + 1) * coef, 1e-5, `${d} replay ${r} gradient ${i} [${k}]`);
+        }
+      }
+      g.reset();
+      total!.dispose();
+      free(ps);
     }
   });
 });
