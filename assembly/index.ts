@@ -41,7 +41,7 @@ export { ampUnscale } from "./kernels/amp";
 export { optimStep } from "./kernels/optim";
 
 // clipGradNorm_'s multi-tensor norm and scale (_foreach_norm, _foreach_mul_).
-export { foreachNorm, foreachMul } from "./kernels/foreach";
+export { foreachNorm, foreachMul, foreachClamp } from "./kernels/foreach";
 
 const SCRATCH = memory.data(16384, 16);
 

@@ -22,7 +22,7 @@ export const NORM_HEADER_WORDS = 4;
 export const NORM_ENTRY_WORDS = 5;
 /** Second pass: params header words (tensors, the output's offset, 1/p as f32 bits, spare). */
 export const FINISH_HEADER_WORDS = 4;
-/** `foreachMul`: params header words (entries, units, the scalar's slot and offset). */
+/** `foreachMul`: params header words (entries, units, the scalar's slot and offset); `foreachClamp`: (entries, units, lo, hi). */
 export const MUL_HEADER_WORDS = 4;
 /** `foreachMul`: words per entry (first unit, count, slot, offset). */
 export const MUL_ENTRY_WORDS = 4;
@@ -122,8 +122,12 @@ ${TREE}
 `;
 }
 
-/** `foreachMul` over `slots` bindings: every element of every entry times the scalar (one element an invocation). */
-export function mulShader(slots: number): string {
+/**
+ * `foreachMul` over `slots` bindings: every element of every entry times the scalar (one element
+ * an invocation); with `clamp`, `foreachClamp`: every element clamped to [lo, hi] (header words 2
+ * and 3, f32 bits), NaN kept.
+ */
+export function mulShader(slots: number, clamp = false): string {
   let decl = '', ld = '', st = '';
   for (let k = 0; k < slots; k++) {
     decl += `@group(0) @binding(${k + 1}) var<storage, read_write> S${k}: array<f32>;\n`;
@@ -156,7 +160,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let e = ${H}u + lo * ${E}u;
   let i = P[e + 3u] + w - P[e];
   let slot = P[e + 2u];
-  st(slot, i, ld(slot, i) * ld(P[2], P[3]));
+  ${clamp ? `let x = ld(slot, i);
+  if (!${isNan('x')}) { st(slot, i, min(max(x, bitcast<f32>(P[2])), bitcast<f32>(P[3]))); }` : 'st(slot, i, ld(slot, i) * ld(P[2], P[3]));'}
 }
 `;
 }

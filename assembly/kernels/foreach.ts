@@ -1,5 +1,6 @@
-// clipGradNorm_'s multi-tensor kernels on the cpu: PyTorch's `_foreach_norm` (the `foreachNorm`
-// command) and `_foreach_mul_` by a device scalar (`foreachMul`), each one call over a table of
+// The clipping functions' multi-tensor kernels on the cpu: PyTorch's `_foreach_norm` (the
+// `foreachNorm` command), `_foreach_mul_` by a device scalar (`foreachMul`) and the clamps of
+// `clip_grad_value_` (`foreachClamp`), each one call over a table of
 // float32 tensors: 2 i32 words per tensor, its byte address and its element count.
 // A norm accumulates in f64 (a sum of 32-bit terms keeps full precision whatever the length) and
 // is stored as f32; the max propagates NaN.
@@ -53,6 +54,25 @@ export function foreachMul(p: usize, n: i32, s: usize): void {
     for (; i < count; i++) {
       const a = base + (<usize>i << 2);
       store<f32>(a, load<f32>(a) * c);
+    }
+  }
+}
+
+/** Clamps each of the `n` tensors of the table at `p` to [lo, hi] in place (NaN stays: f32x4.min/max propagate it). */
+export function foreachClamp(p: usize, n: i32, lo: f32, hi: f32): void {
+  const lo4 = f32x4.splat(lo), hi4 = f32x4.splat(hi);
+  for (let t = 0; t < n; t++) {
+    const base = <usize>load<i32>(p + (<usize>t << 3));
+    const count = load<i32>(p + (<usize>t << 3) + 4);
+    const n4 = count & ~3;
+    let i = 0;
+    for (; i < n4; i += 4) {
+      const a = base + (<usize>i << 2);
+      v128.store(a, f32x4.min(f32x4.max(v128.load(a), lo4), hi4));
+    }
+    for (; i < count; i++) {
+      const a = base + (<usize>i << 2);
+      store<f32>(a, min<f32>(max<f32>(load<f32>(a), lo), hi));
     }
   }
 }

@@ -261,3 +261,49 @@ describe('under graph capture', () => {
     }
   });
 });
+
+describe('clipGradValue_', () => {
+  it('one foreachClamp command for 56 gradients; each element clamped, inf to the bound, NaN kept; foreach: false alike', async () => {
+    for (const d of devices) {
+      for (const foreach of [null, false]) {
+        const ps = params(d, NaN);
+        const flat = ps[9].grad!.view([-1]), one = flat.narrow(0, 2, 1);
+        one.fill_(-Infinity);
+        [flat, one].forEach((t) => t.dispose());
+        await torch._profileWorker(d, true);
+        nn.utils.clipGradValue_(ps, 0.5, foreach);
+        const prof = (await torch._profileWorker(d, false))!;
+        if (foreach === null) {
+          expect(prof.commands.foreachClamp?.count, `${d}: foreachClamp`).toBe(1);
+          expect(Object.keys(prof.commands).filter((k) => prof.commands[k].count > 0 && k !== 'foreachClamp'), `${d}: other commands`).toEqual([]);
+        } else {
+          expect(prof.commands.foreachClamp?.count ?? 0).toBe(0);
+        }
+        for (let k = 0; k < ps.length; k++) {
+          const got = (await ps[k].grad!.data()) as Float32Array, orig = gradValues(k, NaN);
+          if (k === 9) orig[2] = -Infinity;
+          const want = orig.map((x) => (Number.isNaN(x) ? NaN : Math.min(Math.max(x, -0.5), 0.5)));
+          expect(Array.from(got), `${d} foreach ${foreach} gradient ${k}`).toEqual(Array.from(want));
+        }
+        free(ps);
+      }
+    }
+  });
+});
+
+describe('clipGradValue_ with a negative value', () => {
+  it('as PyTorch\'s clamp_min_(-v) then clamp_max_(v): every value becomes v, NaN stays', async () => {
+    for (const d of devices) {
+      for (const foreach of [null, false]) {
+        const p = torch.zeros([5], { device: d }).requiresGrad_();
+        p.grad = torch.tensor([-3, -0.1, 0, 2, NaN], { device: d, dtype: 'float32' });
+        nn.utils.clipGradValue_(p, -0.25, foreach);
+        const got = Array.from((await p.grad.data()) as Float32Array);
+        expect(got.slice(0, 4), `${d} foreach ${foreach}`).toEqual([-0.25, -0.25, -0.25, -0.25]);
+        expect(got[4]).toBeNaN();
+        p.grad.dispose();
+        p.dispose();
+      }
+    }
+  });
+});

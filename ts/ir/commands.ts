@@ -121,7 +121,8 @@ export type Command =
   | OptimStepCommand
   // PyTorch's `_foreach_norm` and `_foreach_mul_` by a device scalar (ts/ops/foreach.ts; gpu/foreach.ts, assembly/kernels/foreach.ts).
   | ForeachNormCommand
-  | ForeachMulCommand;
+  | ForeachMulCommand
+  | ForeachClampCommand;
 
 /**
  * PyTorch's `_amp_foreach_non_finite_check_and_unscale_`: every gradient (a contiguous run of
@@ -158,6 +159,17 @@ export interface ForeachMulCommand {
   k: 'foreachMul';
   tensors: { at: Place; n: number }[];
   scalar: Place;
+}
+
+/**
+ * PyTorch's `_foreach_clamp_min_(tensors, lo)` then `_foreach_clamp_max_(tensors, hi)` (the
+ * foreach path of `clip_grad_value_`): each float32 tensor clamped to [lo, hi] in place; NaN stays.
+ */
+export interface ForeachClampCommand {
+  k: 'foreachClamp';
+  tensors: { at: Place; n: number }[];
+  lo: number;
+  hi: number;
 }
 
 /**

@@ -97,6 +97,7 @@ export const KINDS: { readonly [K in CommandKind]: KindInfo } = {
   optimStep: kernel(),
   foreachNorm: kernel(),
   foreachMul: kernel(),
+  foreachClamp: kernel(),
 };
 
 /**

@@ -1,7 +1,7 @@
 /**
  * `torch.nn.utils`: `clipGradNorm_` and `clipGradValue_`, which scale or clamp the parameters'
  * gradients in place, as PyTorch's do (grad mode off, each gradient on its own device; the total
- * norm lives on the first gradient's device).
+ * norm lives on the first gradient's device), on the multi-tensor commands of ts/ops/foreach.ts.
  */
 import { withGradMode } from '../autograd/graph.js';
 import type { Device } from '../device.js';
@@ -9,7 +9,7 @@ import type { DType } from '../dtype.js';
 import { full } from '../ops/creation.js';
 import { binaryOp, clamp } from '../ops/elementwise.js';
 import { bindArgs, type PyArgs } from '../args.js';
-import { composedNorm, foreachable, foreachMul_, foreachNormOf } from '../ops/foreach.js';
+import { composedNorm, foreachable, foreachClamp_, foreachMul_, foreachNormOf } from '../ops/foreach.js';
 import { tidy } from '../ops/scoped.js';
 import { cat } from '../ops/shape.js';
 import * as V from '../ops/views.js';
@@ -104,12 +104,21 @@ export function clipGradNorm_(parameters: ParamsLike, maxNorm: number, ...args: 
   });
 }
 
-/** `nn.utils.clip_grad_value_(parameters, clipValue, foreach = null)`: clamps every gradient to [-clipValue, clipValue] in place. */
+/**
+ * `nn.utils.clip_grad_value_(parameters, clipValue, foreach = null)`: clamps every gradient to
+ * [-clipValue, clipValue] in place: one `foreachClamp` command per device for the float32
+ * contiguous gradients (PyTorch's `_foreach_clamp_min_`/`_foreach_clamp_max_`), `clamp_` for the
+ * others and for all with `foreach: false`.
+ */
 export function clipGradValue_(parameters: ParamsLike, clipValue: number, ...args: PyArgs<[foreach: boolean | null], { foreach?: boolean | null }>): void {
-  bindArgs('clip_grad_value_', ['foreach'], args, { foreach: null as boolean | null }, 2);
+  const o = bindArgs('clip_grad_value_', ['foreach'], args, { foreach: null as boolean | null }, 2);
   if (typeof clipValue !== 'number' || Number.isNaN(clipValue)) throw new TypeError(`clip_grad_value_(): clipValue must be a number, got ${String(clipValue)}`);
-  const v = Math.abs(clipValue);
+  if (o.foreach != null && typeof o.foreach !== 'boolean') throw new TypeError(`clip_grad_value_(): foreach must be a boolean or null, got ${typeof o.foreach}`);
+  // PyTorch's clamp_min_(-v) then clamp_max_(v): a negative v leaves every value at v
+  const v = clipValue;
   withGradMode(false, () => {
-    for (const g of gradsOf('clip_grad_value_', parameters)) g.clamp_(-v, v);
+    const grads = gradsOf('clip_grad_value_', parameters);
+    if (o.foreach === false) for (const g of grads) g.clamp_(-v, v);
+    else foreachClamp_(grads, -v, v);
   });
 }

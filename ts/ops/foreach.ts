@@ -1,6 +1,6 @@
 /**
- * PyTorch's multi-tensor `_foreach_norm` and `_foreach_mul_` (by a scalar or a 1-element tensor):
- * one `foreachNorm` or `foreachMul` command per device for the float32 contiguous tensors of the
+ * PyTorch's multi-tensor `_foreach_norm`, `_foreach_mul_` (by a scalar or a 1-element tensor) and
+ * the clamps of `clip_grad_value_`: one `foreachNorm`, `foreachMul` or `foreachClamp` command per device for the float32 contiguous tensors of the
  * list (ts/ir/commands.ts; the kernels are wgsl/foreach.ts and assembly/kernels/foreach.ts), where
  * the per-tensor form is a few commands per tensor. `nn.utils.clipGradNorm_` is built on them
  * (ts/nn/utils.ts). The other tensors (16-bit or float64, non-contiguous, or needing a gradient
@@ -123,5 +123,22 @@ export function foreachMul_(tensors: Tensor[], scalar: number | Tensor): void {
         s.dispose();
       }
     }
+  }
+}
+
+/**
+ * Clamps every tensor to [lo, hi] in place (PyTorch's `_foreach_clamp_min_` then
+ * `_foreach_clamp_max_`, the foreach path of `clip_grad_value_`): one `foreachClamp` command per
+ * device for the float32 contiguous tensors that need no gradient; `t.clamp_` for the rest.
+ */
+export function foreachClamp_(tensors: Tensor[], lo: number, hi: number): void {
+  for (const [device, list] of byDevice(tensors)) {
+    const fused = list.filter((t) => foreachable(t) && !needsGrad(t));
+    if (fused.length) {
+      sameDevice('_foreach_clamp_', fused);
+      emit(device, { k: 'foreachClamp', tensors: fused.map((t) => ({ at: place(t), n: t.numel() })), lo, hi });
+      for (const t of fused) t.storage.version++;
+    }
+    for (const t of list) if (!fused.includes(t)) t.clamp_(lo, hi);
   }
 }

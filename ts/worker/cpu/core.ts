@@ -59,6 +59,8 @@ export interface Kernels {
   foreachNorm(p: number, n: number, kind: number, ord: number, out: number): void;
   /** `_foreach_mul_` (assembly/kernels/foreach.ts): `n` f32 tensors of the table at `p` (address, count) times the f32 at `s`, in place. */
   foreachMul(p: number, n: number, s: number): void;
+  /** `_foreach_clamp_min_`/`_max_` (assembly/kernels/foreach.ts): `n` f32 tensors of the table at `p` clamped to [lo, hi] in place, NaN kept. */
+  foreachClamp(p: number, n: number, lo: number, hi: number): void;
   /** The index a checking kernel (index family, nll) last found out of range. */
   badIndex(): bigint;
 }

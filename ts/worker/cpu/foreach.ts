@@ -1,10 +1,10 @@
 /**
- * `foreachNorm` and `foreachMul` on the cpu worker (the kernels are assembly/kernels/foreach.ts):
+ * `foreachNorm`, `foreachMul` and `foreachClamp` on the cpu worker (the kernels are assembly/kernels/foreach.ts):
  * one call over a table of (address, count) per tensor in the scratch area, or one per part where
  * the table outgrows it.
  */
 import { StorageCode } from '../../dtype.js';
-import type { ForeachMulCommand, ForeachNormCommand } from '../../ir/commands.js';
+import type { ForeachClampCommand, ForeachMulCommand, ForeachNormCommand } from '../../ir/commands.js';
 import { K, at, desc } from './core.js';
 
 /** Tensors per call: the scratch area holds 4096 words, two a tensor. */
@@ -33,5 +33,12 @@ export function runForeachMul(cmd: ForeachMulCommand): void {
   for (let i = 0; i < cmd.tensors.length; i += PER_CALL) {
     const [p, n] = table(cmd.tensors, i);
     K.foreachMul(p, n, s);
+  }
+}
+
+export function runForeachClamp(cmd: ForeachClampCommand): void {
+  for (let i = 0; i < cmd.tensors.length; i += PER_CALL) {
+    const [p, n] = table(cmd.tensors, i);
+    K.foreachClamp(p, n, cmd.lo, cmd.hi);
   }
 }

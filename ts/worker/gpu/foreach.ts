@@ -1,5 +1,5 @@
 /**
- * `foreachNorm` and `foreachMul` on a GPU (the kernels are wgsl/foreach.ts; Note [a norm over
+ * `foreachNorm`, `foreachMul` and `foreachClamp` on a GPU (the kernels are wgsl/foreach.ts; Note [a norm over
  * many tensors in two passes] there).
  *
  * As ts/worker/gpu/optim.ts does: every tensor of the command goes into one dispatch, each
@@ -15,7 +15,7 @@ import {
   mulShader, normFinishShader, normKind, normPartialShader,
 } from '../../../wgsl/foreach.js';
 import { planSegments } from '../../../wgsl/optim.js';
-import type { ForeachMulCommand, ForeachNormCommand, Place } from '../../ir/commands.js';
+import type { ForeachClampCommand, ForeachMulCommand, ForeachNormCommand, Place } from '../../ir/commands.js';
 import { chunks, tooLarge } from '../split.js';
 import { buf, device, dispatchAt, grid1d, maxBinding, paramAlign, paramWords, reserveParams, setWindow } from './core.js';
 import { KeptScratch } from './workspace.js';
@@ -104,8 +104,8 @@ export function runForeachNorm(cmd: ForeachNormCommand): void {
   dispatchAt(`foreachNormFinish|${kind}`, () => normFinishShader(kind), [scratch, out], at, words, grid1d(count, 1));
 }
 
-/** Queues one `foreachMul` dispatch over `segments` and `runs`. */
-function mulPass(scalar: Place, segments: number[], runs: Run[]): void {
+/** Queues one `foreachMul` dispatch over `segments` and `runs` (or `foreachClamp`'s, with its bounds). */
+function mulPass(scalar: Place | null, segments: number[], runs: Run[], bounds?: [number, number]): void {
   const words = MUL_HEADER_WORDS + MUL_ENTRY_WORDS * runs.length;
   const at = reserveParams(words);
   let units = 0;
@@ -113,9 +113,9 @@ function mulPass(scalar: Place, segments: number[], runs: Run[]): void {
     paramWords.set([units, r.n, segments.indexOf(r.at.id), r.at.offset], at + MUL_HEADER_WORDS + MUL_ENTRY_WORDS * i);
     units += r.n;
   });
-  paramWords.set([runs.length, units, segments.indexOf(scalar.id), scalar.offset], at);
-  const bind = segments.map(buf);
-  dispatchAt(`foreachMul|${bind.length}`, () => mulShader(bind.length), bind, at, words, grid1d(units));
+  paramWords.set([runs.length, units, ...(scalar ? [segments.indexOf(scalar.id), scalar.offset] : bounds!.map(bits))], at);
+  const bind = segments.map(buf), clamp = !scalar;
+  dispatchAt(`foreach${clamp ? 'Clamp' : 'Mul'}|${bind.length}`, () => mulShader(bind.length, clamp), bind, at, words, grid1d(units));
 }
 
 /** Runs a `foreachMul` command (see the file's note). */
@@ -129,6 +129,21 @@ export function runForeachMul(cmd: ForeachMulCommand): void {
     setWindow(window);
     try {
       mulPass(cmd.scalar, [...new Set(run.segments)], [run]);
+    } finally {
+      setWindow(null);
+    }
+  }
+}
+
+/** Runs a `foreachClamp` command (as `foreachMul`, without the scalar). */
+export function runForeachClamp(cmd: ForeachClampCommand): void {
+  const { small, large } = runsOf(cmd.tensors, []);
+  const room = device.limits.maxStorageBuffersPerShaderStage - 1, bounds: [number, number] = [cmd.lo, cmd.hi];
+  for (const d of planSegments(small, room)) mulPass(null, d.segments, d.entries, bounds);
+  for (const { run, window } of large) {
+    setWindow(window);
+    try {
+      mulPass(null, [run.at.id], [run], bounds);
     } finally {
       setWindow(null);
     }
