@@ -1,7 +1,9 @@
 /**
- * The multi-tensor kernels behind `clipGradNorm_`: PyTorch's `_foreach_norm` (the `foreachNorm`
- * command) and `_foreach_mul_` by a device scalar (`foreachMul`), each over a table of float32
- * tensors whose segments are bound once (S0..S{k-1}), as wgsl/optim.ts binds its parameters.
+ * The multi-tensor kernels behind `clipGradNorm_` and `clipGradValue_`: PyTorch's `_foreach_norm`
+ * (the `foreachNorm` command; float32, float16 and bfloat16, widened to f32 as they are read),
+ * `_foreach_mul_` by a device scalar (`foreachMul`) and the clamps (`foreachClamp`), each over a
+ * table of tensors whose segments are bound once (S0..S{k-1}), as wgsl/optim.ts binds its
+ * parameters. (The in-place kernels take float32 only: two 16-bit tensors may share a word.)
  *
  * Note [a norm over many tensors in two passes]: WGSL has no f32 atomics, so no workgroup can add
  * into a tensor's norm. The first pass gives each workgroup `NORM_CHUNK` elements of one tensor
@@ -12,14 +14,15 @@
  * trees, so a norm is the same bits on every run. Max propagates NaN by testing bits (the
  * reductions' rule, wgsl/reduce.ts); sums propagate it by arithmetic.
  */
+import { StorageCode } from '../ts/dtype.js';
 import { WG } from './elementwise.js';
 
 /** Elements one workgroup of the first pass reduces (16 per invocation). */
 export const NORM_CHUNK = WG * 16;
 /** First pass: params header words (entries, workgroups, 2 spare). */
 export const NORM_HEADER_WORDS = 4;
-/** First pass: words per entry (first workgroup, count, slot, offset, first partial slot). */
-export const NORM_ENTRY_WORDS = 5;
+/** First pass: words per entry (first workgroup, count, slot, offset in elements, first partial slot, storage code). */
+export const NORM_ENTRY_WORDS = 6;
 /** Second pass: params header words (tensors, the output's offset, 1/p as f32 bits, spare). */
 export const FINISH_HEADER_WORDS = 4;
 /** `foreachMul`: params header words (entries, units, the scalar's slot and offset); `foreachClamp`: (entries, units, lo, hi). */
@@ -56,17 +59,29 @@ const TREE = `  workgroupBarrier();
 export function normPartialShader(slots: number, kind: NormKind): string {
   let decl = '', ld = '';
   for (let k = 0; k < slots; k++) {
-    decl += `@group(0) @binding(${k + 1}) var<storage, read> S${k}: array<f32>;\n`;
+    decl += `@group(0) @binding(${k + 1}) var<storage, read> S${k}: array<u32>;\n`;
     ld += `    case ${k}u: { return S${k}[i]; }\n`;
   }
   const H = NORM_HEADER_WORDS, E = NORM_ENTRY_WORDS;
   return `@group(0) @binding(0) var<storage, read> P: array<u32>;
 ${decl}@group(0) @binding(${slots + 1}) var<storage, read_write> R: array<f32>;
 var<workgroup> acc: array<f32, ${WG}>;
-fn ld(s: u32, i: u32) -> f32 {
+fn ldw(s: u32, i: u32) -> u32 {
   switch s {
-${ld}    default: { return 0.0; }
+${ld}    default: { return 0u; }
   }
+}
+// element i of a float32, float16 or bfloat16 run (16-bit: the low half of a word first)
+fn ld(s: u32, i: u32, dt: u32) -> f32 {
+  if (dt == ${StorageCode.F32}u) { return bitcast<f32>(ldw(s, i)); }
+  let h = (ldw(s, i >> 1u) >> ((i & 1u) * 16u)) & 0xffffu;
+  if (dt == ${StorageCode.BF16}u) { return bitcast<f32>(h << 16u); }
+  let sg = (h & 0x8000u) << 16u;
+  let e = (h >> 10u) & 0x1fu;
+  let m = h & 0x3ffu;
+  if (e == 0u) { return bitcast<f32>(sg | bitcast<u32>(f32(m) * 5.9604644775390625e-8)); }
+  if (e == 31u) { return bitcast<f32>(sg | 0x7f800000u | (m << 13u)); }
+  return bitcast<f32>(sg | ((e + 112u) << 23u) | (m << 13u));
 }
 ${combine(kind)}
 ${term(kind)}
@@ -85,9 +100,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let end = min(j * ${NORM_CHUNK}u + ${NORM_CHUNK}u, P[e + 1u]);
   let slot = P[e + 2u];
   let off = P[e + 3u];
+  let dt = P[e + 5u];
   let p = bitcast<f32>(P[2]);
   var a = 0.0;
-  for (var i = j * ${NORM_CHUNK}u + li; i < end; i = i + ${WG}u) { a = comb(a, term(ld(slot, off + i), p)); }
+  for (var i = j * ${NORM_CHUNK}u + li; i < end; i = i + ${WG}u) { a = comb(a, term(ld(slot, off + i, dt), p)); }
   acc[li] = a;
 ${TREE}
   if (li == 0u) { R[P[e + 4u] + j] = acc[0]; }

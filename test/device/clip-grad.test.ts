@@ -307,3 +307,34 @@ describe('clipGradValue_ with a negative value', () => {
     }
   });
 });
+
+describe('torch._foreachNorm of 16-bit tensors', () => {
+  it.each(['float16', 'bfloat16'] as const)('%s: one foreachNorm command; each norm in the tensor\'s dtype, the float32 norm of its values rounded', async (dtype) => {
+    const sizes = [[1], [3, 7], [4097], [9000]];
+    for (const d of devices) {
+      for (const ord of [2, 1, 3.5, 'inf'] as const) {
+        const xs = sizes.map((s, k) => {
+          const n = s.reduce((a, b) => a * b, 1), v: number[] = [];
+          for (let i = 0; i < n; i++) v.push(((((k * 31 + i * 17) % 201) - 100) / 50) * (k === 1 ? 1e-6 : 1)); // gradient 1: float16 subnormals
+          const f = torch.tensor(v, { dtype: 'float32', device: d }), h = f.to({ dtype }), r = h.reshape(s);
+          [f, h].forEach((t) => t !== r && t.dispose());
+          return r;
+        });
+        const wide = xs.map((x) => x.float());
+        await torch._profileWorker(d, true);
+        const got = torch._foreachNorm(xs, ord);
+        const prof = (await torch._profileWorker(d, false))!;
+        expect(prof.commands.foreachNorm?.count, `${d} ${ord}: foreachNorm`).toBe(1);
+        const ref = torch._foreachNorm(wide, ord);
+        for (let k = 0; k < xs.length; k++) {
+          expect(got[k].dtype).toBe(dtype);
+          const r16 = ref[k].to({ dtype });
+          expect(await got[k].item(), `${d} ${dtype} ord ${ord} tensor ${k}`).toBe(await r16.item());
+          expect(await ref[k].item()).toBeGreaterThan(0);
+          r16.dispose();
+        }
+        [...xs, ...wide, ...got, ...ref].forEach((t) => t.dispose());
+      }
+    }
+  });
+});

@@ -139,15 +139,15 @@ export interface AmpUnscaleCommand {
 }
 
 /**
- * PyTorch's `_foreach_norm(tensors, ord)`: the vector norm of each of many float32 tensors
- * (contiguous runs of `n` elements at `at`) into `out`, `tensors.length` contiguous float32
- * elements: (Σ|x|^ord)^(1/ord) for a positive finite `ord`, max |x| for Infinity (NaN
+ * PyTorch's `_foreach_norm(tensors, ord)`: the vector norm of each of many tensors (contiguous
+ * runs of `n` elements of float32, float16 or bfloat16 (`dt`) at `at`) into `out`,
+ * `tensors.length` contiguous float32 elements: (Σ|x|^ord)^(1/ord) for a positive finite `ord`, max |x| for Infinity (NaN
  * propagates). One command per device; on a GPU a two-pass reduction (ts/worker/gpu/foreach.ts).
  */
 export interface ForeachNormCommand {
   k: 'foreachNorm';
   ord: number;
-  tensors: { at: Place; n: number }[];
+  tensors: { at: Place; n: number; dt: StorageCode }[];
   out: Place;
 }
 

@@ -9,7 +9,7 @@ import type { DType } from '../dtype.js';
 import { full } from '../ops/creation.js';
 import { binaryOp, clamp } from '../ops/elementwise.js';
 import { bindArgs, type PyArgs } from '../args.js';
-import { composedNorm, foreachable, foreachClamp_, foreachMul_, foreachNormOf } from '../ops/foreach.js';
+import { composedNorm, foreachClamp_, foreachMul_, foreachNormOf, normable } from '../ops/foreach.js';
 import { tidy } from '../ops/scoped.js';
 import { cat } from '../ops/shape.js';
 import * as V from '../ops/views.js';
@@ -36,15 +36,15 @@ function normsDtype(grads: Tensor[]): DType {
 
 /**
  * The norms of all gradients, as one 1-D tensor on `dev` in `dtype`: per device one `foreachNorm`
- * command over the float32 contiguous gradients (unless `foreach` is false), and the composed
- * norm of each other one.
+ * command over the contiguous float32, float16 and bfloat16 gradients (unless `foreach` is
+ * false), and the composed norm of each other one.
  */
 function gradNorms(op: string, grads: Tensor[], p: number, foreach: boolean | null | undefined, dev: Device, dtype: DType): Tensor {
   const parts: Tensor[] = [];
   const groups = new Map<Device, Tensor[]>();
   for (const g of grads) groups.set(g.device, [...(groups.get(g.device) ?? []), g]);
   for (const [, list] of groups) {
-    const fused = foreach === false ? [] : list.filter(foreachable);
+    const fused = foreach === false ? [] : list.filter(normable);
     if (fused.length) parts.push(foreachNormOf(op, fused, p));
     for (const g of list) if (!fused.includes(g)) parts.push(V.reshape(composedNorm(g, p), [1]));
   }

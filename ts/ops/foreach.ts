@@ -1,13 +1,13 @@
 /**
  * PyTorch's multi-tensor `_foreach_norm`, `_foreach_mul_` (by a scalar or a 1-element tensor) and
  * the clamps of `clip_grad_value_`: one `foreachNorm`, `foreachMul` or `foreachClamp` command per device for the float32 contiguous tensors of the
- * list (ts/ir/commands.ts; the kernels are wgsl/foreach.ts and assembly/kernels/foreach.ts), where
- * the per-tensor form is a few commands per tensor. `nn.utils.clipGradNorm_` is built on them
+ * list (16-bit ones too for the norm; ts/ir/commands.ts; the kernels are wgsl/foreach.ts and
+ * assembly/kernels/foreach.ts), where the per-tensor form is a few commands per tensor. `nn.utils.clipGradNorm_` is built on them
  * (ts/nn/utils.ts). The other tensors (16-bit or float64, non-contiguous, or needing a gradient
  * through an in-place op) take the per-tensor ops, with the same results.
  */
 import { needsGrad } from '../autograd/graph.js';
-import { isFloating } from '../dtype.js';
+import { isFloating, storageCode } from '../dtype.js';
 import type { Device } from '../device.js';
 import { alloc, emit, place, sameDevice } from '../runtime/dispatch.js';
 import { Tensor } from '../tensor.js';
@@ -18,8 +18,11 @@ import { reduce } from './reduce.js';
 import { tidy } from './scoped.js';
 import * as V from './views.js';
 
-/** Whether `t` goes into a multi-tensor command: float32 and contiguous. */
+/** Whether `t` goes into an in-place multi-tensor command: float32 and contiguous. */
 export const foreachable = (t: Tensor): boolean => t.dtype === 'float32' && t.isContiguous();
+
+/** Whether `foreachNorm` takes `t`: float32, float16 or bfloat16, contiguous. */
+export const normable = (t: Tensor): boolean => (t.dtype === 'float32' || t.dtype === 'float16' || t.dtype === 'bfloat16') && t.isContiguous();
 
 /** The vector p-norm of all of `x`'s elements, composed (p > 0, or Infinity), in `x`'s dtype. */
 export function composedNorm(x: Tensor, p: number): Tensor {
@@ -42,13 +45,13 @@ function byDevice(tensors: Tensor[]): Map<Device, Tensor[]> {
 }
 
 /**
- * The norms of float32 contiguous `tensors` of one device as one [tensors.length] float32 tensor:
- * one `foreachNorm` command.
+ * The norms of `normable` tensors of one device as one [tensors.length] float32 tensor: one
+ * `foreachNorm` command.
  */
 export function foreachNormOf(op: string, tensors: Tensor[], ord: number): Tensor {
   const device = sameDevice(op, tensors);
   const out = alloc([tensors.length], 'float32', device);
-  emit(device, { k: 'foreachNorm', ord, tensors: tensors.map((t) => ({ at: place(t), n: t.numel() })), out: place(out) });
+  emit(device, { k: 'foreachNorm', ord, tensors: tensors.map((t) => ({ at: place(t), n: t.numel(), dt: storageCode(t.dtype) })), out: place(out) });
   return out;
 }
 
@@ -74,10 +77,15 @@ export function foreachNorm(tensors: Tensor[], ord: number | 'inf' = 2): Tensor[
   const p = normOrder(op, ord);
   const out: Tensor[] = new Array(tensors.length);
   for (const [, list] of byDevice(tensors)) {
-    const fused = list.filter(foreachable);
+    const fused = list.filter(normable);
     if (fused.length) {
       const norms = foreachNormOf(op, fused, p);
-      fused.forEach((t, i) => (out[tensors.indexOf(t)] = V.select(norms, 0, i)));
+      fused.forEach((t, i) => {
+        // a 16-bit tensor's norm in its dtype, as PyTorch's
+        const v = V.select(norms, 0, i), c = t.dtype === 'float32' ? v : V.cast(v, t.dtype);
+        if (c !== v) v.dispose();
+        out[tensors.indexOf(t)] = c;
+      });
       norms.dispose();
     }
   }

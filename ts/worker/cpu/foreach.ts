@@ -20,11 +20,15 @@ function table(tensors: { at: { id: number; offset: number }; n: number }[], fro
   return [desc(words), part.length];
 }
 
+/** Tensors per norm call: three words a tensor (address, count, storage code). */
+const NORM_PER_CALL = 1365;
+
 export function runForeachNorm(cmd: ForeachNormCommand): void {
   const out = cmd.tensors.length ? at(cmd.out, StorageCode.F32) : 0;
-  for (let i = 0; i < cmd.tensors.length; i += PER_CALL) {
-    const [p, n] = table(cmd.tensors, i);
-    K.foreachNorm(p, n, kindOf(cmd.ord), cmd.ord, out + 4 * i);
+  for (let i = 0; i < cmd.tensors.length; i += NORM_PER_CALL) {
+    const part = cmd.tensors.slice(i, i + NORM_PER_CALL), words: number[] = [];
+    for (const t of part) words.push(t.n ? at(t.at, t.dt) : 0, t.n, t.dt);
+    K.foreachNorm(desc(words), part.length, kindOf(cmd.ord), cmd.ord, out + 4 * i);
   }
 }
 

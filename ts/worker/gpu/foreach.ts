@@ -16,6 +16,7 @@ import {
 } from '../../../wgsl/foreach.js';
 import { planSegments } from '../../../wgsl/optim.js';
 import type { ForeachClampCommand, ForeachMulCommand, ForeachNormCommand, Place } from '../../ir/commands.js';
+import { StorageCode } from '../../dtype.js';
 import { chunks, tooLarge } from '../split.js';
 import { buf, device, dispatchAt, grid1d, maxBinding, paramAlign, paramWords, reserveParams, setWindow } from './core.js';
 import { KeptScratch } from './workspace.js';
@@ -26,10 +27,11 @@ interface Run {
   at: Place;
   n: number;
   partial: number;
+  dt: StorageCode;
 }
 
 /** Cuts each tensor into runs (windows past the binding limit) and gives each run its partial slots, a tensor's consecutively. */
-function runsOf(tensors: { at: Place; n: number }[], fixed: number[]): { small: Run[]; large: { run: Run; window: Map<GPUBuffer, number> }[]; perTensor: [number, number][]; partials: number } {
+function runsOf(tensors: { at: Place; n: number; dt?: StorageCode }[], fixed: number[]): { small: Run[]; large: { run: Run; window: Map<GPUBuffer, number> }[]; perTensor: [number, number][]; partials: number } {
   const small: Run[] = [], large: { run: Run; window: Map<GPUBuffer, number> }[] = [], perTensor: [number, number][] = [];
   let partials = 0;
   for (const t of tensors) {
@@ -38,13 +40,14 @@ function runsOf(tensors: { at: Place; n: number }[], fixed: number[]): { small: 
     if (!b) {
       // an empty tensor: no chunk, and the second pass writes the identity (0)
     } else if (b.size <= maxBinding) {
-      small.push({ segments: [t.at.id, ...fixed], at: t.at, n: t.n, partial: partials });
+      small.push({ segments: [t.at.id, ...fixed], at: t.at, n: t.n, partial: partials, dt: t.dt ?? StorageCode.F32 });
       partials += Math.ceil(t.n / NORM_CHUNK);
     } else {
       if (fixed.includes(t.at.id)) throw tooLarge('foreachMul (a tensor in the segment of the scalar)', b.size, maxBinding);
+      if ((t.dt ?? StorageCode.F32) !== StorageCode.F32) throw tooLarge('foreachNorm', b.size, maxBinding, 'it has a 16-bit tensor');
       for (const c of chunks(t.n, [{ b, start: t.at.offset }], maxBinding, paramAlign)) {
         const at = { id: t.at.id, offset: t.at.offset + c.first - c.window.get(b)! / 4 };
-        large.push({ run: { segments: [t.at.id, ...fixed], at, n: c.count, partial: partials }, window: c.window });
+        large.push({ run: { segments: [t.at.id, ...fixed], at, n: c.count, partial: partials, dt: StorageCode.F32 }, window: c.window });
         partials += Math.ceil(c.count / NORM_CHUNK);
       }
     }
@@ -62,7 +65,7 @@ function partialPass(kind: ReturnType<typeof normKind>, ord: number, segments: n
   const at = reserveParams(words);
   let groups = 0;
   runs.forEach((r, i) => {
-    paramWords.set([groups, r.n, segments.indexOf(r.at.id), r.at.offset, r.partial], at + NORM_HEADER_WORDS + NORM_ENTRY_WORDS * i);
+    paramWords.set([groups, r.n, segments.indexOf(r.at.id), r.at.offset, r.partial, r.dt], at + NORM_HEADER_WORDS + NORM_ENTRY_WORDS * i);
     groups += Math.ceil(r.n / NORM_CHUNK);
   });
   paramWords[at] = runs.length;
