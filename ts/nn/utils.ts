@@ -9,7 +9,7 @@ import type { DType } from '../dtype.js';
 import { full } from '../ops/creation.js';
 import { binaryOp, clamp } from '../ops/elementwise.js';
 import { bindArgs, type PyArgs } from '../args.js';
-import { composedNorm, foreachClamp_, foreachMul_, foreachNormOf, normable } from '../ops/foreach.js';
+import { byDevice, composedNorm, foreachClamp_, foreachMul_, foreachNormOf, normable } from '../ops/foreach.js';
 import { tidy } from '../ops/scoped.js';
 import { cat } from '../ops/shape.js';
 import * as V from '../ops/views.js';
@@ -41,12 +41,10 @@ function normsDtype(grads: Tensor[]): DType {
  */
 function gradNorms(op: string, grads: Tensor[], p: number, foreach: boolean | null | undefined, dev: Device, dtype: DType): Tensor {
   const parts: Tensor[] = [];
-  const groups = new Map<Device, Tensor[]>();
-  for (const g of grads) groups.set(g.device, [...(groups.get(g.device) ?? []), g]);
-  for (const [, list] of groups) {
-    const fused = foreach === false ? [] : list.filter(normable);
+  for (const [, list] of byDevice(grads)) {
+    const fused = foreach === false ? [] : list.filter(normable), taken = new Set(fused);
     if (fused.length) parts.push(foreachNormOf(op, fused, p));
-    for (const g of list) if (!fused.includes(g)) parts.push(V.reshape(composedNorm(g, p), [1]));
+    for (const g of list) if (!taken.has(g)) parts.push(V.reshape(composedNorm(g, p), [1]));
   }
   const moved = parts.map((t) => (t.device === dev && t.dtype === dtype ? t : t.to({ device: dev, dtype })));
   return moved.length === 1 ? moved[0] : cat(moved, 0);
@@ -75,21 +73,14 @@ export function clipGradNorm_(parameters: ParamsLike, maxNorm: number, ...args: 
   const total = withGradMode(false, () => tidy(() => composedNorm(gradNorms(op, grads, p, o.foreach, dev, normsDtype(grads)), p)));
   const scale = () => withGradMode(false, () => {
     const coef = tidy(() => clamp(binaryOp('div', maxNorm, binaryOp('add', total, 1e-6)), null, 1));
-    if (o.foreach === false) {
-      for (const g of grads) {
-        const c = tidy(() => (coef.device === g.device && coef.dtype === g.dtype ? coef : coef.to({ device: g.device, dtype: g.dtype })));
-        g.mul_(c);
-        if (c !== coef) c.dispose();
-      }
-    } else {
-      // float32 gradients: one foreachMul a device; the others (16-bit, float64) by the coefficient in their dtype, as before
-      const f32 = grads.filter((g) => g.dtype === 'float32'), rest = grads.filter((g) => g.dtype !== 'float32');
-      if (f32.length) foreachMul_(f32, coef);
-      for (const g of rest) {
-        const c = tidy(() => (coef.device === g.device && coef.dtype === g.dtype ? coef : coef.to({ device: g.device, dtype: g.dtype })));
-        g.mul_(c);
-        if (c !== coef) c.dispose();
-      }
+    // float32 gradients: one foreachMul a device (unless foreach: false); the others (16-bit) by the coefficient in their dtype
+    const kernel = new Set(o.foreach === false ? [] : grads.filter((g) => g.dtype === 'float32'));
+    if (kernel.size) foreachMul_([...kernel], coef);
+    for (const g of grads) {
+      if (kernel.has(g)) continue;
+      const c = tidy(() => (coef.device === g.device && coef.dtype === g.dtype ? coef : coef.to({ device: g.device, dtype: g.dtype })));
+      g.mul_(c);
+      if (c !== coef) c.dispose();
     }
     coef.dispose();
     return total;

@@ -34,7 +34,7 @@ export function composedNorm(x: Tensor, p: number): Tensor {
 }
 
 /** Groups `tensors` by device, in order of first appearance. */
-function byDevice(tensors: Tensor[]): Map<Device, Tensor[]> {
+export function byDevice(tensors: Tensor[]): Map<Device, Tensor[]> {
   const groups = new Map<Device, Tensor[]>();
   for (const t of tensors) {
     const list = groups.get(t.device) ?? [];
@@ -76,18 +76,21 @@ export function foreachNorm(tensors: Tensor[], ord: number | 'inf' = 2): Tensor[
   });
   const p = normOrder(op, ord);
   const out: Tensor[] = new Array(tensors.length);
-  for (const [, list] of byDevice(tensors)) {
-    const fused = list.filter(normable);
-    if (fused.length) {
-      const norms = foreachNormOf(op, fused, p);
-      fused.forEach((t, i) => {
-        // a 16-bit tensor's norm in its dtype, as PyTorch's
-        const v = V.select(norms, 0, i), c = t.dtype === 'float32' ? v : V.cast(v, t.dtype);
-        if (c !== v) v.dispose();
-        out[tensors.indexOf(t)] = c;
-      });
-      norms.dispose();
-    }
+  const groups = new Map<Device, number[]>();
+  tensors.forEach((t, i) => {
+    if (!normable(t)) return;
+    if (!groups.has(t.device)) groups.set(t.device, []);
+    groups.get(t.device)!.push(i);
+  });
+  for (const [, idx] of groups) {
+    const norms = foreachNormOf(op, idx.map((i) => tensors[i]), p);
+    idx.forEach((i, k) => {
+      // a 16-bit tensor's norm in its dtype, as PyTorch's
+      const v = V.select(norms, 0, k), c = tensors[i].dtype === 'float32' ? v : V.cast(v, tensors[i].dtype);
+      if (c !== v) v.dispose();
+      out[i] = c;
+    });
+    norms.dispose();
   }
   tensors.forEach((t, i) => {
     if (!out[i]) out[i] = tidy(() => composedNorm(t.detach(), p));
@@ -113,7 +116,7 @@ export function foreachMul_(tensors: Tensor[], scalar: number | Tensor): void {
   }
   for (const [device, list] of byDevice(tensors)) {
     const fused = list.filter((t) => foreachable(t) && !needsGrad(t) && (typeof scalar === 'number' || isFloating(scalar.dtype)));
-    const rest = list.filter((t) => !fused.includes(t));
+    const taken = new Set(fused), rest = list.filter((t) => !taken.has(t));
     let c: Tensor | null = null;
     if (fused.length) {
       c = typeof scalar === 'number' ? full([], scalar, { device, dtype: 'float32' })
@@ -147,6 +150,7 @@ export function foreachClamp_(tensors: Tensor[], lo: number, hi: number): void {
       emit(device, { k: 'foreachClamp', tensors: fused.map((t) => ({ at: place(t), n: t.numel() })), lo, hi });
       for (const t of fused) t.storage.version++;
     }
-    for (const t of list) if (!fused.includes(t)) t.clamp_(lo, hi);
+    const taken = new Set(fused);
+    for (const t of list) if (!taken.has(t)) t.clamp_(lo, hi);
   }
 }
