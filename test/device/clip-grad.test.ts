@@ -227,10 +227,15 @@ describe('torch._foreachMul_ and torch._foreachNorm', () => {
       const s1 = torch.tensor([2], { dtype: 'float32' });
       expect(() => torch._foreachMul_([a], s1)).toThrow('scalar tensor expected to be 0 dim but it has 1 dimensions and 1 elements.');
       expect(() => torch._foreachNorm([a], 0)).toThrow('positive order or inf');
-      const [na, nb] = torch._foreachNorm([a, b], 1);
+      const [na, nb, na2] = torch._foreachNorm([a, b, a], 1);
       expect(await na.item()).toBe(12);
       expect(await nb.item()).toBe(44);
-      [a, b, h, s, s1, na, nb].forEach((t) => t.dispose());
+      expect(await na2.item()).toBe(12);
+      // a tensor listed twice is multiplied twice, as PyTorch's
+      torch._foreachMul_([a, b, a], 0.5);
+      expect(await a.tolist()).toEqual([-0.5, 1, -1.5]);
+      expect(await b.tolist()).toEqual([[-4, -5], [-6, -7]]);
+      [a, b, h, s, s1, na, nb, na2].forEach((t) => t.dispose());
     }
   });
 });

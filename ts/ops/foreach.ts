@@ -122,7 +122,15 @@ export function foreachMul_(tensors: Tensor[], scalar: number | Tensor): void {
       c = typeof scalar === 'number' ? full([], scalar, { device, dtype: 'float32' })
         : scalar.device === device && scalar.dtype === 'float32' ? scalar : scalar.to({ device, dtype: 'float32' });
       sameDevice(op, [...fused, c]);
-      emit(device, { k: 'foreachMul', tensors: fused.map((t) => ({ at: place(t), n: t.numel() })), scalar: place(c) });
+      // a tensor listed twice is multiplied twice, as PyTorch's: its later copies go into a further
+      // command (in one dispatch two invocations would rewrite the same element at once)
+      const rounds: Tensor[][] = [], seen = new Map<string, number>();
+      for (const t of fused) {
+        const key = `${t.storage.id}:${place(t).offset}`, r = (seen.get(key) ?? -1) + 1;
+        seen.set(key, r);
+        (rounds[r] ??= []).push(t);
+      }
+      for (const round of rounds) emit(device, { k: 'foreachMul', tensors: round.map((t) => ({ at: place(t), n: t.numel() })), scalar: place(c) });
       for (const t of fused) t.storage.version++;
       if (c !== scalar) c.dispose();
     }
