@@ -26,10 +26,10 @@ export const normable = (t: Tensor): boolean => (t.dtype === 'float32' || t.dtyp
 
 /** The vector p-norm of all of `x`'s elements, composed (p > 0, or Infinity), in `x`'s dtype. */
 export function composedNorm(x: Tensor, p: number): Tensor {
+  if (p === 2) return unaryOp('sqrt', reduce(ReduceOp.SumSq, x, undefined));
   const a = unaryOp('abs', x);
   if (p === Infinity) return reduce(ReduceOp.Max, a, undefined);
   if (p === 1) return reduce(ReduceOp.Sum, a, undefined);
-  if (p === 2) return unaryOp('sqrt', reduce(ReduceOp.SumSq, x, undefined));
   return binaryOp('pow', reduce(ReduceOp.Sum, binaryOp('pow', a, p), undefined), 1 / p);
 }
 
