@@ -8,9 +8,11 @@
  *   one workgroup's chunk of 4096 elements, one of 70001), norm types 2, 1, 3.5 and inf, a max norm
  *   under the total and one over it (no change), a gradient holding inf or NaN with
  *   errorIfNonfinite false (the values PyTorch gives) and true (the error, nothing scaled).
- * - The clip is a fixed number of commands whatever the number of parameters.
+ * - The clip is a fixed number of commands (7) whatever the number of parameters.
  * - More segments than a dispatch binds; 16-bit, non-contiguous and other-device gradients
- *   among float32 ones; `foreach: false` gives the same values.
+ *   among float32 ones; `foreach: false` gives the same values; a captured clip replays over new
+ *   gradients; `_foreachNorm` of float16/bfloat16 tensors; `clipGradValue_` as one `foreachClamp`.
+ *   (A gradient past the binding limit: test/device/large-tensors.test.ts.)
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
