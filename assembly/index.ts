@@ -40,6 +40,9 @@ export { ampUnscale } from "./kernels/amp";
 // The optimizers' fused step (Adam, AdamW, SGD).
 export { optimStep } from "./kernels/optim";
 
+// clipGradNorm_'s multi-tensor norm and scale (_foreach_norm, _foreach_mul_).
+export { foreachNorm, foreachMul, foreachClamp } from "./kernels/foreach";
+
 const SCRATCH = memory.data(16384, 16);
 
 /** First byte the host may use for tensor storage: __heap_base rounded to 64 B, plus 64 KiB. */

@@ -238,6 +238,8 @@ export { autocast, isAutocastEnabled, getAutocastDtype } from './amp/autocast.js
 export type { AutocastOptions } from './amp/autocast.js';
 /** `torch._ampForeachNonFiniteCheckAndUnscale_` (PyTorch's `_amp_foreach_non_finite_check_and_unscale_`; ts/amp/unscale.ts). */
 export { ampForeachNonFiniteCheckAndUnscale_ as _ampForeachNonFiniteCheckAndUnscale_ } from './amp/unscale.js';
+/** `torch._foreachNorm` and `torch._foreachMul_` (PyTorch's `_foreach_norm`, `_foreach_mul_`; ts/ops/foreach.ts). */
+export { foreachNorm as _foreachNorm, foreachMul_ as _foreachMul_ } from './ops/foreach.js';
 export { Dataset, TensorDataset, DataLoader } from './data/index.js';
 
 // ---- NN functional ops, statistics, joining and splitting (ts/ops/{nn,conv,pool,shape,stats}.ts) ----

@@ -8,6 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as torch from '../../dist/webtorch.js';
 import { leakCheck, testDevices } from '../devices.js';
 
+const { nn } = torch;
+
 const devices = (await testDevices()).filter((d) => d === 'gpu:0');
 leakCheck(() => devices);
 afterAll(async () => {
@@ -63,6 +65,31 @@ describe.each(devices)('a tensor over one binding on %s', (d) => {
     expect(got.length).toBe(rows);
     expect(got[rows - 1]).toBe(BigInt(want));
     [x, asInt, max, rowsI, sums].forEach((t) => t.dispose());
+  });
+
+  it('clipGradNorm_ and _foreachNorm over a gradient past the limit (foreachNorm and foreachMul in windows)', async () => {
+    const p = torch.empty([n], { device: d }).requiresGrad_(), q = torch.zeros([3], { device: d }).requiresGrad_();
+    const host = new Float32Array(n);
+    for (let i = 0; i < n; i++) host[i] = (i % 1000) - 500;
+    host[n - 5] = -7777; // the max, in the last window
+    p.grad = torch.tensor(host, { device: d });
+    q.grad = torch.tensor([1, 2, 3], { device: d, dtype: 'float32' });
+    let sq = 0;
+    for (let i = 0; i < n; i++) sq += host[i] * host[i];
+    const [ninf, n2] = [torch._foreachNorm([p.grad, q.grad], 'inf'), torch._foreachNorm([p.grad], 2)];
+    expect(await ninf[0].item()).toBe(7777);
+    expect(await ninf[1].item()).toBe(3);
+    expect(Math.abs((await n2[0].item()) - Math.sqrt(sq)) / Math.sqrt(sq)).toBeLessThan(1e-5);
+    const total = nn.utils.clipGradNorm_([p, q], 2) as torch.Tensor;
+    const all = Math.sqrt(sq + 14), coef = 2 / (all + 1e-6);
+    expect(Math.abs((await total.item()) - all) / all).toBeLessThan(1e-5);
+    const v = (await p.grad.data()) as Float32Array;
+    let worst = 0;
+    for (let i = 0; i < n; i++) worst = Math.max(worst, Math.abs(v[i] - host[i] * coef));
+    expect(worst, 'every element scaled').toBeLessThanOrEqual(1e-5 * 7777 * coef);
+    expect(v[n - 5]).toBeCloseTo(-7777 * coef, 5);
+    expect(Math.abs(((await q.grad.tolist()) as number[])[2] - 3 * coef)).toBeLessThan(1e-5 * 3 * coef);
+    [...ninf, ...n2, total, p.grad, q.grad, p, q].forEach((t) => t.dispose());
   });
 
   it('names the op, the size and the limit where it cannot split', async () => {

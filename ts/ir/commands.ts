@@ -118,7 +118,11 @@ export type Command =
   // GradScaler's fused check (ts/amp/grad-scaler.ts; gpu/amp.ts, assembly/kernels/amp.ts).
   | AmpUnscaleCommand
   // An optimizer's step over a parameter group (ts/optim/fused.ts; gpu/optim.ts, assembly/kernels/optim.ts).
-  | OptimStepCommand;
+  | OptimStepCommand
+  // PyTorch's `_foreach_norm` and `_foreach_mul_` by a device scalar (ts/ops/foreach.ts; gpu/foreach.ts, assembly/kernels/foreach.ts).
+  | ForeachNormCommand
+  | ForeachMulCommand
+  | ForeachClampCommand;
 
 /**
  * PyTorch's `_amp_foreach_non_finite_check_and_unscale_`: every gradient (a contiguous run of
@@ -132,6 +136,40 @@ export interface AmpUnscaleCommand {
   grads: { at: Place; n: number; dt: StorageCode }[];
   invScale: Place;
   found: Place;
+}
+
+/**
+ * PyTorch's `_foreach_norm(tensors, ord)`: the vector norm of each of many tensors (contiguous
+ * runs of `n` elements of float32, float16 or bfloat16 (`dt`) at `at`) into `out`,
+ * `tensors.length` contiguous float32 elements: (Σ|x|^ord)^(1/ord) for a positive finite `ord`, max |x| for Infinity (NaN
+ * propagates). One command per device; on a GPU a two-pass reduction (ts/worker/gpu/foreach.ts).
+ */
+export interface ForeachNormCommand {
+  k: 'foreachNorm';
+  ord: number;
+  tensors: { at: Place; n: number; dt: StorageCode }[];
+  out: Place;
+}
+
+/**
+ * PyTorch's `_foreach_mul_(tensors, scalar)` with a 1-element float32 device tensor at `scalar`:
+ * each float32 tensor (a contiguous run of `n` elements at `at`) is multiplied by it in place.
+ */
+export interface ForeachMulCommand {
+  k: 'foreachMul';
+  tensors: { at: Place; n: number }[];
+  scalar: Place;
+}
+
+/**
+ * PyTorch's `_foreach_clamp_min_(tensors, lo)` then `_foreach_clamp_max_(tensors, hi)` (the
+ * foreach path of `clip_grad_value_`): each float32 tensor clamped to [lo, hi] in place; NaN stays.
+ */
+export interface ForeachClampCommand {
+  k: 'foreachClamp';
+  tensors: { at: Place; n: number }[];
+  lo: number;
+  hi: number;
 }
 
 /**

@@ -95,6 +95,9 @@ export const KINDS: { readonly [K in CommandKind]: KindInfo } = {
   convGrad: kernel(),
   ampUnscale: kernel(),
   optimStep: kernel(),
+  foreachNorm: kernel(),
+  foreachMul: kernel(),
+  foreachClamp: kernel(),
 };
 
 /**

@@ -30,6 +30,7 @@ import { runRandom } from './cpu/random.js';
 import { runNll } from './cpu/loss.js';
 import { runAmpUnscale } from './cpu/amp.js'; // GradScaler's fused check
 import { runOptimStep } from './cpu/optim.js'; // the optimizers' fused step
+import { runForeachClamp, runForeachMul, runForeachNorm } from './cpu/foreach.js'; // clipGradNorm_'s multi-tensor norm and scale
 
 /** Initial pages of the shared memory (the kernels' build asks for 16: `--initialMemory 16`). */
 const SHARED_INITIAL_PAGES = 16;
@@ -88,6 +89,12 @@ function run(cmd: Command): void {
       return runAmpUnscale(cmd);
     case 'optimStep': // the optimizers' fused step (cpu/optim.ts)
       return runOptimStep(cmd);
+    case 'foreachNorm': // _foreach_norm (cpu/foreach.ts)
+      return runForeachNorm(cmd);
+    case 'foreachMul': // _foreach_mul_ by a device scalar (cpu/foreach.ts)
+      return runForeachMul(cmd);
+    case 'foreachClamp': // _foreach_clamp_min_/max_ (cpu/foreach.ts)
+      return runForeachClamp(cmd);
     case 'dropScratch': // the GPU worker's cached scratch (ts/worker/scratch.ts); none here
       return;
     default:

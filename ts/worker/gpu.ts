@@ -36,6 +36,7 @@ import { runIndex } from './gpu/index-family.js';
 import { runRandom } from './gpu/random.js';
 import { runAmpUnscale } from './gpu/amp.js'; // GradScaler's fused check
 import { runOptimStep } from './gpu/optim.js'; // the optimizers' fused step
+import { runForeachClamp, runForeachMul, runForeachNorm } from './gpu/foreach.js'; // clipGradNorm_'s multi-tensor norm and scale
 import { runNll } from './gpu/loss.js';
 import { runPool } from './gpu/pool.js';
 // Device loss (ts/worker/gpu-lost.ts): the one hook, in init.
@@ -159,6 +160,15 @@ function run(cmd: Command): void {
       return;
     case 'optimStep': // the optimizers' fused step (gpu/optim.ts)
       runOptimStep(cmd);
+      return;
+    case 'foreachNorm': // _foreach_norm (gpu/foreach.ts)
+      runForeachNorm(cmd);
+      return;
+    case 'foreachMul': // _foreach_mul_ by a device scalar (gpu/foreach.ts)
+      runForeachMul(cmd);
+      return;
+    case 'foreachClamp': // _foreach_clamp_min_/max_ (gpu/foreach.ts)
+      runForeachClamp(cmd);
       return;
     default:
       throw new Error(`unknown command ${cmd.k}`);

@@ -55,6 +55,12 @@ export interface Kernels {
   ampUnscale(p: number, n: number, inv: number, found: number): number;
   /** The optimizers' fused step (assembly/kernels/optim.ts): `n` parameters of the table at `p`, the group's scalars at `h`. */
   optimStep(p: number, n: number, h: number): void;
+  /** `_foreach_norm` (assembly/kernels/foreach.ts): the norms of `n` f32, f16 or bf16 tensors of the table at `p` (address, count, storage code) into `out`; `kind` 0 any p, 1, 2, 3 inf. */
+  foreachNorm(p: number, n: number, kind: number, ord: number, out: number): void;
+  /** `_foreach_mul_` (assembly/kernels/foreach.ts): `n` f32 tensors of the table at `p` (address, count) times the f32 at `s`, in place. */
+  foreachMul(p: number, n: number, s: number): void;
+  /** `_foreach_clamp_min_`/`_max_` (assembly/kernels/foreach.ts): `n` f32 tensors of the table at `p` clamped to [lo, hi] in place, NaN kept. */
+  foreachClamp(p: number, n: number, lo: number, hi: number): void;
   /** The index a checking kernel (index family, nll) last found out of range. */
   badIndex(): bigint;
 }

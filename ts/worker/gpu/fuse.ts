@@ -99,6 +99,8 @@ function readRanges(cmd: Command): { id: number; start: number; end: number }[] 
   }
   // the multi-tensor commands hold their places in lists: each read counts as its whole segment
   if (cmd.k === 'ampUnscale') return [...cmd.grads.map((g) => g.at), cmd.invScale, cmd.found].map((p) => ({ id: p.id, start: 0, end: Infinity }));
+  if (cmd.k === 'foreachNorm' || cmd.k === 'foreachClamp') return cmd.tensors.map((t) => ({ id: t.at.id, start: 0, end: Infinity }));
+  if (cmd.k === 'foreachMul') return [...cmd.tensors.map((t) => t.at), cmd.scalar].map((p) => ({ id: p.id, start: 0, end: Infinity }));
   if (cmd.k === 'optimStep') return cmd.params.flatMap((q) => [q.p, q.g, ...q.s]).map((p) => ({ id: p.id, start: 0, end: Infinity }));
   const shape = 'shape' in cmd && Array.isArray((cmd as { shape: unknown }).shape) ? (cmd as { shape: number[] }).shape : null;
   for (const [key, v] of Object.entries(cmd)) {
@@ -124,6 +126,8 @@ function writeRange(cmd: Command): { id: number; start: number; end: number } | 
   if (cmd.k === 'reduce' && cmd.outDt === StorageCode.F32) return at(cmd.out, cmd.outer);
   if (cmd.k === 'matmul' && cmd.dt === StorageCode.F32) return at(cmd.out, cmd.batch * cmd.m * cmd.n);
   if (cmd.k === 'softmax' || cmd.k === 'rowGrad') return at(cmd.out, cmd.outer * cmd.inner);
+  // foreachNorm writes one float32 per tensor (foreachMul and foreachClamp write lists in place: not told, so never taken as rewrites)
+  if (cmd.k === 'foreachNorm') return at(cmd.out, cmd.tensors.length);
   if (cmd.k === 'nllGrad') return at(cmd.out, cmd.outer * cmd.classes * cmd.inner);
   if (cmd.k === 'maxPool' || cmd.k === 'avgPool') return at(cmd.values, cmd.planes * cmd.outSize[0] * cmd.outSize[1]);
   if (cmd.k === 'maxPoolGrad' || cmd.k === 'avgPoolGrad') return at(cmd.grad, cmd.planes * cmd.size[0] * cmd.size[1]);
