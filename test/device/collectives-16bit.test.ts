@@ -192,6 +192,41 @@ describe('dist collectives over 16-bit tensors, ranks in one process', () => {
   });
 });
 
+describe('DistributedDataParallel over float16 parameters', () => {
+  it('3 ranks: the bucket of 15 elements (ring parts of 5, at odd offsets) averages every rank\'s gradients', async () => {
+    const k = 3;
+    const got = await dist.spawn(async (rank) => {
+      await dist.initProcessGroup({ worldSize: k, rank, initMethod: 'inproc://ddp16' });
+      torch.manualSeed(5);
+      const net = new torch.nn.Linear(4, 3).to({ device: 'cuda', dtype: 'float16' }); // 12 + 3 parameters, one bucket
+      const x = torch.tidy(() => torch.arange(8).reshape(2, 4).add(rank).mul(0.25).to({ device: 'cuda', dtype: 'float16' }));
+      // this rank's own gradients first (no DDP), then DDP's
+      const local = torch.tidy(() => net(x).square().sum());
+      local.backward();
+      const mine = [await net.weight.grad!.values(), await net.bias!.grad!.values()] as number[][];
+      net.zeroGrad();
+      const ddp = new torch.nn.parallel.DistributedDataParallel(net);
+      expect(ddp.bucketSizes).toEqual([2]);
+      const loss = torch.tidy(() => ddp(x).square().sum());
+      loss.backward();
+      const avg = [await net.weight.grad!.values(), await net.bias!.grad!.values()] as number[][];
+      net.zeroGrad();
+      free([x, local, loss, ...net.parameters()]);
+      dist.destroyProcessGroup();
+      return { mine, avg };
+    }, { nprocs: k });
+    for (let i = 0; i < 2; i++) {
+      const want = got[0].mine[i].map((_, j) => got.reduce((a, g) => a + g.mine[i][j], 0) / k);
+      for (let r = 0; r < k; r++) {
+        expect(got[r].avg[i], `rank ${r} has rank 0's averaged gradient ${i}`).toEqual(got[0].avg[i]);
+        // the float16 ring (sum rounded at each step, then divided) against the float64 average: a few float16 ulps
+        const bad = got[r].avg[i].findIndex((v, j) => !(Math.abs(v - want[j]) <= 4 * 2 ** -10 * Math.max(1, Math.abs(want[j]))));
+        expect(bad, `rank ${r} gradient ${i}: first mismatch at ${bad}: ${got[r].avg[i][bad]} vs ${want[bad]}`).toBe(-1);
+      }
+    }
+  });
+});
+
 describe('torch.gpu.comm over 16-bit tensors', () => {
   for (const k of [2, 3]) {
     const devs = Array.from({ length: k }, (_, i) => `gpu:${i}`);
