@@ -19,7 +19,7 @@ import { logicalGpuSuite } from '../devices.js';
 
 const { nn } = torch;
 const devices = logicalGpuSuite(2, 'batch norm momentum tests');
-const goldens = JSON.parse(readFileSync(new URL('../fixtures/goldens-batchnorm.json', import.meta.url), 'utf8'));
+const goldens = JSON.parse(readFileSync(new URL('../fixtures/batchnorm-goldens.json', import.meta.url), 'utf8'));
 
 type T = { shape: number[]; data: number[] };
 type After = { out: T; running_mean: T; running_var: T; num_batches_tracked: number };
