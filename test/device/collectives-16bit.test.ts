@@ -4,7 +4,8 @@
  * ts/worker/gpu/transfers.ts): `dist.allReduce` (sum, avg, max), `dist.reduceScatter`,
  * `dist.allGather` (into the parts of one flat tensor, so that a padded write would overwrite the
  * neighbouring part) with ranks in one process, and `torch.gpu.comm`'s allReduce, reduceScatter
- * and allGather, for sizes 1, 3, 39, 40, 41, 1001 on 2 and 3 ranks (devices).
+ * and allGather, for sizes 1, 3, 39, 40, 41, 1001 on 2 and 3 ranks (devices); uint8 all-reduces;
+ * DistributedDataParallel's bucket all-reduce of float16 gradients.
  *
  * The reference (decided here): what the ring computes, element by element and bit for bit. Each
  * combine is float32 arithmetic on the two 16-bit values, rounded to the tensor's dtype (round to
@@ -18,12 +19,13 @@
  * - `write` in ts/worker/gpu/transfers.ts back to the old code (no `writeUnaligned`: the offset
  *   handed to `writeBuffer` as it is, the size padded to a word): every dist test fails, e.g.
  *   "send failed on device: BufferOffset (554) is not a multiple of 4" (float16 allReduce on 2
- *   ranks), "recv failed on device: the copy from gpu:2 failed: BufferOffset (1) …" (uint8). Run
- *   whole, the file then hangs after the first failure (the devices stay failed); run one test
- *   at a time (`-t`) each fails in about a second.
- * - the edge words written whole (mask 0xffffffff, as padding the range out to words would):
- *   every dist test fails on a clobbered neighbour, e.g. "sum float16 n=41 rank 0 of 2: first
- *   mismatch at 20: 0 vs 5.6640625", "allGather float16 n=1 rank 1 of 2: … 0 vs -7".
+ *   ranks), "recv failed on device: the copy from gpu:2 failed: BufferOffset (1) …" (uint8),
+ *   "… BufferOffset (3082) …" (DDP's float16 bucket). Run whole, the file then hung after the
+ *   first failure; run one test at a time (`-t`), each failed within a few seconds.
+ * - the edge words written whole (mask 0xffffffff, as padding the range out to words would; run
+ *   before the DDP test was added): every dist test fails on a clobbered neighbour, e.g. "sum
+ *   float16 n=41 rank 0 of 2: first mismatch at 20: 0 vs 5.6640625", "allGather float16 n=1
+ *   rank 1 of 2: … 0 vs -7".
  * The torch.gpu.comm tests passed before the fix too (comm's ring moves parts with `to()` into
  * fresh storage and copies them in with a kernel); they stay as regression coverage.
  */

@@ -39,7 +39,7 @@ export function write(id: number, byteOffset: number, data: ArrayBuffer | Uint8A
 /**
  * Note [unaligned writes]: WebGPU's `writeBuffer` and `copyBufferToBuffer` take offsets and sizes
  * in whole 4-byte words only, but a 16-bit or 8-bit tensor's bytes can start or end inside a word:
- * a ring part of a collective (40 float16 elements cut in 14, 13, 13 puts part 1 at byte 28 + 2),
+ * a ring part of a collective (40 float16 elements cut in 14, 13, 13 put part 2 at byte 54),
  * a `recv` into a contiguous view of a larger buffer (`allGather` into the parts of one flat
  * tensor). Rounding the range out to words would overwrite the neighbouring elements, which belong
  * to another part or another tensor; rounding only the offset was refused by Dawn ("BufferOffset
@@ -78,13 +78,14 @@ fn main() {
 /** Queues the merge of `value`'s `mask`ed bytes into word `w` of `target` (see Note [unaligned writes]). */
 function mergeWord(target: GPUBuffer, w: number, mask: number, value: number): void {
   // A segment larger than one binding is bound from an aligned offset at or below the word.
-  const base = target.size > maxBinding ? Math.floor((w * 4) / paramAlign) * paramAlign : 0;
+  const windowed = target.size > maxBinding;
+  const base = windowed ? Math.floor((w * 4) / paramAlign) * paramAlign : 0;
   const at = reserveParams(3);
   paramWords[at] = w - base / 4;
   paramWords[at + 1] = mask;
   paramWords[at + 2] = value;
   const window = windowNow();
-  setWindow(base ? new Map([[target, base]]) : null);
+  setWindow(windowed ? new Map([[target, base]]) : null);
   try {
     dispatchAt(MERGE_WORD, () => MERGE_WORD, [target], at, 3, [1, 1, 1]);
   } finally {
