@@ -157,7 +157,7 @@ abstract class BatchNormNd extends Module {
   }
 }
 
-/** Whether `m` is one of the batch norm layers (BatchNorm1d, 2d, 3d and their lazy forms once made). */
+/** Whether `m` is one of the batch norm layers (BatchNorm1d, 2d, 3d; a lazy one only as the layer it made). */
 export const isBatchNorm = (m: unknown): m is BatchNorm1d | BatchNorm2d | BatchNorm3d => m instanceof BatchNormNd;
 
 /** `nn.BatchNorm1d(numFeatures, {eps, momentum, affine, trackRunningStats})` over [N, C] or [N, C, L]. */
