@@ -298,7 +298,7 @@ const nnRecipes: Record<string, Recipe> = {
   Tanh: (bad) => new nn.Tanh(bad as never), Sigmoid: (bad) => new nn.Sigmoid(bad as never),
   Flatten: (bad) => new nn.Flatten(bad),
   Conv1d: (bad) => new nn.Conv1d(1, 1, 3, bad), Conv2d: (bad) => new nn.Conv2d(1, 1, 3, bad),
-  BatchNorm1d: (bad) => new nn.BatchNorm1d(3, bad), BatchNorm2d: (bad) => new nn.BatchNorm2d(3, bad),
+  BatchNorm1d: (bad) => new nn.BatchNorm1d(3, bad), BatchNorm2d: (bad) => new nn.BatchNorm2d(3, bad), BatchNorm3d: (bad) => new nn.BatchNorm3d(3, bad),
   SyncBatchNorm: (bad) => new nn.SyncBatchNorm(3, bad),
   LayerNorm: (bad) => new nn.LayerNorm(3, bad), Embedding: (bad) => new nn.Embedding(4, 2, bad),
   Dropout: (bad) => new nn.Dropout(bad), Softmax: (bad) => new nn.Softmax(1, bad), LogSoftmax: (bad) => new nn.LogSoftmax(1, bad),

@@ -3,6 +3,10 @@
  * lavapipe) on a GPU: fills, elementwise ops, casts, reductions and data() round trips run in
  * chunks over windows of the buffer (ts/worker/split.ts); an op that cannot says so, with its
  * name, the tensor's size and the limit. One tensor just over the limit, to keep the test modest.
+ * A float16 range received past the first binding, starting and ending inside words: the edge
+ * words are merged through a window (Note [unaligned writes]). Mutation tried: that window left
+ * out (`windowed` false in `mergeWord`): the test fails with "recv failed on device: segment: a
+ * tensor of 138412032 bytes exceeds the GPU's per-binding limit".
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as torch from '../../dist/webtorch.js';
@@ -90,6 +94,29 @@ describe.each(devices)('a tensor over one binding on %s', (d) => {
     expect(v[n - 5]).toBeCloseTo(-7777 * coef, 5);
     expect(Math.abs(((await q.grad.tolist()) as number[])[2] - 3 * coef)).toBeLessThan(1e-5 * 3 * coef);
     [...ninf, ...n2, total, p.grad, q.grad, p, q].forEach((t) => t.dispose());
+  });
+
+  it('a float16 range received at an odd element past the first binding (Note [unaligned writes]: the edge words merged through a window)', async () => {
+    const m = 2 * n; // float16: as many bytes as the float32 tensors above
+    const got = await torch.distributed.spawn(async (rank) => {
+      await torch.distributed.initProcessGroup({ worldSize: 2, rank, initMethod: 'inproc://large16' });
+      let out: number[] = [];
+      if (rank === 0) {
+        const big = torch.tidy(() => torch.full([m], 3, { dtype: 'float16' }).to('cuda')); // (filled on the cpu: a GPU kernel over a 16-bit tensor this large is refused)
+        const part = big.narrow(0, m - 4, 3); // bytes 2m - 8 + [0, 6): ends inside the last word
+        await torch.distributed.broadcast(part, { src: 1 });
+        const tail = big.narrow(0, m - 6, 6);
+        out = (await tail.values()) as number[];
+        [big, part, tail].forEach((t) => t.dispose());
+      } else {
+        const src = torch.tensor([5, 6, 7], { device: 'cuda', dtype: 'float16' });
+        await torch.distributed.broadcast(src, { src: 1 });
+        src.dispose();
+      }
+      torch.distributed.destroyProcessGroup();
+      return out;
+    }, { nprocs: 2 });
+    expect(got[0]).toEqual([3, 3, 5, 6, 7, 3]);
   });
 
   it('names the op, the size and the limit where it cannot split', async () => {

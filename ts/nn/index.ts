@@ -5,7 +5,7 @@ export * as utils from './utils.js';
 export * as init from './init.js';
 export { Linear, LazyLinear, ReLU, GELU, SiLU, Tanh, Sigmoid, Flatten, Sequential, ModuleList, ModuleDict } from './layers.js';
 export {
-  Conv1d, Conv2d, BatchNorm1d, BatchNorm2d, LayerNorm, Embedding, Dropout, Softmax, LogSoftmax, MaxPool2d, AvgPool2d, AdaptiveAvgPool2d,
+  Conv1d, Conv2d, BatchNorm1d, BatchNorm2d, BatchNorm3d, LayerNorm, Embedding, Dropout, Softmax, LogSoftmax, MaxPool2d, AvgPool2d, AdaptiveAvgPool2d,
 } from './spatial.js';
 export type { ConvLayerOptions } from './spatial.js';
 export { MultiheadAttention, TransformerEncoderLayer, TransformerEncoder } from './attention.js';

@@ -71,7 +71,7 @@ export class LazyConv2d extends Lazy<Conv2d> {
 /** Checks the batch norm layers' arguments at construction (a misspelt option raises here, as in PyTorch). */
 const bindBatchNorm = (name: string, args: readonly unknown[]) => bindArgs(name, ['eps', 'momentum', 'affine', 'trackRunningStats', 'device', 'dtype'], args, {} as BatchNormLayerOptions);
 
-type BatchNormArgs = PyArgs<[eps: number, momentum: number, affine: boolean, trackRunningStats: boolean], BatchNormLayerOptions>;
+type BatchNormArgs = PyArgs<[eps: number, momentum: number | null, affine: boolean, trackRunningStats: boolean], BatchNormLayerOptions>;
 
 /** A lazy batch norm: the layer `Norm` made with the input's channels (dim 1) at the first call. */
 abstract class LazyBatchNorm<M extends BatchNorm1d | BatchNorm2d> extends Lazy<M> {

@@ -10,7 +10,8 @@ import { embedding } from '../ops/indexing.js';
 import { batchNorm, dropout, layerNorm, logSoftmax, softmax } from '../ops/nn.js';
 import { adaptiveAvgPool2d, avgPool2d, maxPool2d, type AvgPool2dOptions, type MaxPool2dOptions } from '../ops/pool.js';
 import { withGradMode } from '../autograd/graph.js';
-import { binaryOp } from '../ops/elementwise.js';
+import { binaryOp, unaryOp } from '../ops/elementwise.js';
+import { cast } from '../ops/cast.js';
 import { defaultGenerator } from '../random.js';
 import type { Tensor } from '../tensor.js';
 import { convParameters } from './layers.js';
@@ -89,9 +90,33 @@ export class Conv2d extends ConvNd {
 /** Options of the batch norm layers after `numFeatures`. */
 export interface BatchNormLayerOptions extends FactoryOptions {
   eps?: number;
-  momentum?: number;
+  /** The running statistics' update factor (default 0.1); `null`: their cumulative average (1 / batches seen). */
+  momentum?: number | null;
   affine?: boolean;
   trackRunningStats?: boolean;
+}
+
+/**
+ * PyTorch's `_BatchNorm.forward` before the normalization, shared by the batch norm layers and
+ * `SyncBatchNorm`: in training, counts the batch in `num_batches_tracked` (in place, on the
+ * device), and returns the running statistics' update factor (`exponential_average_factor`):
+ * `momentum`, or for `momentum` null the cumulative moving average's 1 / num_batches_tracked, a
+ * 0-dim float32 tensor computed on the device, which the caller disposes. PyTorch reads the count
+ * on the host (`1.0 / float(self.num_batches_tracked)`); here nothing waits for the device.
+ * Without a count (evaluation, or no running statistics) the factor is unused: `momentum ?? 0`.
+ */
+export function countBatch(training: boolean, numBatchesTracked: Tensor | null, momentum: number | null): number | Tensor {
+  if (!training || !numBatchesTracked) return momentum ?? 0;
+  return withGradMode(false, () => {
+    const counted = binaryOp('add', numBatchesTracked, 1);
+    numBatchesTracked._setData(counted);
+    counted.dispose();
+    if (momentum !== null) return momentum;
+    const seen = cast(numBatchesTracked, 'float32');
+    const factor = unaryOp('reciprocal', seen);
+    seen.dispose();
+    return factor;
+  });
 }
 
 /** Batch normalization over [N, C, ...] with running statistics (buffers that move with `.to()`). */
@@ -101,7 +126,7 @@ abstract class BatchNormNd extends Module {
 
   readonly options: BatchNormLayerOptions;
 
-  constructor(readonly numFeatures: number, ...args: PyArgs<[eps: number, momentum: number, affine: boolean, trackRunningStats: boolean,
+  constructor(readonly numFeatures: number, ...args: PyArgs<[eps: number, momentum: number | null, affine: boolean, trackRunningStats: boolean,
     device: FactoryOptions['device'], dtype: FactoryOptions['dtype']], BatchNormLayerOptions>) {
     super();
     const options = (this.options = bindArgs(new.target.name, ['eps', 'momentum', 'affine', 'trackRunningStats', 'device', 'dtype'], args, {} as BatchNormLayerOptions, 1));
@@ -123,14 +148,17 @@ abstract class BatchNormNd extends Module {
     if (!this.dims.includes(x.ndim)) throw new RangeError(`${this.constructor.name}: expected ${this.dims.join('D or ')}D input (got ${x.ndim}D input)`);
     const self = this as unknown as { running_mean: Tensor | null; running_var: Tensor | null; num_batches_tracked: Tensor | null };
     const useBatch = this.training || !self.running_mean;
-    if (this.training && self.num_batches_tracked) {
-      const counted = withGradMode(false, () => binaryOp('add', self.num_batches_tracked!, 1));
-      self.num_batches_tracked._setData(counted);
-      counted.dispose();
+    const factor = countBatch(this.training, self.num_batches_tracked, this.options.momentum === undefined ? 0.1 : this.options.momentum);
+    try {
+      return batchNorm(x, self.running_mean, self.running_var, this.weight, this.bias, useBatch, factor, this.options.eps ?? 1e-5);
+    } finally {
+      if (typeof factor !== 'number') factor.dispose();
     }
-    return batchNorm(x, self.running_mean, self.running_var, this.weight, this.bias, useBatch, this.options.momentum ?? 0.1, this.options.eps ?? 1e-5);
   }
 }
+
+/** Whether `m` is one of the batch norm layers (BatchNorm1d, 2d, 3d; a lazy one only as the layer it made). */
+export const isBatchNorm = (m: unknown): m is BatchNorm1d | BatchNorm2d | BatchNorm3d => m instanceof BatchNormNd;
 
 /** `nn.BatchNorm1d(numFeatures, {eps, momentum, affine, trackRunningStats})` over [N, C] or [N, C, L]. */
 export class BatchNorm1d extends BatchNormNd {
@@ -140,6 +168,11 @@ export class BatchNorm1d extends BatchNormNd {
 /** `nn.BatchNorm2d(numFeatures, …)` over [N, C, H, W]. */
 export class BatchNorm2d extends BatchNormNd {
   protected readonly dims = [4];
+}
+
+/** `nn.BatchNorm3d(numFeatures, …)` over [N, C, D, H, W]. */
+export class BatchNorm3d extends BatchNormNd {
+  protected readonly dims = [5];
 }
 
 /** Options of `nn.LayerNorm` after `normalizedShape`. */

@@ -33,7 +33,7 @@ import type { Tensor } from '../tensor.js';
 import { allReduce } from '../distributed/collectives.js';
 import { isInitialized, type Group, defaultGroup } from '../distributed/group.js';
 import { Module, Parameter, type FactoryOptions } from './module.js';
-import { BatchNorm1d, BatchNorm2d, type BatchNormLayerOptions } from './spatial.js';
+import { countBatch, isBatchNorm, type BatchNorm1d, type BatchNormLayerOptions } from './spatial.js';
 
 /** `nn.SyncBatchNorm`'s keywords after `numFeatures` (PyTorch's, camelCase). */
 export interface SyncBatchNormOptions extends FactoryOptions {
@@ -109,11 +109,6 @@ export class SyncBatchNorm extends Module {
   forward(x: Tensor): Tensor {
     if (x.ndim < 2) throw new RangeError(`expected at least 2D input (got ${x.ndim}D input)`);
     if (x.shape[1] === 0) throw new RangeError('SyncBatchNorm number of input channels should be non-zero');
-    if (this.training && this.num_batches_tracked) {
-      const counted = withGradMode(false, () => binaryOp('add', this.num_batches_tracked!, 1));
-      this.num_batches_tracked._setData(counted);
-      counted.dispose();
-    }
     const batchStats = this.training || (!this.running_mean && !this.running_var);
     // Buffers are updated only when tracked in training, and read only in evaluation.
     const rm = !this.training || this.trackRunningStats ? this.running_mean : null;
@@ -121,19 +116,23 @@ export class SyncBatchNorm extends Module {
     // PyTorch 2's rule: synchronise in training inside an initialized group of more than one rank.
     const group = this.training ? this.processGroup ?? (isInitialized() ? defaultGroup() : null) : null;
     const sync = group !== null && group.worldSize > 1;
-    if (!sync && this.momentum !== null) return batchNorm(x, rm, rv, this.weight, this.bias, batchStats, this.momentum, this.eps);
-    if (!batchStats) return batchNorm(x, rm, rv, this.weight, this.bias, false, 0, this.eps);
-    return this.globalBatchNorm(x, rm, rv, sync ? group : null);
+    const factor = countBatch(this.training, this.num_batches_tracked, this.momentum);
+    try {
+      if (!sync || !batchStats) return batchNorm(x, rm, rv, this.weight, this.bias, batchStats, factor, this.eps);
+      return this.globalBatchNorm(x, rm, rv, group, factor);
+    } finally {
+      if (typeof factor !== 'number') factor.dispose();
+    }
   }
 
-  /** Training with the statistics of the ranks' batches together (`group`), or of this batch (`null`, momentum `null`). */
-  private globalBatchNorm(x: Tensor, rm: Tensor | null, rv: Tensor | null, group: Group | null): Tensor {
+  /** Training with the statistics of the ranks' batches together; `factor` updates the running statistics (`countBatch`). */
+  private globalBatchNorm(x: Tensor, rm: Tensor | null, rv: Tensor | null, group: Group, factor: number | Tensor): Tensor {
     const C = x.shape[1], n = x.numel() / C;
     const chan = x.shape.map((s, i) => (i === 1 ? s : 1)), dims = x.shape.map((_, i) => i).filter((i) => i !== 1);
     for (const [name, t] of [['weight', this.weight], ['bias', this.bias], ['running_mean', rm], ['running_var', rv]] as const) {
       if (t && t.numel() !== C) throw new RangeError(`${name} should contain ${C} elements not ${t.numel()} (SyncBatchNorm input ${fmt(x.shape)})`);
     }
-    const sumAll = (t: Tensor) => (group ? allReduceSum(t, group) : t);
+    const sumAll = (t: Tensor) => allReduceSum(t, group);
     return tidy(() => {
       // The global sum per channel and the global count, in one all-reduce.
       const firsts = sumAll(cat([reduce(ReduceOp.Sum, x, dims), full([1], n, { dtype: x.dtype, device: x.device })], 0));
@@ -143,8 +142,6 @@ export class SyncBatchNorm extends Module {
       const variance = binaryOp('div', sumAll(reduce(ReduceOp.Sum, unaryOp('square', xc), dims)), count);
       let y = binaryOp('mul', xc, reshape(unaryOp('rsqrt', binaryOp('add', variance, this.eps)), chan));
       withGradMode(false, () => {
-        // PyTorch's factor: the momentum, or 1 / the batches seen (on the device: no sync point).
-        const factor = this.momentum !== null ? this.momentum : unaryOp('reciprocal', cast(this.num_batches_tracked ?? full([], 1, { device: x.device }), x.dtype));
         const update = (buf: Tensor | null, stat: Tensor) => {
           if (buf) copyInto(buf, binaryOp('add', buf, binaryOp('mul', binaryOp('sub', stat, buf), factor)));
         };
@@ -159,7 +156,7 @@ export class SyncBatchNorm extends Module {
 
   /**
    * `nn.SyncBatchNorm.convertSyncBatchnorm(module, processGroup = null)`: `module` with every
-   * `BatchNorm1d`/`BatchNorm2d`/`SyncBatchNorm` in it (itself included) replaced by a
+   * `BatchNorm1d`/`BatchNorm2d`/`BatchNorm3d`/`SyncBatchNorm` in it (itself included) replaced by a
    * `SyncBatchNorm` that shares its parameters and buffers and its training mode; returns the
    * converted module (the argument itself when it is not a batch norm).
    */
@@ -167,7 +164,7 @@ export class SyncBatchNorm extends Module {
     const { processGroup } = bindArgs('convert_sync_batchnorm', ['processGroup'], args, { processGroup: null as Group | null }, 1);
     if (!(module instanceof Module)) throw new TypeError(`convert_sync_batchnorm(): expected module to be an nn.Module, but got ${typeof module}`);
     let out: Module = module;
-    if (module instanceof BatchNorm1d || module instanceof BatchNorm2d || module instanceof SyncBatchNorm) {
+    if (isBatchNorm(module) || module instanceof SyncBatchNorm) {
       const m = module as unknown as { numFeatures: number; weight: Parameter | null; bias: Parameter | null; running_mean: Tensor | null; running_var: Tensor | null; num_batches_tracked: Tensor | null };
       const [eps, momentum, affine, track] = module instanceof SyncBatchNorm
         ? [module.eps, module.momentum, module.affine, module.trackRunningStats]

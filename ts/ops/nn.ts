@@ -458,13 +458,15 @@ function fusedLayerNorm(x: Tensor, weight: Tensor | null, bias: Tensor | null, d
   });
 }
 
-type BatchNormPositional = [weight: Tensor | null, bias: Tensor | null, training: boolean, momentum: number, eps: number];
-interface BatchNormOptions { weight: Tensor | null; bias: Tensor | null; training: boolean; momentum: number; eps: number }
+type BatchNormPositional = [weight: Tensor | null, bias: Tensor | null, training: boolean, momentum: number | Tensor, eps: number];
+interface BatchNormOptions { weight: Tensor | null; bias: Tensor | null; training: boolean; momentum: number | Tensor; eps: number }
 
 /**
  * `F.batch_norm(x, runningMean, runningVar, weight, bias, training, momentum, eps)` over
  * x of shape [N, C, ...]. Training normalizes with the batch statistics and updates the
  * running ones in place (variance unbiased, as PyTorch does); evaluation uses the running ones.
+ * `momentum` may also be a 0-dim float tensor on x's device: the batch norm layers' cumulative
+ * average factor, 1 / batches seen, which stays on the device (`countBatch` in ts/nn/spatial.ts).
  */
 export function batchNorm(x: Tensor, runningMean: Tensor | null, runningVar: Tensor | null, ...args: PyArgs<BatchNormPositional, Partial<BatchNormOptions>>): Tensor {
   const { weight, bias, training, momentum, eps } = bindArgs('batch_norm', ['weight', 'bias', 'training', 'momentum', 'eps'], args,
@@ -492,7 +494,8 @@ export function batchNorm(x: Tensor, runningMean: Tensor | null, runningVar: Ten
         const update = (buf: Tensor | null, stat: Tensor, scale: number) => {
           if (!buf) return;
           const s = V.reshape(stat, buf.shape.slice());
-          copyInto(buf, add(mul(buf, 1 - momentum), mul(s, momentum * scale)));
+          if (typeof momentum === 'number') copyInto(buf, add(mul(buf, 1 - momentum), mul(s, momentum * scale)));
+          else copyInto(buf, add(mul(buf, sub(1, momentum)), mul(s, scale === 1 ? momentum : mul(momentum, scale))));
         };
         update(runningMean, mean, 1);
         update(runningVar, variance, n / (n - 1));

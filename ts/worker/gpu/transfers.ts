@@ -10,7 +10,10 @@
  * chunk k out of (or into) its mapping, and the bytes land in their destination with one host
  * copy: a pinned tensor's shared memory, or the ArrayBuffer handed to the caller.
  */
-import { buf, destroyBuffer, device, flush, handOver, openEncoder, prepareEncoder, queueWork, sawDone, settle, takeErrors, throwFirst } from './core.js';
+import {
+  buf, destroyBuffer, device, dispatchAt, flush, handOver, maxBinding, openEncoder, paramAlign, paramWords, prepareEncoder, queueWork, reserveParams,
+  sawDone, setWindow, settle, takeErrors, throwFirst, windowNow,
+} from './core.js';
 import { recordDeviceCheck } from './checks.js';
 import { createScratch } from '../scratch.js';
 
@@ -23,14 +26,71 @@ import { createScratch } from '../scratch.js';
  */
 export function write(id: number, byteOffset: number, data: ArrayBuffer | Uint8Array): Promise<void> | void {
   const bytes = data instanceof Uint8Array ? data : new Uint8Array(data);
+  if (!bytes.byteLength) return;
+  if ((byteOffset | bytes.byteLength) & 3) return writeUnaligned(id, byteOffset, bytes);
   if (bytes.byteLength >= STAGED_WRITE) return writeStaged(id, byteOffset, bytes);
   flush();
   const shared = typeof SharedArrayBuffer !== 'undefined' && bytes.buffer instanceof SharedArrayBuffer; // undefined without isolation
-  const aligned = bytes.byteLength % 4 === 0 && !shared;
-  const padded = aligned ? bytes : new Uint8Array(Math.ceil(bytes.byteLength / 4) * 4);
-  if (padded !== bytes) padded.set(bytes);
-  device.queue.writeBuffer(buf(id), byteOffset, padded as Uint8Array<ArrayBuffer>); // never a shared view (copied above)
+  const copy = shared ? bytes.slice() : bytes;
+  device.queue.writeBuffer(buf(id), byteOffset, copy as Uint8Array<ArrayBuffer>); // never a shared view (copied above)
   handOver();
+}
+
+/**
+ * Note [unaligned writes]: WebGPU's `writeBuffer` and `copyBufferToBuffer` take offsets and sizes
+ * in whole 4-byte words only, but a 16-bit or 8-bit tensor's bytes can start or end inside a word:
+ * a ring part of a collective (40 float16 elements cut in 14, 13, 13 put part 2 at byte 54),
+ * a `recv` into a contiguous view of a larger buffer (`allGather` into the parts of one flat
+ * tensor). Rounding the range out to words would overwrite the neighbouring elements, which belong
+ * to another part or another tensor; rounding only the offset was refused by Dawn ("BufferOffset
+ * is not a multiple of 4"). So the whole words of the range go the usual way, and each word it
+ * shares with its neighbours (two at most) is merged on the device by a one-invocation kernel,
+ * `word = (word & ~mask) | (value & mask)`, recorded in stream order with the other dispatches.
+ * The two parts touch different bytes, so their order between themselves does not matter.
+ * test/device/collectives-16bit.test.ts checks the neighbours survive.
+ */
+function writeUnaligned(id: number, byteOffset: number, bytes: Uint8Array): Promise<void> | void {
+  const end = byteOffset + bytes.byteLength, lo = Math.ceil(byteOffset / 4) * 4, hi = Math.floor(end / 4) * 4;
+  const target = buf(id);
+  for (const w of new Set([Math.floor(byteOffset / 4), Math.floor((end - 1) / 4)])) {
+    if (w * 4 >= byteOffset && w * 4 + 4 <= end) continue; // a whole word of the range: written below
+    let mask = 0, value = 0;
+    for (let b = 0; b < 4; b++) {
+      const at = w * 4 + b;
+      if (at < byteOffset || at >= end) continue;
+      mask |= 0xff << (8 * b);
+      value |= bytes[at - byteOffset] << (8 * b);
+    }
+    mergeWord(target, w, mask >>> 0, value >>> 0);
+  }
+  return lo < hi ? write(id, lo, bytes.subarray(lo - byteOffset, hi - byteOffset)) : undefined;
+}
+
+const MERGE_WORD = `@group(0) @binding(0) var<storage, read> P: array<u32>;
+@group(0) @binding(1) var<storage, read_write> S0: array<u32>;
+@compute @workgroup_size(1)
+fn main() {
+  let w = P[0];
+  S0[w] = (S0[w] & ~P[1]) | (P[2] & P[1]);
+}
+`;
+
+/** Queues the merge of `value`'s `mask`ed bytes into word `w` of `target` (see Note [unaligned writes]). */
+function mergeWord(target: GPUBuffer, w: number, mask: number, value: number): void {
+  // A segment larger than one binding is bound from an aligned offset at or below the word.
+  const windowed = target.size > maxBinding;
+  const base = windowed ? Math.floor((w * 4) / paramAlign) * paramAlign : 0;
+  const at = reserveParams(3);
+  paramWords[at] = w - base / 4;
+  paramWords[at + 1] = mask;
+  paramWords[at + 2] = value;
+  const window = windowNow();
+  setWindow(windowed ? new Map([[target, base]]) : null);
+  try {
+    dispatchAt(MERGE_WORD, () => MERGE_WORD, [target], at, 3, [1, 1, 1]);
+  } finally {
+    setWindow(window);
+  }
 }
 
 // The upload ring: mapped staging buffers for large writes.
@@ -62,13 +122,12 @@ async function takeUpload(): Promise<GPUBuffer> {
 async function writeStaged(id: number, byteOffset: number, data: Uint8Array): Promise<void> {
   const target = buf(id);
   for (let off = 0; off < data.byteLength; off += UPLOAD_CHUNK) {
-    const n = Math.min(UPLOAD_CHUNK, data.byteLength - off), n4 = Math.ceil(n / 4) * 4;
+    // (whole words only: `write` sends the ends of an unaligned range elsewhere)
+    const n = Math.min(UPLOAD_CHUNK, data.byteLength - off);
     const staging = await takeUpload();
-    const range = new Uint8Array(staging.getMappedRange(0, n4));
-    range.set(data.subarray(off, off + n));
-    if (n4 > n) range.fill(0, n);
+    new Uint8Array(staging.getMappedRange(0, n)).set(data.subarray(off, off + n));
     staging.unmap();
-    openEncoder().copyBufferToBuffer(staging, 0, target, byteOffset + off, n4);
+    openEncoder().copyBufferToBuffer(staging, 0, target, byteOffset + off, n);
     flush();
     const ring = uploadMapping;
     ring.push(staging.mapAsync(GPUMapMode.WRITE).then(() => {
