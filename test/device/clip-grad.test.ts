@@ -24,7 +24,7 @@ const { nn } = torch;
 const devices = suiteDevices();
 
 interface Case { normType: number | 'inf'; maxNorm: number; poison: number | string | null; total: number | string; norms: (number | string)[]; samples: (number | string)[][] }
-const G = JSON.parse(readFileSync(new URL('../fixtures/goldens-clip.json', import.meta.url), 'utf8')) as { shapes: number[][]; scales: number[]; cases: Case[] };
+const G = JSON.parse(readFileSync(new URL('../fixtures/clip-goldens.json', import.meta.url), 'utf8')) as { shapes: number[][]; scales: number[]; cases: Case[] };
 const num = (v: number | string): number => (v === 'nan' ? NaN : v === 'inf' ? Infinity : v === '-inf' ? -Infinity : Number(v));
 const numel = (s: number[]) => s.reduce((a, b) => a * b, 1);
 

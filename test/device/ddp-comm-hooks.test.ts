@@ -15,7 +15,7 @@ import { free, vals } from './ddp-helpers.js';
 const { nn, optim, distributed: dist } = torch;
 const hooks = dist.algorithms.ddpCommHooks.defaultHooks;
 logicalGpuSuite(3, 'DDP comm hook tests');
-const goldens = JSON.parse(readFileSync(new URL('../fixtures/goldens-ddp-surface.json', import.meta.url), 'utf8'));
+const goldens = JSON.parse(readFileSync(new URL('../fixtures/ddp-surface-goldens.json', import.meta.url), 'utf8'));
 type HookCase = { k: number; dtype: 'float16' | 'bfloat16'; grads: number[][]; reduced: number[]; float32Mean: number[] };
 
 /** A module whose parameter's gradient is its input: forward(g) = (p * g).sum(). */

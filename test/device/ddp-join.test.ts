@@ -13,7 +13,7 @@ import { free, vals, closeTo } from './ddp-helpers.js';
 
 const { nn, optim, distributed: dist } = torch;
 logicalGpuSuite(3, 'DDP join tests');
-const goldens = JSON.parse(readFileSync(new URL('../fixtures/goldens-ddp-surface.json', import.meta.url), 'utf8'));
+const goldens = JSON.parse(readFileSync(new URL('../fixtures/ddp-surface-goldens.json', import.meta.url), 'utf8'));
 type JoinCase = { batches: number[]; divideByInitialWorldSize: boolean; weight: number[]; bias: number[]; data: [number[], number[]][][]; finalWeight: number[]; finalBias: number[] };
 
 describe('DistributedDataParallel.join()', () => {

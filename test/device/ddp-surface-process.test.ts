@@ -1,7 +1,7 @@
 /**
  * DDP's join(), nn.SyncBatchNorm and the fp16 comm hook with ranks as processes and as worker
  * threads (bin/webtorch-run.mjs running test/fixtures/ddp-surface-rank.mjs), against the same
- * PyTorch references as the in-process tests (test/fixtures/goldens-ddp-surface.json).
+ * PyTorch references as the in-process tests (test/fixtures/ddp-surface-goldens.json).
  */
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -11,7 +11,7 @@ import { closeTo } from './ddp-helpers.js';
 
 const RUN = fileURLToPath(new URL('../../bin/webtorch-run.mjs', import.meta.url));
 const RANK = fileURLToPath(new URL('../fixtures/ddp-surface-rank.mjs', import.meta.url));
-const goldens = JSON.parse(readFileSync(new URL('../fixtures/goldens-ddp-surface.json', import.meta.url), 'utf8'));
+const goldens = JSON.parse(readFileSync(new URL('../fixtures/ddp-surface-goldens.json', import.meta.url), 'utf8'));
 
 interface Ran { code: number | null; stderr: string; results: Record<string, any>[] }
 

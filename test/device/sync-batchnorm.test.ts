@@ -14,7 +14,7 @@ import { free, vals, closeTo } from './ddp-helpers.js';
 
 const { nn, optim, distributed: dist } = torch;
 logicalGpuSuite(3, 'SyncBatchNorm tests');
-const goldens = JSON.parse(readFileSync(new URL('../fixtures/goldens-ddp-surface.json', import.meta.url), 'utf8'));
+const goldens = JSON.parse(readFileSync(new URL('../fixtures/ddp-surface-goldens.json', import.meta.url), 'utf8'));
 
 type Step = { x: number[][]; dy: number[][]; y: number[][]; dx: number[][]; dw: number[][]; db: number[][]; runningMean: number[]; runningVar: number[] };
 type Case = { shapes: number[][]; momentum: number | null; weight: number[]; bias: number[]; steps: Step[] };
