@@ -119,6 +119,20 @@ describe.each(devices)('a tensor over one binding on %s', (d) => {
     expect(got[0]).toEqual([3, 3, 5, 6, 7, 3]);
   });
 
+  it('arange past the limit counts on in every window (int32 and float32)', async () => {
+    // the map kernel numbers elements from 0 in each dispatch: a window that restarted the count wrote small values past the first binding
+    for (const dtype of ['int32', 'float32'] as const) {
+      const a = torch.arange(n, { device: d, dtype });
+      const v = (await a.data()) as Int32Array | Float32Array;
+      a.dispose();
+      expect(v.length).toBe(n);
+      let bad = -1;
+      const want = dtype === 'int32' ? (i: number) => i : Math.fround;
+      for (let i = 0; i < n && bad < 0; i++) if (v[i] !== want(i)) bad = i;
+      expect(bad, `${dtype}: first wrong element (${bad >= 0 ? v[bad] : ''})`).toBe(-1);
+    }
+  });
+
   it('names the op, the size and the limit where it cannot split', async () => {
     const x = torch.zeros([rows, cols], { device: d });
     const xt = x.T, t = xt.exp(); // a strided operand over more than one binding

@@ -22,7 +22,7 @@ import type { ComposableKind } from '../ir/kinds.js';
 import { countBuffers, scratchCounter, setPressureHandler, settleDrop } from './scratch.js';
 import {
   BINARY, UNARY, adopt, beginCommand, buf, buffers, compiling, device, dispatch, encodePending, encoder, errorsPending, flush, grid1d, letGo,
-  openEncoder, pendingBinds, queueDone, queueWork, retired, rowDev, sawDone, setTraceSeq, settling, slotsOf, submitEvery, whenCompiled,
+  maxBinding, openEncoder, paramAlign, pendingBinds, queueDone, queueWork, retired, rowDev, sawDone, setTraceSeq, settling, slotsOf, submitEvery, whenCompiled,
 } from './gpu/core.js';
 import { checkCodes, recordDeviceCheck, words64 } from './gpu/checks.js';
 import { dropReadStaging, dropUploads, read, settleSyncPoint, write } from './gpu/transfers.js';
@@ -85,23 +85,9 @@ function run(cmd: Command): void {
       runMap([], [cmd.n], buf(cmd.out.id), cmd.out.offset, cmd.dt, e, computeType(cmd.dt), [cmd.value]);
       return;
     }
-    case 'arange': {
-      if (cmd.dt === StorageCode.I64) {
-        // the facade sends other int64 ranges as data (ts/ops/creation.ts, arange)
-        if (!Number.isInteger(cmd.start) || cmd.step !== (cmd.step | 0)) throw new Error(`arange: an int64 arange takes an integer start and a 32-bit step here (got ${cmd.start}, ${cmd.step})`);
-        const [lo, hi] = words64(cmd.start);
-        runMap([{ r: lo, dt: StorageCode.I32 }, { r: hi, dt: StorageCode.I32 }, { r: cmd.step, dt: StorageCode.I32 }], [cmd.n], buf(cmd.out.id), cmd.out.offset, cmd.dt,
-          'i64_add(vec2<u32>(bitcast<u32>(x0), bitcast<u32>(x1)), i64_mul(vec2<u32>(i, 0u), i64_from_i32(x2)))', 'i64');
-        return;
-      }
-      if (cmd.dt === StorageCode.I32 && Number.isInteger(cmd.start) && Number.isInteger(cmd.step)) {
-        runMap([{ r: cmd.start | 0, dt: StorageCode.I32 }, { r: cmd.step | 0, dt: StorageCode.I32 }], [cmd.n], buf(cmd.out.id), cmd.out.offset, cmd.dt, 'x0 + i32(i) * x1', 'i32');
-        return;
-      }
-      const e = computeType(cmd.dt) === 'f32' ? 's0 + f32(i) * s1' : 'i32(s0) + i32(i) * i32(s1)';
-      runMap([], [cmd.n], buf(cmd.out.id), cmd.out.offset, cmd.dt, e, computeType(cmd.dt), [cmd.start, cmd.step]);
+    case 'arange':
+      runArange(cmd);
       return;
-    }
     case 'random':
       runRandom(cmd);
       return;
@@ -173,6 +159,36 @@ function run(cmd: Command): void {
     default:
       throw new Error(`unknown command ${cmd.k}`);
   }
+}
+
+/**
+ * An `arange` command. The map kernel numbers elements from 0 in each dispatch, and a range over
+ * more bytes than one binding runs in windows (ts/worker/split.ts): so a range that large is cut
+ * here into ranges of at most one binding, each with its own start.
+ */
+function runArange(cmd: Extract<Command, { k: 'arange' }>): void {
+  const bytes = cmd.dt === StorageCode.I64 ? 8 : 4;
+  const per = Math.floor((maxBinding - paramAlign) / bytes / 4) * 4;
+  if (cmd.n > per) {
+    for (let first = 0; first < cmd.n; first += per) {
+      runArange({ ...cmd, n: Math.min(per, cmd.n - first), start: cmd.start + first * cmd.step, out: { id: cmd.out.id, offset: cmd.out.offset + first } });
+    }
+    return;
+  }
+  if (cmd.dt === StorageCode.I64) {
+    // the facade sends other int64 ranges as data (ts/ops/creation.ts, arange)
+    if (!Number.isInteger(cmd.start) || cmd.step !== (cmd.step | 0)) throw new Error(`arange: an int64 arange takes an integer start and a 32-bit step here (got ${cmd.start}, ${cmd.step})`);
+    const [lo, hi] = words64(cmd.start);
+    runMap([{ r: lo, dt: StorageCode.I32 }, { r: hi, dt: StorageCode.I32 }, { r: cmd.step, dt: StorageCode.I32 }], [cmd.n], buf(cmd.out.id), cmd.out.offset, cmd.dt,
+      'i64_add(vec2<u32>(bitcast<u32>(x0), bitcast<u32>(x1)), i64_mul(vec2<u32>(i, 0u), i64_from_i32(x2)))', 'i64');
+    return;
+  }
+  if (cmd.dt === StorageCode.I32 && Number.isInteger(cmd.start) && Number.isInteger(cmd.step)) {
+    runMap([{ r: cmd.start | 0, dt: StorageCode.I32 }, { r: cmd.step | 0, dt: StorageCode.I32 }], [cmd.n], buf(cmd.out.id), cmd.out.offset, cmd.dt, 'x0 + i32(i) * x1', 'i32');
+    return;
+  }
+  const e = computeType(cmd.dt) === 'f32' ? 's0 + f32(i) * s1' : 'i32(s0) + i32(i) * i32(s1)';
+  runMap([], [cmd.n], buf(cmd.out.id), cmd.out.offset, cmd.dt, e, computeType(cmd.dt), [cmd.start, cmd.step]);
 }
 
 /**
