@@ -40,6 +40,9 @@ export { ampUnscale } from "./kernels/amp";
 // The optimizers' fused step (Adam, AdamW, SGD).
 export { optimStep } from "./kernels/optim";
 
+// Fused scaled dot product attention and its gradient (online softmax; no L×S matrix).
+export { attentionPart } from "./kernels/attention";
+
 const SCRATCH = memory.data(16384, 16);
 
 /** First byte the host may use for tensor storage: __heap_base rounded to 64 B, plus 64 KiB. */

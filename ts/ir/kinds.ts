@@ -95,6 +95,8 @@ export const KINDS: { readonly [K in CommandKind]: KindInfo } = {
   convGrad: kernel(),
   ampUnscale: kernel(),
   optimStep: kernel(),
+  attention: kernel(),
+  attentionGrad: kernel(),
 };
 
 /**

@@ -30,6 +30,7 @@ import { runRandom } from './cpu/random.js';
 import { runNll } from './cpu/loss.js';
 import { runAmpUnscale } from './cpu/amp.js'; // GradScaler's fused check
 import { runOptimStep } from './cpu/optim.js'; // the optimizers' fused step
+import { runAttention } from './cpu/attention.js'; // fused attention
 
 /** Initial pages of the shared memory (the kernels' build asks for 16: `--initialMemory 16`). */
 const SHARED_INITIAL_PAGES = 16;
@@ -88,6 +89,8 @@ function run(cmd: Command): void {
       return runAmpUnscale(cmd);
     case 'optimStep': // the optimizers' fused step (cpu/optim.ts)
       return runOptimStep(cmd);
+    case 'attention': case 'attentionGrad': // fused attention (cpu/attention.ts)
+      return runAttention(cmd);
     case 'dropScratch': // the GPU worker's cached scratch (ts/worker/scratch.ts); none here
       return;
     default:

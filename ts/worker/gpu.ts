@@ -36,6 +36,7 @@ import { runIndex } from './gpu/index-family.js';
 import { runRandom } from './gpu/random.js';
 import { runAmpUnscale } from './gpu/amp.js'; // GradScaler's fused check
 import { runOptimStep } from './gpu/optim.js'; // the optimizers' fused step
+import { runAttention } from './gpu/attention.js'; // fused attention
 import { runNll } from './gpu/loss.js';
 import { runPool } from './gpu/pool.js';
 // Device loss (ts/worker/gpu-lost.ts): the one hook, in init.
@@ -159,6 +160,9 @@ function run(cmd: Command): void {
       return;
     case 'optimStep': // the optimizers' fused step (gpu/optim.ts)
       runOptimStep(cmd);
+      return;
+    case 'attention': case 'attentionGrad': // fused attention (gpu/attention.ts)
+      runAttention(cmd);
       return;
     default:
       throw new Error(`unknown command ${cmd.k}`);

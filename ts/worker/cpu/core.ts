@@ -55,6 +55,8 @@ export interface Kernels {
   ampUnscale(p: number, n: number, inv: number, found: number): number;
   /** The optimizers' fused step (assembly/kernels/optim.ts): `n` parameters of the table at `p`, the group's scalars at `h`. */
   optimStep(p: number, n: number, h: number): void;
+  /** Fused attention's passes (assembly/kernels/attention.ts): part `part` of `parts` of the rows, E + Ev f32 of workspace at `ws`. */
+  attentionPart(p: number, ws: number, part: number, parts: number): void;
   /** The index a checking kernel (index family, nll) last found out of range. */
   badIndex(): bigint;
 }
