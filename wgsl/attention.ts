@@ -41,11 +41,19 @@ export interface AttnSpec {
 export const attnKey = (s: AttnSpec): string =>
   `attn|${s.pass}|${s.E}|${s.Ev}|${s.B}|${Object.values(s.slots).join(',')}|${s.written.join(',')}|${s.slotCount}|${+s.maskBool}`;
 
+/**
+ * A tile's row stride in workgroup memory: odd, so that the invocations of a score's dot products,
+ * which read B different rows at one column, fall in different banks (at E = 64 unpadded, 16 rows
+ * landed in one bank).
+ */
+export const padded = (dim: number): number => dim | 1;
+
 /** Workgroup memory (bytes) a pass needs with tiles of `B` rows. */
 export function attnSharedBytes(pass: AttnSpec['pass'], E: number, Ev: number, B: number): number {
   if (pass === 'd') return 0;
-  if (pass === 'fwd') return 4 * (B * (2 * E + Ev) + B * B);
-  return 4 * (2 * B * (E + Ev) + 2 * B * B + 2 * B);
+  const e = padded(E), ev = padded(Ev);
+  if (pass === 'fwd') return 4 * (B * (2 * e + ev) + B * B);
+  return 4 * (2 * B * (e + ev) + 2 * B * B + 2 * B);
 }
 
 /** The grid of a pass: one workgroup per (bh, tile), or per 64 rows for the 'd' pass. */
@@ -90,6 +98,8 @@ export function attentionShader(s: AttnSpec): string {
   const head = `${bindings(s)}${common}
 const E: u32 = ${E}u;
 const EV: u32 = ${Ev}u;
+const EP: u32 = ${padded(E)}u;
+const EVP: u32 = ${padded(Ev)}u;
 const B: u32 = ${B}u;
 const T: u32 = ${T}u;
 `;
@@ -109,13 +119,13 @@ const T: u32 = ${T}u;
   const load = (dst: string, src: keyof AttnSpec['slots'], off: string, first: string, limit: string, dim: string) =>
     `  for (var x = li; x < B * ${dim}; x += T) {
     let row = ${first} + x / ${dim};
-    ${dst}[x] = select(0.0, ${rd(src, `${off} + (bh * ${limit} + row) * ${dim} + x % ${dim}`)}, row < ${limit});
+    ${dst}[(x / ${dim}) * ${dim === 'E' ? 'EP' : 'EVP'} + x % ${dim}] = select(0.0, ${rd(src, `${off} + (bh * ${limit} + row) * ${dim} + x % ${dim}`)}, row < ${limit});
   }
 `;
   if (s.pass === 'fwd') {
-    return `${head}var<workgroup> QS: array<f32, ${B * E}>;
-var<workgroup> KS: array<f32, ${B * E}>;
-var<workgroup> VS: array<f32, ${B * Ev}>;
+    return `${head}var<workgroup> QS: array<f32, ${B * padded(E)}>;
+var<workgroup> KS: array<f32, ${B * padded(E)}>;
+var<workgroup> VS: array<f32, ${B * padded(Ev)}>;
 var<workgroup> SS: array<f32, ${B * B}>;
 @compute @workgroup_size(${T})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
@@ -142,7 +152,7 @@ ${load('KS', 'key', `P[${AP.key}]`, 'j0', 'S', 'E')}${load('VS', 'v', `P[${AP.v}
       var sc = neg_inf;
       if (j < S && !(causal && j > i)) {
         var dot = 0.0;
-        for (var e = 0u; e < E; e++) { dot += QS[rr * E + e] * KS[c * E + e]; }
+        for (var e = 0u; e < E; e++) { dot += QS[rr * EP + e] * KS[c * EP + e]; }
         ${bias}
         sc = dot * scale + bias;
       }
@@ -160,7 +170,7 @@ ${load('KS', 'key', `P[${AP.key}]`, 'j0', 'S', 'E')}${load('VS', 'v', `P[${AP.v}
       l += p;
       for (var k = 0u; k < ${NV}u; k++) {
         let col = lane + 8u * k;
-        if (col < EV) { acc[k] += p * VS[c * EV + col]; }
+        if (col < EV) { acc[k] += p * VS[c * EVP + col]; }
       }
     }
     m = mt;
@@ -183,20 +193,20 @@ ${load('KS', 'key', `P[${AP.key}]`, 'j0', 'S', 'E')}${load('VS', 'v', `P[${AP.v}
       var ds = 0.0;
       if (i < L && j < S && !(causal && j > i)) {
         var dot = 0.0;
-        for (var e = 0u; e < E; e++) { dot += QS[rr * E + e] * KS[c * E + e]; }
+        for (var e = 0u; e < E; e++) { dot += QS[rr * EP + e] * KS[c * EP + e]; }
         ${bias}
         p = exp(dot * scale + bias - LD[2u * rr]);
         var dp = 0.0;
-        for (var e = 0u; e < EV; e++) { dp += GS[rr * EV + e] * VS[c * EV + e]; }
+        for (var e = 0u; e < EV; e++) { dp += GS[rr * EVP + e] * VS[c * EVP + e]; }
         ds = p * (dp - LD[2u * rr + 1u]);
         ${boolZero}
       }
 ${pOut}      DS[x] = ds;
 `;
-  const shared = `var<workgroup> QS: array<f32, ${B * E}>;
-var<workgroup> KS: array<f32, ${B * E}>;
-var<workgroup> VS: array<f32, ${B * Ev}>;
-var<workgroup> GS: array<f32, ${B * Ev}>;
+  const shared = `var<workgroup> QS: array<f32, ${B * padded(E)}>;
+var<workgroup> KS: array<f32, ${B * padded(E)}>;
+var<workgroup> VS: array<f32, ${B * padded(Ev)}>;
+var<workgroup> GS: array<f32, ${B * padded(Ev)}>;
 var<workgroup> PS: array<f32, ${B * B}>;
 var<workgroup> DS: array<f32, ${B * B}>;
 var<workgroup> LD: array<f32, ${2 * B}>;
@@ -232,7 +242,7 @@ ${score('')}    }
       let ds = DS[r * B + c];
       for (var k = 0u; k < ${NE}u; k++) {
         let col = lane + 8u * k;
-        if (col < E) { acc[k] += ds * KS[c * E + col]; }
+        if (col < E) { acc[k] += ds * KS[c * EP + col]; }
       }
     }
   }
@@ -273,11 +283,11 @@ ${score('      PS[x] = p;\n')}    }
       let ds = DS[rr * B + r];
 ${wantV ? `      for (var k = 0u; k < ${NV}u; k++) {
         let col = lane + 8u * k;
-        if (col < EV) { dv[k] += p * GS[rr * EV + col]; }
+        if (col < EV) { dv[k] += p * GS[rr * EVP + col]; }
       }
 ` : ''}${wantK ? `      for (var k = 0u; k < ${NE}u; k++) {
         let col = lane + 8u * k;
-        if (col < E) { dk[k] += ds * QS[rr * E + col]; }
+        if (col < E) { dk[k] += ds * QS[rr * EP + col]; }
       }
 ` : ''}    }
   }
