@@ -9,7 +9,7 @@ import * as torch from '../dist/webtorch.js';
 const F = torch.nn.functional;
 const arg = (name, dflt) => { const i = process.argv.indexOf(name); return i > 0 ? process.argv[i + 1] : dflt; };
 const d = arg('--device', 'gpu:0'), py = arg('--torch', null);
-const SHAPES = process.env.ATTN_SMALL ? [[2, 2, 64, 16, true]] : [[32, 6, 256, 64, true], [16, 12, 512, 64, true], [8, 8, 1024, 64, true], [32, 6, 256, 64, false], [4, 16, 512, 128, true]].slice(0, Number(process.env.ATTN_N ?? 5));
+const SHAPES = process.env.ATTN_SMALL ? [[2, 2, 64, 16, true], [4, 4, 128, 32, true]] : [[32, 6, 256, 64, true], [16, 12, 512, 64, true], [8, 8, 1024, 64, true], [32, 6, 256, 64, false], [4, 16, 512, 128, true]].slice(0, Number(process.env.ATTN_N ?? 5));
 
 function composed(q, k, v, causal) {
   const L = q.shape.at(-2), S = k.shape.at(-2);

@@ -28,10 +28,28 @@
   store<f32>(base + (<usize>i << 2), v);
 }
 
+/** Σ a·b over n floats, four lanes at a time (unaligned loads: rows of odd length start anywhere). */
 function dot(a: usize, b: usize, n: i32): f32 {
-  let s: f32 = 0;
-  for (let e = 0; e < n; e++) s += f(a, e) * f(b, e);
+  let acc = f32x4.splat(0);
+  let e = 0;
+  for (; e + 4 <= n; e += 4) {
+    const at = <usize>e << 2;
+    acc = f32x4.add(acc, f32x4.mul(v128.load(a + at), v128.load(b + at)));
+  }
+  let s: f32 = f32x4.extract_lane(acc, 0) + f32x4.extract_lane(acc, 1) + f32x4.extract_lane(acc, 2) + f32x4.extract_lane(acc, 3);
+  for (; e < n; e++) s += f(a, e) * f(b, e);
   return s;
+}
+
+/** y = y·c + a·x over n floats, four lanes at a time. */
+function axpby(y: usize, c: f32, a: f32, x: usize, n: i32): void {
+  const cv = f32x4.splat(c), av = f32x4.splat(a);
+  let e = 0;
+  for (; e + 4 <= n; e += 4) {
+    const at = <usize>e << 2;
+    v128.store(y + at, f32x4.add(f32x4.mul(v128.load(y + at), cv), f32x4.mul(v128.load(x + at), av)));
+  }
+  for (; e < n; e++) put(y, e, f(y, e) * c + a * f(x, e));
 }
 
 /** The mask's first element for block bh (bytes). */
@@ -65,12 +83,12 @@ function forward(p: usize, first: i32, end: i32, ws: usize): void {
       if (s > m) {
         const alpha = Mathf.exp(m - s);
         l = l * alpha + 1;
-        for (let e = 0; e < Ev; e++) put(ws, e, f(ws, e) * alpha + f(vj, e));
+        axpby(ws, alpha, 1, vj, Ev);
         m = s;
       } else {
         const pj = Mathf.exp(s - m);
         l += pj;
-        for (let e = 0; e < Ev; e++) put(ws, e, f(ws, e) + pj * f(vj, e));
+        axpby(ws, 1, pj, vj, Ev);
       }
     }
     // l = 0: every score -inf; 0/0 is NaN, as the composed softmax gives
@@ -109,7 +127,7 @@ function gradQ(p: usize, first: i32, end: i32, ws: usize): void {
       probs(p, bh, i, j, row);
       const ds = gotDS;
       const kj = k + ((<usize>(bh * S + j) * E) << 2);
-      for (let e = 0; e < E; e++) put(ws, e, f(ws, e) + ds * f(kj, e));
+      axpby(ws, 1, ds, kj, E);
     }
     const o = dq + ((<usize>row * E) << 2);
     for (let e = 0; e < E; e++) put(o, e, f(ws, e) * scale);
@@ -130,8 +148,8 @@ function gradKV(p: usize, first: i32, end: i32, ws: usize): void {
       probs(p, bh, i, j, row);
       const pr = gotP, ds = gotDS;
       const qi = q + ((<usize>row * E) << 2), gi = g + ((<usize>row * Ev) << 2);
-      for (let e = 0; e < Ev; e++) put(wv, e, f(wv, e) + pr * f(gi, e));
-      for (let e = 0; e < E; e++) put(ws, e, f(ws, e) + ds * f(qi, e));
+      axpby(wv, 1, pr, gi, Ev);
+      axpby(ws, 1, ds, qi, E);
     }
     const ko = dk + ((<usize>key * E) << 2), vo = dv + ((<usize>key * Ev) << 2);
     for (let e = 0; e < E; e++) put(ko, e, f(ws, e) * scale);
