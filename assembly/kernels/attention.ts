@@ -6,7 +6,10 @@
 // D = Σ dO·O per row, 'dq' a query row's dQ = scale·Σ dS·K, 'dkv' a key row's dV = Σ P·dO and
 // dK = scale·Σ dS·Q, with dS = P·(dP − D) and dP = dO·v. No L×S matrix is made.
 //
-// Descriptor (i32 words at p): 0 pass (0 forward, 1 d, 2 dq, 3 dkv), 1 q, 2 key, 3 v, 4 out (the
+// With blocks enough for every thread the backward is one pass instead (4: `gradBlocks`, a block
+// of bh at a time, each score computed once); the three passes keep few blocks' rows parallel.
+//
+// Descriptor (i32 words at p): 0 pass (0 forward, 1 d, 2 dq, 3 dkv, 4 the whole backward), 1 q, 2 key, 3 v, 4 out (the
 // forward's output, the backward's o), 5 lse (0: none), 6 mask (0: none), 7 bh, 8 L, 9 S, 10 E,
 // 11 Ev, 12 scale (f32 bits), 13 causal, 14 bool mask (its -inf places take no dS), 15 the mask's
 // row stride, 16 its column stride, 17 its lead dims, 18 g, 19 dq, 20 dk, 21 dv, 22 D (f32 per
@@ -157,6 +160,39 @@ function gradKV(p: usize, first: i32, end: i32, ws: usize): void {
   }
 }
 
+/**
+ * The whole backward of blocks [first, end) of bh in one walk (pass 4: no score is computed
+ * twice): per query row D = Σ dO·O, then per key P, dS, dQ += dS·k, dK += dS·q, dV += P·dO,
+ * the block's dK and dV zeroed first. Parts own whole blocks, so no two write one row.
+ */
+function gradBlocks(p: usize, first: i32, end: i32, ws: usize): void {
+  const q = <usize>word(p, 1), k = <usize>word(p, 2), o = <usize>word(p, 4), g = <usize>word(p, 18);
+  const dq = <usize>word(p, 19), dk = <usize>word(p, 20), dv = <usize>word(p, 21), D = <usize>word(p, 22);
+  const L = word(p, 8), S = word(p, 9), E = word(p, 10), Ev = word(p, 11), scale = reinterpret<f32>(word(p, 12)), causal = word(p, 13);
+  for (let bh = first; bh < end; bh++) {
+    const kb = dk + ((<usize>(bh * S) * E) << 2), vb = dv + ((<usize>(bh * S) * Ev) << 2);
+    memory.fill(kb, 0, (<usize>(S * E)) << 2);
+    memory.fill(vb, 0, (<usize>(S * Ev)) << 2);
+    for (let i = 0; i < L; i++) {
+      const row = bh * L + i;
+      const qi = q + ((<usize>row * E) << 2), gi = g + ((<usize>row * Ev) << 2);
+      put(D, row, dot(gi, o + ((<usize>row * Ev) << 2), Ev));
+      for (let e = 0; e < E; e++) put(ws, e, 0);
+      const keys = causal ? min(S, i + 1) : S;
+      for (let j = 0; j < keys; j++) {
+        probs(p, bh, i, j, row);
+        const pr = gotP, ds = gotDS;
+        axpby(ws, 1, ds, k + ((<usize>(bh * S + j) * E) << 2), E);
+        axpby(kb + ((<usize>(j * E)) << 2), 1, ds, qi, E);
+        axpby(vb + ((<usize>(j * Ev)) << 2), 1, pr, gi, Ev);
+      }
+      const out = dq + ((<usize>row * E) << 2);
+      for (let e = 0; e < E; e++) put(out, e, f(ws, e) * scale);
+    }
+    for (let e = 0; e < S * E; e++) put(kb, e, f(kb, e) * scale);
+  }
+}
+
 /** D = Σ dO·O of every row. */
 function rowDots(p: usize): void {
   const o = <usize>word(p, 4), g = <usize>word(p, 18), D = <usize>word(p, 22), Ev = word(p, 11), rows = word(p, 7) * word(p, 8);
@@ -170,10 +206,11 @@ export function attentionPart(p: usize, ws: usize, part: i32, parts: i32): void 
     if (part == 0) rowDots(p);
     return;
   }
-  const n = word(p, 7) * (pass == 3 ? word(p, 9) : word(p, 8));
+  const n = pass == 4 ? word(p, 7) : word(p, 7) * (pass == 3 ? word(p, 9) : word(p, 8));
   const per = (n + parts - 1) / parts, first = part * per, end = min(n, first + per);
   if (first >= end) return;
   if (pass == 0) forward(p, first, end, ws);
   else if (pass == 2) gradQ(p, first, end, ws);
-  else gradKV(p, first, end, ws);
+  else if (pass == 3) gradKV(p, first, end, ws);
+  else gradBlocks(p, first, end, ws);
 }

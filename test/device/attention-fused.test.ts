@@ -115,6 +115,21 @@ describe('fused scaled dot product attention', () => {
     }
   });
 
+  it('one batch·head block of many rows (the cpu\'s row and key passes rather than a block per thread) agrees with the composed path', async () => {
+    for (const d of devices) {
+      torch.manualSeed(9);
+      const L = 300, S = 257, E = 8;
+      const q = torch.randn([1, L, E], { device: d, requiresGrad: true }), k = torch.randn([1, S, E], { device: d, requiresGrad: true });
+      const v = torch.randn([1, S, E], { device: d, requiresGrad: true }), g = torch.randn([1, L, E], { device: d });
+      const bias = torch.randn([L, S], { device: d }), asGrad = bias.detach().requiresGrad_();
+      const fused = F.scaledDotProductAttention(q, k, v, bias), composed = F.scaledDotProductAttention(q, k, v, asGrad);
+      expect(await maxDiff(fused, composed), `${d}: output`).toBeLessThan(1e-5);
+      const a = torch.autograd.grad([fused], [q, k, v], [g]), b = torch.autograd.grad([composed], [q, k, v], [g]);
+      for (let i = 0; i < 3; i++) expect(await maxDiff(a[i], b[i]), `${d}: gradient ${i}`).toBeLessThan(1e-4);
+      for (const t of [q, k, v, g, bias, asGrad, fused, composed, ...a, ...b]) t.dispose();
+    }
+  });
+
   it('dropout > 0, float16 and a mask that requires grad take the composed path', async () => {
     for (const d of devices) {
       const q = torch.randn([2, 5, 4], { device: d }), h = q.half(), m = torch.zeros([5, 5], { device: d, requiresGrad: true });

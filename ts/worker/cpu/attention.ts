@@ -1,8 +1,10 @@
 /**
  * Fused attention on the cpu worker (the `attention` and `attentionGrad` commands;
- * assembly/kernels/attention.ts, whose note gives the descriptor): the forward, then the
- * backward's passes ('d', 'dq', 'dkv'), each over rows (keys for 'dkv') in parts on the pool's
- * threads when there is work enough, each thread with E + Ev floats of workspace.
+ * assembly/kernels/attention.ts, whose note gives the descriptor): the forward over rows, and the
+ * backward a block of batch·heads at a time (each score once) where there are blocks enough for
+ * the threads, else in the passes 'd', 'dq' over rows and 'dkv' over keys (each score twice, all
+ * threads busy); in parts on the pool's threads when there is work enough, each thread with
+ * E + Ev floats of workspace.
  */
 import { StorageCode } from '../../dtype.js';
 import type { AttentionCommand, Place } from '../../ir/commands.js';
@@ -37,9 +39,13 @@ export function runAttention(cmd: AttentionCommand): void {
   try {
     if (!grad) run(0, rows);
     else {
-      run(1, 1);
-      run(2, rows);
-      if (cmd.S) run(3, cmd.bh * cmd.S);
+      // a block of bh per part when there are blocks enough for the threads (each score once), else rows and keys
+      if (cmd.bh >= threads) run(4, cmd.bh);
+      else {
+        run(1, 1);
+        run(2, rows);
+        if (cmd.S) run(3, cmd.bh * cmd.S);
+      }
     }
   } finally {
     freeRange(ws, wsPart * threads);
