@@ -43,6 +43,9 @@ export { optimStep } from "./kernels/optim";
 // clipGradNorm_'s multi-tensor norm and scale (_foreach_norm, _foreach_mul_).
 export { foreachNorm, foreachMul, foreachClamp } from "./kernels/foreach";
 
+// Fused scaled dot product attention and its gradient (online softmax; no L×S matrix).
+export { attentionPart } from "./kernels/attention";
+
 const SCRATCH = memory.data(16384, 16);
 
 /** First byte the host may use for tensor storage: __heap_base rounded to 64 B, plus 64 KiB. */

@@ -122,7 +122,42 @@ export type Command =
   // PyTorch's `_foreach_norm` and `_foreach_mul_` by a device scalar (ts/ops/foreach.ts; gpu/foreach.ts, assembly/kernels/foreach.ts).
   | ForeachNormCommand
   | ForeachMulCommand
-  | ForeachClampCommand;
+  | ForeachClampCommand
+  // Fused scaled dot product attention and its gradient (ts/ops/attention.ts; gpu/attention.ts, assembly/kernels/attention.ts).
+  | AttentionCommand;
+
+/**
+ * What the attention commands share: `bh` batch·heads of contiguous f32 query [L, E], key
+ * [S, E] and value [S, Ev] blocks, the scores' `scale`, `causal` (query i sees keys j ≤ i), and
+ * an optional f32 bias added to the scores (`mask`): a view whose strides are the lead dims'
+ * (`lead`, whose product is `bh`) then the row's and the column's, so a mask broadcast over the
+ * batch is read in place. `bool`: the bias came from a bool mask (its -inf places take no
+ * gradient, as the composed `where` gives none).
+ */
+export interface AttentionGeom {
+  q: Place;
+  key: Place;
+  v: Place;
+  bh: number;
+  L: number;
+  S: number;
+  E: number;
+  Ev: number;
+  scale: number;
+  causal: boolean;
+  mask: { at: ViewRef; lead: number[]; bool: boolean } | null;
+}
+
+/**
+ * Fused attention (ts/ops/attention.ts; Note [fused attention] in ts/worker/gpu/attention.ts).
+ * - `attention`: `softmax(q·kᵀ·scale + bias)·v` into a contiguous f32 `out` [bh, L, Ev], and
+ *   each row's logsumexp of the scores into `lse` [bh, L] (when not null: the backward's).
+ * - `attentionGrad`: from the output `o`, its gradient `g` (both [bh, L, Ev]) and `lse`, the
+ *   gradients `dq`, `dk`, `dv`, contiguous as q, key and v, written whole.
+ */
+export type AttentionCommand =
+  | ({ k: 'attention'; out: Place; lse: Place | null } & AttentionGeom)
+  | ({ k: 'attentionGrad'; o: Place; g: Place; lse: Place; dq: Place; dk: Place; dv: Place } & AttentionGeom);
 
 /**
  * PyTorch's `_amp_foreach_non_finite_check_and_unscale_`: every gradient (a contiguous run of

@@ -98,6 +98,8 @@ export const KINDS: { readonly [K in CommandKind]: KindInfo } = {
   foreachNorm: kernel(),
   foreachMul: kernel(),
   foreachClamp: kernel(),
+  attention: kernel(),
+  attentionGrad: kernel(),
 };
 
 /**

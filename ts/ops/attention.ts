@@ -1,15 +1,27 @@
 /**
- * `F.scaledDotProductAttention`, composed: `softmax(q·kᵀ·scale + bias)·v`, where the bias comes
- * from the mask (a bool mask says which positions *take part*: the others get -inf; a float mask
- * is added) or, with `isCausal`, from the lower triangle. Autograd derives the gradient from the
- * composed ops (matmul, where, softmax, dropout).
+ * `F.scaledDotProductAttention`: `softmax(q·kᵀ·scale + bias)·v`, where the bias comes from the
+ * mask (a bool mask says which positions *take part*: the others get -inf; a float mask is added)
+ * or, with `isCausal`, from the lower triangle.
+ *
+ * Float32 attention without dropout runs fused (the `attention` command, forward, and
+ * `attentionGrad`, its gradient rule beside it here): tiled with the online softmax, it keeps
+ * only the output and each row's logsumexp for the backward, never the [L, S] scores (Note
+ * [fused attention] in ts/worker/gpu/attention.ts; the cpu's kernel is
+ * assembly/kernels/attention.ts). Every other case is composed from matmul, where, softmax and
+ * dropout, whose gradients autograd derives: 16-bit inputs, dropout, batch dims that differ
+ * between q, k and v, head dims over 128, a float mask that requires grad, autocast.
  */
 import { isFloating } from '../dtype.js';
-import { sameDevice } from '../runtime/dispatch.js';
-import { fmt } from '../shape.js';
+import { needsGrad, op as recorded } from '../autograd/graph.js';
+import { autocasting } from '../amp/autocast.js';
+import type { AttentionGeom } from '../ir/commands.js';
+import { alloc, emit, place, ref, sameDevice } from '../runtime/dispatch.js';
+import { fmt, numel } from '../shape.js';
 import { Tensor } from '../tensor.js';
 import { arange } from './creation.js';
 import { binaryOp, where } from './elementwise.js';
+import { reduce } from './reduce.js';
+import { ReduceOp } from '../ir/ops.js';
 import { matmul } from './matmul.js';
 import { dropout, softmax } from './nn.js';
 import { bindArgs, type PyArgs } from '../args.js';
@@ -77,6 +89,7 @@ export function scaledDotProductAttention(query: Tensor, key: Tensor, value: Ten
     }
   }
   const scale = o.scale ?? 1 / Math.sqrt(E);
+  if (fusable(query, key, value, mask, p)) return tidy(() => fusedAttention(query, key, value, mask, !!o.isCausal, scale));
   return tidy(() => {
     let s = binaryOp('mul', matmul(query, V.transpose(key, -2, -1)), scale);
     const keep = o.isCausal ? causalMask(L, S, query.device) : mask && mask.dtype === 'bool' ? mask : null;
@@ -85,5 +98,81 @@ export function scaledDotProductAttention(query: Tensor, key: Tensor, value: Ten
     let w = softmax(s, -1);
     if (p > 0) w = dropout(w, p, true);
     return matmul(w, value);
+  });
+}
+
+/** Head dims the fused kernels take (their accumulators live in registers). */
+const MAX_HEAD_DIM = 128;
+/** Lead dims the fused kernels' mask addressing takes. */
+const MAX_LEAD_DIMS = 8;
+
+/**
+ * Whether the fused kernels take this call: float32, no dropout, q, k and v with the same batch
+ * dims, head dims 1..128, no empty dim, a mask (bool or float) that does not require grad, and
+ * no autocast (whose matmuls would run in 16 bits, as the composed path does).
+ */
+function fusable(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | null, p: number): boolean {
+  if (q.dtype !== 'float32' || p > 0 || autocasting()) return false;
+  if (q.ndim !== k.ndim || q.ndim !== v.ndim || q.ndim - 2 > MAX_LEAD_DIMS) return false;
+  for (let d = 0; d < q.ndim - 2; d++) if (q.shape[d] !== k.shape[d] || q.shape[d] !== v.shape[d]) return false;
+  const E = q.shape[q.ndim - 1], Ev = v.shape[v.ndim - 1];
+  if (E > MAX_HEAD_DIM || Ev > MAX_HEAD_DIM || q.numel() === 0 || k.numel() === 0 || v.numel() === 0) return false;
+  return !mask || !needsGrad(mask);
+}
+
+/**
+ * The fused forward (one `attention` command) recorded with its gradient rule (one
+ * `attentionGrad` command; composed when the gradient is itself differentiated). Call inside a
+ * tidy: the contiguous copies and the mask's bias are intermediates.
+ */
+function fusedAttention(query: Tensor, key: Tensor, value: Tensor, mask: Tensor | null, causal: boolean, scale: number): Tensor {
+  const lead = query.shape.slice(0, -2);
+  const [L, E] = query.shape.slice(-2), S = key.shape[key.ndim - 2], Ev = value.shape[value.ndim - 1];
+  const q = V.contiguous(query), k = V.contiguous(key), v = V.contiguous(value);
+  // the mask as an f32 bias read in place through broadcast strides (a bool mask: 0 where it takes part, -inf elsewhere)
+  const bias = mask ? (mask.dtype === 'bool' ? where(mask, 0, -Infinity) : mask) : null;
+  const device = query.device;
+  const geom = (q: Tensor, k: Tensor, v: Tensor, bias: Tensor | null): AttentionGeom => ({
+    q: place(q), key: place(k), v: place(v), bh: numel(lead), L, S, E, Ev, scale, causal,
+    mask: bias && { at: ref(V.expand(bias, [...lead, L, S])), lead, bool: mask!.dtype === 'bool' },
+  });
+  const grad = needsGrad(q, k, v);
+  let lse: Tensor | null = null;
+  return recorded('scaled_dot_product_attention', [q, k, v], () => {
+    const out = alloc([...lead, L, Ev], 'float32', device);
+    if (grad) lse = alloc([...lead, L], 'float32', device);
+    emit(device, { k: 'attention', out: place(out), lse: lse && place(lse), ...geom(q, k, v, bias) });
+    return out;
+  }, (ctx, out) => {
+    const qs = ctx.save(q), ks = ctx.save(k), vs = ctx.save(v), os = ctx.save(out), ls = ctx.save(lse!), bs = bias && ctx.save(bias);
+    return ([g]) => {
+      if (needsGrad(g)) return composedGrad(qs, ks, vs, bs, mask?.dtype === 'bool', causal, scale, g!);
+      const gc = tidy(() => V.contiguous(g!));
+      const dq = alloc(qs.shape, 'float32', device), dk = alloc(ks.shape, 'float32', device), dv = alloc(vs.shape, 'float32', device);
+      emit(device, { k: 'attentionGrad', o: place(os), g: place(gc), lse: place(ls), dq: place(dq), dk: place(dk), dv: place(dv), ...geom(qs, ks, vs, bs) });
+      if (gc !== g) gc.dispose();
+      return [dq, dk, dv];
+    };
+  });
+}
+
+/**
+ * The fused gradient from differentiable ops (for `createGraph`), the probabilities recomputed:
+ * dV = Pᵀ·g, dS = P·(dP − Σ dP·P) with dP = g·vᵀ (none where a bool or causal mask hides the
+ * score, as `where` gives), dQ = scale·dS·k, dK = scale·dSᵀ·q.
+ */
+function composedGrad(q: Tensor, k: Tensor, v: Tensor, bias: Tensor | null, bool: boolean, causal: boolean, scale: number, g: Tensor): Tensor[] {
+  return tidy(() => {
+    const L = q.shape[q.ndim - 2], S = k.shape[k.ndim - 2];
+    let s = binaryOp('mul', matmul(q, V.transpose(k, -2, -1)), scale);
+    const keep = causal ? causalMask(L, S, q.device) : bias && bool ? binaryOp('eq', bias, 0) : null;
+    if (keep) s = where(keep, s, -Infinity);
+    else if (bias) s = binaryOp('add', s, bias);
+    const w = softmax(s, -1);
+    const dv = matmul(V.transpose(w, -2, -1), g);
+    const dp = matmul(g, V.transpose(v, -2, -1));
+    let ds = binaryOp('mul', w, binaryOp('sub', dp, reduce(ReduceOp.Sum, binaryOp('mul', dp, w), -1, true)));
+    if (keep) ds = where(keep, ds, 0);
+    return [binaryOp('mul', matmul(ds, k), scale), binaryOp('mul', matmul(V.transpose(ds, -2, -1), q), scale), dv];
   });
 }

@@ -30,7 +30,7 @@ export function claim(c: Int32Array, seq: number, chunks: number): number {
 }
 export const MAX_ARGS = 8;
 /** The exports a job may name (helpers look them up by index). */
-export const POOL_JOBS = ['matmulPart', 'randomPart', 'rowNormPart', 'unaryPart', 'binaryPart', 'windowsPart', 'foldWindowsPart', 'convPart', 'convGradPart', 'maxPoolPart', 'maxPoolGradPart', 'avgPoolPart'] as const;
+export const POOL_JOBS = ['matmulPart', 'randomPart', 'rowNormPart', 'unaryPart', 'binaryPart', 'windowsPart', 'foldWindowsPart', 'convPart', 'convGradPart', 'maxPoolPart', 'maxPoolGradPart', 'avgPoolPart', 'attentionPart'] as const;
 export type PoolJob = (typeof POOL_JOBS)[number];
 
 /** What the worker posts to a helper. */

@@ -31,6 +31,7 @@ import { runNll } from './cpu/loss.js';
 import { runAmpUnscale } from './cpu/amp.js'; // GradScaler's fused check
 import { runOptimStep } from './cpu/optim.js'; // the optimizers' fused step
 import { runForeachClamp, runForeachMul, runForeachNorm } from './cpu/foreach.js'; // clipGradNorm_'s multi-tensor norm and scale
+import { runAttention } from './cpu/attention.js'; // fused attention
 
 /** Initial pages of the shared memory (the kernels' build asks for 16: `--initialMemory 16`). */
 const SHARED_INITIAL_PAGES = 16;
@@ -95,6 +96,8 @@ function run(cmd: Command): void {
       return runForeachMul(cmd);
     case 'foreachClamp': // _foreach_clamp_min_/max_ (cpu/foreach.ts)
       return runForeachClamp(cmd);
+    case 'attention': case 'attentionGrad': // fused attention (cpu/attention.ts)
+      return runAttention(cmd);
     case 'dropScratch': // the GPU worker's cached scratch (ts/worker/scratch.ts); none here
       return;
     default:

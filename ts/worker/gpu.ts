@@ -37,6 +37,7 @@ import { runRandom } from './gpu/random.js';
 import { runAmpUnscale } from './gpu/amp.js'; // GradScaler's fused check
 import { runOptimStep } from './gpu/optim.js'; // the optimizers' fused step
 import { runForeachClamp, runForeachMul, runForeachNorm } from './gpu/foreach.js'; // clipGradNorm_'s multi-tensor norm and scale
+import { runAttention } from './gpu/attention.js'; // fused attention
 import { runNll } from './gpu/loss.js';
 import { runPool } from './gpu/pool.js';
 // Device loss (ts/worker/gpu-lost.ts): the one hook, in init.
@@ -155,6 +156,9 @@ function run(cmd: Command): void {
       return;
     case 'foreachClamp': // _foreach_clamp_min_/max_ (gpu/foreach.ts)
       runForeachClamp(cmd);
+      return;
+    case 'attention': case 'attentionGrad': // fused attention (gpu/attention.ts)
+      runAttention(cmd);
       return;
     default:
       throw new Error(`unknown command ${cmd.k}`);

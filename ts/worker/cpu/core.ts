@@ -61,6 +61,8 @@ export interface Kernels {
   foreachMul(p: number, n: number, s: number): void;
   /** `_foreach_clamp_min_`/`_max_` (assembly/kernels/foreach.ts): `n` f32 tensors of the table at `p` clamped to [lo, hi] in place, NaN kept. */
   foreachClamp(p: number, n: number, lo: number, hi: number): void;
+  /** Fused attention's passes (assembly/kernels/attention.ts): part `part` of `parts` of the rows, E + Ev f32 of workspace at `ws`. */
+  attentionPart(p: number, ws: number, part: number, parts: number): void;
   /** The index a checking kernel (index family, nll) last found out of range. */
   badIndex(): bigint;
 }

@@ -97,6 +97,12 @@ function readRanges(cmd: Command): { id: number; start: number; end: number }[] 
       { id: cmd.b.id, start: cmd.b.offset, end: cmd.b.offset + spanOf([cmd.batch, cmd.kk, cmd.n], cmd.bStrides) },
     ];
   }
+  if (cmd.k === 'attention' || cmd.k === 'attentionGrad') {
+    // contiguous f32 blocks; the mask, a strided view over the lead dims, counts as its whole segment
+    const { bh, L, S, E, Ev } = cmd;
+    const ins = [...span(cmd.q, bh * L * E), ...span(cmd.key, bh * S * E), ...span(cmd.v, bh * S * Ev), ...(cmd.mask ? [{ id: cmd.mask.at.id, start: 0, end: Infinity }] : [])];
+    return cmd.k === 'attention' ? ins : [...ins, ...span(cmd.o, bh * L * Ev), ...span(cmd.g, bh * L * Ev), ...span(cmd.lse, bh * L)];
+  }
   // the multi-tensor commands hold their places in lists: each read counts as its whole segment
   if (cmd.k === 'ampUnscale') return [...cmd.grads.map((g) => g.at), cmd.invScale, cmd.found].map((p) => ({ id: p.id, start: 0, end: Infinity }));
   if (cmd.k === 'foreachNorm' || cmd.k === 'foreachClamp') return cmd.tensors.map((t) => ({ id: t.at.id, start: 0, end: Infinity }));
@@ -129,6 +135,9 @@ function writeRange(cmd: Command): { id: number; start: number; end: number } | 
   // foreachNorm writes one float32 per tensor (foreachMul and foreachClamp write lists in place: not told, so never taken as rewrites)
   if (cmd.k === 'foreachNorm') return at(cmd.out, cmd.tensors.length);
   if (cmd.k === 'nllGrad') return at(cmd.out, cmd.outer * cmd.classes * cmd.inner);
+  // attention writes more than one output: the one named here (the others count as not written, which only misses a chance)
+  if (cmd.k === 'attention') return at(cmd.out, cmd.bh * cmd.L * cmd.Ev);
+  if (cmd.k === 'attentionGrad') return at(cmd.dq, cmd.bh * cmd.L * cmd.E);
   if (cmd.k === 'maxPool' || cmd.k === 'avgPool') return at(cmd.values, cmd.planes * cmd.outSize[0] * cmd.outSize[1]);
   if (cmd.k === 'maxPoolGrad' || cmd.k === 'avgPoolGrad') return at(cmd.grad, cmd.planes * cmd.size[0] * cmd.size[1]);
   return null;

@@ -1,0 +1,213 @@
+/**
+ * Fused scaled dot product attention (the `attention` and `attentionGrad` commands; Note [fused
+ * attention] in ts/worker/gpu/attention.ts, assembly/kernels/attention.ts) on cpu, gpu:0 and gpu:1:
+ *
+ * - output and dq/dk/dv against PyTorch's math path in float64 (test/fixtures/make_goldens_attention.py):
+ *   no mask, causal (L = S, L < S, L > S), bool masks (a padding mask broadcast over heads and
+ *   queries, a [L, S] one), float masks ([L, S], [B, 1, L, S]), a custom scale, odd lengths, head dims
+ *   1, 8, 64, 100 and 128, batch dims [2, 3], and rows of all -inf (NaN where the math path has NaN);
+ *   each forward is one `attention` command and each backward one `attentionGrad`;
+ * - no [L, S] tensor is kept for the backward (L = S = 512: the composed path keeps scores and
+ *   probabilities, the fused one the output and a logsumexp per row);
+ * - dropout > 0, float16 and a mask that requires grad take the composed path;
+ * - a gradient taken with createGraph is the same (composed from ops, differentiable);
+ * - a captured graph with fusion on replays attention reading a fused chain's value.
+ */
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import * as torch from '../../dist/webtorch.js';
+import { suiteDevices } from '../devices.js';
+import { num, type TensorJson } from '../golden.js';
+import { capture, newGraph } from './graphs-helpers.js';
+
+const F = torch.nn.functional;
+const devices = suiteDevices();
+
+interface AttnCase {
+  id: string;
+  inputs: TensorJson[];
+  mask: TensorJson | null;
+  kwargs: { isCausal?: boolean; scale?: number };
+  out: TensorJson;
+  gradOut: TensorJson;
+  grads: TensorJson[];
+}
+const goldens = JSON.parse(readFileSync(new URL('../fixtures/attention-goldens.json', import.meta.url), 'utf8')) as { cases: AttnCase[] };
+
+const build = (t: TensorJson, d: string, requiresGrad = false): torch.Tensor =>
+  torch.tidy(() => torch.tensor(t.data.map(num) as number[], { dtype: t.dtype as torch.DType, device: d }).reshape(t.shape)).requiresGrad_(requiresGrad);
+
+/** Every element within atol + rtol·|want|, NaN exactly where the golden has NaN. */
+async function expectClose(got: torch.Tensor, want: TensorJson, what: string, tol = 2e-5): Promise<void> {
+  expect(got.shape, `${what}: shape`).toEqual(want.shape);
+  const g = (await got.data()) as Float32Array, w = want.data.map(num) as number[];
+  let bad = -1;
+  for (let i = 0; i < w.length && bad < 0; i++) {
+    if (Number.isNaN(w[i]) ? !Number.isNaN(g[i]) : !(Math.abs(g[i] - w[i]) <= tol * (1 + Math.abs(w[i])))) bad = i;
+  }
+  expect(bad < 0 ? 'ok' : `[${bad}]: ${g[bad]} vs ${w[bad]}`, what).toBe('ok');
+}
+
+/** max |a − b|, its temporaries disposed. */
+async function maxDiff(a: torch.Tensor, b: torch.Tensor): Promise<number> {
+  const t = torch.tidy(() => a.sub(b).abs().max());
+  const v = await t.item();
+  t.dispose();
+  return v as number;
+}
+
+/** Runs `fn` under the worker's own profile and returns how many commands of each kind it ran. */
+async function commandsOf(d: string, fn: () => void): Promise<Record<string, number>> {
+  await torch._profileWorker(d, true);
+  fn();
+  const prof = (await torch._profileWorker(d, false))!;
+  return Object.fromEntries(Object.entries(prof.commands).map(([k, v]) => [k, v.count]));
+}
+
+describe('fused scaled dot product attention', () => {
+  it('matches the float64 math path, output and gradients, in one command each way', async () => {
+    expect(goldens.cases.length).toBeGreaterThanOrEqual(20);
+    for (const d of devices) {
+      for (const c of goldens.cases) {
+        const [q, k, v] = c.inputs.map((t) => build(t, d, true));
+        const mask = c.mask && build(c.mask, d);
+        const g = build(c.gradOut, d);
+        let out: torch.Tensor | null = null;
+        const fwd = await commandsOf(d, () => (out = F.scaledDotProductAttention(q, k, v, { attnMask: mask, ...c.kwargs })));
+        expect(fwd.attention, `${d} ${c.id}: attention commands`).toBe(1);
+        expect(fwd.matmul ?? 0, `${d} ${c.id}: no matmul in the forward`).toBe(0);
+        await expectClose(out!, c.out, `${d} ${c.id} output`);
+        let grads: torch.Tensor[] = [];
+        const bwd = await commandsOf(d, () => (grads = torch.autograd.grad([out!], [q, k, v], [g])));
+        expect(bwd.attentionGrad, `${d} ${c.id}: attentionGrad commands`).toBe(1);
+        expect(bwd.matmul ?? 0, `${d} ${c.id}: no matmul in the backward`).toBe(0);
+        for (const [i, name] of ['dq', 'dk', 'dv'].entries()) await expectClose(grads[i], c.grads[i], `${d} ${c.id} ${name}`);
+        for (const t of [q, k, v, mask, g, out, ...grads]) t?.dispose();
+      }
+    }
+  });
+
+  it('keeps no [L, S] tensor for the backward (L = S = 512), where the composed path keeps two', async () => {
+    for (const d of devices) {
+      const BH = 2, L = 512, E = 32, scores = BH * L * L * 4;
+      torch.manualSeed(0);
+      const q = torch.randn([BH, L, E], { device: d, requiresGrad: true }), k = torch.randn([BH, L, E], { device: d, requiresGrad: true });
+      const v = torch.randn([BH, L, E], { device: d, requiresGrad: true });
+      // a zero float mask that requires grad takes the composed path, with the same values
+      const zero = torch.zeros([L, L], { device: d, requiresGrad: true });
+      const causal = torch.tidy(() => torch.where(torch.ones([L, L], { dtype: 'bool', device: d }).tril(), zero, -Infinity));
+      await torch.gpu.synchronize(d);
+      const base = torch.gpu.memoryAllocated(d);
+      const fused = F.scaledDotProductAttention(q, k, v, { isCausal: true });
+      const fusedKept = torch.gpu.memoryAllocated(d) - base;
+      const composed = F.scaledDotProductAttention(q, k, v, { attnMask: causal });
+      const composedKept = torch.gpu.memoryAllocated(d) - base - fusedKept;
+      // the output (BH·L·E floats) and a logsumexp per row, against scores and probabilities
+      expect(fusedKept, `${d}: bytes the fused forward keeps`).toBeLessThan(scores / 8);
+      expect(composedKept, `${d}: bytes the composed forward keeps`).toBeGreaterThan(2 * scores);
+      const g = torch.randn([BH, L, E], { device: d });
+      const a = torch.autograd.grad([fused], [q, k, v], [g]), b = torch.autograd.grad([composed], [q, k, v], [g]);
+      for (let i = 0; i < 3; i++) {
+        const diff = await maxDiff(a[i], b[i]);
+        expect(diff, `${d}: gradient ${i}, fused against composed`).toBeLessThan(1e-4);
+      }
+      for (const t of [q, k, v, zero, causal, fused, composed, g, ...a, ...b]) t.dispose();
+    }
+  });
+
+  it('one batch·head block of many rows (the cpu\'s row and key passes rather than a block per thread) agrees with the composed path', async () => {
+    for (const d of devices) {
+      torch.manualSeed(9);
+      const L = 300, S = 257, E = 8;
+      const q = torch.randn([1, L, E], { device: d, requiresGrad: true }), k = torch.randn([1, S, E], { device: d, requiresGrad: true });
+      const v = torch.randn([1, S, E], { device: d, requiresGrad: true }), g = torch.randn([1, L, E], { device: d });
+      const bias = torch.randn([L, S], { device: d }), asGrad = bias.detach().requiresGrad_();
+      const fused = F.scaledDotProductAttention(q, k, v, bias), composed = F.scaledDotProductAttention(q, k, v, asGrad);
+      expect(await maxDiff(fused, composed), `${d}: output`).toBeLessThan(1e-5);
+      const a = torch.autograd.grad([fused], [q, k, v], [g]), b = torch.autograd.grad([composed], [q, k, v], [g]);
+      for (let i = 0; i < 3; i++) expect(await maxDiff(a[i], b[i]), `${d}: gradient ${i}`).toBeLessThan(1e-4);
+      for (const t of [q, k, v, g, bias, asGrad, fused, composed, ...a, ...b]) t.dispose();
+    }
+  });
+
+  it('dropout > 0, float16 and a mask that requires grad take the composed path', async () => {
+    for (const d of devices) {
+      const q = torch.randn([2, 5, 4], { device: d }), h = q.half(), m = torch.zeros([5, 5], { device: d, requiresGrad: true });
+      const cases: [string, () => torch.Tensor][] = [
+        ['dropout', () => F.scaledDotProductAttention(q, q, q, null, 0.5)],
+        ['float16', () => F.scaledDotProductAttention(h, h, h)],
+        ['mask requiring grad', () => F.scaledDotProductAttention(q, q, q, m)],
+      ];
+      for (const [what, f] of cases) {
+        let out: torch.Tensor | null = null;
+        const counts = await commandsOf(d, () => (out = f()));
+        expect(counts.attention ?? 0, `${d} ${what}: attention commands`).toBe(0);
+        expect(counts.matmul, `${d} ${what}: composed matmuls`).toBe(2);
+        out!.dispose();
+      }
+      let plain: torch.Tensor | null = null;
+      expect((await commandsOf(d, () => (plain = F.scaledDotProductAttention(q, q, q)))).attention, `${d}: float32 without dropout`).toBe(1);
+      for (const t of [q, h, m, plain]) t?.dispose();
+    }
+  });
+
+  it('a gradient taken with createGraph has the same values, and is differentiable', async () => {
+    for (const d of devices) {
+      torch.manualSeed(3);
+      const q = torch.randn([2, 6, 4], { device: d, requiresGrad: true }), k = torch.randn([2, 9, 4], { device: d, requiresGrad: true });
+      const v = torch.randn([2, 9, 3], { device: d, requiresGrad: true });
+      // no mask: a bool mask's `where` under createGraph keeps one storage alive after everything is
+      // disposed, on the composed path too (an issue of its own)
+      const g = torch.randn([2, 6, 3], { device: d, requiresGrad: true });
+      const out = F.scaledDotProductAttention(q, k, v, { scale: 0.7 });
+      const plain = torch.autograd.grad([out], [q, k, v], [g], { retainGraph: true });
+      const made = torch.autograd.grad([out], [q, k, v], [g], { createGraph: true });
+      for (let i = 0; i < 3; i++) {
+        expect(made[i].requiresGrad, `${d}: gradient ${i} requires grad`).toBe(true);
+        expect(await maxDiff(made[i], plain[i]), `${d}: gradient ${i}`).toBeLessThan(1e-5);
+      }
+      // dv = Pᵀ·g is linear in g: d(Σ dv)/dg is P's row sums over the keys, 1 for every query row
+      const total = made[2].sum();
+      const [gg] = torch.autograd.grad([total], [g]);
+      const perRow = gg.sum(-1);
+      const rows = (await perRow.data()) as Float32Array;
+      for (const r of rows) expect(r).toBeCloseTo(3, 4);
+      for (const t of [q, k, v, g, out, total, gg, perRow, ...plain, ...made]) t.dispose();
+    }
+  });
+
+  it('replays in a fused graph: attention reads a fused chain\'s intermediate values as query and mask', async () => {
+    for (const d of devices) {
+      torch.manualSeed(5);
+      const x = torch.randn([3, 512, 8], { device: d }), k = torch.randn([3, 600, 8], { device: d }), v = torch.randn([3, 600, 8], { device: d });
+      // the mask is large enough for a segment of its own: no other read of that segment hides attention's
+      const m = torch.randn([1, 512, 600], { device: d });
+      // q and the mask are the first steps of chains (x·2 → +1, m·2 → exp) that only attention reads
+      // afterwards: fusion may drop them only if it misses attention's reads (ts/worker/gpu/fuse.ts;
+      // with the mask's read left out there, the replay's output was 10.7 off)
+      const run = (): torch.Tensor[] => {
+        const q = x.mul(2), qAfter = q.add(1);
+        const mask = m.mul(2), maskAfter = mask.exp();
+        const after = [qAfter, maskAfter];
+        return [F.scaledDotProductAttention(q, k, v, mask).mul(3).add(1), ...after];
+      };
+      const graph = newGraph(d);
+      let ys: torch.Tensor[] = [];
+      await capture(d, graph, () => {
+        ys = torch.tidy(run);
+      });
+      for (const seed of [6, 7]) {
+        torch.manualSeed(seed);
+        const fresh = torch.randn([3, 512, 8], { device: d }), freshM = torch.randn([1, 512, 600], { device: d });
+        x.copy_(fresh);
+        m.copy_(freshM);
+        graph.replay();
+        const want = torch.tidy(run);
+        for (let i = 0; i < 3; i++) expect(await maxDiff(ys[i], want[i]), `${d}: replay ${seed}, output ${i}`).toBeLessThan(1e-4);
+        for (const t of [fresh, freshM, ...want]) t.dispose();
+      }
+      graph.reset();
+      for (const t of [x, k, v, m, ...ys]) t.dispose();
+    }
+  });
+});

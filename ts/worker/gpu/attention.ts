@@ -1,0 +1,117 @@
+/**
+ * Fused attention on a GPU (the `attention` and `attentionGrad` commands; kernels in
+ * wgsl/attention.ts).
+ *
+ * Note [fused attention]: the composed `softmax(q·kᵀ·scale + bias)·v` writes the [L, S] scores
+ * and probabilities and keeps them for the backward. Here no L×S matrix exists outside a
+ * workgroup's memory.
+ * - Forward (one dispatch): a workgroup per (batch·head, tile of B query rows) walks the key
+ *   tiles (B keys, up to the diagonal when causal), with the online softmax: per row a running
+ *   max m and sum l; each tile's probabilities exp(s − m') rescale the accumulated output by
+ *   exp(m − m') and add P·V. It writes O = acc / l and the row's logsumexp m + log l, the only
+ *   thing the backward keeps beside O. A row whose scores are all -inf has l = 0: its output is
+ *   NaN and its logsumexp -inf, as the composed softmax gives (0/0); -inf never enters an
+ *   exponent as m (the shift is then 0), so a row masked only in its first tiles stays exact.
+ * - Backward (three dispatches, no atomics): 'd' writes each row's logsumexp and
+ *   D = Σ dO·O (= Σ P·dP) side by side into scratch; 'dq' walks the key tiles for a tile of query
+ *   rows, recomputing P = exp(s − lse) and dS = P·(dP − D), dP = dO·Vᵀ, and accumulates
+ *   dQ = scale·dS·K; 'dkv' walks the query tiles (from the diagonal when causal) for a tile of
+ *   keys and accumulates dV = Pᵀ·dO and dK = scale·dSᵀ·Q. Under a bool mask a -inf place takes
+ *   no dS (the composed `where` passes it none), so a fully masked row's dQ is 0 and its dV NaN,
+ *   as composed.
+ * Each dispatch binds each segment once (the params, then at most seven); 'dkv' binds nine
+ * when every operand is in a segment of its own, so an adapter with fewer storage bindings
+ * runs it twice (dK, then dV). The tile B (16, 8 or 4 rows) is the largest whose operands fit
+ * the workgroup memory. A tensor larger than one binding raises (ts/worker/split.ts `tooLarge`).
+ */
+import { AP, ATTN_MAX_LEAD, ATTN_PARAM_WORDS, attentionShader, attnGroups, attnKey, attnSharedBytes, type AttnSpec } from '../../../wgsl/attention.js';
+import type { AttentionCommand, Place } from '../../ir/commands.js';
+import { buf, device, dispatchAt, grid1d, paramWords, reserveParams } from './core.js';
+import { KeptScratch } from './workspace.js';
+
+type Slots = AttnSpec['slots'];
+type Named = [keyof Slots, GPUBuffer, boolean];
+
+const f32 = new Float32Array(1), u32 = new Uint32Array(f32.buffer);
+const bits = (x: number): number => ((f32[0] = x), u32[0]);
+
+/** The backward's per-row logsumexp and D, interleaved. */
+const rowScratch = new KeptScratch('the attention backward\'s row statistics');
+
+/** The largest tile whose operands fit the workgroup memory. */
+function tileOf(pass: AttnSpec['pass'], E: number, Ev: number): number {
+  const limit = device.limits.maxComputeWorkgroupStorageSize;
+  for (const B of [16, 8, 4]) if (attnSharedBytes(pass, E, Ev, B) <= limit) return B;
+  throw new Error(`attention: head dims ${E} and ${Ev} need more workgroup memory than the adapter's ${limit} bytes`);
+}
+
+/** Writes the params shared by every pass; returns their first word. */
+function params(cmd: AttentionCommand, places: Partial<Record<keyof typeof AP, number>>): number {
+  const at = reserveParams(ATTN_PARAM_WORDS);
+  const w = paramWords;
+  w[at + AP.bh] = cmd.bh;
+  w[at + AP.L] = cmd.L;
+  w[at + AP.S] = cmd.S;
+  w[at + AP.scale] = bits(cmd.scale);
+  w[at + AP.causal] = cmd.causal ? 1 : 0;
+  for (const [k, v] of Object.entries(places)) w[at + AP[k as keyof typeof AP]] = v!;
+  const m = cmd.mask;
+  if (m) {
+    w[at + AP.mask] = m.at.offset;
+    const n = m.lead.length;
+    w[at + AP.mRow] = m.at.strides[n] | 0;
+    w[at + AP.mCol] = m.at.strides[n + 1] | 0;
+    w[at + AP.nLead] = n;
+    m.lead.forEach((size, d) => {
+      w[at + AP.lead + 2 * d] = size;
+      w[at + AP.lead + 2 * d + 1] = m.at.strides[d] | 0;
+    });
+  }
+  return at;
+}
+
+/** One dispatch of `pass` over the named buffers (each distinct buffer bound once, in order). */
+function pass(cmd: AttentionCommand, p: AttnSpec['pass'], named: Named[], places: Partial<Record<keyof typeof AP, number>>): void {
+  const bind: GPUBuffer[] = [];
+  const slots: Slots = { q: -1, key: -1, v: -1, out: -1, lse: -1, g: -1, dq: -1, dk: -1, dv: -1, ld: -1, mask: -1 };
+  const written = new Set<number>();
+  for (const [name, b, w] of named) {
+    let i = bind.indexOf(b);
+    if (i < 0) i = bind.push(b) - 1;
+    slots[name] = i;
+    if (w) written.add(i);
+  }
+  const B = p === 'd' ? 1 : tileOf(p, cmd.E, cmd.Ev);
+  const spec: AttnSpec = { pass: p, E: cmd.E, Ev: cmd.Ev, B, slots, written: [...written].sort((a, b) => a - b), slotCount: bind.length, maskBool: !!cmd.mask?.bool };
+  const at = params(cmd, places);
+  dispatchAt(attnKey(spec), () => attentionShader(spec), bind, at, ATTN_PARAM_WORDS, grid1d(attnGroups(p, cmd.bh, cmd.L, cmd.S, B), 1));
+}
+
+const off = (p: Place) => p.offset;
+
+/** Runs an `attention` or `attentionGrad` command (see the note). */
+export function runAttention(cmd: AttentionCommand): void {
+  if (cmd.bh === 0 || cmd.L === 0) return;
+  if (cmd.mask && cmd.mask.lead.length > ATTN_MAX_LEAD) throw new Error(`attention: a mask of more than ${ATTN_MAX_LEAD} lead dims`);
+  const inputs: Named[] = [['q', buf(cmd.q.id), false], ['key', buf(cmd.key.id), false], ['v', buf(cmd.v.id), false]];
+  const mask: Named[] = cmd.mask ? [['mask', buf(cmd.mask.at.id), false]] : [];
+  const base = { q: off(cmd.q), key: off(cmd.key), v: off(cmd.v) };
+  if (cmd.k === 'attention') {
+    const outs: Named[] = [['out', buf(cmd.out.id), true], ...(cmd.lse ? [['lse', buf(cmd.lse.id), true] as Named] : [])];
+    pass(cmd, 'fwd', [...outs, ...inputs, ...mask], { ...base, out: off(cmd.out), lse: cmd.lse ? off(cmd.lse) : 0 });
+    return;
+  }
+  const ld = rowScratch.take(Math.max(16, Math.ceil((8 * cmd.bh * cmd.L) / 16) * 16));
+  const shared = { ...base, out: off(cmd.o), lse: off(cmd.lse), g: off(cmd.g), ld: 0, dq: off(cmd.dq), dk: off(cmd.dk), dv: off(cmd.dv) };
+  pass(cmd, 'd', [['ld', ld, true], ['g', buf(cmd.g.id), false], ['out', buf(cmd.o.id), false], ['lse', buf(cmd.lse.id), false]], shared);
+  const grads: Named[] = [['g', buf(cmd.g.id), false], ['ld', ld, false]];
+  pass(cmd, 'dq', [['dq', buf(cmd.dq.id), true], ...inputs, ...grads, ...mask], shared);
+  if (cmd.S === 0) return;
+  const dk: Named = ['dk', buf(cmd.dk.id), true], dv: Named = ['dv', buf(cmd.dv.id), true];
+  const all = [dk, dv, ...inputs, ...grads, ...mask];
+  if (new Set(all.map((n) => n[1])).size + 1 <= device.limits.maxStorageBuffersPerShaderStage) pass(cmd, 'dkv', all, shared);
+  else {
+    pass(cmd, 'dkv', [dk, ...inputs, ...grads, ...mask], shared);
+    pass(cmd, 'dkv', [dv, ...inputs, ...grads, ...mask], shared);
+  }
+}
