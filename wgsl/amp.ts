@@ -19,6 +19,7 @@
 import { StorageCode } from '../ts/dtype.js';
 import { F16_ROUND } from './dtype.js';
 import { WG } from './elementwise.js';
+import { findEntry, segmentAccess } from './segments.js';
 
 /** Params header words: entries, total units, invScale (slot, word), found (slot, word), 2 spare. */
 export const AMP_HEADER_WORDS = 8;
@@ -37,25 +38,9 @@ export function ampUnits(dt: StorageCode, offset: number, count: number): number
 
 /** The `ampUnscale` kernel over `slots` bindings of gradient (and scale, flag) segments. */
 export function ampShader(slots: number): string {
-  let decl = '', ld = '', st = '';
-  for (let k = 0; k < slots; k++) {
-    decl += `@group(0) @binding(${k + 1}) var<storage, read_write> S${k}: array<u32>;\n`;
-    ld += `    case ${k}u: { return S${k}[i]; }\n`;
-    st += `    case ${k}u: { S${k}[i] = v; }\n`;
-  }
   const H = AMP_HEADER_WORDS, E = AMP_ENTRY_WORDS;
   return `@group(0) @binding(0) var<storage, read> P: array<u32>;
-${decl}
-fn ld(s: u32, i: u32) -> u32 {
-  switch s {
-${ld}    default: { return 0u; }
-  }
-}
-fn st(s: u32, i: u32, v: u32) {
-  switch s {
-${st}    default: {}
-  }
-}
+${segmentAccess(slots, 'u32')}
 ${F16_ROUND}
 fn bf16_round(v: f32) -> u32 {
   let x = bitcast<u32>(v);
@@ -76,12 +61,7 @@ fn f16_value(h: u32) -> f32 {
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
   let w = (wid.y * nwg.x + wid.x) * ${WG}u + li;
   if (w >= P[1]) { return; }
-  var lo = 0u;
-  var hi = P[0] - 1u;
-  while (lo < hi) {
-    let mid = (lo + hi + 1u) / 2u;
-    if (P[${H}u + mid * ${E}u + 4u] <= w) { lo = mid; } else { hi = mid - 1u; }
-  }
+  ${findEntry('w', 'P[0]', H, E, 4)}
   let b = ${H}u + lo * ${E}u;
   let slot = P[b];
   let dt = P[b + 1u];

@@ -16,6 +16,7 @@
  */
 import { StorageCode } from '../ts/dtype.js';
 import { WG } from './elementwise.js';
+import { findEntry, segmentAccess } from './segments.js';
 
 /** Elements one workgroup of the first pass reduces (16 per invocation). */
 export const NORM_CHUNK = WG * 16;
@@ -89,12 +90,7 @@ ${term(kind)}
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
   let g = wid.y * nwg.x + wid.x;
   if (g >= P[1]) { return; }
-  var lo = 0u;
-  var hi = P[0] - 1u;
-  while (lo < hi) {
-    let mid = (lo + hi + 1u) / 2u;
-    if (P[${H}u + mid * ${E}u] <= g) { lo = mid; } else { hi = mid - 1u; }
-  }
+  ${findEntry('g', 'P[0]', H, E)}
   let e = ${H}u + lo * ${E}u;
   let j = g - P[e];
   let end = min(j * ${NORM_CHUNK}u + ${NORM_CHUNK}u, P[e + 1u]);
@@ -144,35 +140,14 @@ ${TREE}
  * and 3, f32 bits), NaN kept.
  */
 export function mulShader(slots: number, clamp = false): string {
-  let decl = '', ld = '', st = '';
-  for (let k = 0; k < slots; k++) {
-    decl += `@group(0) @binding(${k + 1}) var<storage, read_write> S${k}: array<f32>;\n`;
-    ld += `    case ${k}u: { return S${k}[i]; }\n`;
-    st += `    case ${k}u: { S${k}[i] = v; }\n`;
-  }
   const H = MUL_HEADER_WORDS, E = MUL_ENTRY_WORDS;
   return `@group(0) @binding(0) var<storage, read> P: array<u32>;
-${decl}
-fn ld(s: u32, i: u32) -> f32 {
-  switch s {
-${ld}    default: { return 0.0; }
-  }
-}
-fn st(s: u32, i: u32, v: f32) {
-  switch s {
-${st}    default: {}
-  }
-}
+${segmentAccess(slots, 'f32')}
 @compute @workgroup_size(${WG})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
   let w = (wid.y * nwg.x + wid.x) * ${WG}u + li;
   if (w >= P[1]) { return; }
-  var lo = 0u;
-  var hi = P[0] - 1u;
-  while (lo < hi) {
-    let mid = (lo + hi + 1u) / 2u;
-    if (P[${H}u + mid * ${E}u] <= w) { lo = mid; } else { hi = mid - 1u; }
-  }
+  ${findEntry('w', 'P[0]', H, E)}
   let e = ${H}u + lo * ${E}u;
   let i = P[e + 3u] + w - P[e];
   let slot = P[e + 2u];

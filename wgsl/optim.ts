@@ -13,6 +13,7 @@
  * of ts/optim/algorithms.ts do, so that both paths round alike.
  */
 import { WG } from './elementwise.js';
+import { findEntry, segmentAccess } from './segments.js';
 
 /** Params header words (see `OPTIM_HEADER`). */
 export const OPTIM_HEADER_WORDS = 16;
@@ -32,26 +33,10 @@ export const OPTIM_ALGO = { adam: 0, sgd: 1 } as const;
 
 /** The `optimStep` kernel over `slots` bindings of segments. */
 export function optimShader(slots: number): string {
-  let decl = '', ld = '', st = '';
-  for (let k = 0; k < slots; k++) {
-    decl += `@group(0) @binding(${k + 1}) var<storage, read_write> S${k}: array<f32>;\n`;
-    ld += `    case ${k}u: { return S${k}[i]; }\n`;
-    st += `    case ${k}u: { S${k}[i] = v; }\n`;
-  }
   const H = OPTIM_HEADER_WORDS, E = OPTIM_ENTRY_WORDS, h = OPTIM_HEADER, F = OPTIM_FLAGS;
   const f = (w: number) => `bitcast<f32>(P[${w}u])`;
   return `@group(0) @binding(0) var<storage, read> P: array<u32>;
-${decl}
-fn ld(s: u32, i: u32) -> f32 {
-  switch s {
-${ld}    default: { return 0.0; }
-  }
-}
-fn st(s: u32, i: u32, v: f32) {
-  switch s {
-${st}    default: {}
-  }
-}
+${segmentAccess(slots, 'f32')}
 @compute @workgroup_size(${WG})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
   let w = (wid.y * nwg.x + wid.x) * ${WG}u + li;
@@ -64,12 +49,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     return;
   }
   if (w >= P[${h.units}]) { return; }
-  var lo = 0u;
-  var hi = P[${h.entries}] - 1u;
-  while (lo < hi) {
-    let mid = (lo + hi + 1u) / 2u;
-    if (P[${H}u + mid * ${E}u] <= w) { lo = mid; } else { hi = mid - 1u; }
-  }
+  ${findEntry('w', `P[${h.entries}]`, H, E)}
   let e = ${H}u + lo * ${E}u;
   let j = w - P[e];
   let flags = P[${h.flags}];
