@@ -61,12 +61,19 @@ async function collectAll(): Promise<void> {
   }
 }
 
-/** The loop's memory is flat after warm-up: the peak of the last half is no higher than the peak before it (after step 100). */
+/**
+ * The loop's memory is flat after warm-up: the peak of the last half, allocated and reserved, is
+ * no higher than the peak over steps 100..half, give or take 64 KiB (one step's garbage is about
+ * 10 KiB). When a collection falls decides which step holds a few KiB more: CI once saw reserved
+ * at the end 1,152 B above reserved at the half, with no growth. A leak of even 1 KiB a step puts
+ * the last half's peak 150 KiB (gpu:0, 300 steps) to 600 KiB (cpu, 1,200) above.
+ */
 function expectFlat(allocated: number[], reserved: number[]): void {
   const half = allocated.length >> 1;
-  const early = Math.max(...allocated.slice(100, half)), late = Math.max(...allocated.slice(half));
-  expect(late, `memoryAllocated's peak over the last half (${late}) vs steps 100..${half} (${early})`).toBeLessThanOrEqual(early + 64 * KiB);
-  expect(reserved[reserved.length - 1], 'memoryReserved at the end vs at the half').toBeLessThanOrEqual(reserved[half]);
+  for (const [name, series] of [['memoryAllocated', allocated], ['memoryReserved', reserved]] as const) {
+    const early = Math.max(...series.slice(100, half)), late = Math.max(...series.slice(half));
+    expect(late, `${name}'s peak over the last half (${late}) vs steps 100..${half} (${early})`).toBeLessThanOrEqual(early + 64 * KiB);
+  }
 }
 
 describe('a training loop with no tidy or dispose (PyTorch habits)', () => {
