@@ -6,8 +6,9 @@
  * The evidence is ordering, read back as values: the model's middle is a checkpointed ReLU, so
  * backward runs JavaScript (the checkpoint's recompute) between the last layer's gradients and the
  * first layer's. There the probe (1) finds fc1's gradient not computed yet, and (2) queues a read
- * of fc3's gradient (its bucket is the first). Reads run in the device's order, so that read sees
- * the averaged gradient only if the bucket's all-reduce was queued before it, i.e. during backward.
+ * of fc3's gradient (its bucket is the first) on DDP's comm stream (the all-reduces' stream,
+ * test/device/ddp-comm-stream.test.ts). Reads run in their stream's order, so that read sees the
+ * averaged gradient only if the bucket's all-reduce was queued before it, i.e. during backward.
  * The two ranks have different data, so the local gradient differs from the average.
  *
  * MUTATION RECORD (file:line as on main, the change, the failure seen):
@@ -18,7 +19,8 @@
  * backward returns (same values in the end). Built with `npm run build:ts && npm run build:bundle`.
  * Failed: "rank 0 fc3.weight.grad[0] at the probe 0.008171461522579193, after backward
  * 0.005790278315544128: expected 0.0023811832070350647 to be less than 0.000001" (the probe's read
- * saw rank 0's local gradient). With ts/ restored and rebuilt, it passes.
+ * saw rank 0's local gradient). With ts/ restored and rebuilt, it passes. (Recorded before the
+ * all-reduces moved to their own stream; the probe then read on the compute stream.)
  */
 import { describe, expect, it } from 'vitest';
 import * as torch from '../../dist/webtorch.js';
@@ -44,7 +46,8 @@ describe('DistributedDataParallel overlap', () => {
             if (inBackward && !probe.fc3Grad) {
               // The recompute, in the middle of backward.
               probe.fc1Grad = net.fc1.weight.grad !== null;
-              probe.fc3Grad = net.fc3.weight.grad!.data(); // queued now, in the device's order
+              // queued now, on the stream the all-reduces run on (in that stream's order)
+              probe.fc3Grad = torch.gpu.stream(ddp._commStream, () => net.fc3.weight.grad!.data());
             }
             return t.relu();
           }, h);

@@ -7,8 +7,17 @@
  * gradient accumulated under `noSync`) is copied into its slot of a flat bucket (parameters in
  * reverse order, `bucketCapMb` per bucket, as PyTorch), and the parameter's `.grad` becomes a
  * view of that slot. When a bucket's last gradient arrives, its averaging all-reduce is issued
- * at once, in bucket order, still inside `backward()`: the reduction is queued on the devices
- * ahead of the optimizer step, so `.grad` holds the average by the time anything reads it.
+ * at once, in bucket order, still inside `backward()`.
+ *
+ * The all-reduces run on a stream of their own (on a GPU; the cpu has one stream), as PyTorch's
+ * NCCL work does: each bucket's waits for the compute stream's work so far (its gradients
+ * written), and the compute stream waits for the last bucket's once it is issued. So a `recv`
+ * that waits for a peer's bytes holds only the comm stream: backward's later kernels run
+ * meanwhile, and the optimizer step (queued after backward) still reads the averages. Memory
+ * needs no `recordStream`: what the reduction makes is allocated and freed on the comm stream,
+ * and the buckets (and a joined rank's count) are freed on the compute stream only after it has
+ * waited for the comm stream (at the end of backward, or at the next forward or release when a
+ * backward stopped early).
  *
  * A registered comm hook (`registerCommHook`, ts/distributed/comm-hooks.ts) replaces that
  * all-reduce; `join(fn)` lets ranks with fewer batches shadow the others' collectives
@@ -37,6 +46,7 @@ import { tidy } from '../ops/scoped.js';
 import { SocketGroup } from './socket-group.js';
 import type { Device, DeviceLike } from '../device.js';
 import { device as toDevice } from '../device.js';
+import { currentStream, Stream, withStream } from '../runtime/streams.js';
 
 /** `DistributedDataParallel`'s keywords (PyTorch's, camelCase). */
 export interface DDPOptions {
@@ -111,6 +121,10 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
   readonly gradientAsBucketView: boolean;
   private _hook: { hook: CommHook; state: unknown } | null = null;
   private _join: JoinState | null = null;
+  /** @internal The stream the gradient all-reduces run on (null on the cpu: they run in its one stream). */
+  readonly _commStream: Stream | null;
+  /** Whether reductions were queued on the comm stream that the compute stream has not waited for. */
+  private _commPending = false;
 
   constructor(module: M, options: DDPOptions = {}) {
     super();
@@ -129,6 +143,7 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
     const state = [...module.parameters(), ...module.buffers()];
     const dev = g instanceof SocketGroup ? (state[0]?.device ?? g.device) : g.device;
     this.device = dev;
+    this._commStream = dev.type === 'gpu' ? new Stream(dev) : null;
     this._moveInputs = options.deviceIds != null;
     if (options.deviceIds != null && (options.deviceIds.length !== 1 || toDevice(options.deviceIds[0]) !== dev)) {
       throw new RangeError(`DistributedDataParallel(): deviceIds must be [${dev}] (the module's device), got [${options.deviceIds.map(String).join(', ')}]`);
@@ -196,6 +211,7 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
   /** Runs the module on this rank's inputs, with the parameters hooked for the gradient all-reduce. */
   forward(...args: unknown[]): any {
     const g = this.processGroup;
+    this.joinCommStream(); // a backward that stopped early: its buckets may be freed from here on
     // With deviceIds, as PyTorch's DDP: tensors among the inputs (in arrays and plain objects too) move to the module's device.
     const inputs = this._moveInputs ? args.map((a) => moveTo(a, this.device)) : args;
     const joining = this._join !== null && g.worldSize > 1;
@@ -273,7 +289,7 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
     while (this._next < this._buckets.length && this._buckets[this._next].ready.size === this._buckets[this._next].params.length) {
       const i = this._next++, done = this._buckets[i];
       try {
-        this.reduceBucket(i, done.flat!, false);
+        this.onCommStream(() => this.reduceBucket(i, done.flat!, false), this._next === this._buckets.length);
       } finally {
         if (!this.gradientAsBucketView) {
           done.flat!.dispose(); // the gradients' views keep the storage
@@ -307,13 +323,38 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
     if (!shadow && join.count) withGradMode(false, () => tidy(() => copyInto(flat, binaryOp('div', flat, join.count!))));
   }
 
+  /**
+   * Runs `reduce` (one bucket's reduction) on the comm stream, after the compute stream's work so
+   * far; with `last`, the compute stream then waits for it (and every bucket before it).
+   */
+  private onCommStream(reduce: () => void, last: boolean): void {
+    const comm = this._commStream;
+    if (!comm) return reduce();
+    comm.waitStream(currentStream(this.device));
+    this._commPending = true;
+    try {
+      withStream(comm, reduce);
+    } finally {
+      if (last) this.joinCommStream();
+    }
+  }
+
+  /** The compute stream waits for the reductions queued so far (before anything frees a bucket). */
+  private joinCommStream(): void {
+    if (!this._commPending) return;
+    this._commPending = false;
+    currentStream(this.device).waitStream(this._commStream!);
+  }
+
   /** @internal A joined rank's side of one backward: each bucket's reduction on zeros, in bucket order. */
   _shadowBackward(): void {
     for (let i = 0; i < this._buckets.length; i++) {
       const b = this._buckets[i];
-      const z = zeros([b.numel], { dtype: b.params[0].dtype, device: this.device });
-      this.reduceBucket(i, z, true);
-      z.dispose();
+      this.onCommStream(() => {
+        const z = zeros([b.numel], { dtype: b.params[0].dtype, device: this.device });
+        this.reduceBucket(i, z, true);
+        z.dispose();
+      }, i === this._buckets.length - 1);
     }
   }
 
@@ -349,6 +390,7 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
       if (this.processGroup.worldSize > 1) await joinedRank(this);
       return r;
     } finally {
+      this.joinCommStream();
       this._join.count?.dispose();
       this._join = null;
     }
@@ -356,6 +398,7 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
 
   /** @internal Frees the kept buckets of `gradientAsBucketView` (the gradients' views keep their storage). */
   _releaseBuckets(): void {
+    this.joinCommStream();
     for (const b of this._buckets) {
       b.flat?.dispose();
       b.flat = null;
