@@ -120,6 +120,8 @@ export const square = u('square'), trunc = u('trunc');
 export const mul = b('mul'), pow = b('pow'), maximum = b('maximum'), minimum = b('minimum'), remainder = b('remainder');
 export const atan2 = b('atan2'), floorDivide = b('floor_divide'), eq = b('eq'), ne = b('ne'), lt = b('lt'), le = b('le');
 export const gt = b('gt'), ge = b('ge'), logicalAnd = b('logical_and'), logicalOr = b('logical_or'), logicalXor = b('logical_xor');
+/** `torch.bitwise_not` (`~x`), `bitwise_and` (`a & b`), `bitwise_or` (`|`), `bitwise_xor` (`^`): bool and integer tensors. */
+export const bitwiseNot = u('bitwise_not'), bitwiseAnd = b('bitwise_and'), bitwiseOr = b('bitwise_or'), bitwiseXor = b('bitwise_xor');
 
 /** `torch.add(a, b, alpha=)`. */
 export const add = (x: TensorOrScalar, y: TensorOrScalar, ...args: [options?: { alpha?: number }]) => binaryApi('add', x, y, bindArgs('add', ['alpha'], args, { alpha: 1 }, 2, 0).alpha);
