@@ -16,7 +16,7 @@
 import './ops/methods.js';
 import './tensor-new.js';
 import './ops/surface-methods.js';
-import { CPU, Device, device, tryAllGpus, tryGpu, numGpus, shutdown as stopDevices, startedDevices } from './device.js';
+import { CPU, Device, device, getDefaultDevice, setDefaultDevice, tryAllGpus, tryGpu, numGpus, shutdown as stopDevices, startedDevices } from './device.js';
 import { onProgramEnd } from './platform.js';
 import { resetAllocators } from './runtime/memory.js';
 import * as gpu from './gpu.js';
@@ -36,6 +36,8 @@ import { onesLike } from './ops/creation.js';
 export { Tensor };
 export type { NestedArray } from './tensor.js';
 export { Device, CPU, device, tryGpu, tryAllGpus, numGpus, gpu, cpu };
+/** `torch.set_default_device` / `torch.get_default_device`: where factories create without a `device` (ts/device.ts). */
+export { setDefaultDevice, getDefaultDevice };
 /** `torch.cuda`: the same module as `torch.gpu`, so that PyTorch code translates word for word. */
 export { gpu as cuda };
 export { OutOfMemoryError } from './memory/index.js';
