@@ -86,6 +86,16 @@ describe('torch.setDefaultDevice', () => {
     expect(String(torch.getDefaultDevice())).toBe('cpu');
   });
 
+  it('a distribution of numbers makes its tensors there (broadcast_all through torch.tensor)', async () => {
+    torch.setDefaultDevice('gpu:0');
+    const n = new torch.distributions.Normal(0, 1);
+    expect(String(n.loc.device)).toBe('gpu:0');
+    const s = keep(n.sample([3]));
+    expect(String(s.device)).toBe('gpu:0');
+    await s.values();
+    n.dispose();
+  });
+
   it('a layer built after setDefaultDevice has its parameters and buffers there', () => {
     torch.setDefaultDevice('gpu:0');
     const lin = new torch.nn.Linear(3, 2), bn = new torch.nn.BatchNorm1d(2), cpuLin = new torch.nn.Linear(3, 2, { device: 'cpu' });
