@@ -280,6 +280,33 @@ export async function deviceCount(): Promise<number> {
 export const currentDevice = (): number => current.get();
 
 /**
+ * The factories' default device (`torch.set_default_device`; null: the cpu). It is not the current
+ * GPU: that one (`setDevice`, PyTorch's `cuda.set_device`) only says which index a bare 'gpu'
+ * means. A default of bare 'gpu' (or 'cuda') stays unindexed, as PyTorch's 'cuda' does, so each
+ * factory call takes the current GPU of its time. What it covers is PyTorch's list of device
+ * constructors (`tensor`, `zeros`, `ones`, `full`, `empty`, `arange`, `linspace`, `eye`, `rand`,
+ * `randn`, `randint`, `randperm`; the layers' parameters through them): an explicit `device` wins,
+ * and `*_like`, `new_*` and every op on tensors follow their tensors.
+ */
+let defaultSpec: Device | 'gpu' | null = null;
+
+/** `torch.set_default_device(device)`: where factory functions create without a `device`; `null` resets it to the cpu. */
+export function setDefaultDevice(...args: [device: DeviceLike | null]): void {
+  const spec = bindArgs('set_default_device', ['device'], args, { device: REQUIRED as DeviceLike | null }).device;
+  if (spec === null) {
+    defaultSpec = null;
+    return;
+  }
+  const d = device(spec); // validates, and raises as a factory's `device` would
+  defaultSpec = typeof spec === 'string' && /^(gpu|cuda)$/.test(spec.trim()) ? 'gpu' : d;
+}
+
+/** `torch.get_default_device()`: the device factories create on without a `device` (a bare 'gpu' default as the current GPU now). */
+export function getDefaultDevice(): Device {
+  return defaultSpec === null ? CPU : defaultSpec === 'gpu' ? device('gpu') : defaultSpec;
+}
+
+/**
  * Sets the current GPU index (`torch.cuda.set_device`): for the rest of the innermost
  * `withDevice` callback when called inside one, else for the program.
  */

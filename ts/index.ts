@@ -16,7 +16,7 @@
 import './ops/methods.js';
 import './tensor-new.js';
 import './ops/surface-methods.js';
-import { CPU, Device, device, tryAllGpus, tryGpu, numGpus, shutdown as stopDevices, startedDevices } from './device.js';
+import { CPU, Device, device, getDefaultDevice, setDefaultDevice, tryAllGpus, tryGpu, numGpus, shutdown as stopDevices, startedDevices } from './device.js';
 import { onProgramEnd } from './platform.js';
 import { resetAllocators } from './runtime/memory.js';
 import * as gpu from './gpu.js';
@@ -36,6 +36,8 @@ import { onesLike } from './ops/creation.js';
 export { Tensor };
 export type { NestedArray } from './tensor.js';
 export { Device, CPU, device, tryGpu, tryAllGpus, numGpus, gpu, cpu };
+/** `torch.set_default_device` / `torch.get_default_device`: where factories create without a `device` (ts/device.ts). */
+export { setDefaultDevice, getDefaultDevice };
 /** `torch.cuda`: the same module as `torch.gpu`, so that PyTorch code translates word for word. */
 export { gpu as cuda };
 export { OutOfMemoryError } from './memory/index.js';
@@ -120,6 +122,8 @@ export const square = u('square'), trunc = u('trunc');
 export const mul = b('mul'), pow = b('pow'), maximum = b('maximum'), minimum = b('minimum'), remainder = b('remainder');
 export const atan2 = b('atan2'), floorDivide = b('floor_divide'), eq = b('eq'), ne = b('ne'), lt = b('lt'), le = b('le');
 export const gt = b('gt'), ge = b('ge'), logicalAnd = b('logical_and'), logicalOr = b('logical_or'), logicalXor = b('logical_xor');
+/** `torch.bitwise_not` (`~x`), `bitwise_and` (`a & b`), `bitwise_or` (`|`), `bitwise_xor` (`^`): bool and integer tensors. */
+export const bitwiseNot = u('bitwise_not'), bitwiseAnd = b('bitwise_and'), bitwiseOr = b('bitwise_or'), bitwiseXor = b('bitwise_xor');
 
 /** `torch.add(a, b, alpha=)`. */
 export const add = (x: TensorOrScalar, y: TensorOrScalar, ...args: [options?: { alpha?: number }]) => binaryApi('add', x, y, bindArgs('add', ['alpha'], args, { alpha: 1 }, 2, 0).alpha);

@@ -73,7 +73,7 @@ export function unaryF(op: i32, x: f64, s0: f64, s1: f64, s2: f64): f64 {
 /** True for the ops that have an exact integer form. */
 // @ts-ignore: decorator
 @inline function intOk(op: i32): bool {
-  return op <= 1 || op == 12 || (op >= 18 && op <= 21) || (op >= 23 && op <= 30);
+  return op <= 1 || op == 12 || (op >= 18 && op <= 21) || (op >= 23 && op <= 30) || op == 33;
 }
 
 /** Integer-class op on one value (only called when intOk(op)); wraps like PyTorch's int64. */
@@ -93,6 +93,7 @@ export function unaryI(op: i32, x: i64, s0: f64, s1: f64): i64 {
     case 26: return 0;
     case 27: return 0;
     case 28: return x * x;
+    case 33: return ~x; // bitwise_not (integer dtypes only: on bool the API runs logical_not)
     default: return x;
   }
 }

@@ -388,6 +388,8 @@ const creationRecipes: Record<string, Recipe> = {
   sum: (bad) => torch.sum(t(), 0, bad), mean: (bad) => torch.mean(t(), 0, bad), prod: (bad) => torch.prod(t(), 0, bad),
   max: (bad) => torch.max(t(), 0, bad), min: (bad) => torch.min(t(), 0, bad), argmax: (bad) => torch.argmax(t(), 0, bad), argmin: (bad) => torch.argmin(t(), 0, bad),
   exp: (bad) => torch.exp(t(), bad as never), mul: (bad) => torch.mul(t(), t(), bad as never),
+  bitwiseNot: (bad) => torch.bitwiseNot(t().int(), bad as never), bitwiseAnd: (bad) => torch.bitwiseAnd(t().int(), 1, bad as never),
+  setDefaultDevice: (bad) => torch.setDefaultDevice('cpu', bad as never),
   cat: (bad) => torch.cat([t(), t()], bad), stack: (bad) => torch.stack([t(), t()], bad), split: (bad) => torch.split(t(), 1, bad),
   chunk: (bad) => torch.chunk(t(), 2, bad), roll: (bad) => torch.roll(t(), 1, bad), tril: (bad) => torch.tril(t(), bad), triu: (bad) => torch.triu(t(), bad),
   flip: (bad) => torch.flip(t(), [0], bad), logsumexp: (bad) => torch.logsumexp(t(), 1, bad), norm: (bad) => torch.norm(t(), bad),

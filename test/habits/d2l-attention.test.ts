@@ -16,7 +16,7 @@
  *  - Fixed since this test was written, and written here as the chapter has them: `torch.max(a, b)`
  *    (elementwise), `F.softmax(X, {dim: -1})`, `x[None, :]` as `x.index(null, ':')`, iterating an
  *    `nn.Sequential`.
- *  - `X[~mask] = value`: `~` is `logicalNot()` (no `~` operator, no `bitwiseNot`), and `X[m] = v` is
+ *  - `X[~mask] = value`: `~` is `bitwiseNot()` (no `~` operator; on a bool mask it is `logicalNot()`, used here), and `X[m] = v` is
  *    `X.indexPut_(m, v)` (what PyTorch's `__setitem__` runs for a bool mask).
  *  - `P[:, :, 0::2] = torch.sin(X)`: `P.index(':', ':', '0::2')` is a view, so `.copy_(…)` into it
  *    is `__setitem__` exactly.

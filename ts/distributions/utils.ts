@@ -17,7 +17,7 @@ export const FLOAT32_MIN = -3.4028234663852886e38;
 
 /**
  * PyTorch's `broadcast_all(*values)`: tensors broadcast together; numbers become tensors of the
- * first tensor's dtype and device (float32 on the cpu when all are numbers). A tensor already of
+ * first tensor's dtype and device (float32 on the default device, `torch.setDefaultDevice`'s, when all are numbers). A tensor already of
  * the broadcast shape is returned as it is (not a new handle), so the caller knows which results
  * it made (`made[i]`) and must dispose.
  */
@@ -27,7 +27,7 @@ export function broadcastAll(values: readonly (Tensor | number)[]): { tensors: T
   }
   const first = values.find((v): v is Tensor => v instanceof Tensor);
   const shape = broadcastShapes(...values.map((v) => (v instanceof Tensor ? v.shape : [])));
-  const opts = { dtype: first?.dtype ?? 'float32', device: first?.device ?? 'cpu' } as const;
+  const opts = { dtype: first?.dtype ?? 'float32', device: first?.device ?? null } as const;
   const made: boolean[] = [];
   const tensors = values.map((v) => {
     if (v instanceof Tensor && v.shape.length === shape.length && v.shape.every((s, i) => s === shape[i])) {

@@ -8,7 +8,7 @@
  * the common mistake PyTorch's notes warn about. `to()` moves parameters and buffers *in place*
  * (each keeps its identity), so an optimizer built before `.to()` still holds the right tensors.
  */
-import { device as toDevice, type DeviceLike } from '../device.js';
+import { CPU, device as toDevice, getDefaultDevice, type DeviceLike } from '../device.js';
 import type { DType } from '../dtype.js';
 import { withGradMode } from '../autograd/graph.js';
 import { Tensor } from '../tensor.js';
@@ -278,9 +278,14 @@ export abstract class Module extends CallableObject {
     return this;
   }
 
-  /** Places a freshly built layer as PyTorch's `device=`/`dtype=` factory arguments ask. */
+  /**
+   * Places a freshly built layer as PyTorch's `device=`/`dtype=` factory arguments ask; without
+   * `device`, on `torch.setDefaultDevice`'s device (its parameters are drawn on the host).
+   */
   protected place(o: FactoryOptions): this {
-    return o.device == null && o.dtype == null ? this : this.to({ device: o.device ?? undefined, dtype: o.dtype ?? undefined });
+    const fallback = getDefaultDevice();
+    const device = o.device ?? (fallback === CPU ? undefined : fallback);
+    return device === undefined && o.dtype == null ? this : this.to({ device, dtype: o.dtype ?? undefined });
   }
 
   /** `to('gpu:i')` (the current GPU when omitted). */

@@ -1,11 +1,12 @@
 /**
  * Creation: `tensor`, `zeros`, `ones`, `full`, `empty`, `arange`, `linspace`, `rand`, `randn`,
  * `eye`, and the `*_like` and `new_*` families. Every creation takes `{dtype, device}`; the
- * device defaults to `cpu`, as in PyTorch. Host data is encoded on the calling thread and
+ * device defaults to `cpu`, or to `torch.setDefaultDevice`'s (ts/device.ts), as in PyTorch; the
+ * `*_like` and `new_*` forms default to their tensor's. Host data is encoded on the calling thread and
  * moves to the worker with the command (transferred, not copied). Random numbers are made on
  * the device (ts/ops/random.ts; `randperm`, `bernoulli` and `multinomial` are in ts/ops/sampling.ts).
  */
-import { CPU, device as toDevice, type Device, type DeviceLike } from '../device.js';
+import { device as toDevice, getDefaultDevice, type Device, type DeviceLike } from '../device.js';
 import { checkBigFits, checkFits, elementSize, encode, isFloating, scalarName, storageCode, toDType, viewStorage, type DType } from '../dtype.js';
 import type { Generator } from '../random.js';
 import { Dist, drawInto, f32Bits, generatorFor } from './random.js';
@@ -25,7 +26,7 @@ export interface TensorOptions {
 /** The creation keywords; the random functions add `generator`. */
 const CREATION_KEYS = ['dtype', 'device', 'requiresGrad'] as const;
 
-const dev = (o?: TensorOptions): Device => (o?.device == null ? CPU : toDevice(o.device));
+const dev = (o?: TensorOptions): Device => (o?.device == null ? getDefaultDevice() : toDevice(o.device));
 
 /** Checks a creation's keywords and applies `requiresGrad` to the new tensor. */
 export function made(op: string, t: Tensor, o: TensorOptions | undefined): Tensor {

@@ -36,9 +36,13 @@ function operandsText(a: TensorOrScalar, b?: TensorOrScalar): string {
   return b === undefined ? `input ${one(a)}` : `${one(a)} and ${one(b)}`;
 }
 
-/** The compute and result dtypes of an op; `a` and `b` are its operands, named in the errors. */
-function dtypes(op: ElementwiseOp, promoted: DType, a: TensorOrScalar, b?: TensorOrScalar): { compute: DType; out: DType } {
+/** The compute and result dtypes of an op on `device`; `a` and `b` are its operands, named in the errors. */
+function dtypes(op: ElementwiseOp, promoted: DType, device: Tensor['device'], a: TensorOrScalar, b?: TensorOrScalar): { compute: DType; out: DType } {
   switch (op.dtypes) {
+    case 'integral':
+      // PyTorch names the kernel: "bitwise_and_cpu" (its CUDA one "bitwise_and_cuda", here "_gpu")
+      if (isFloating(promoted)) throw new TypeError(`"${op.name}_${device.type}" not implemented for '${scalarName(promoted)}' (${operandsText(a, b)}; ${op.name} takes bool and integer tensors)`);
+      return { compute: promoted, out: promoted };
     case 'floating':
       if (!isFloating(promoted)) throw new TypeError(`"${op.name}" not implemented for '${scalarName(promoted)}' (${operandsText(a, b)}; ${op.name} takes floating point tensors)`);
       return { compute: promoted, out: promoted };
@@ -109,8 +113,9 @@ export function binaryApi(name: string, a: TensorOrScalar, b: TensorOrScalar, al
 
 /** Runs a one-input table op. `s` are the op's scalar options in table order. */
 export function unaryOp(name: string, x: Tensor, s: number[] = []): Tensor {
-  const op = elementwiseOp(name);
+  const named = elementwiseOp(name);
   sameDevice(name, [x]);
+  const op = named.onBool && x.dtype === 'bool' ? elementwiseOp(named.onBool) : named;
   if (!op.grad || !(x.requiresGrad && isGradEnabled())) return unaryForward(op, x, s);
   return recorded(name, [x], () => unaryForward(op, x, s), (ctx, out) => {
     const sx = op.saves!.includes('x') ? ctx.save(x) : x, so = op.saves!.includes('out') ? ctx.save(out) : out;
@@ -121,7 +126,7 @@ export function unaryOp(name: string, x: Tensor, s: number[] = []): Tensor {
 function unaryForward(op: ElementwiseOp, x: Tensor, s: number[]): Tensor {
   const name = op.name;
   checkRank(name, x.shape);
-  const { compute, out: outDt } = dtypes(op, x.dtype, x);
+  const { compute, out: outDt } = dtypes(op, x.dtype, x.device, x);
   const [xc, temp] = toCompute(x, compute);
   const out = alloc(x.shape, outDt, x.device);
   if (out.numel()) {
@@ -205,7 +210,12 @@ function binaryForward(op: ElementwiseOp, a: TensorOrScalar, b: TensorOrScalar, 
   const ta = a instanceof Tensor ? a : null, tb = b instanceof Tensor ? b : null;
   const device = sameDevice(name, ta && tb ? [ta, tb] : [(ta ?? tb)!]);
   const promoted = ta && tb && ta.dtype === tb.dtype ? ta.dtype : resultType(a, b);
-  const { compute, out: outDt } = dtypes(op, promoted, a, b);
+  // PyTorch broadcasts (TensorIterator) before its kernel refuses a dtype; only sub's bool check comes first
+  if (promoted === 'bool' && BOOL_ERRORS[name]) dtypes(op, promoted, device, a, b);
+  const shape = ta && tb && sameShape(ta.shape, tb.shape) ? ta.shape.slice()
+    : !tb ? ta!.shape.slice() : !ta ? tb.shape.slice()
+      : broadcastFor(name, [ta.shape, tb.shape], `, dtypes ${ta.dtype} and ${tb.dtype}`);
+  const { compute, out: outDt } = dtypes(op, promoted, device, a, b);
   if ((name === 'add' || name === 'sub') && alpha !== 1 && !isFloating(compute) && !Number.isInteger(alpha)) {
     throw new TypeError(`For integral input tensors, argument alpha must not be a floating point number. (in ${name}, ${operandsText(a, b)}, alpha ${alpha})`);
   }
@@ -218,9 +228,6 @@ function binaryForward(op: ElementwiseOp, a: TensorOrScalar, b: TensorOrScalar, 
   }
   const intDivision = INT_DIVISIONS.has(name) && !isFloating(compute);
   if (intDivision && !tb && Number(b) === 0) throw new RangeError('ZeroDivisionError: integer division by zero');
-  const shape = ta && tb && sameShape(ta.shape, tb.shape) ? ta.shape.slice()
-    : !tb ? ta!.shape.slice() : !ta ? tb.shape.slice()
-      : broadcastFor(name, [ta.shape, tb.shape], `, dtypes ${ta.dtype} and ${tb.dtype}`);
   checkRank(name, shape);
   const temps: Tensor[] = [];
   const ra = operand(a, compute, shape, temps, device), rb = operand(b, compute, shape, temps, device);

@@ -31,6 +31,16 @@ declare module '../tensor.js' {
     ceil: Unary; round: Unary; sign: Unary; reciprocal: Unary; logicalNot: Unary; isnan: Unary; square: Unary; trunc: Unary;
     mul: Binary; pow: Binary; maximum: Binary; minimum: Binary; remainder: Binary; atan2: Binary; floorDivide: Binary;
     eq: Binary; ne: Binary; lt: Binary; le: Binary; gt: Binary; ge: Binary; logicalAnd: Binary; logicalOr: Binary; logicalXor: Binary;
+    /** `~x`, `x & other`, `x | other`, `x ^ other` (bool and integer tensors; `other` a tensor, a number or a boolean). */
+    bitwiseNot: Unary; bitwiseAnd: Binary; bitwiseOr: Binary; bitwiseXor: Binary;
+    /** In place: `x = ~x`. */
+    bitwiseNot_(): Tensor;
+    /** In place: `x &= other`. */
+    bitwiseAnd_(other: TensorOrScalar): Tensor;
+    /** In place: `x |= other`. */
+    bitwiseOr_(other: TensorOrScalar): Tensor;
+    /** In place: `x ^= other`. */
+    bitwiseXor_(other: TensorOrScalar): Tensor;
     /** `x.add(other, {alpha})`: alpha is keyword-only, as PyTorch's. */
     add(other: TensorOrScalar, options?: { alpha?: number }): Tensor;
     sub(other: TensorOrScalar, options?: { alpha?: number }): Tensor;
@@ -143,6 +153,10 @@ Object.assign(Tensor.prototype, {
   div_(this: Tensor, o: TensorOrScalar, opt?: { roundingMode?: 'floor' | 'trunc' | null }) { return inPlace('div_', this, (x) => div(x, o, opt)); },
   clamp_(this: Tensor, ...a: unknown[]) { const o = bindArgs('clamp_', ['min', 'max'], a, { min: null as number | null, max: null as number | null }); return inPlace('clamp_', this, (x) => clamp(x, o.min, o.max)); },
   neg_(this: Tensor, ...rest: unknown[]) { bindArgs('neg_', [], rest, {}, 0); return inPlace('neg_', this, (x) => unaryApi('neg', x)); },
+  bitwiseNot_(this: Tensor, ...rest: unknown[]) { bindArgs('bitwise_not_', [], rest, {}, 0); return inPlace('bitwise_not_', this, (x) => unaryApi('bitwise_not', x)); },
+  bitwiseAnd_(this: Tensor, o: TensorOrScalar, ...rest: unknown[]) { bindArgs('bitwise_and_', [], rest, {}, 1); return inPlace('bitwise_and_', this, (x) => binaryApi('bitwise_and', x, o)); },
+  bitwiseOr_(this: Tensor, o: TensorOrScalar, ...rest: unknown[]) { bindArgs('bitwise_or_', [], rest, {}, 1); return inPlace('bitwise_or_', this, (x) => binaryApi('bitwise_or', x, o)); },
+  bitwiseXor_(this: Tensor, o: TensorOrScalar, ...rest: unknown[]) { bindArgs('bitwise_xor_', [], rest, {}, 1); return inPlace('bitwise_xor_', this, (x) => binaryApi('bitwise_xor', x, o)); },
   fill_(this: Tensor, value: number | boolean | Tensor, ...rest: unknown[]) { bindArgs('fill_', [], rest, {}, 1); return fill_(this, value); },
   zero_(this: Tensor, ...rest: unknown[]) { bindArgs('zero_', [], rest, {}, 0); return fill_(this, 0); },
   sum(this: Tensor, ...a: unknown[]) { const { dim, keepdim } = bindDim<Dims>('sum', a, 0); return reduceApi('sum', ReduceOp.Sum, this, dim, keepdim); },

@@ -66,8 +66,11 @@ const ALL = DTYPES;
 const FLOAT: readonly DType[] = ['float32', 'float16', 'bfloat16'];
 const NUMBER: readonly DType[] = ALL.filter((d) => d !== 'bool');
 
-/** The dtypes an elementwise row accepts: 'floating' only floats, 'number' no bool unless it names a result for it. */
-const ruleDtypes = (o: ElementwiseOp): readonly DType[] => (o.dtypes === 'floating' ? FLOAT : o.dtypes === 'number' && !o.boolResult ? NUMBER : ALL);
+const INTEGRAL: readonly DType[] = ALL.filter((d) => !FLOAT.includes(d));
+
+/** The dtypes an elementwise row accepts: 'floating' only floats, 'integral' no floats, 'number' no bool unless it names a result for it. */
+const ruleDtypes = (o: ElementwiseOp): readonly DType[] =>
+  (o.dtypes === 'floating' ? FLOAT : o.dtypes === 'integral' ? INTEGRAL : o.dtypes === 'number' && !o.boolResult ? NUMBER : ALL);
 const camel = (s: string) => s.replace(/_(\w)/g, (_, c: string) => c.toUpperCase());
 
 /** Elementwise rows whose public function is not `torch.<camelName>` (a mode of another op). */

@@ -19,7 +19,7 @@
  * where PyTorch raises at its sync point).
  */
 import { checkFits, isFloating, scalarName, toDType, type DType } from '../dtype.js';
-import { CPU, device as toDevice } from '../device.js';
+import { device as toDevice, getDefaultDevice } from '../device.js';
 import type { Generator } from '../random.js';
 import { alloc } from '../runtime/dispatch.js';
 import { Tensor } from '../tensor.js';
@@ -39,7 +39,7 @@ export function randperm(n: number, options?: RandomOptions): Tensor {
   if (!Number.isInteger(n) || n < 0) throw new RangeError(`randperm(): n must be a non-negative integer, got ${n}`);
   const dtype: DType = options?.dtype == null ? 'int64' : toDType(options.dtype);
   if (n) checkFits(n - 1, dtype, 'randperm');
-  const d = options?.device == null ? CPU : toDevice(options.device), g = generatorFor('randperm', d, options?.generator);
+  const d = options?.device == null ? getDefaultDevice() : toDevice(options.device), g = generatorFor('randperm', d, options?.generator);
   if (!n) return made('randperm', alloc([0], dtype, d), options);
   const out = tidy(() => {
     const keys = drawInto(alloc([n], 'int32', d), Dist.Bits, g, 0, 0);

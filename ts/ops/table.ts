@@ -15,14 +15,17 @@
  * - 'number': like 'any' but bool is refused (torch.neg(bool) raises), unless the op names a
  *   `boolResult`: then bool computes as int64 and returns that dtype (torch.sign(bool) is bool,
  *   torch.square(bool) is int64);
- * - 'bool': the result is bool, computed in the promoted dtype (comparisons, logical ops).
+ * - 'bool': the result is bool, computed in the promoted dtype (comparisons, logical ops);
+ * - 'integral': bool and integer dtypes only, computed in the promoted dtype (the bitwise ops);
+ *   a float raises PyTorch's `"bitwise_and_cpu" not implemented for 'Float'`, the kernel named
+ *   by the device type (`_gpu` on a GPU, as PyTorch's `_cuda`). They have no f32 expression.
  */
 
 import { MATH_WGSL } from '../../wgsl/math.js';
 import type { Tensor } from '../tensor.js';
 
 /** How an op treats dtypes. */
-export type DTypeRule = 'float' | 'floating' | 'any' | 'number' | 'bool';
+export type DTypeRule = 'float' | 'floating' | 'any' | 'number' | 'bool' | 'integral';
 
 type T = Tensor;
 type TS = Tensor | number;
@@ -61,6 +64,11 @@ export interface ElementwiseOp {
    * yields a `vec2<u32>`, or an i32 for the 'bool' ops.
    */
   wgsl: { f32: string; i32?: string; i64?: string };
+  /**
+   * The op that runs instead on a bool input: PyTorch's bitwise_not kernel is `!a` on bool (the
+   * complement of the 0/1 byte would be a nonzero byte, true, where false is wanted).
+   */
+  onBool?: string;
   /** For a 'number' op that takes bool: the dtype of its result (see the dtype rules above). */
   boolResult?: 'bool' | 'int64';
   /** Names of the op's scalar options, in `s0..` order (e.g. clamp's min and max). */
@@ -194,6 +202,8 @@ const SQRT_2PI = Math.sqrt(2 * Math.PI), TWO_OVER_SQRT_PI = 2 / Math.sqrt(Math.P
 const I64_CMP: Record<string, string> = { '==': 'i64_eq(x0, x1)', '!=': '!i64_eq(x0, x1)', '<': 'i64_lt(x0, x1)', '<=': '!i64_lt(x1, x0)', '>': 'i64_lt(x1, x0)', '>=': '!i64_lt(x0, x1)' };
 const cmp = (name: string, code: number, o: string, f32 = `x0 ${o} x1`): ElementwiseOp =>
   wide(`select(0i, 1i, ${I64_CMP[o]})`, b(name, code, 'bool', `select(0i, 1i, ${f32})`, `select(0i, 1i, x0 ${o} x1)`));
+/** A bitwise op: the same operator on i32 and on int64's two words (wgsl/int64.ts: `vec2<u32>`). */
+const bitwise = (name: string, code: number, o: string): ElementwiseOp => wide(`x0 ${o} x1`, b(name, code, 'integral', '', `x0 ${o} x1`));
 const logic = (name: string, code: number, o: string): ElementwiseOp =>
   wide(`select(0i, 1i, i64_nz(x0) ${o} i64_nz(x1))`, b(name, code, 'bool', `select(0i, 1i, nz_f(x0) ${o} nz_f(x1))`, `select(0i, 1i, (x0 != 0i) ${o} (x1 != 0i))`));
 
@@ -278,6 +288,10 @@ export const ELEMENTWISE: readonly ElementwiseOp[] = [
   logic('logical_and', 17, '&&'),
   logic('logical_or', 18, '||'),
   logic('logical_xor', 19, '!='),
+  bitwise('bitwise_and', 20, '&'),
+  bitwise('bitwise_or', 21, '|'),
+  bitwise('bitwise_xor', 22, '^'),
+  { ...wide('~x0', u('bitwise_not', 33, 'integral', '', '~x0')), onBool: 'logical_not' },
 ];
 
 const BY_NAME = new Map(ELEMENTWISE.map((o) => [o.name, o]));
