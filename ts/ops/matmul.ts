@@ -51,6 +51,8 @@ function transposed(p: Tensor): Tensor {
  */
 export function matmul(a: Tensor, b: Tensor): Tensor {
   if (autocasting()) return autocastCall('matmul', [a, b], matmul);
+  const folded = foldBatchIntoRows(a, b);
+  if (folded) return folded;
   return recorded('mm', [a, b], () => matmulForward(a, b), (ctx) => {
     const sa = b.requiresGrad ? ctx.save(a) : a, sb = a.requiresGrad ? ctx.save(b) : b;
     return ([g]) => {
@@ -64,6 +66,24 @@ export function matmul(a: Tensor, b: Tensor): Tensor {
       ];
     };
   });
+}
+
+/**
+ * `[..., m, k] @ [k, n]` (or `@ [k]`) as one 2-D product `[(...·m), k] @ [k, n]`, as PyTorch
+ * folds it, when `a`'s leading dims are one stride apart (a view, no copy). Then B's gradient is
+ * one product over all rows, laid out like B, instead of a product per batch summed over the
+ * batch (a reduction, and copies to make its input and the leaf's gradient row-major).
+ */
+function foldBatchIntoRows(a: Tensor, b: Tensor): Tensor | null {
+  if (a.ndim < 3 || b.ndim > 2 || b.ndim === 0 || a.dtype !== b.dtype || a.device !== b.device) return null;
+  const k = a.shape[a.ndim - 1], n = numel(a.shape);
+  if (k !== b.shape[0] || n === 0 || !viewStrides(a.shape, a._strides, [n / k, k])) return null;
+  const rows = reshape(a, [-1, k]);
+  const p = matmul(rows, b);
+  rows.dispose();
+  const out = reshape(p, [...a.shape.slice(0, -1), ...(b.ndim === 2 ? [b.shape[1]] : [])]);
+  p.dispose();
+  return out;
 }
 
 function matmulForward(a: Tensor, b: Tensor): Tensor {
