@@ -17,7 +17,7 @@ export function contiguous(t: Tensor): Tensor {
 
 /** A contiguous copy in another dtype (same device); its gradient is cast back. */
 export function cast(t: Tensor, dtype: Tensor['dtype']): Tensor {
-  return recorded('copy', [t], () => castForward(t, dtype), () => ([g]) => [castForward(g!, t.dtype)]);
+  return recorded('copy', [t], () => castForward(t, dtype), () => ([g]) => [cast(g!, t.dtype)]);
 }
 
 function castForward(t: Tensor, dtype: Tensor['dtype']): Tensor {
