@@ -177,9 +177,10 @@ describe('fused scaled dot product attention', () => {
 
   // Fused (q, k, v of one batch) and composed (k, v broadcast over the batch): the same gradients,
   // differentiable in the upstream gradient, and nothing left alive afterwards (the suite's leak check).
-  // MUTATION RECORD: with matmul's and where's gradient rules unrecorded (as before), the composed
-  // path's gradient did not require grad: "element 0 of tensors does not require grad and does not
-  // have a grad_fn (autograd.grad)", then the leak check (what the failed test held).
+  // MUTATION RECORD: with the gradient rules calling unrecorded kernels (matmul, where, sumTo, as
+  // before; ts/ops/matmul.ts), all four failed on the composed path: "cpu k batch 1: gradient 0
+  // requires grad: expected false to be true" (a second grad then raised "element 0 of tensors does
+  // not require grad", and the failed test's tensors tripped the leak check).
   it.each(['a bool [L, S] mask', 'a bool padding mask [B, 1, S]', 'isCausal', 'no mask'])('createGraph with %s, fused and composed: differentiable, the same values, nothing kept', async (kind) => {
     for (const d of devices) {
       torch.manualSeed(3);

@@ -11,7 +11,8 @@
  *
  * MUTATION RECORD: with the rules calling the unrecorded kernels (matmulForward, whereForward,
  * castForward, flipForward, scatter/gatherForward and the unrecorded sum of sumTo, as before),
- * every case failed on cpu first: "gradient 0 requires grad: expected false to be true".
+ * every case failed on cpu first: "cpu: gradient 0 requires grad: expected false to be true"
+ * (gradient 1 for the broadcast and scatter cases).
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';

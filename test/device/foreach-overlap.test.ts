@@ -149,6 +149,7 @@ describe('the fused optimizer step over parameters that share memory, against Py
     }
   });
 
+  // MUTATION RECORD (ts/optim/fused.ts as before): "expected [Function] to throw an error" (the step ran, racing)
   it('a parameter whose gradient partly overlaps it raises PyTorch\'s error (1.13\'s SGD raises it from add_)', async () => {
     for (const d of devices) {
       const base = torch.arange(10, { dtype: 'float32', device: d }), p = base.narrow(0, 0, 6).requiresGrad_();
