@@ -53,6 +53,14 @@ export function matmul(a: Tensor, b: Tensor): Tensor {
   if (autocasting()) return autocastCall('matmul', [a, b], matmul);
   const folded = foldBatchIntoRows(a, b);
   if (folded) return folded;
+  return mm(a, b);
+}
+
+/**
+ * `matmul` past the autocast point. Its gradient rule calls it again: recorded when the backward
+ * runs with `createGraph` (the gradient differentiable, as PyTorch's), plain otherwise.
+ */
+function mm(a: Tensor, b: Tensor): Tensor {
   return recorded('mm', [a, b], () => matmulForward(a, b), (ctx) => {
     const sa = b.requiresGrad ? ctx.save(a) : a, sb = a.requiresGrad ? ctx.save(b) : b;
     return ([g]) => {
@@ -61,8 +69,8 @@ export function matmul(a: Tensor, b: Tensor): Tensor {
       const g2 = reshape(g!, gShape);
       const back = (shape: readonly number[], full: Tensor, padded: number[]) => reshape(sumTo(full, shape.length === 1 ? padded : shape), shape.slice());
       return [
-        a.requiresGrad ? back(a.shape, matmulForward(g2, transpose(b2, -1, -2)), [1, ...a.shape]) : null,
-        b.requiresGrad ? back(b.shape, columnMajor(b2) ? transposed(matmulForward(transpose(g2, -1, -2), a2)) : matmulForward(transpose(a2, -1, -2), g2), [...b.shape, 1]) : null,
+        a.requiresGrad ? back(a.shape, mm(g2, transpose(b2, -1, -2)), [1, ...a.shape]) : null,
+        b.requiresGrad ? back(b.shape, columnMajor(b2) ? transposed(mm(transpose(g2, -1, -2), a2)) : mm(transpose(a2, -1, -2), g2), [...b.shape, 1]) : null,
       ];
     };
   });
