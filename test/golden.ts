@@ -54,6 +54,8 @@ export const RUN: Record<string, (args: (torch.Tensor | number)[], kw: Record<st
   softplus: ([x], kw) => torch.softplus(T(x), kw),
   gelu: ([x]) => torch.gelu(T(x)),
   gelu_tanh: ([x]) => torch.gelu(T(x), { approximate: 'tanh' }),
+  gelu_backward: ([g, x]) => torch._geluBackward(T(g), T(x)),
+  gelu_tanh_backward: ([g, x]) => torch._geluBackward(T(g), T(x), { approximate: 'tanh' }),
   add: ([a, b], kw) => torch.add(a, b, kw),
   sub: ([a, b], kw) => torch.sub(a, b, kw),
   floor_divide: ([a, b]) => torch.div(a, b, { roundingMode: 'floor' }),

@@ -31,7 +31,7 @@ import { Tensor } from './tensor.js';
 import { tidy } from './ops/scoped.js';
 import { setEngineOps } from './autograd/engine.js';
 import { scopedGradMode } from './autograd/graph.js';
-import { onesLike } from './ops/creation.js';
+import { onesLike, zerosLike } from './ops/creation.js';
 
 export { Tensor };
 export type { NestedArray } from './tensor.js';
@@ -104,6 +104,8 @@ export { broadcastShapes } from './shape.js';
 export * as backends from './backends.js';
 export type { BackendsSummary, IsolationInfo } from './backends.js';
 export { where, nanToNum, div, gelu, softplus, matmul };
+/** `torch.ops.aten.gelu_backward` (ts/ops/elementwise.ts). */
+export { geluBackward as _geluBackward } from './ops/elementwise.js';
 export type { TensorOrScalar };
 export type { ValuesIndices, Dims } from './ops/reduce.js';
 export { ELEMENTWISE } from './ops/table.js';
@@ -211,7 +213,7 @@ export type { WorkerProfile } from './worker/protocol.js';
 
 export { tidy };
 
-setEngineOps({ add: (a, b) => binaryOp('add', a, b), onesLike: (t) => onesLike(t), tidy });
+setEngineOps({ add: (a, b) => binaryOp('add', a, b), onesLike: (t) => onesLike(t), zerosLike: (t) => zerosLike(t), tidy });
 
 /** `torch.noGrad(fn)`: runs `fn` without recording the tape (sync or async). */
 export const noGrad = <T>(fn: () => T): T => scopedGradMode(false, fn);

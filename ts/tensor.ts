@@ -145,6 +145,31 @@ export class Tensor {
     this._requiresGrad = true;
   }
 
+  /** @internal A saved tensor standing, for a rule's run under createGraph, for a leaf (Note [Saved tensors under createGraph], ts/autograd/graph.ts). */
+  _gradTarget: Tensor | null = null;
+
+  /** @internal A saved tensor stands for output `index` of `node` while a rule runs under createGraph. */
+  _linkGrad(node: Node, index: number): void {
+    node.hold();
+    this.gradFn = node;
+    this._outputIndex = index;
+    this._requiresGrad = true;
+  }
+
+  /** @internal A saved tensor stands for the leaf `leaf` while a rule runs under createGraph. */
+  _linkLeaf(leaf: Tensor): void {
+    this._gradTarget = leaf;
+    this._requiresGrad = true;
+  }
+
+  /** @internal The rule has run: the saved tensor is detached again. */
+  _unlinkGrad(): void {
+    this.gradFn?.unhold();
+    this.gradFn = null;
+    this._gradTarget = null;
+    this._requiresGrad = false;
+  }
+
   /** Keeps `.grad` for a non-leaf tensor after `backward()`. */
   retainGrad(): void {
     if (this.gradFn) this.gradFn.retained[this._outputIndex] = new WeakRef(this);

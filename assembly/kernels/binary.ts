@@ -12,7 +12,7 @@
 
 import { BOOL, F32, I32, I64, elemShift, isFloat, loadF, loadI, storeF, storeI } from "./dtype";
 import { begin, beginAt, chunkFirst, chunkLast, chunkOf, nextRow, normalize, off0, off1, off2, rowLen, rowStride, stridesAt } from "./iter";
-import { powC, powI } from "./special";
+import { erfc, powC, powI } from "./special";
 
 /**
  * Float-class op on one pair. alpha is an f32 value: add/sub round alpha * y
@@ -47,8 +47,21 @@ export function binaryF(op: i32, x: f64, y: f64, alpha: f64): f64 {
     case 20: return <f64>(<i32>x & <i32>y);
     case 21: return <f64>(<i32>x | <i32>y);
     case 22: return <f64>(<i32>x ^ <i32>y);
+    case 23: return geluGrad(x, y);
+    case 24: return geluTanhGrad(x, y);
     default: return NaN;
   }
+}
+
+/** gelu_backward: g·(Φ(x) + x·φ(x)), Φ through erfc so that it keeps its relative accuracy for large -x. */
+function geluGrad(g: f64, x: f64): f64 {
+  return g * (0.5 * erfc(-x * 0.7071067811865476) + x * Math.exp(-0.5 * x * x) * 0.3989422804014327);
+}
+
+/** gelu_backward with approximate='tanh' (PyTorch's formula). */
+function geluTanhGrad(g: f64, x: f64): f64 {
+  const t = Math.tanh(0.7978845608028654 * (x + 0.044715 * x * x * x));
+  return g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * 0.7978845608028654 * (1 + 0.134145 * x * x));
 }
 
 /**

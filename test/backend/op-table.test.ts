@@ -95,6 +95,8 @@ const CALLS: Record<string, (o: object) => unknown> = {
   mse_loss: (o) => torch.F.mseLoss(torch.ones([2]), torch.ones([2]), o),
   l1_loss: (o) => torch.F.l1Loss(torch.ones([2]), torch.ones([2]), o),
   binary_cross_entropy_with_logits: (o) => torch.F.binaryCrossEntropyWithLogits(torch.ones([2]), torch.ones([2]), o),
+  gelu_backward: (o) => torch._geluBackward(torch.ones([3]), torch.ones([3]), o),
+  gelu_tanh_backward: (o) => torch._geluBackward(torch.ones([3]), torch.ones([3]), { approximate: 'tanh', ...o }),
 };
 
 describe('an unknown option is an error at the call that names the op', () => {
@@ -103,7 +105,7 @@ describe('an unknown option is an error at the call that names the op', () => {
     expect(call, `a sample call of ${name} in this test`).toBeDefined();
     const valid = call({});
     if (valid instanceof torch.Tensor) valid.dispose();
-    const pyName = name.replace(/^(floor|trunc)_divide$/, 'div').replace(/^gelu_tanh$/, 'gelu');
+    const pyName = name.replace(/^(floor|trunc)_divide$/, 'div').replace(/^gelu_tanh$/, 'gelu').replace(/^gelu_tanh_backward$/, 'gelu_backward');
     expect(() => call({ bogusOption: 1 })).toThrow(new RegExp(`${pyName}\\(\\) got an unexpected keyword argument 'bogusOption'.*${op.options![0]}`));
   });
 });
@@ -118,7 +120,7 @@ const i64 = (v: number[]) => torch.tensor(v, { dtype: 'int64' });
 const BAD: [string, () => unknown, RegExp][] = [
   ...torch.OPS.filter((o) => o.family === 'binary' && o.name !== 'where').map((o): [string, () => unknown, RegExp] => [
     `${o.name}: mismatched shapes`,
-    () => (torch as unknown as Record<string, (a: torch.Tensor, b: torch.Tensor) => torch.Tensor>)[o.api[0].split('.')[1]](f([2, 3]), f([4])),
+    () => (torch as unknown as Record<string, (a: torch.Tensor, b: torch.Tensor, kw?: object) => torch.Tensor>)[o.api[0].split('.')[1]](f([2, 3]), f([4]), ...(o.name === 'gelu_tanh_backward' ? [{ approximate: 'tanh' }] : [])),
     new RegExp(`size of tensor a \\(3\\) must match the size of tensor b \\(4\\).*${o.api[0] === 'torch.div' ? 'div|divide' : o.name}.*\\[2, 3\\].*\\[4\\].*float32`),
   ]),
   ['where: mismatched shapes', () => torch.where(f([2]).gt(0), f([3]), f([2])), /where.*\[2\].*\[3\]/],

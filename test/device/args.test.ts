@@ -420,6 +420,18 @@ const distributionsRecipes: Record<string, Recipe> = {
 // PyTorch's submodule paths hold the same classes
 const submoduleRecipes = (name: string): Record<string, Recipe> => ({ [name]: distributionsRecipes[name] });
 
+const autogradRecipes: Record<string, Recipe> = {
+  Function: null, FunctionCtx: null, gradcheck: null,
+  grad: (bad) => {
+    const x = torch.ones([2]).requiresGrad_();
+    try {
+      return torch.autograd.grad(torch.tidy(() => x.mul(2).sum()), [x], bad as never);
+    } finally {
+      x.dispose();
+    }
+  },
+};
+
 const memoryRecipes: Record<string, Recipe> = Object.fromEntries(
   ['memoryAllocated', 'maxMemoryAllocated', 'memoryReserved', 'maxMemoryReserved', 'memoryStats', 'memorySummary', 'memorySnapshot',
     'emptyCache', 'resetPeakMemoryStats', 'resetAccumulatedMemoryStats'].map((k) => [k, (bad: object) => (torch.gpu as unknown as Record<string, (o: object) => unknown>)[k]({ device: 'cpu', ...bad })]),
@@ -456,4 +468,5 @@ describe('every exported constructor and function refuses a misspelt option', ()
     walk(`torch.distributions.${sub}`, (torch.distributions as unknown as Record<string, Record<string, unknown>>)[sub], submoduleRecipes(cls));
   }
   walk('torch.gpu memory', torch.gpu as unknown as Record<string, unknown>, memoryRecipes, false);
+  walk('torch.autograd', torch.autograd as unknown as Record<string, unknown>, autogradRecipes);
 });

@@ -12,6 +12,8 @@
  *   narrow views, each piece gave the input a zero-filled gradient (a fill and a copy), and the
  *   engine summed them (an add per further piece).
  * - `contiguous()` passes its gradient through as it is (PyTorch's clone backward), not a copy.
+ * - gelu's gradient is one `gelu_backward` kernel (an op-table row; PyTorch's gelu_backward), not
+ *   eleven elementwise commands; under createGraph the rule still composes it, differentiably.
  * - layer norm's weight gradient Σ g·x̂ takes x̂ from the layer norm kernel without weight and
  *   bias (ts/ops/nn.ts `layerNormRows`), not from the composed normalization (seven commands).
  *
@@ -20,6 +22,8 @@
  * - split as narrow views again (`return pieces();`): "cpu split into 3, backward: expected 8 to be 3".
  * - cast's gradient always `castForward(g, t.dtype)`: "cpu contiguous of a transpose, backward:
  *   expected 3 to be 2".
+ * - `geluBackward` always null (gelu's rule composing its gradient): "cpu gelu (none), backward:
+ *   expected 12 to be 2".
  * - the layer norm rule taking x̂ from `normalized(xs, dims, eps)[0]` again: "cpu layer norm,
  *   backward: expected 14 to be 8" (15 before this change: it also computed g·w for nothing).
  */
@@ -30,6 +34,18 @@ import { counted } from './graphs-helpers.js';
 
 const devices = suiteDevices();
 const vals = async (t: torch.Tensor) => [...((await t.values()) as number[])];
+/** erf to 1e-7 (Abramowitz and Stegun 7.1.26 is too coarse for the check): its Taylor series, then the continued fraction's tail. */
+function erf(x: number): number {
+  const a = Math.abs(x);
+  if (a > 6) return Math.sign(x);
+  let term = x, sum = x;
+  for (let n = 1; n < 200; n++) {
+    term *= (-x * x) / n;
+    sum += term / (2 * n + 1);
+    if (Math.abs(term) < 1e-17) break;
+  }
+  return (2 / Math.sqrt(Math.PI)) * sum;
+}
 
 function expectClose(a: number[], b: number[], what: string): void {
   expect(a.length, what).toBe(b.length);
@@ -129,6 +145,42 @@ describe('a transformer\'s backward makes no copy or reduction PyTorch does not'
       for (const t of [x.grad, x2.grad, w2.grad, b2.grad, x, seed, y, y1, x2, w2, b2, y2]) t?.dispose();
       ln.zeroGrad();
       for (const p of ln.parameters()) p.dispose();
+    }
+  });
+
+  it('gelu\'s backward is one kernel (PyTorch\'s gelu_backward), and under createGraph still differentiable', async () => {
+    for (const d of devices) {
+      for (const approximate of ['none', 'tanh'] as const) {
+        const x = torch.tensor([-3, -1.5, -0.25, 0, 0.5, 2, 4], { device: d }).requiresGrad_();
+        const seed = torch.tensor([1, -2, 0.5, 3, -1, 0.25, 2], { device: d });
+        const forward = () => torch.tidy(() => torch.gelu(x, { approximate }));
+        const y = forward();
+        // the seed's copy and gelu_backward (composed, the gradient was 11 commands)
+        expect(await backwardCommands(d, [x], () => y.backward(seed)), `${d} gelu (${approximate}), backward`).toBe(2);
+        // the second derivative through createGraph: the rule composes the gradient then
+        const y1 = forward();
+        const [gx] = torch.autograd.grad(y1, [x], { gradOutputs: [seed], createGraph: true });
+        const s = torch.tidy(() => gx.sum());
+        s.backward();
+        const xs = (await vals(x)) as number[], gs = (await vals(seed)) as number[];
+        const pdf = (v: number) => Math.exp(-0.5 * v * v) / Math.sqrt(2 * Math.PI);
+        const k = Math.sqrt(2 / Math.PI), c = 0.044715;
+        const second = (v: number) => {
+          if (approximate === 'none') return pdf(v) * (2 - v * v);
+          // d²/dx² of 0.5·x·(1 + tanh(k(x + c x³)))
+          const u = k * (v + c * v ** 3), du = k * (1 + 3 * c * v * v), d2u = k * 6 * c * v, t = Math.tanh(u), sech2 = 1 - t * t;
+          return sech2 * du + 0.5 * v * (sech2 * d2u - 2 * t * sech2 * du * du);
+        };
+        expectClose(await vals(x.grad!), xs.map((v, i) => gs[i] * second(v)), `${d} gelu (${approximate}) second derivative`);
+        const first = await vals(gx);
+        y1.dispose();
+        // gx against PyTorch's gelu_backward formula
+        const cdf = (v: number) => 0.5 * (1 + erf(v / Math.SQRT2));
+        const firstRef = xs.map((v, i) => gs[i] * (approximate === 'none' ? cdf(v) + v * pdf(v)
+          : 0.5 * (1 + Math.tanh(k * (v + c * v ** 3))) + 0.5 * v * (1 - Math.tanh(k * (v + c * v ** 3)) ** 2) * k * (1 + 3 * c * v * v)));
+        expectClose(first, firstRef, `${d} gelu (${approximate}) gradient`);
+        for (const t of [x.grad, x, seed, y, gx, s]) t?.dispose();
+      }
     }
   });
 

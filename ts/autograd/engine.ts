@@ -22,11 +22,15 @@ export interface BackwardOptions {
 export interface EngineOps {
   add(a: Tensor, b: Tensor): Tensor;
   onesLike(t: Tensor): Tensor;
+  zerosLike(t: Tensor): Tensor;
   /** `torch.tidy`: disposes what `fn` created except what it returns. */
   tidy<R>(fn: () => R): R;
 }
 
 let ops: EngineOps | null = null;
+
+/** @internal Zeros like `t` (`autograd.grad`'s `materializeGrads`). */
+export const zerosLike = (t: Tensor): Tensor => ops!.zerosLike(t);
 
 /** @internal */
 export function setEngineOps(o: EngineOps): void {

@@ -63,6 +63,12 @@ export class Node {
   private saved: Tensor[] = [];
   /** Each saved tensor's storage version when it was saved, and what it was (for the error). */
   private versions: { version: number; producer: string | null; output: number }[] = [];
+  /**
+   * Where each saved tensor's own gradient goes in a backward with `createGraph` (Note [Saved
+   * tensors under createGraph]): the edge of the input it saved, this node's own output index, or
+   * null (neither: its gradient goes nowhere).
+   */
+  private links: (Edge | number)[] = [];
   private released = false;
   private holders = 0;
   private dropped = false;
@@ -79,6 +85,11 @@ export class Node {
     this.holders++;
   }
 
+  /** @internal A holder taken for a while is given back, never freeing the node (see `apply`). */
+  unhold(): void {
+    this.holders--;
+  }
+
   /** @internal One holder is gone; the last one frees the node and lets go of its inputs. */
   drop(): void {
     if (--this.holders > 0 || this.dropped) return;
@@ -88,10 +99,11 @@ export class Node {
   }
 
   /** @internal */
-  save(t: Tensor): Tensor {
+  save(t: Tensor, link: Edge | number = null): Tensor {
     const h = detachHook!(t);
     untrack(h);
     this.saved.push(h);
+    this.links.push(link);
     // the producer's name is spelt out only in the error (a regex per save cost the CNN step's caller 0.16 ms)
     this.versions.push({ version: h.storage.version, producer: t.gradFn?.name ?? null, output: t._outputIndex });
     return h;
@@ -104,6 +116,7 @@ export class Node {
     this.saved.forEach((t) => t.dispose());
     this.saved = [];
     this.versions = [];
+    this.links = [];
   }
 
   /** Runs the rule. */
@@ -123,7 +136,26 @@ export class Node {
         throw new Error(`one of the variables needed for gradient computation has been modified by an inplace operation: [${t.device} ${t.dtype} [${t.shape.join(', ')}]]${what} is at version ${t.storage.version}; expected version ${version} instead. (in ${gradFnName(this.name)})`);
       }
     });
-    return this.rule(grads);
+    if (!gradMode.get()) return this.rule(grads);
+    // Note [Saved tensors under createGraph]: a saved tensor is kept detached (holding its own
+    // producer would keep the graph alive), so the ops of a rule run with grad mode on would not
+    // reach what it saved, and a second derivative through it would be silently missing
+    // (d²(x·x)/dx²). For the rule's run, each saved tensor stands for the one it saved: the
+    // input's node or leaf, or this node's output.
+    const linked: Tensor[] = [];
+    this.saved.forEach((h, i) => {
+      const link = this.links[i];
+      if (link === null) return;
+      if (typeof link === 'number') h._linkGrad(this, link);
+      else if ('node' in link) h._linkGrad(link.node, link.index);
+      else h._linkLeaf(link.leaf);
+      linked.push(h);
+    });
+    try {
+      return this.rule(grads);
+    } finally {
+      for (const h of linked) h._unlinkGrad();
+    }
   }
 }
 
@@ -146,11 +178,18 @@ export function record<T extends Tensor | Tensor[]>(name: string, inputs: (Tenso
   }
   const edges = inputs.map((t): Edge => {
     if (typeof t !== 'object' || t === null || !t.requiresGrad) return null;
-    return t.gradFn ? { node: t.gradFn, index: t._outputIndex } : { leaf: t };
+    return t.gradFn ? { node: t.gradFn, index: t._outputIndex } : { leaf: t._gradTarget ?? t };
   });
   const node = new Node(name, edges);
-  node.rule = makeRule({ save: (t) => node.save(t) }, outputs);
-  const outs = Array.isArray(outputs) ? outputs : [outputs];
+  const outs: Tensor[] = Array.isArray(outputs) ? outputs : [outputs];
+  // what a saved tensor stands for under createGraph: an output of this node, or an input's edge
+  const linkOf = (t: Tensor): Edge | number => {
+    const o = outs.indexOf(t);
+    if (o >= 0) return o;
+    const i = inputs.indexOf(t);
+    return i >= 0 ? edges[i] : null;
+  };
+  node.rule = makeRule({ save: (t) => node.save(t, linkOf(t)) }, outputs);
   outs.forEach((o, i) => o._setGradFn(node, i));
   return outputs;
 }

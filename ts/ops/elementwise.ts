@@ -12,7 +12,7 @@ import { alloc, emit, ref, sameDevice, place } from '../runtime/dispatch.js';
 import { broadcastFor, broadcastStrides, fmt, MAX_KERNEL_RANK } from '../shape.js';
 import { Tensor } from '../tensor.js';
 import { full } from './creation.js';
-import { isGradEnabled, op as recorded } from '../autograd/graph.js';
+import { isGradEnabled, needsGrad, op as recorded } from '../autograd/graph.js';
 import { sumTo } from './reduce-kernel.js';
 import { elementwiseOp, type ElementwiseOp, type GradMath } from './table.js';
 import { bindArgs, checkOptions, type PyArgs } from '../args.js';
@@ -82,6 +82,7 @@ const M: GradMath = {
   cos: (a) => unaryOp('cos', a), erf: (a) => unaryOp('erf', a), sign: (a) => unaryOp('sign', a), abs: (a) => unaryOp('abs', a),
   sigmoid: (a) => unaryOp('sigmoid', a), tanh: (a) => unaryOp('tanh', a), square: (a) => unaryOp('square', a),
   where: (c, a, b) => where(c, a, b), zerosLike: (a) => full(a.shape.slice(), 0, { dtype: a.dtype, device: a.device }),
+  geluBackward: (g, x, tanh) => (needsGrad(g, x) ? null : binaryOp(tanh ? 'gelu_tanh_backward' : 'gelu_backward', g, x)),
 };
 
 /** A gradient for input `t`: broadcast dims summed away, in `t`'s dtype. */
@@ -331,6 +332,17 @@ export function div(a: TensorOrScalar, b: TensorOrScalar, o: { roundingMode?: 'f
   if (mode === 'floor') return binaryOp('floor_divide', a, b);
   if (mode === 'trunc') return binaryOp('trunc_divide', a, b);
   throw new RangeError(`div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '${String(mode)}'`);
+}
+
+/**
+ * PyTorch's `torch.ops.aten.gelu_backward(grad_output, self, approximate='none')` as
+ * `torch._geluBackward(gradOutput, input, {approximate})`: gelu's input gradient in one kernel.
+ */
+export function geluBackward(gradOutput: Tensor, input: Tensor, ...args: PyArgs<[approximate: 'none' | 'tanh'], { approximate?: 'none' | 'tanh' }>): Tensor {
+  const o = bindArgs('gelu_backward', ['approximate'], args, {} as { approximate?: 'none' | 'tanh' }, 2);
+  const a = o.approximate ?? 'none';
+  if (a !== 'none' && a !== 'tanh') throw new RangeError(`approximate argument must be either none or tanh, got '${String(a)}'`);
+  return binaryOp(a === 'tanh' ? 'gelu_tanh_backward' : 'gelu_backward', gradOutput, input);
 }
 
 /** `torch.gelu(x, approximate='none'|'tanh')`. */

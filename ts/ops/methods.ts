@@ -131,7 +131,7 @@ const shapeArgs = (args: number[] | [number[]]): number[] => (Array.isArray(args
 const P = Tensor.prototype as unknown as Record<string, unknown>;
 
 for (const op of ELEMENTWISE) {
-  if (op.scalars || op.name === 'gelu_tanh') continue;
+  if (op.scalars || op.name === 'gelu_tanh' || op.name.endsWith('_backward')) continue; // modes of gelu, and gradient kernels
   const name = camel(op.name);
   P[name] = op.arity === 1
     ? function (this: Tensor, ...rest: unknown[]) { bindArgs(name, [], rest, {}, 0); return unaryApi(op.name, this); }

@@ -77,6 +77,8 @@ const camel = (s: string) => s.replace(/_(\w)/g, (_, c: string) => c.toUpperCase
 const ELEMENTWISE_API: Record<string, string[]> = {
   gelu: ['torch.gelu', 'F.gelu', 'Tensor.gelu'],
   gelu_tanh: ['torch.gelu'],
+  gelu_backward: ['torch._geluBackward'],
+  gelu_tanh_backward: ['torch._geluBackward'],
   softplus: ['torch.softplus', 'F.softplus'],
   floor_divide: ['torch.floorDivide', 'torch.div', 'Tensor.div'],
   trunc_divide: ['torch.div', 'Tensor.div'],
@@ -85,7 +87,7 @@ const ELEMENTWISE_API: Record<string, string[]> = {
 };
 const ELEMENTWISE_OPTIONS: Record<string, string[]> = {
   add: ['alpha'], sub: ['alpha'], div: ['roundingMode'], floor_divide: ['roundingMode'], trunc_divide: ['roundingMode'],
-  gelu: ['approximate'], gelu_tanh: ['approximate'], softplus: ['beta', 'threshold'], nan_to_num: ['nan', 'posinf', 'neginf'],
+  gelu: ['approximate'], gelu_tanh: ['approximate'], gelu_backward: ['approximate'], gelu_tanh_backward: ['approximate'], softplus: ['beta', 'threshold'], nan_to_num: ['nan', 'posinf', 'neginf'],
 };
 
 const elementwise: OpInfo[] = ELEMENTWISE.map((o) => ({

@@ -37,6 +37,11 @@ export interface GradMath {
   sigmoid(a: T): T; tanh(a: T): T; square(a: T): T; floorDivide(a: TS, b: TS): T;
   gt(a: TS, b: TS): T; ge(a: TS, b: TS): T; lt(a: TS, b: TS): T; le(a: TS, b: TS): T; eq(a: TS, b: TS): T;
   where(c: T, a: TS, b: TS): T; zerosLike(a: T): T;
+  /**
+   * gelu's gradient `g·gelu'(x)` in one kernel (the `gelu_backward` rows), or null when the
+   * gradient must itself be differentiable (`createGraph`): the rule then composes it.
+   */
+  geluBackward(g: T, x: T, tanh: boolean): T | null;
 }
 
 /** What a gradient rule sees: inputs, output, the output's gradient, and the scalar options. */
@@ -107,6 +112,15 @@ fn erf_f(x: f32) -> f32 {
   let t = 1.0 / (1.0 + 0.3275911 * ac);
   let y = 1.0 - (((((1.061405429 * t - 1.453152027) * t) + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t * exp_f(-ac * ac);
   return select(y, -y, neg_bit(x));
+}
+// gelu's input gradients, PyTorch's gelu_backward: g·(Φ(x) + x·φ(x)), and the tanh form's
+fn gelu_grad_f(g: f32, x: f32) -> f32 {
+  return g * (0.5 * (1.0 + erf_f(x * 0.7071067811865476)) + x * exp_f(-0.5 * x * x) * 0.3989422804014327);
+}
+// with s = sigmoid(2u) = (1 + tanh u) / 2 and 1 - tanh² u = 4s(1 - s): no 1 + tanh u that cancels in the left tail
+fn gelu_tanh_grad_f(g: f32, x: f32) -> f32 {
+  let s = sigmoid_f(1.5957691216057308 * (x + 0.044715 * x * x * x));
+  return g * (s + 2.0 * x * s * (1.0 - s) * 0.7978845608028654 * (1.0 + 0.134145 * x * x));
 }
 fn pow_f(a: f32, b: f32) -> f32 {
   if (b == 0.0) { return 1.0; }
@@ -223,10 +237,14 @@ export const ELEMENTWISE: readonly ElementwiseOp[] = [
   d(u('sigmoid', 11, 'float', 'sigmoid_f(x0)'), ['out'], (m, { out, g }) => [m.mul(g, m.mul(out, m.sub(1, out)))]),
   d(wide('i64_max(x0, vec2<u32>(0u, 0u))', u('relu', 12, 'number', 'relu_f(x0)', 'max(x0, 0i)')), ['out'], (m, { out, g }) => [m.mul(g, m.sign(out))]), // out ≥ 0: sign(out) is relu's slope (0 at 0 and at NaN), two float ops where gt made a bool to cast
   d(u('gelu', 13, 'floating', '0.5 * x0 * (1.0 + erf_f(x0 * 0.7071067811865476))'), ['x'], (m, { x, g }) => {
+    const fused = m.geluBackward(g, x, false);
+    if (fused) return [fused];
     const cdf = m.mul(m.add(m.erf(m.mul(x, Math.SQRT1_2)), 1), 0.5), pdf = m.div(m.exp(m.mul(m.square(x), -0.5)), SQRT_2PI);
     return [m.mul(g, m.add(cdf, m.mul(x, pdf)))];
   }),
   d(u('gelu_tanh', 14, 'floating', '0.5 * x0 * (1.0 + tanh_f(0.7978845608028654 * (x0 + 0.044715 * x0 * x0 * x0)))'), ['x'], (m, { x, g }) => {
+    const fused = m.geluBackward(g, x, true);
+    if (fused) return [fused];
     const x2 = m.square(x), t = m.tanh(m.mul(m.add(x, m.mul(m.mul(x2, x), 0.044715)), K_TANH));
     const dt = m.mul(m.mul(m.sub(1, m.square(t)), m.add(m.mul(x2, 3 * 0.044715), 1)), K_TANH);
     return [m.mul(g, m.add(m.mul(m.add(t, 1), 0.5), m.mul(m.mul(x, dt), 0.5)))];
@@ -292,6 +310,11 @@ export const ELEMENTWISE: readonly ElementwiseOp[] = [
   bitwise('bitwise_or', 21, '|'),
   bitwise('bitwise_xor', 22, '^'),
   { ...wide('~x0', u('bitwise_not', 33, 'integral', '', '~x0')), onBool: 'logical_not' },
+  // gelu's gradients (g, x) as one kernel each, PyTorch's gelu_backward; gelu's rules use them
+  // (ts/ops/elementwise.ts `geluBackward`), and `torch._geluBackward` reaches them. Not
+  // differentiable: under createGraph gelu's rule composes its gradient instead.
+  b('gelu_backward', 23, 'floating', 'gelu_grad_f(x0, x1)'),
+  b('gelu_tanh_backward', 24, 'floating', 'gelu_tanh_grad_f(x0, x1)'),
 ];
 
 const BY_NAME = new Map(ELEMENTWISE.map((o) => [o.name, o]));
