@@ -37,6 +37,8 @@ export class Peers {
   private readonly hosts = new Map<string, HostMemory>();
   /** Pinned copies waiting for a peer's shared memory to arrive. */
   private readonly hostWaiters = new Map<string, (() => void)[]>();
+  /** The tag ranges of failed collectives (`abortTags`) and why: their receives fail, their bytes are dropped. */
+  private readonly aborted: { from: number; to: number; why: string }[] = [];
 
   /**
    * @param backend reads and writes the bytes
@@ -58,6 +60,7 @@ export class Peers {
         for (const go of this.hostWaiters.get(peer)?.splice(0) ?? []) go();
         return;
       }
+      if (this.aborted.length && this.abortedWhy(tag) !== null) return; // for a recv that will fail, or has
       const data = error === undefined ? bytes : new Error(`the copy from ${peer} failed: ${error}`);
       const key = `${peer}#${tag}`;
       const w = this.waiting.get(key);
@@ -69,6 +72,28 @@ export class Peers {
     // The cpu tells each peer where its memory is, first thing on the port.
     const host = this.backend.hostMemory?.();
     if (host) cmd.port.postMessage({ host });
+  }
+
+  /**
+   * `abortTags`: the receives of a failed collective's tags fail with its reason, those waiting
+   * now (their streams go on) and those still to run; bytes for them, here or on their way, are dropped.
+   */
+  abort(cmd: Extract<Command, { k: 'abortTags' }>): void {
+    for (let i = 0; i < cmd.ranges.length; i += 2) this.aborted.push({ from: cmd.ranges[i], to: cmd.ranges[i + 1], why: cmd.why });
+    const tagOf = (key: string) => Number(key.slice(key.lastIndexOf('#') + 1));
+    for (const key of [...this.mailbox.keys()]) if (this.abortedWhy(tagOf(key)) !== null) this.mailbox.delete(key);
+    for (const [key, w] of [...this.waiting]) {
+      const why = this.abortedWhy(tagOf(key));
+      if (why === null) continue;
+      this.waiting.delete(key);
+      w(new Error(why));
+    }
+  }
+
+  /** Why `tag`'s collective was aborted, or null. */
+  private abortedWhy(tag: number): string | null {
+    for (const a of this.aborted) if (tag >= a.from && tag < a.to) return a.why;
+    return null;
   }
 
   /** `send`: the copy out is recorded now, in stream order; only posting the bytes waits for the device. */
@@ -130,6 +155,8 @@ export class Peers {
       this.mailbox.delete(key);
       return Promise.resolve(have);
     }
+    const why = this.aborted.length ? this.abortedWhy(tag) : null;
+    if (why !== null) return Promise.resolve(new Error(why));
     return new Promise<ArrayBuffer | Error>((resolve) => this.waiting.set(key, resolve));
   }
 
