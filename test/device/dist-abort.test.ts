@@ -64,8 +64,29 @@ async function afterFailure(rank: number): Promise<After> {
   return { later, sync, sum };
 }
 
+/** A promise and its resolve, to order one rank's step after another's. */
+function signal(): { done: Promise<void>; fire: () => void } {
+  let fire!: () => void;
+  const done = new Promise<void>((r) => (fire = r));
+  return { done, fire };
+}
+
+/** Rank `rank` calls `allReduce(t)` and tells `issued` once its side is queued (the call returns). */
+function allReduceTelling(t: torch.Tensor, issued: { fire: () => void }): unknown {
+  const w = dist.allReduce(t);
+  issued.fire();
+  return w;
+}
+
 const aborted = (rank: number, reason: string) => `NCCL communicator was aborted on rank ${rank}. Original reason for failure was: ${reason}`;
 const esc = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+/**
+ * The error a rank's device reports for the receive the abort released: its own abort, or, when a
+ * peer's failed receive reached it first (the peer's later sends forward it), that one named
+ * through the copies that carried it.
+ */
+const abortedRecv = (rank: number, why: string) =>
+  new RegExp(`^recv failed on device: (?:${esc(aborted(rank, why))}|(?:the copy from gpu:\\d failed: )+${esc(aborted(9, why)).replace('rank 9', 'rank \\d')})$`);
 
 describe('a call that differs between ranks', () => {
   for (const world of [2, 3]) {
@@ -83,7 +104,8 @@ describe('a call that differs between ranks', () => {
         expect(r.first, `rank ${rank}`).toBe(why);
         expect(r.later, `rank ${rank}`).toBe(`allReduce: ${aborted(rank, why)}`);
         // The ranks that issued their side had a recv queued for bytes that never come: released with this error.
-        expect(r.sync, `rank ${rank}`).toBe(rank === last ? 'ok' : `recv failed on device: ${aborted(rank, why)}`);
+        if (rank === last) expect(r.sync, `rank ${rank}`).toBe('ok');
+        else expect(r.sync, `rank ${rank}`).toMatch(abortedRecv(rank, why));
         expect(r.sum).toBe(5);
       }
     }, 60_000);
@@ -109,6 +131,7 @@ describe('a rank that fails between collectives', () => {
     it(`${world} ranks, the last throws after collective 1 while the others are in collective 2: they raise naming it, their devices go on`, async () => {
       const last = world - 1;
       const seen: (({ second: string; ok: number[] } & After) | undefined)[] = [];
+      const issued = Array.from({ length: last }, signal);
       const err = await within(dist.spawn(async (rank) => {
         await dist.initProcessGroup({ worldSize: world, rank, initMethod: `inproc://throws-${world}`, timeout: 10_000 });
         const t = torch.ones([5], { device: `gpu:${rank}` });
@@ -117,10 +140,10 @@ describe('a rank that fails between collectives', () => {
           const ok = (await t.values()) as number[];
           if (rank === last) {
             // Thrown once the others have issued their side of collective 2.
-            await new Promise((r) => setTimeout(r, 200));
+            await Promise.all(issued.map((s) => s.done));
             throw new Error('out of data');
           }
-          const second = await outcome(() => dist.allReduce(t), `rank ${rank}'s allReduce 2`);
+          const second = await outcome(() => allReduceTelling(t, issued[rank]), `rank ${rank}'s allReduce 2`);
           seen[rank] = { second, ok, ...(await afterFailure(rank)) };
         } finally {
           t.dispose();
@@ -133,18 +156,20 @@ describe('a rank that fails between collectives', () => {
         expect(r.ok).toEqual(Array(5).fill(world));
         expect(r.second, `rank ${rank}`).toBe(why);
         expect(r.later, `rank ${rank}`).toBe(`allReduce: ${aborted(rank, why)}`);
-        expect(r.sync, `rank ${rank}`).toBe(`recv failed on device: ${aborted(rank, why)}`);
+        expect(r.sync, `rank ${rank}`).toMatch(abortedRecv(rank, why));
         expect(r.sum).toBe(5);
       }
     }, 60_000);
   }
 
   it('2 ranks, rank 1 calls allReduce after rank 0\'s timed out: both raise, neither device is held', async () => {
+    const timedOut = signal();
     const got = await within(dist.spawn(async (rank) => {
       await dist.initProcessGroup({ worldSize: 2, rank, initMethod: 'inproc://late', timeout: 300 });
       const t = torch.ones([4], { device: `gpu:${rank}` });
-      if (rank === 1) await new Promise((r) => setTimeout(r, 800));
+      if (rank === 1) await timedOut.done;
       const first = await outcome(() => dist.allReduce(t), `rank ${rank}'s allReduce`);
+      if (rank === 0) timedOut.fire();
       t.dispose();
       return { first, ...(await afterFailure(rank)) };
     }, { nprocs: 2 }), 'spawn');
@@ -155,4 +180,58 @@ describe('a rank that fails between collectives', () => {
     expect(got.map((r) => r.sync)).toEqual([`recv failed on device: ${aborted(0, why)}`, 'ok']);
     expect(got.map((r) => r.sum)).toEqual([5, 5]);
   }, 60_000);
+});
+
+describe('a device that dies inside a collective', () => {
+  for (const world of [2, 3]) {
+    it(`${world} ranks, the last one's worker dies while the others wait in allReduce: they raise naming it (no wrong answer), their devices go on`, async () => {
+      const last = world - 1;
+      const lastThrew = signal(), issued = Array.from({ length: last }, signal);
+      const seen: (({ read: string } & After) | undefined)[] = [];
+      const err = await within(dist.spawn(async (rank) => {
+        await dist.initProcessGroup({ worldSize: world, rank, initMethod: `inproc://dies-${world}`, timeout: 10_000 });
+        const t = torch.ones([1000], { device: `gpu:${rank}` });
+        await torch.gpu.synchronize(`gpu:${rank}`);
+        try {
+          if (rank === last) {
+            // Once the others have queued their side (their first recv then waits for this device).
+            await Promise.all(issued.map((s) => s.done));
+            await new Promise((r) => setTimeout(r, 50));
+            await torch.gpu._loseDevice(last, 'crash');
+            await dist.allReduce(t);
+            try {
+              await t.values();
+            } finally {
+              lastThrew.fire();
+            }
+            return;
+          }
+          await allReduceTelling(t, issued[rank]);
+          const read = await outcome(() => t.values(), `rank ${rank}'s read`);
+          await lastThrew.done;
+          seen[rank] = { read, ...(await afterFailure(rank)) };
+        } finally {
+          t.dispose();
+        }
+      }, { nprocs: world }).then(() => null, (e: Error) => e.message), 'spawn');
+      expect(err).toMatch(new RegExp(`^\\n\\n-- Process ${last} terminated with the following error:\\nDeviceLostError: gpu:${last} was lost \\(reason: worker died`));
+      const gone = `the copy from gpu:${last} failed: gpu:${last}'s worker is gone (its port closed)`;
+      for (let rank = 0; rank < last; rank++) {
+        const r = seen[rank]!;
+        // The rank after the dead one in the ring gets its bytes; the next ones get its failure passed on.
+        let want = gone;
+        for (let from = 0; from < rank; from++) want = `the copy from gpu:${from} failed: ${want}`;
+        expect(r.read, `rank ${rank}`).toBe(`recv failed on device: ${want}`);
+        expect(r.later, `rank ${rank}`).toMatch(new RegExp(`^allReduce: ${esc(aborted(rank, `rank ${last} failed: gpu:${last} was lost (reason: worker died`))}`));
+        expect(r.sync, `rank ${rank}`).toBe('ok');
+        expect(r.sum).toBe(5);
+      }
+      // The dead device comes back for other work.
+      await within(torch.gpu.init(), 'torch.gpu.init()');
+      const x = torch.ones([5], { device: `gpu:${last}` }), s = x.sum();
+      expect(await within(s.item(), 'a computation on the device brought back')).toBe(5);
+      x.dispose();
+      s.dispose();
+    }, 60_000);
+  }
 });

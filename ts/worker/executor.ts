@@ -146,6 +146,7 @@ export function serve(backend: Backend): void {
     const f = failure;
     failure = null;
     events.board.failed = false;
+    peers.reported();
     if (f) throw f;
   };
   const synced = async () => {

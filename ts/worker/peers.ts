@@ -13,7 +13,7 @@
  * `connect`, so a pinned copy queued with the first `connect` can run before it arrives: it
  * waits for it, and its stream with it.
  */
-import { onPortMessage } from '../platform.js';
+import { onPortClose, onPortMessage } from '../platform.js';
 import type { Backend } from './backend.js';
 import type { HostMemory } from './protocol.js';
 import type { Command } from '../ir/commands.js';
@@ -37,6 +37,14 @@ export class Peers {
   private readonly hosts = new Map<string, HostMemory>();
   /** Pinned copies waiting for a peer's shared memory to arrive. */
   private readonly hostWaiters = new Map<string, (() => void)[]>();
+  /** Peers whose port closed (their worker died), and why: their bytes will never come. */
+  private readonly gone = new Map<string, string>();
+  /**
+   * Why a receive of this device failed since its last sync point: until then its sends forward
+   * it instead of bytes that may depend on the missing ones, so that the failure reaches every
+   * rank of a collective (a ring passes on what it received) rather than a wrong answer.
+   */
+  private failedRecv: string | null = null;
   /** The tag ranges of failed collectives (`abortTags`) and why: their receives fail, their bytes are dropped. */
   private readonly aborted: { from: number; to: number; why: string }[] = [];
 
@@ -53,6 +61,18 @@ export class Peers {
   connect(cmd: Extract<Command, { k: 'connect' }>): void {
     const peer = cmd.peer;
     this.ports.set(peer, cmd.port);
+    this.gone.delete(peer); // a fresh worker of a device that was lost (torch.gpu.init)
+    // A peer that dies never sends what it owes: its receives waiting now and later fail.
+    onPortClose(cmd.port, () => {
+      if (this.ports.get(peer) !== cmd.port) return;
+      const why = `the copy from ${peer} failed: ${peer}'s worker is gone (its port closed)`;
+      this.gone.set(peer, why);
+      for (const [key, w] of [...this.waiting]) {
+        if (!key.startsWith(`${peer}#`)) continue;
+        this.waiting.delete(key);
+        w(new Error(why));
+      }
+    });
     onPortMessage(cmd.port, (msg) => {
       const { tag, data: bytes, error, host } = msg as PeerMessage;
       if (host) {
@@ -100,6 +120,10 @@ export class Peers {
   send(cmd: Extract<Command, { k: 'send' }>): void {
     this.backend.flush();
     const port = this.ports.get(cmd.peer)!, tag = cmd.tag;
+    if (this.failedRecv !== null) {
+      port.postMessage({ tag, data: new ArrayBuffer(0), error: this.failedRecv });
+      return;
+    }
     // A failed read (a device error found at this sync point) still answers the peer, whose recv fails too.
     void Promise.resolve(this.backend.read(cmd.id, cmd.byteOffset, cmd.bytes)).then(
       (data) => port.postMessage({ tag, data }, [data]),
@@ -113,9 +137,17 @@ export class Peers {
   recv(cmd: Extract<Command, { k: 'recv' }>): Promise<void> {
     this.backend.flush();
     return this.receive(cmd.peer, cmd.tag).then((data) => {
-      if (data instanceof Error) throw data;
+      if (data instanceof Error) {
+        this.failedRecv ??= data.message;
+        throw data;
+      }
       return this.backend.write(cmd.id, cmd.byteOffset, data);
     });
+  }
+
+  /** The device's errors were raised at a sync point: its sends carry bytes again. */
+  reported(): void {
+    this.failedRecv = null;
   }
 
   /** `signal`: answers the peer once the event has finished on this device. */
@@ -155,8 +187,8 @@ export class Peers {
       this.mailbox.delete(key);
       return Promise.resolve(have);
     }
-    const why = this.aborted.length ? this.abortedWhy(tag) : null;
-    if (why !== null) return Promise.resolve(new Error(why));
+    const why = (this.aborted.length ? this.abortedWhy(tag) : null) ?? this.gone.get(peer);
+    if (why != null) return Promise.resolve(new Error(why));
     return new Promise<ArrayBuffer | Error>((resolve) => this.waiting.set(key, resolve));
   }
 
