@@ -9,6 +9,16 @@
  * a later collective on the group rejects at once with NCCL's "communicator was aborted" wording;
  * each rank's device then syncs (a `recv` the failed collective had queued is released, its error
  * surfacing at that sync point), computes right, and leaks nothing (the suite's leak check).
+ *
+ * MUTATION RECORD (2026-11-28; each test run alone with `-t`, built from the code before the fix,
+ * 91a56fb): every test failed. The mismatches, the throw and the time-out: "Process 0 terminated
+ * … HANG: rank 0's sync after the failure did not settle within 15000 ms" (rank 0 had queued its
+ * side; its `recv` held gpu:0's stream forever, and the suite's leak check then timed out on
+ * `synchronize()`). The dead worker: "Process 0 terminated … HANG: rank 0's read did not settle"
+ * (its `recv` from the dead gpu waited forever). With the fix but without a failed receive's
+ * error forwarded in the device's later sends (ts/worker/peers.ts, `failedRecv`), the 3-rank dead
+ * worker test failed: "rank 1: expected 'ok' to be 'recv failed on device: the copy from gpu:0
+ * failed: the copy from gpu:2 failed: …'": rank 1 read a sum built from bytes rank 0 never got.
  */
 import { describe, expect, it } from 'vitest';
 import * as torch from '../../dist/webtorch.js';
@@ -17,13 +27,14 @@ import { logicalGpuSuite } from '../devices.js';
 const { distributed: dist } = torch;
 logicalGpuSuite(3, 'failed-collective tests');
 
-const HANG_MS = 20_000;
+/** How long a step may take before it counts as a hang (a whole `spawn`: three times as long, so a rank's step names itself first). */
+const HANG_MS = 15_000;
 
-/** `p`, or a rejection naming `what` once `HANG_MS` has passed. */
-async function within<T>(p: Promise<T>, what: string): Promise<T> {
+/** `p`, or a rejection naming `what` once `ms` have passed. */
+async function within<T>(p: Promise<T>, what: string, ms = HANG_MS): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const hang = new Promise<never>((_, rej) => {
-    timer = setTimeout(() => rej(new Error(`HANG: ${what} did not settle within ${HANG_MS} ms`)), HANG_MS);
+    timer = setTimeout(() => rej(new Error(`HANG: ${what} did not settle within ${ms} ms`)), ms);
   });
   try {
     return await Promise.race([p, hang]);
@@ -98,7 +109,7 @@ describe('a call that differs between ranks', () => {
         const first = await outcome(() => dist.allReduce(t), `rank ${rank}'s allReduce`);
         t.dispose();
         return { first, ...(await afterFailure(rank)) };
-      }, { nprocs: world }), 'spawn');
+      }, { nprocs: world }), 'spawn', 3 * HANG_MS);
       const why = `allReduce (collective 1): rank ${last} called allReduce([3], float32, sum) but rank 0 called allReduce([2, 2], float32, sum)`;
       for (const [rank, r] of got.entries()) {
         expect(r.first, `rank ${rank}`).toBe(why);
@@ -108,7 +119,7 @@ describe('a call that differs between ranks', () => {
         else expect(r.sync, `rank ${rank}`).toMatch(abortedRecv(rank, why));
         expect(r.sum).toBe(5);
       }
-    }, 60_000);
+    }, 4 * HANG_MS);
   }
 
   it('2 ranks, same shape, different dtype: both raise naming both dtypes', async () => {
@@ -118,12 +129,12 @@ describe('a call that differs between ranks', () => {
       const first = await outcome(() => dist.allReduce(t), `rank ${rank}'s allReduce`);
       t.dispose();
       return { first, ...(await afterFailure(rank)) };
-    }, { nprocs: 2 }), 'spawn');
+    }, { nprocs: 2 }), 'spawn', 3 * HANG_MS);
     const why = 'allReduce (collective 1): rank 1 called allReduce([4], int32, sum) but rank 0 called allReduce([4], float32, sum)';
     expect(got.map((r) => r.first)).toEqual([why, why]);
     expect(got.map((r) => r.sync)).toEqual([`recv failed on device: ${aborted(0, why)}`, 'ok']);
     expect(got.map((r) => r.sum)).toEqual([5, 5]);
-  }, 60_000);
+  }, 4 * HANG_MS);
 });
 
 describe('a rank that fails between collectives', () => {
@@ -148,7 +159,7 @@ describe('a rank that fails between collectives', () => {
         } finally {
           t.dispose();
         }
-      }, { nprocs: world }).then(() => null, (e: Error) => e.message), 'spawn');
+      }, { nprocs: world }).then(() => null, (e: Error) => e.message), 'spawn', 3 * HANG_MS);
       expect(err).toMatch(new RegExp(`^\\n\\n-- Process ${last} terminated with the following error:\\nError: out of data`));
       const why = `rank ${last} failed: out of data`;
       for (let rank = 0; rank < last; rank++) {
@@ -159,7 +170,7 @@ describe('a rank that fails between collectives', () => {
         expect(r.sync, `rank ${rank}`).toMatch(abortedRecv(rank, why));
         expect(r.sum).toBe(5);
       }
-    }, 60_000);
+    }, 4 * HANG_MS);
   }
 
   it('2 ranks, rank 1 calls allReduce after rank 0\'s timed out: both raise, neither device is held', async () => {
@@ -172,14 +183,14 @@ describe('a rank that fails between collectives', () => {
       if (rank === 0) timedOut.fire();
       t.dispose();
       return { first, ...(await afterFailure(rank)) };
-    }, { nprocs: 2 }), 'spawn');
+    }, { nprocs: 2 }), 'spawn', 3 * HANG_MS);
     const why = 'allReduce (collective 1) timed out after 300 ms: rank 1 never called it (called by rank 0)';
     expect(got[0].first).toBe(why);
     expect(got[1].first).toBe(`allReduce: ${aborted(1, why)}`);
     expect(got.map((r) => r.later)).toEqual([`allReduce: ${aborted(0, why)}`, `allReduce: ${aborted(1, why)}`]);
     expect(got.map((r) => r.sync)).toEqual([`recv failed on device: ${aborted(0, why)}`, 'ok']);
     expect(got.map((r) => r.sum)).toEqual([5, 5]);
-  }, 60_000);
+  }, 4 * HANG_MS);
 });
 
 describe('a device that dies inside a collective', () => {
@@ -213,7 +224,7 @@ describe('a device that dies inside a collective', () => {
         } finally {
           t.dispose();
         }
-      }, { nprocs: world }).then(() => null, (e: Error) => e.message), 'spawn');
+      }, { nprocs: world }).then(() => null, (e: Error) => e.message), 'spawn', 3 * HANG_MS);
       expect(err).toMatch(new RegExp(`^\\n\\n-- Process ${last} terminated with the following error:\\nDeviceLostError: gpu:${last} was lost \\(reason: worker died`));
       const gone = `the copy from gpu:${last} failed: gpu:${last}'s worker is gone (its port closed)`;
       for (let rank = 0; rank < last; rank++) {
@@ -232,6 +243,6 @@ describe('a device that dies inside a collective', () => {
       expect(await within(s.item(), 'a computation on the device brought back')).toBe(5);
       x.dispose();
       s.dispose();
-    }, 60_000);
+    }, 4 * HANG_MS);
   }
 });
