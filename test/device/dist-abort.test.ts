@@ -62,11 +62,13 @@ interface After {
   sum: number;
 }
 
-/** A later collective, a device sync, then `ones(5).sum()` on the rank's device. */
+/** A later collective, leaving the group, a device sync, then `ones(5).sum()` on the rank's device. */
 async function afterFailure(rank: number): Promise<After> {
   const t = torch.ones([2], { device: `gpu:${rank}` });
   const later = await outcome(() => dist.allReduce(t), `rank ${rank}'s later allReduce`);
   t.dispose();
+  dist.destroyProcessGroup();
+  expect(dist.isInitialized()).toBe(false);
   const sync = await outcome(() => torch.gpu.synchronize(`gpu:${rank}`), `rank ${rank}'s sync after the failure`);
   const x = torch.ones([5], { device: `gpu:${rank}` }), s = x.sum();
   const sum = await within(s.item(), `rank ${rank}'s computation after the failure`);

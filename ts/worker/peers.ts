@@ -8,6 +8,12 @@
  * message that arrives before its `recv` waits in the mailbox; a `recv` that comes first holds
  * its stream (the scheduler's) until the bytes arrive.
  *
+ * A `recv` that nothing will answer must not hold its stream forever: one of a failed collective
+ * fails when the group's `abortTags` arrives (ts/distributed/group.ts, Note [a failed
+ * collective]), and one from a peer whose worker died when that peer's port closes. Once a
+ * `recv` has failed, this device's sends carry that error instead of bytes until its next sync
+ * point, so a ring passes the failure on instead of a sum missing a part.
+ *
  * Pinned copies (`readHost`, `writeHost`; ts/runtime/pinned.ts has the decision) read and write
  * the cpu device's shared memory in place. The cpu sends its memory on the port right after its
  * `connect`, so a pinned copy queued with the first `connect` can run before it arrives: it
