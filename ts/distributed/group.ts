@@ -268,8 +268,12 @@ export async function initProcessGroup(options: InitOptions): Promise<void> {
   if (!Number.isInteger(worldSize) || worldSize < 1) throw new RangeError(`initProcessGroup: worldSize must be a positive integer, got ${String(worldSize)}`);
   if (!Number.isInteger(rank) || rank < 0 || rank >= worldSize) throw new RangeError(`initProcessGroup: rank must be in [0, ${worldSize}), got ${String(rank)}`);
   if (current.get()) throw new Error('initProcessGroup: trying to initialize the default process group twice!');
-  // NCCL's backend is the GPUs': a program whose first GPU line is this one finds them ready.
-  if (backend === 'nccl') await initGpus();
+  // NCCL's backend is the GPUs': a program whose first GPU line is this one finds them ready,
+  // discovered through the rank's own device (naming it first), never gpu:0 as well.
+  if (backend === 'nccl') {
+    toDevice(options.device ?? currentDevice());
+    await initGpus();
+  }
   if (fromEnv || initMethod.startsWith('tcp://')) {
     const what = 'initProcessGroup';
     const addr = fromEnv ? `${envOr('MASTER_ADDR')}:${envOr('MASTER_PORT')}` : initMethod.slice('tcp://'.length);
