@@ -2,7 +2,9 @@
  * Devices: `cpu` and `gpu:0`, `gpu:1`, … (`cuda:N` is accepted as an alias).
  *
  * Importing webtorch starts nothing. `cpu` starts its worker on first use. GPUs are discovered
- * once, asynchronously: discovery starts `gpu:0`'s worker and asks it for an adapter. It starts
+ * once, asynchronously: discovery starts the worker of the first GPU the program names (else the
+ * current GPU's, gpu:0 unless set) and asks it for an adapter, so that a rank that uses only
+ * gpu:r (`webtorch-run`, `setDevice(localRank)`) never holds a device on GPU 0 too. It starts
  * at the first GPU call of any kind (`model.to('cuda')`, `torch.zeros(3, {device: 'cuda'})`,
  * `torch.gpu.isAvailable()`, `await torch.gpu.init()`), and code need not wait for it: a GPU
  * device named before it ends is taken on trust, and its commands queue in its client until its
@@ -98,6 +100,8 @@ let allowSoftware: boolean | undefined;
 /** Whether the adapter found is a software one (set at discovery). */
 let softwareAdapter = false;
 let discovery: Promise<void> | null = null;
+/** The GPU index whose worker discovery starts (set when discovery starts). */
+let probe: number | null = null;
 let gpuCount: number | null = null;
 let discoveryError: string | null = null;
 let limits: Record<string, number> = {};
@@ -106,7 +110,7 @@ const clients = new Map<Device, DeviceClient>();
 function checkGpuIndex(i: number): void {
   if (gpuCount === null && Number.isInteger(i) && i >= 0) {
     // Before discovery ends: taken on trust, and checked when it does (`gpuGate`).
-    void init();
+    void init(i);
     return;
   }
   if (gpuCount === null || !Number.isInteger(i) || i < 0 || i >= gpuCount) {
@@ -117,9 +121,11 @@ function checkGpuIndex(i: number): void {
 
 /**
  * What a GPU device's worker waits for before it starts (`DeviceClient`'s gate): the end of
- * discovery, and its index among the devices found. gpu:0's worker is the one discovery starts.
+ * discovery, and its index among the devices found; nothing for the worker discovery starts.
  */
 async function gpuGate(i: number): Promise<void> {
+  if (probe === null) void init(i); // this start begins discovery: `probe` is set now
+  if (i === probe) return;
   await init();
   const n = gpuCount ?? 0;
   if (i < n) return;
@@ -130,7 +136,7 @@ async function gpuGate(i: number): Promise<void> {
 /** @internal The client of a device (starting nothing). */
 export function clientOf(d: Device): DeviceClient {
   let c = clients.get(d);
-  if (!c) clients.set(d, (c = new DeviceClient(d.toString(), d.type, d.index, d.type === 'gpu' && d.index > 0 ? () => gpuGate(d.index) : null)));
+  if (!c) clients.set(d, (c = new DeviceClient(d.toString(), d.type, d.index, d.type === 'gpu' ? () => gpuGate(d.index) : null)));
   return c;
 }
 
@@ -184,20 +190,32 @@ function usableCount(): number {
   return softwareAdapter && !softwareAllowed() ? 0 : gpuCount!;
 }
 
-/** Discovers the GPU adapter (once). Resolves whether or not one is found. */
-export function init(): Promise<void> {
+/** How many GPU devices there are once an adapter is found: configured, else one per physical GPU where gpu:N map to several (ts/runtime/physical.ts), else one. */
+function devicesPerAdapter(): number {
+  const fromEnv = Number(env('WEBTORCH_GPU_DEVICES'));
+  return configured ?? (Number.isInteger(fromEnv) && fromEnv > 0 ? fromEnv : physicalGpus()?.length ?? 1);
+}
+
+/**
+ * Discovers the GPU adapter (once), through the worker of gpu:`first` (the GPU whose use began
+ * discovery), else of the current GPU, else gpu:0: an index that cannot exist is never started.
+ * Resolves whether or not an adapter is found.
+ */
+export function init(first?: number): Promise<void> {
   discovery ??= (async () => {
-    const c = clientOf(Device.of('gpu', 0));
+    // Set before the first await: a GPU worker starting meanwhile asks `gpuGate` whether it is this one.
+    probe = 0;
     try {
+      const n = devicesPerAdapter(); // raises on a malformed WEBTORCH_GPU_BUSES: no adapter, then
+      probe = [first, current.get()].find((i) => i !== undefined && i < n) ?? 0;
+      const c = clientOf(Device.of('gpu', probe));
       await c.start();
       limits = c.info!.limits;
       softwareAdapter = c.info!.cpuAdapter || c.info!.architecture === 'software';
-      const fromEnv = Number(env('WEBTORCH_GPU_DEVICES'));
-      // One device per physical GPU where gpu:N map to several (ts/runtime/physical.ts), else one.
-      gpuCount = configured ?? (Number.isInteger(fromEnv) && fromEnv > 0 ? fromEnv : physicalGpus()?.length ?? 1);
+      gpuCount = devicesPerAdapter();
     } catch (e) {
       discoveryError = (e as Error).message;
-      clients.delete(Device.of('gpu', 0));
+      clients.delete(Device.of('gpu', probe));
       gpuCount = 0;
     }
   })();
@@ -380,6 +398,7 @@ export async function shutdown(): Promise<void> {
   await Promise.all([...clients.values()].map((c) => c.close()));
   clients.clear();
   discovery = null;
+  probe = null;
   gpuCount = null;
   softwareAdapter = false;
 }

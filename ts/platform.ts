@@ -367,6 +367,14 @@ export function onPortMessage(port: MessagePort, fn: (data: unknown) => void): v
   port.start();
 }
 
+/**
+ * Calls `fn` once the other end of `port` is gone: Node fires `close` when the thread that held
+ * it exits (a worker that died too); browsers that have no such event never call it.
+ */
+export function onPortClose(port: MessagePort, fn: () => void): void {
+  port.addEventListener('close', fn, { once: true });
+}
+
 // ---- Helper threads of a device worker (the cpu device's matmul pool, `ts/worker/cpu-pool.ts`) ----
 
 /** The helper thread's entry file, next to the bundled library in `dist/` (Node). */

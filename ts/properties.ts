@@ -135,6 +135,7 @@ export type GpuArgs = PyArgs<[device: DeviceLike | null], { device?: DeviceLike 
 
 /** Adapter info, limits, features and the memory budget of a GPU device (starts its worker). */
 export async function getDeviceProperties(...args: GpuArgs): Promise<DeviceProperties> {
+  gpuArg('get_device_properties', args); // named before discovery, the device is the one it starts
   await init();
   const d = gpuArg('get_device_properties', args);
   const c = clientOf(d);

@@ -26,6 +26,11 @@
  *   (`via: 'launcher'`): 'as the rank threads…' failed on the native count alone (0 selection
  *   lines where one start's 2 were expected).
  * - `busOf` off by one (`b[(index + 1) % b.length]`): 'a forced mapping…' and 'as the rank threads…'.
+ * - GPU discovery starting gpu:0 in every process (ts/device.ts `init` as before 2026-11-28, with
+ *   `getDeviceProperties` and `initProcessGroup({backend: 'nccl'})` asking before naming their
+ *   device): 'as the rank threads…' (rank 1's starts were gpu:0 and gpu:1), 'the ranks of
+ *   webtorch-run (processes)…' (rank 1 had started ["gpu:0", "gpu:1"]), 'a worker thread…' (the
+ *   refusal named gpu:0, a device the thread never asked for).
  * The real two-GPU path has not run here (see README "Many GPUs").
  */
 import { execFile } from 'node:child_process';
@@ -126,7 +131,8 @@ await torch.shutdown();`;
   }, 90_000);
 
   it('as the rank threads of webtorch-run --threads, each rank\'s GPU worker starts with its DRI_PRIME in the process\'s environment', async () => {
-    // Rank r runs on gpu:r, and each rank also starts gpu:0 (GPU discovery, ts/device.ts `init`).
+    // Rank r runs on gpu:r and starts no other GPU: GPU discovery goes through the first GPU the
+    // rank names (ts/device.ts `init`; it used to start gpu:0 in every rank).
     // gpu:1's bus is lavapipe's tag: rank 1's gpu:1 is the one start that may make the layer select.
     const buses = ['0000:00:07.0', '0000:00:00.0'];
     const dir = fs.mkdtempSync(join(tmpdir(), 'wt-phys-'));
@@ -159,8 +165,25 @@ await torch.shutdown();`);
     expect(selectionsPerSegment(stderr)[0], stderr).toBe(perStart);
     expect(ranks.map((q) => q.starts.map((s: PhysicalStart) => [s.index, s.processEnv, s.via]))).toEqual([
       [[0, torch._driPrime(buses[0]), 'launcher']],
-      [[0, torch._driPrime(buses[0]), 'launcher'], [1, torch._driPrime(buses[1]), 'launcher']],
+      [[1, torch._driPrime(buses[1]), 'launcher']],
     ]);
+  }, 120_000);
+
+  it('the ranks of webtorch-run (processes) that set their device and join an nccl group start their own GPU alone', async () => {
+    const dir = fs.mkdtempSync(join(tmpdir(), 'wt-rank-'));
+    const file = join(dir, 'rank.mjs');
+    fs.writeFileSync(file, `import * as torch from '${DIST}';
+const rank = Number(process.env.LOCAL_RANK);
+torch.gpu.setDevice(rank);
+await torch.distributed.initProcessGroup({ backend: 'nccl' });
+const t = torch.ones([2], { device: 'cuda' }).mul(rank + 1);
+await torch.distributed.allReduce(t);
+console.log(JSON.stringify({ rank, vals: await t.tolist(), started: torch._startedDevices() }));
+torch.distributed.destroyProcessGroup();
+await torch.shutdown();`);
+    const { stdout } = await node([RUN, '--nproc', '2', file], { WEBTORCH_GPU_DEVICES: '2', WEBTORCH_PHYSICAL_GPUS: '0' });
+    const ranks = stdout.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l)).sort((a, b) => a.rank - b.rank);
+    expect(ranks.map((q) => [q.rank, q.vals, q.started.filter((d: string) => d.startsWith('gpu'))])).toEqual([[0, [3, 3], ['gpu:0']], [1, [3, 3], ['gpu:1']]]);
   }, 120_000);
 
   it('a worker thread that is not a launcher\'s rank raises rather than run a mapped gpu:N on the first GPU', async () => {
@@ -171,8 +194,8 @@ w.on('error', (e) => { console.log(JSON.stringify({ error: e.message })); proces
 w.on('exit', () => { console.log(JSON.stringify({ error: null })); process.exit(0); });`;
     const { stdout } = await node(['--input-type=module', '-e', script], { WEBTORCH_GPU_BUSES: '0000:00:07.0,0000:00:08.0' });
     const r = JSON.parse(stdout.split('\n').find((l) => l.startsWith('{'))!);
-    // GPU discovery starts gpu:0 first, so the refusal names it.
-    expect(r.error).toContain('webtorch: gpu:0 should run on the GPU at PCI bus 0000:00:07.0, but this is a worker thread, whose process.env is a copy that Dawn never reads');
+    // GPU discovery starts the GPU named first, gpu:1, so the refusal names it.
+    expect(r.error).toContain('webtorch: gpu:1 should run on the GPU at PCI bus 0000:00:08.0, but this is a worker thread, whose process.env is a copy that Dawn never reads');
   }, 90_000);
 
   it('a malformed WEBTORCH_GPU_BUSES raises naming it', async () => {

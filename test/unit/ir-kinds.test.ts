@@ -54,7 +54,7 @@ describe('IR kinds', () => {
       // Kernels are traced by the profiler; memory and peers are not.
       if (CAPTURED_KINDS.has(k)) expect(UNTRACED_KINDS.has(k), k).toBe(false);
     }
-    expect([...DEVICE_KINDS].sort()).toEqual(['connect', 'dropScratch', 'graphReset', 'release', 'segment', 'signal']);
+    expect([...DEVICE_KINDS].sort()).toEqual(['abortTags', 'connect', 'dropScratch', 'graphReset', 'release', 'segment', 'signal']);
     expect([...COPY_KINDS].sort()).toEqual(['readHost', 'recv', 'send', 'signal', 'waitSignal', 'write', 'writeHost']);
     // `call` is made inside the worker: it must never be packed or sent.
     expect(KINDS.call.wire).toBe('worker');

@@ -113,26 +113,30 @@ export function allReduce(tensor: Tensor, options: CollectiveOptions & { op?: Re
   const op = checkOp('allReduce', options.op ?? 'sum', t.dtype);
   const k = g.worldSize, n = t.numel();
   if (g instanceof SocketGroup) return result({ done: socketAllReduce(g, t, op, signature('allReduce', t, op)) }, options.asyncOp, t.device);
-  const p = g._arrive('allReduce', signature('allReduce', t, op), Math.max(1, 2 * k * k));
-  if (k > 1 && n > 0) {
-    const tag = (phase: number) => (s: number, from: number) => p.base + (phase * k + s) * k + from;
-    withGradMode(false, () => tidy(() => {
-      const acc = reshape(cast(t, t.dtype), [n]);
-      const sizes = splitSizes(n, k);
-      ringReduceScatter(g, acc, sizes, COMBINE[op === 'avg' ? 'sum' : op], tag(0));
-      const offs = sizes.map((_, c) => sizes.slice(0, c).reduce((a, b) => a + b, 0));
-      const next = g._deviceOf(mod(g.rank + 1, k)), prev = g._deviceOf(mod(g.rank - 1, k));
-      for (let s = 0; s < k - 1; s++) {
-        const cs = mod(g.rank - s, k), cr = mod(g.rank - 1 - s, k);
-        if (sizes[cs]) sendTo(narrow(acc, 0, offs[cs], sizes[cs]), next, tag(1)(s, g.rank));
-        if (sizes[cr]) recvFrom(narrow(acc, 0, offs[cr], sizes[cr]), prev, tag(1)(s, mod(g.rank - 1, k)));
-      }
-      copyInto(t, reshape(op === 'avg' ? binaryOp('div', acc, k) : acc, t.shape.slice()));
-    }));
-  } else if (op === 'avg' && n > 0) {
-    withGradMode(false, () => tidy(() => copyInto(t, binaryOp('div', t, k))));
-  }
+  const p = g._collective('allReduce', signature('allReduce', t, op), Math.max(1, 2 * k * k), (base) => {
+    if (k > 1 && n > 0) allReduceSide(g, t, op, base);
+    else if (op === 'avg' && n > 0) withGradMode(false, () => tidy(() => copyInto(t, binaryOp('div', t, k))));
+  });
   return result(p, options.asyncOp, g.device);
+}
+
+/** This rank's side of the ring all-reduce of `t` (its tags from `base`). */
+function allReduceSide(g: ProcessGroup, t: Tensor, op: ReduceOpName, base: number): void {
+  const k = g.worldSize, n = t.numel();
+  const tag = (phase: number) => (s: number, from: number) => base + (phase * k + s) * k + from;
+  withGradMode(false, () => tidy(() => {
+    const acc = reshape(cast(t, t.dtype), [n]);
+    const sizes = splitSizes(n, k);
+    ringReduceScatter(g, acc, sizes, COMBINE[op === 'avg' ? 'sum' : op], tag(0));
+    const offs = sizes.map((_, c) => sizes.slice(0, c).reduce((a, b) => a + b, 0));
+    const next = g._deviceOf(mod(g.rank + 1, k)), prev = g._deviceOf(mod(g.rank - 1, k));
+    for (let s = 0; s < k - 1; s++) {
+      const cs = mod(g.rank - s, k), cr = mod(g.rank - 1 - s, k);
+      if (sizes[cs]) sendTo(narrow(acc, 0, offs[cs], sizes[cs]), next, tag(1)(s, g.rank));
+      if (sizes[cr]) recvFrom(narrow(acc, 0, offs[cr], sizes[cr]), prev, tag(1)(s, mod(g.rank - 1, k)));
+    }
+    copyInto(t, reshape(op === 'avg' ? binaryOp('div', acc, k) : acc, t.shape.slice()));
+  }));
 }
 
 /** `dist.broadcast(tensor, {src, group, asyncOp})`: every rank's `tensor` gets rank `src`'s values, in place. */
@@ -143,19 +147,18 @@ export function broadcast(tensor: Tensor, options: CollectiveOptions & { src?: n
   const src = options.src ?? 0;
   if (!Number.isInteger(src) || src < 0 || src >= g.worldSize) throw new RangeError(`broadcast: src must be a rank in [0, ${g.worldSize}), got ${String(src)}`);
   if (g instanceof SocketGroup) return result({ done: socketBroadcast(g, t, src, signature('broadcast', t, `src=${src}`)) }, options.asyncOp, t.device);
-  const p = g._arrive('broadcast', signature('broadcast', t, `src=${src}`), g.worldSize);
-  withGradMode(false, () => tidy(() => {
+  const p = g._collective('broadcast', signature('broadcast', t, `src=${src}`), g.worldSize, (base) => withGradMode(false, () => tidy(() => {
     if (g.rank === src) {
       const c = t.isContiguous() ? t : contiguous(t);
-      for (let j = 0; j < g.worldSize; j++) if (j !== src) sendTo(c, g._deviceOf(j), p.base + j);
+      for (let j = 0; j < g.worldSize; j++) if (j !== src) sendTo(c, g._deviceOf(j), base + j);
     } else if (t.isContiguous()) {
-      recvFrom(t, g._deviceOf(src), p.base + g.rank);
+      recvFrom(t, g._deviceOf(src), base + g.rank);
     } else {
       const tmp = alloc(t.shape, t.dtype, t.device);
-      recvFrom(tmp, g._deviceOf(src), p.base + g.rank);
+      recvFrom(tmp, g._deviceOf(src), base + g.rank);
       copyInto(t, tmp);
     }
-  }));
+  })));
   return result(p, options.asyncOp, g.device);
 }
 
@@ -170,21 +173,20 @@ export function allGather(tensorList: Tensor[], tensor: Tensor, options: Collect
     if (o.shape.join() !== t.shape.join() || o.dtype !== t.dtype) throw new RangeError(`allGather: tensorList[${j}] is ${signature('', o)} but the input is ${signature('', t)}`);
   });
   if (g instanceof SocketGroup) return result({ done: socketAllGather(g, tensorList, t, signature('allGather', t)) }, options.asyncOp, t.device);
-  const p = g._arrive('allGather', signature('allGather', t), k * k);
-  withGradMode(false, () => tidy(() => {
+  const p = g._collective('allGather', signature('allGather', t), k * k, (base) => withGradMode(false, () => tidy(() => {
     const c = t.isContiguous() ? t : contiguous(t);
-    for (let j = 0; j < k; j++) if (j !== g.rank) sendTo(c, g._deviceOf(j), p.base + g.rank * k + j);
+    for (let j = 0; j < k; j++) if (j !== g.rank) sendTo(c, g._deviceOf(j), base + g.rank * k + j);
     for (let j = 0; j < k; j++) {
       const o = tensorList[j];
       if (j === g.rank) copyInto(o, t);
-      else if (o.isContiguous()) recvFrom(o, g._deviceOf(j), p.base + j * k + g.rank);
+      else if (o.isContiguous()) recvFrom(o, g._deviceOf(j), base + j * k + g.rank);
       else {
         const tmp = alloc(o.shape, o.dtype, o.device);
-        recvFrom(tmp, g._deviceOf(j), p.base + j * k + g.rank);
+        recvFrom(tmp, g._deviceOf(j), base + j * k + g.rank);
         copyInto(o, tmp);
       }
     }
-  }));
+  })));
   return result(p, options.asyncOp, g.device);
 }
 
@@ -203,14 +205,13 @@ export function reduceScatter(output: Tensor, inputList: Tensor[], options: Coll
   const op = checkOp('reduceScatter', options.op ?? 'sum', out.dtype);
   const sizes = inputList.map((t) => t.numel());
   if (g instanceof SocketGroup) return result({ done: socketReduceScatter(g, out, inputList, op, `reduceScatter([${sizes.join(', ')}], ${out.dtype}, ${op})`) }, options.asyncOp, out.device);
-  const p = g._arrive('reduceScatter', `reduceScatter([${sizes.join(', ')}], ${out.dtype}, ${op})`, Math.max(1, k * k));
-  withGradMode(false, () => tidy(() => {
+  const p = g._collective('reduceScatter', `reduceScatter([${sizes.join(', ')}], ${out.dtype}, ${op})`, Math.max(1, k * k), (base) => withGradMode(false, () => tidy(() => {
     const acc = cat(inputList.map((t) => reshape(cast(t, t.dtype), [t.numel()])), 0);
-    if (k > 1) ringReduceScatter(g, acc, sizes, COMBINE[op === 'avg' ? 'sum' : op], (s, from) => p.base + s * k + from);
+    if (k > 1) ringReduceScatter(g, acc, sizes, COMBINE[op === 'avg' ? 'sum' : op], (s, from) => base + s * k + from);
     const off = sizes.slice(0, g.rank).reduce((a, b) => a + b, 0);
     const part = narrow(acc, 0, off, sizes[g.rank]);
     copyInto(out, reshape(op === 'avg' ? binaryOp('div', part, k) : part, out.shape.slice()));
-  }));
+  })));
   return result(p, options.asyncOp, g.device);
 }
 
@@ -219,7 +220,7 @@ export function barrier(options: CollectiveOptions = {}): Work | Promise<void> {
   checkOptions('barrier', options, ['group', 'asyncOp']);
   const g = defaultGroup(options.group);
   if (g instanceof SocketGroup) return result({ done: socketBarrier(g) }, options.asyncOp);
-  return result(g._arrive('barrier', 'barrier()', 1), options.asyncOp);
+  return result(g._collective('barrier', 'barrier()', 1), options.asyncOp);
 }
 
 /** @internal The devices of a group, in rank order. */

@@ -11,11 +11,19 @@
  *
  * The host side is a rendezvous per collective (by each rank's call count): the first rank to
  * reach collective n reserves its tags and records its shape, dtype and op; later ranks check
- * theirs against it, so mismatched calls raise, naming both ranks. A collective that not every
- * rank reaches within the group's `timeout` rejects its `wait()` with a message naming the
- * missing ranks, and a rank whose `spawn` function throws makes the others' pending and later
- * collectives reject, naming it. (The devices of the ranks that did issue their side stay held
- * until the others do; see README "Many GPUs".)
+ * theirs against it. A collective that not every rank reaches within the group's `timeout`
+ * rejects its `wait()` with a message naming the missing ranks. (Until then the devices of the
+ * ranks that did issue their side wait for the others; see README "Many GPUs".)
+ *
+ * Note [a failed collective]: a call that differs from another rank's (naming both), a time-out,
+ * a rank whose `spawn` function throws, or a side that throws half-queued fails the whole group,
+ * as NCCL's watchdog aborts its communicator. Every pending collective rejects with the reason on
+ * every rank, every later one raises NCCL's "communicator was aborted" naming it, and each
+ * device gets `abortTags` for the collectives some rank has not queued its side of: a `recv` of
+ * theirs would otherwise hold its stream forever (and with it every later sync and collective on
+ * that device). The worker fails those receives, now or when they run, and drops their bytes
+ * (ts/worker/peers.ts); the error surfaces at the device's next sync point, once, and the device
+ * goes on for other work. Collectives every rank has issued need nothing: their bytes all come.
  */
 import { ContextVar } from '../context.js';
 import { Device, currentDevice, init as initGpus, device as toDevice, withDevice, type DeviceLike } from '../device.js';
@@ -40,14 +48,20 @@ export interface Work {
 
 interface Pending {
   base: number;
+  tags: number;
   sig: string;
   first: number;
   arrived: Set<number>;
+  /** The ranks that have queued their whole side on their device. */
+  issued: Set<number>;
   resolve: () => void;
   reject: (e: Error) => void;
   done: Promise<void>;
   timer: ReturnType<typeof setTimeout> | null;
 }
+
+/** PyTorch's (NCCL's) message for a collective called on a group that has failed. */
+const abortedOn = (rank: number, why: string) => `NCCL communicator was aborted on rank ${rank}. Original reason for failure was: ${why}`;
 
 /** The ranks of one `initMethod`: their devices, and the collectives under way. */
 class World {
@@ -56,7 +70,11 @@ class World {
   left = 0;
   ready: Promise<void>;
   private open!: () => void;
+  /** Collectives not every rank has reached (by call count). */
   pending = new Map<number, Pending>();
+  /** Collectives not every rank has queued its side of: a `recv` of theirs may wait for bytes no rank will send. */
+  unissued = new Map<number, Pending>();
+  /** Why the group failed (Note [a failed collective]), or null. */
   failed: string | null = null;
   constructor(readonly key: string, readonly worldSize: number, readonly timeout: number) {
     this.devices = new Array(worldSize);
@@ -79,7 +97,7 @@ class World {
 
   /** Rank `rank` reaches collective `seq`: the tags, after checking its call against the first rank's. */
   arrive(seq: number, rank: number, sig: string, tags: number, what: string): Pending {
-    if (this.failed) throw new Error(`${what}: ${this.failed}`);
+    if (this.failed) throw new Error(`${what}: ${abortedOn(rank, this.failed)}`);
     let p = this.pending.get(seq);
     if (!p) {
       const base = newTag();
@@ -90,17 +108,19 @@ class World {
         reject = rej;
       });
       done.catch(() => {});
-      p = { base, sig, first: rank, arrived: new Set(), resolve, reject, done, timer: null };
+      p = { base, tags, sig, first: rank, arrived: new Set(), issued: new Set(), resolve, reject, done, timer: null };
       const q = p;
       q.timer = setTimeout(() => {
         const missing = [...this.devices.keys()].filter((r) => !q.arrived.has(r));
-        this.pending.delete(seq);
-        q.reject(new Error(`${what} (collective ${seq}) timed out after ${this.timeout} ms: rank${missing.length > 1 ? 's' : ''} ${missing.join(', ')} never called it (called by rank${q.arrived.size > 1 ? 's' : ''} ${[...q.arrived].join(', ')})`));
+        this.fail(`${what} (collective ${seq}) timed out after ${this.timeout} ms: rank${missing.length > 1 ? 's' : ''} ${missing.join(', ')} never called it (called by rank${q.arrived.size > 1 ? 's' : ''} ${[...q.arrived].join(', ')})`);
       }, this.timeout);
       (q.timer as { unref?: () => void }).unref?.();
       this.pending.set(seq, p);
+      this.unissued.set(seq, p);
     } else if (p.sig !== sig) {
-      throw new Error(`${what} (collective ${seq}): rank ${rank} called ${sig} but rank ${p.first} called ${p.sig}`);
+      const why = `${what} (collective ${seq}): rank ${rank} called ${sig} but rank ${p.first} called ${p.sig}`;
+      this.fail(why);
+      throw new Error(why);
     }
     p.arrived.add(rank);
     if (p.arrived.size === this.worldSize) {
@@ -111,14 +131,36 @@ class World {
     return p;
   }
 
-  /** A rank failed: every pending and later collective rejects, naming it. */
-  fail(rank: number, e: unknown): void {
-    this.failed = `rank ${rank} failed: ${e instanceof Error ? e.message : String(e)}`;
+  /** Rank `rank` has queued its whole side of collective `seq`. */
+  issued(seq: number, rank: number): void {
+    const p = this.unissued.get(seq);
+    if (p && p.issued.add(rank).size === this.worldSize) this.unissued.delete(seq);
+  }
+
+  /**
+   * The group fails (Note [a failed collective]): every pending collective rejects with `why`,
+   * every later one raises NCCL's "aborted" naming it, and every device drops the receives of
+   * the collectives some rank has not queued its side of.
+   */
+  fail(why: string): void {
+    if (this.failed) return;
+    this.failed = why;
     for (const p of this.pending.values()) {
       clearTimeout(p.timer!);
-      p.reject(new Error(this.failed));
+      p.reject(new Error(why));
     }
     this.pending.clear();
+    const ranges = [...this.unissued.values()].flatMap((p) => [p.base, p.base + p.tags]);
+    this.unissued.clear();
+    if (!ranges.length) return;
+    this.devices.forEach((dev, rank) => {
+      if (!dev) return;
+      try {
+        emit(dev, { k: 'abortTags', ranges, why: abortedOn(rank, why) });
+      } catch {
+        // A device that can no longer take commands (lost) has no receive left to release.
+      }
+    });
   }
 }
 
@@ -175,9 +217,22 @@ export class ProcessGroup {
     return this.world.worldSize;
   }
 
-  /** @internal Starts collective number `seq` for this rank; returns its tags and completion. */
-  _arrive(what: string, sig: string, tags: number): Pending {
-    return this.world.arrive(++this.seq, this.rank, sig, tags, what);
+  /**
+   * @internal Collective number `seq` for this rank: checks the call against the other ranks',
+   * reserves `tags` tags and queues this rank's side (`issue(base)`); returns its completion. A
+   * side that throws half-queued fails the group, so that no rank waits for the rest of it.
+   */
+  _collective(what: string, sig: string, tags: number, issue: (base: number) => void = () => {}): Pending {
+    const seq = ++this.seq;
+    const p = this.world.arrive(seq, this.rank, sig, tags, what);
+    try {
+      issue(p.base);
+    } catch (e) {
+      this.world.fail(`rank ${this.rank} failed in ${what} (collective ${seq}): ${e instanceof Error ? e.message : String(e)}`);
+      throw e;
+    }
+    this.world.issued(seq, this.rank);
+    return p;
   }
 
   /** @internal The device of `rank`. */
@@ -213,8 +268,12 @@ export async function initProcessGroup(options: InitOptions): Promise<void> {
   if (!Number.isInteger(worldSize) || worldSize < 1) throw new RangeError(`initProcessGroup: worldSize must be a positive integer, got ${String(worldSize)}`);
   if (!Number.isInteger(rank) || rank < 0 || rank >= worldSize) throw new RangeError(`initProcessGroup: rank must be in [0, ${worldSize}), got ${String(rank)}`);
   if (current.get()) throw new Error('initProcessGroup: trying to initialize the default process group twice!');
-  // NCCL's backend is the GPUs': a program whose first GPU line is this one finds them ready.
-  if (backend === 'nccl') await initGpus();
+  // NCCL's backend is the GPUs': a program whose first GPU line is this one finds them ready,
+  // discovered through the rank's own device (naming it first), never gpu:0 as well.
+  if (backend === 'nccl') {
+    toDevice(options.device ?? currentDevice());
+    await initGpus();
+  }
   if (fromEnv || initMethod.startsWith('tcp://')) {
     const what = 'initProcessGroup';
     const addr = fromEnv ? `${envOr('MASTER_ADDR')}:${envOr('MASTER_PORT')}` : initMethod.slice('tcp://'.length);
@@ -307,7 +366,7 @@ export async function spawn<R>(fn: (rank: number, ...args: any[]) => R | Promise
       try {
         return await withDevice(rank, async () => fn(rank, ...args));
       } catch (e) {
-        if (who.group instanceof ProcessGroup) who.group.world.fail(rank, e);
+        if (who.group instanceof ProcessGroup) who.group.world.fail(`rank ${rank} failed: ${e instanceof Error ? e.message : String(e)}`);
         throw Object.assign(new Error(`\n\n-- Process ${rank} terminated with the following error:\n${e instanceof Error ? e.stack ?? e.message : String(e)}`), { cause: e });
       } finally {
         if (current.get()) destroyProcessGroup();

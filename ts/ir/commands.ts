@@ -97,6 +97,13 @@ export type Command =
   | { k: 'graphReset'; graph: number }
   | { k: 'send'; peer: string; tag: number; id: number; byteOffset: number; bytes: number }
   | { k: 'recv'; peer: string; tag: number; id: number; byteOffset: number }
+  /**
+   * A device command: the tags in `ranges` (pairs [from, to)) belong to a failed collective
+   * (ts/distributed/group.ts). Every `recv` of those tags, waiting now or run later, fails with
+   * `why` (releasing its stream, the error recorded for the next sync point), and their bytes,
+   * arrived or still to come, are dropped.
+   */
+  | { k: 'abortTags'; ranges: number[]; why: string }
   | IndexCommand
   | NllCommand
   | PoolCommand

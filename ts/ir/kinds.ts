@@ -50,6 +50,7 @@ export const KINDS: { readonly [K in CommandKind]: KindInfo } = {
   release: { scope: 'device', capture: 'memory', wire: 'words' },
   dropScratch: { scope: 'device', capture: 'memory', wire: 'object' },
   connect: { scope: 'device', capture: 'memory', wire: 'object' },
+  abortTags: { scope: 'device', capture: 'memory', wire: 'object' },
   write: copy(),
   fill: kernel('words'),
   arange: kernel(),

@@ -70,6 +70,7 @@ export function serve(backend: Backend): void {
       case 'replay': return capture.replay(cmd);
       case 'graphReset': return capture.reset(cmd);
       case 'connect': return peers.connect(cmd);
+      case 'abortTags': return peers.abort(cmd);
       case 'readHost': return peers.readHost(cmd);
       case 'writeHost': return peers.writeHost(cmd);
       case 'send': return peers.send(cmd);
@@ -145,6 +146,7 @@ export function serve(backend: Backend): void {
     const f = failure;
     failure = null;
     events.board.failed = false;
+    peers.reported();
     if (f) throw f;
   };
   const synced = async () => {

@@ -8,12 +8,18 @@
  * message that arrives before its `recv` waits in the mailbox; a `recv` that comes first holds
  * its stream (the scheduler's) until the bytes arrive.
  *
+ * A `recv` that nothing will answer must not hold its stream forever: one of a failed collective
+ * fails when the group's `abortTags` arrives (ts/distributed/group.ts, Note [a failed
+ * collective]), and one from a peer whose worker died when that peer's port closes. Once a
+ * `recv` has failed, this device's sends carry that error instead of bytes until its next sync
+ * point, so a ring passes the failure on instead of a sum missing a part.
+ *
  * Pinned copies (`readHost`, `writeHost`; ts/runtime/pinned.ts has the decision) read and write
  * the cpu device's shared memory in place. The cpu sends its memory on the port right after its
  * `connect`, so a pinned copy queued with the first `connect` can run before it arrives: it
  * waits for it, and its stream with it.
  */
-import { onPortMessage } from '../platform.js';
+import { onPortClose, onPortMessage } from '../platform.js';
 import type { Backend } from './backend.js';
 import type { HostMemory } from './protocol.js';
 import type { Command } from '../ir/commands.js';
@@ -37,6 +43,16 @@ export class Peers {
   private readonly hosts = new Map<string, HostMemory>();
   /** Pinned copies waiting for a peer's shared memory to arrive. */
   private readonly hostWaiters = new Map<string, (() => void)[]>();
+  /** Peers whose port closed (their worker died), and why: their bytes will never come. */
+  private readonly gone = new Map<string, string>();
+  /**
+   * Why a receive of this device failed since its last sync point: until then its sends forward
+   * it instead of bytes that may depend on the missing ones, so that the failure reaches every
+   * rank of a collective (a ring passes on what it received) rather than a wrong answer.
+   */
+  private failedRecv: string | null = null;
+  /** The tag ranges of failed collectives (`abortTags`) and why: their receives fail, their bytes are dropped. */
+  private readonly aborted: { from: number; to: number; why: string }[] = [];
 
   /**
    * @param backend reads and writes the bytes
@@ -51,6 +67,18 @@ export class Peers {
   connect(cmd: Extract<Command, { k: 'connect' }>): void {
     const peer = cmd.peer;
     this.ports.set(peer, cmd.port);
+    this.gone.delete(peer); // a fresh worker of a device that was lost (torch.gpu.init)
+    // A peer that dies never sends what it owes: its receives waiting now and later fail.
+    onPortClose(cmd.port, () => {
+      if (this.ports.get(peer) !== cmd.port) return;
+      const why = `the copy from ${peer} failed: ${peer}'s worker is gone (its port closed)`;
+      this.gone.set(peer, why);
+      for (const [key, w] of [...this.waiting]) {
+        if (!key.startsWith(`${peer}#`)) continue;
+        this.waiting.delete(key);
+        w(new Error(why));
+      }
+    });
     onPortMessage(cmd.port, (msg) => {
       const { tag, data: bytes, error, host } = msg as PeerMessage;
       if (host) {
@@ -58,6 +86,7 @@ export class Peers {
         for (const go of this.hostWaiters.get(peer)?.splice(0) ?? []) go();
         return;
       }
+      if (this.aborted.length && this.abortedWhy(tag) !== null) return; // for a recv that will fail, or has
       const data = error === undefined ? bytes : new Error(`the copy from ${peer} failed: ${error}`);
       const key = `${peer}#${tag}`;
       const w = this.waiting.get(key);
@@ -71,10 +100,36 @@ export class Peers {
     if (host) cmd.port.postMessage({ host });
   }
 
+  /**
+   * `abortTags`: the receives of a failed collective's tags fail with its reason, those waiting
+   * now (their streams go on) and those still to run; bytes for them, here or on their way, are dropped.
+   */
+  abort(cmd: Extract<Command, { k: 'abortTags' }>): void {
+    for (let i = 0; i < cmd.ranges.length; i += 2) this.aborted.push({ from: cmd.ranges[i], to: cmd.ranges[i + 1], why: cmd.why });
+    const tagOf = (key: string) => Number(key.slice(key.lastIndexOf('#') + 1));
+    for (const key of [...this.mailbox.keys()]) if (this.abortedWhy(tagOf(key)) !== null) this.mailbox.delete(key);
+    for (const [key, w] of [...this.waiting]) {
+      const why = this.abortedWhy(tagOf(key));
+      if (why === null) continue;
+      this.waiting.delete(key);
+      w(new Error(why));
+    }
+  }
+
+  /** Why `tag`'s collective was aborted, or null. */
+  private abortedWhy(tag: number): string | null {
+    for (const a of this.aborted) if (tag >= a.from && tag < a.to) return a.why;
+    return null;
+  }
+
   /** `send`: the copy out is recorded now, in stream order; only posting the bytes waits for the device. */
   send(cmd: Extract<Command, { k: 'send' }>): void {
     this.backend.flush();
     const port = this.ports.get(cmd.peer)!, tag = cmd.tag;
+    if (this.failedRecv !== null) {
+      port.postMessage({ tag, data: new ArrayBuffer(0), error: this.failedRecv });
+      return;
+    }
     // A failed read (a device error found at this sync point) still answers the peer, whose recv fails too.
     void Promise.resolve(this.backend.read(cmd.id, cmd.byteOffset, cmd.bytes)).then(
       (data) => port.postMessage({ tag, data }, [data]),
@@ -88,9 +143,17 @@ export class Peers {
   recv(cmd: Extract<Command, { k: 'recv' }>): Promise<void> {
     this.backend.flush();
     return this.receive(cmd.peer, cmd.tag).then((data) => {
-      if (data instanceof Error) throw data;
+      if (data instanceof Error) {
+        this.failedRecv ??= data.message;
+        throw data;
+      }
       return this.backend.write(cmd.id, cmd.byteOffset, data);
     });
+  }
+
+  /** The device's errors were raised at a sync point: its sends carry bytes again. */
+  reported(): void {
+    this.failedRecv = null;
   }
 
   /** `signal`: answers the peer once the event has finished on this device. */
@@ -130,6 +193,8 @@ export class Peers {
       this.mailbox.delete(key);
       return Promise.resolve(have);
     }
+    const why = (this.aborted.length ? this.abortedWhy(tag) : null) ?? this.gone.get(peer);
+    if (why != null) return Promise.resolve(new Error(why));
     return new Promise<ArrayBuffer | Error>((resolve) => this.waiting.set(key, resolve));
   }
 
