@@ -10,7 +10,8 @@
  * - no [L, S] tensor is kept for the backward (L = S = 512: the composed path keeps scores and
  *   probabilities, the fused one the output and a logsumexp per row);
  * - dropout > 0, float16 and a mask that requires grad take the composed path;
- * - a gradient taken with createGraph is the same (composed from ops, differentiable);
+ * - a gradient taken with createGraph is the same (composed from ops, differentiable), with bool
+ *   masks, causal or none, fused or composed, and leaves nothing alive;
  * - a captured graph with fusion on replays attention reading a fused chain's value;
  * - q, k and v as nanoGPT makes them (split of one projection, view [B, T, H, D], transpose to
  *   [B, H, T, D]; cross attention's q from a projection of its own), causal, masked, odd lengths,
@@ -171,8 +172,6 @@ describe('fused scaled dot product attention', () => {
       torch.manualSeed(3);
       const q = torch.randn([2, 6, 4], { device: d, requiresGrad: true }), k = torch.randn([2, 9, 4], { device: d, requiresGrad: true });
       const v = torch.randn([2, 9, 3], { device: d, requiresGrad: true });
-      // no mask: a bool mask's `where` under createGraph keeps one storage alive after everything is
-      // disposed, on the composed path too (an issue of its own)
       const g = torch.randn([2, 6, 3], { device: d, requiresGrad: true });
       const out = F.scaledDotProductAttention(q, k, v, { scale: 0.7 });
       const plain = torch.autograd.grad([out], [q, k, v], [g], { retainGraph: true });
@@ -188,6 +187,47 @@ describe('fused scaled dot product attention', () => {
       const rows = (await perRow.data()) as Float32Array;
       for (const r of rows) expect(r).toBeCloseTo(3, 4);
       for (const t of [q, k, v, g, out, total, gg, perRow, ...plain, ...made]) t.dispose();
+    }
+  });
+
+  // Fused (q, k, v of one batch) and composed (k, v broadcast over the batch): the same gradients,
+  // differentiable in the upstream gradient, and nothing left alive afterwards (the suite's leak check).
+  // MUTATION RECORD: with the gradient rules calling unrecorded kernels (matmul, where, sumTo, as
+  // before; ts/ops/matmul.ts), all four failed on the composed path: "cpu k batch 1: gradient 0
+  // requires grad: expected false to be true" (a second grad then raised "element 0 of tensors does
+  // not require grad", and the failed test's tensors tripped the leak check).
+  it.each(['a bool [L, S] mask', 'a bool padding mask [B, 1, S]', 'isCausal', 'no mask'])('createGraph with %s, fused and composed: differentiable, the same values, nothing kept', async (kind) => {
+    for (const d of devices) {
+      torch.manualSeed(3);
+      const qd = torch.randn([2, 6, 4], { device: d }), kd = torch.randn([2, 9, 4], { device: d });
+      const vd = torch.randn([2, 9, 3], { device: d }), gd = torch.randn([2, 6, 3], { device: d });
+      const mask = kind.startsWith('a bool') ? torch.tidy(() => torch.randn(kind.includes('padding') ? [2, 1, 9] : [6, 9], { device: d }).gt(-0.5)) : null;
+      const runs: torch.Tensor[][] = [];
+      for (const kb of [2, 1]) {
+        const leaf = (t: torch.Tensor) => torch.tidy(() => t.narrow(0, 0, t === qd || t === gd ? 2 : kb).detach()).requiresGrad_();
+        const q = leaf(qd), k = leaf(kd), v = leaf(vd), g = leaf(gd);
+        const out = F.scaledDotProductAttention(q, k, v, { attnMask: mask, isCausal: kind === 'isCausal' });
+        const plain = torch.autograd.grad([out], [q, k, v], [g], { retainGraph: true });
+        const made = torch.autograd.grad([out], [q, k, v], [g], { createGraph: true });
+        for (let i = 0; i < 3; i++) {
+          expect(made[i].requiresGrad, `${d} k batch ${kb}: gradient ${i} requires grad`).toBe(true);
+          expect(await maxDiff(made[i], plain[i]), `${d} k batch ${kb}: gradient ${i}`).toBeLessThan(1e-5);
+        }
+        // dv = Pᵀ·g: d(Σ dv)/dg is P's row sums over the keys, 1 for every query row (3 values of Ev)
+        const total = made[2].sum();
+        const [gg] = torch.autograd.grad([total], [g]);
+        const perRow = gg.sum(-1);
+        for (const r of (await perRow.data()) as Float32Array) expect(r, `${d} k batch ${kb}: d(Σ dv)/dg row sum`).toBeCloseTo(3, 4);
+        runs.push([made[0], gg]);
+        for (const t of [q, k, v, g, out, total, perRow, ...plain, made[1], made[2]]) t.dispose();
+      }
+      // the composed path's k and v are the fused one's first batch: dq and d(Σ dv)/dg agree on batch 0
+      for (let i = 0; i < 2; i++) {
+        const a = torch.tidy(() => runs[0][i].narrow(0, 0, 1)), b = torch.tidy(() => runs[1][i].narrow(0, 0, 1));
+        expect(await maxDiff(a, b), `${d}: ${i ? 'd(Σ dv)/dg' : 'dq'}, fused against composed`).toBeLessThan(1e-5);
+        [a, b].forEach((t) => t.dispose());
+      }
+      [...runs.flat(), qd, kd, vd, gd, mask].forEach((t) => t?.dispose());
     }
   });
 

@@ -9,6 +9,7 @@
  */
 import { isFloating, storageCode } from '../dtype.js';
 import { emit, place, sameDevice } from '../runtime/dispatch.js';
+import { overlapsAny, rounds } from '../runtime/overlap.js';
 import { Tensor } from '../tensor.js';
 
 const OP = '_amp_foreach_non_finite_check_and_unscale_';
@@ -16,8 +17,8 @@ const OP = '_amp_foreach_non_finite_check_and_unscale_';
 /**
  * Unscales `scaledGrads` in place by the 1-element float32 `invScale` and sets the 1-element
  * float32 `foundInf` to 1.0 where a gradient held inf or NaN (it is never cleared: zero it first).
- * All on one device; gradients float32, float16 or bfloat16, any sizes (a non-contiguous one is
- * made contiguous first, its handle kept). PyTorch's checks and messages.
+ * All on one device; gradients float32, float16 or bfloat16, any sizes (a non-contiguous one
+ * through a contiguous copy, written back in place). PyTorch's checks and messages.
  */
 export function ampForeachNonFiniteCheckAndUnscale_(scaledGrads: Tensor[], foundInf: Tensor, invScale: Tensor): void {
   if (!(invScale instanceof Tensor) || !(foundInf instanceof Tensor)) throw new TypeError(`${OP}: found_inf and inv_scale must be Tensors`);
@@ -34,17 +35,20 @@ export function ampForeachNonFiniteCheckAndUnscale_(scaledGrads: Tensor[], found
     if (!isFloating(g.dtype)) throw new Error(`${OP}: scaled_grads must be floating point tensors (got ${g.dtype} of shape [${g.shape.join(', ')}])`);
   }
   const dev = sameDevice(OP, [foundInf, invScale, ...scaledGrads]);
-  const grads = scaledGrads.map((g) => {
-    if (!g.isContiguous()) {
-      const c = g.contiguous();
-      g._setData(c);
-      c.dispose();
-    }
-    return { at: place(g), n: g.numel(), dt: storageCode(g.dtype) };
-  });
-  const view = (t: Tensor) => (t.isContiguous() ? t : t.contiguous());
-  const inv = view(invScale), found = foundInf;
+  // a copy of inv_scale where it is not contiguous or lies in a gradient's memory (read as it was)
+  const inv = !invScale.isContiguous() || overlapsAny(invScale, scaledGrads) ? invScale.clone() : invScale, found = foundInf;
   if (!found.isContiguous()) throw new Error('found_inf must be contiguous.');
-  emit(dev, { k: 'ampUnscale', grads, invScale: place(inv), found: place(found) });
+  const unscale = (grads: Tensor[]) => emit(dev, { k: 'ampUnscale', grads: grads.map((g) => ({ at: place(g), n: g.numel(), dt: storageCode(g.dtype) })), invScale: place(inv), found: place(found) });
+  // gradients that share memory are unscaled in order, one command a round (Note [overlapping
+  // tensors in one multi-tensor command]); found_inf is only ever set, so each round may set it
+  for (const round of rounds(scaledGrads.filter((g) => g.isContiguous()), (g) => [g])) unscale(round);
+  // a non-contiguous one through a contiguous copy, written back in place (its views see it)
+  for (const g of scaledGrads) {
+    if (g.isContiguous()) continue;
+    const c = g.contiguous();
+    unscale([c]);
+    g.copy_(c);
+    c.dispose();
+  }
   if (inv !== invScale) inv.dispose();
 }

@@ -488,5 +488,5 @@ export function flip(x: Tensor, dims: number | number[]): Tensor {
     if (nd.indexOf(d) !== i) throw new RangeError(`dim ${d} appears multiple times in the list of dims`);
   });
   const real = x.ndim ? nd : [];
-  return recorded('flip', [x], () => flipForward(x, real), () => ([g]) => [flipForward(g!, real)]);
+  return recorded('flip', [x], () => flipForward(x, real), () => ([g]) => [flip(g!, real)]);
 }

@@ -17,7 +17,9 @@ export function contiguous(t: Tensor): Tensor {
 
 /** A contiguous copy in another dtype (same device); its gradient is cast back. */
 export function cast(t: Tensor, dtype: Tensor['dtype']): Tensor {
-  return recorded('copy', [t], () => castForward(t, dtype), () => ([g]) => [castForward(g!, t.dtype)]);
+  // same dtype (`contiguous`, `clone`): the gradient passes through as it is, no copy, as PyTorch's;
+  // another dtype: cast back (recorded under createGraph)
+  return recorded('copy', [t], () => castForward(t, dtype), () => ([g]) => [g!.dtype === t.dtype ? g! : cast(g!, t.dtype)]);
 }
 
 function castForward(t: Tensor, dtype: Tensor['dtype']): Tensor {

@@ -247,8 +247,9 @@ export function where(cond: Tensor, x: TensorOrScalar, y: TensorOrScalar): Tenso
     const c = ctx.save(cond);
     return ([g]) => [
       null,
-      x instanceof Tensor && x.requiresGrad ? gradFor(x, whereForward(c, g!, 0)) : null,
-      y instanceof Tensor && y.requiresGrad ? gradFor(y, whereForward(c, 0, g!)) : null,
+      // `where` itself, recorded under createGraph: the gradient is differentiable in g
+      x instanceof Tensor && x.requiresGrad ? gradFor(x, where(c, g!, 0)) : null,
+      y instanceof Tensor && y.requiresGrad ? gradFor(y, where(c, 0, g!)) : null,
     ];
   });
 }

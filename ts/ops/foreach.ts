@@ -10,6 +10,7 @@ import { needsGrad } from '../autograd/graph.js';
 import { isFloating, storageCode } from '../dtype.js';
 import type { Device } from '../device.js';
 import { alloc, emit, place, sameDevice } from '../runtime/dispatch.js';
+import { overlapsAny, rounds } from '../runtime/overlap.js';
 import { Tensor } from '../tensor.js';
 import { ReduceOp } from '../ir/ops.js';
 import { full } from './creation.js';
@@ -114,35 +115,32 @@ export function foreachMul_(tensors: Tensor[], scalar: number | Tensor): void {
   } else if (typeof scalar !== 'number') {
     throw new TypeError(`${op}(): argument 'scalar' must be a Number or a Tensor, not ${scalar === null ? 'null' : typeof scalar}`);
   }
+  // a scalar tensor that is one of the listed tensors' memory is read as it was at the call
+  // (the kernel would otherwise read it while another invocation rewrites it)
+  const s = scalar instanceof Tensor && overlapsAny(scalar, tensors) ? tidy(() => scalar.detach().clone()) : scalar;
   for (const [device, list] of byDevice(tensors)) {
-    const fused = list.filter((t) => foreachable(t) && !needsGrad(t) && (typeof scalar === 'number' || isFloating(scalar.dtype)));
+    const fused = list.filter((t) => foreachable(t) && !needsGrad(t) && (typeof s === 'number' || isFloating(s.dtype)));
     const taken = new Set(fused), rest = list.filter((t) => !taken.has(t));
-    let c: Tensor | null = null;
     if (fused.length) {
-      c = typeof scalar === 'number' ? full([], scalar, { device, dtype: 'float32' })
-        : scalar.device === device && scalar.dtype === 'float32' ? scalar : scalar.to({ device, dtype: 'float32' });
+      const c = typeof s === 'number' ? full([], s, { device, dtype: 'float32' })
+        : s.device === device && s.dtype === 'float32' ? s : s.to({ device, dtype: 'float32' });
       sameDevice(op, [...fused, c]);
-      // a tensor listed twice is multiplied twice, as PyTorch's: its later copies go into a further
-      // command (in one dispatch two invocations would rewrite the same element at once)
-      const rounds: Tensor[][] = [], seen = new Map<string, number>();
-      for (const t of fused) {
-        const key = `${t.storage.id}:${place(t).offset}`, r = (seen.get(key) ?? -1) + 1;
-        seen.set(key, r);
-        (rounds[r] ??= []).push(t);
-      }
-      for (const round of rounds) emit(device, { k: 'foreachMul', tensors: round.map((t) => ({ at: place(t), n: t.numel() })), scalar: place(c) });
+      // tensors that share memory (one listed twice, overlapping views) go into further commands,
+      // in order, as PyTorch's loop multiplies them (Note [overlapping tensors in one multi-tensor command])
+      for (const round of rounds(fused, (t) => [t])) emit(device, { k: 'foreachMul', tensors: round.map((t) => ({ at: place(t), n: t.numel() })), scalar: place(c) });
       for (const t of fused) t.storage.version++;
-      if (c !== scalar) c.dispose();
+      if (c !== s) c.dispose();
     }
     for (const t of rest) {
-      if (typeof scalar === 'number' || scalar.device === t.device) t.mul_(scalar);
+      if (typeof s === 'number' || s.device === t.device) t.mul_(s);
       else {
-        const s = scalar.to(t.device);
-        t.mul_(s);
-        s.dispose();
+        const sd = s.to(t.device);
+        t.mul_(sd);
+        sd.dispose();
       }
     }
   }
+  if (s !== scalar) (s as Tensor).dispose();
 }
 
 /**
@@ -155,7 +153,8 @@ export function foreachClamp_(tensors: Tensor[], lo: number, hi: number): void {
     const fused = list.filter((t) => foreachable(t) && !needsGrad(t));
     if (fused.length) {
       sameDevice('_foreach_clamp_', fused);
-      emit(device, { k: 'foreachClamp', tensors: fused.map((t) => ({ at: place(t), n: t.numel() })), lo, hi });
+      // a clamp twice is the clamp once, but two invocations must not rewrite one element at once
+      for (const round of rounds(fused, (t) => [t])) emit(device, { k: 'foreachClamp', tensors: round.map((t) => ({ at: place(t), n: t.numel() })), lo, hi });
       for (const t of fused) t.storage.version++;
     }
     const taken = new Set(fused);

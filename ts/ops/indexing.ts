@@ -363,7 +363,7 @@ export function scatter(x: Tensor, dim: number, index: Tensor, src: Tensor | num
     const idx = ctx.save(index);
     return ([g]) => {
       const d = normDim(dim, x.ndim);
-      return [scatterForward(g!, d, idx, 0), src instanceof Tensor ? gatherForward(g!, d, idx) : null];
+      return [scatter(g!, d, idx, 0), src instanceof Tensor ? gather(g!, d, idx) : null];
     };
   });
 }
@@ -372,7 +372,7 @@ export function scatter(x: Tensor, dim: number, index: Tensor, src: Tensor | num
 export function scatterAdd(x: Tensor, dim: number, index: Tensor, src: Tensor): Tensor {
   return recorded('scatter_add', [x, src], () => scatterAddForward(x, dim, index, src), (ctx) => {
     const idx = ctx.save(index);
-    return ([g]) => [binaryOp('mul', g!, 1), gatherForward(g!, normDim(dim, x.ndim), idx)];
+    return ([g]) => [binaryOp('mul', g!, 1), gather(g!, normDim(dim, x.ndim), idx)];
   });
 }
 

@@ -51,6 +51,16 @@ function transposed(p: Tensor): Tensor {
  */
 export function matmul(a: Tensor, b: Tensor): Tensor {
   if (autocasting()) return autocastCall('matmul', [a, b], matmul);
+  const folded = foldBatchIntoRows(a, b);
+  if (folded) return folded;
+  return mm(a, b);
+}
+
+/**
+ * `matmul` past the autocast point. Its gradient rule calls it again: recorded when the backward
+ * runs with `createGraph` (the gradient differentiable, as PyTorch's), plain otherwise.
+ */
+function mm(a: Tensor, b: Tensor): Tensor {
   return recorded('mm', [a, b], () => matmulForward(a, b), (ctx) => {
     const sa = b.requiresGrad ? ctx.save(a) : a, sb = a.requiresGrad ? ctx.save(b) : b;
     return ([g]) => {
@@ -59,11 +69,29 @@ export function matmul(a: Tensor, b: Tensor): Tensor {
       const g2 = reshape(g!, gShape);
       const back = (shape: readonly number[], full: Tensor, padded: number[]) => reshape(sumTo(full, shape.length === 1 ? padded : shape), shape.slice());
       return [
-        a.requiresGrad ? back(a.shape, matmulForward(g2, transpose(b2, -1, -2)), [1, ...a.shape]) : null,
-        b.requiresGrad ? back(b.shape, columnMajor(b2) ? transposed(matmulForward(transpose(g2, -1, -2), a2)) : matmulForward(transpose(a2, -1, -2), g2), [...b.shape, 1]) : null,
+        a.requiresGrad ? back(a.shape, mm(g2, transpose(b2, -1, -2)), [1, ...a.shape]) : null,
+        b.requiresGrad ? back(b.shape, columnMajor(b2) ? transposed(mm(transpose(g2, -1, -2), a2)) : mm(transpose(a2, -1, -2), g2), [...b.shape, 1]) : null,
       ];
     };
   });
+}
+
+/**
+ * `[..., m, k] @ [k, n]` (or `@ [k]`) as one 2-D product `[(...·m), k] @ [k, n]`, as PyTorch
+ * folds it, when `a`'s leading dims are one stride apart (a view, no copy). Then B's gradient is
+ * one product over all rows, laid out like B, instead of a product per batch summed over the
+ * batch (a reduction, and copies to make its input and the leaf's gradient row-major).
+ */
+function foldBatchIntoRows(a: Tensor, b: Tensor): Tensor | null {
+  if (a.ndim < 3 || b.ndim > 2 || b.ndim === 0 || a.dtype !== b.dtype || a.device !== b.device) return null;
+  const k = a.shape[a.ndim - 1], n = numel(a.shape);
+  if (k !== b.shape[0] || n === 0 || !viewStrides(a.shape, a._strides, [n / k, k])) return null;
+  const rows = reshape(a, [-1, k]);
+  const p = matmul(rows, b);
+  rows.dispose();
+  const out = reshape(p, [...a.shape.slice(0, -1), ...(b.ndim === 2 ? [b.shape[1]] : [])]);
+  p.dispose();
+  return out;
 }
 
 function matmulForward(a: Tensor, b: Tensor): Tensor {

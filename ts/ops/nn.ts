@@ -427,6 +427,13 @@ function normalized(x: Tensor, dims: number[], eps: number): [Tensor, Tensor] {
   return [mul(xc, rstd), rstd];
 }
 
+/** x̂ = (x - mean)·rstd over rows of `inner` of a contiguous f32 `x`: the layer norm kernel without weight and bias, not recorded. */
+function layerNormRows(x: Tensor, inner: number, eps: number): Tensor {
+  const out = alloc(x.shape, 'float32', x.device);
+  if (x.numel() && inner) emit(x.device, { k: 'softmax', log: false, a: place(x), out: place(out), outer: x.numel() / inner, inner, norm: { eps, w: null, b: null } });
+  return out;
+}
+
 /**
  * Layer norm over the last dims of contiguous f32 tensors in one GPU kernel. Gradient, with
  * x̂ = (x - mean)·rstd recomputed and gy = g·weight: `rstd·(gy - mean(gy) - x̂·mean(gy·x̂))` for x,
@@ -446,13 +453,14 @@ function fusedLayerNorm(x: Tensor, weight: Tensor | null, bias: Tensor | null, d
     const lead = x.shape.map((_, i) => i).slice(0, x.ndim - dims.length);
     const overRows = (t: Tensor) => (lead.length ? reduce(ReduceOp.Sum, t, lead) : mul(t, 1));
     return ([g]) => tidy(() => {
-      // The input's gradient is one pass per row; the weight's still needs x̂.
+      // The input's gradient is one pass per row; the weight's needs x̂, from the forward kernel
+      // without weight and bias (one command; composed it is seven).
       const fused = fusedRowGrad('layer_norm', xs, g!, w, inner, eps);
-      if (fused && !weight) return [fused, null, bias ? overRows(g!) : null];
+      if (fused) return [fused, weight ? overRows(mul(g!, layerNormRows(xs, inner, eps))) : null, bias ? overRows(g!) : null];
       const [xhat, rstd] = normalized(xs, dims, eps);
       const gy = w ? mul(g!, w) : g!;
       const mean = (t: Tensor) => reduce(ReduceOp.Mean, t, dims, true);
-      const gx = fused ?? mul(rstd, sub(sub(gy, mean(gy)), mul(xhat, mean(mul(gy, xhat)))));
+      const gx = mul(rstd, sub(sub(gy, mean(gy)), mul(xhat, mean(mul(gy, xhat)))));
       return [gx, weight ? overRows(mul(g!, xhat)) : null, bias ? overRows(g!) : null];
     });
   });

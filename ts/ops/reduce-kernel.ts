@@ -16,6 +16,7 @@ import { view, type Tensor } from '../tensor.js';
 import { ReduceOp } from '../ir/ops.js';
 import { full } from './creation.js';
 import { contiguous } from './cast.js';
+import { needsGrad } from '../autograd/graph.js';
 
 /** Which dims to reduce: one, several, or all (undefined). */
 export type Dims = number | number[] | undefined;
@@ -50,11 +51,23 @@ export function keptShape(x: Tensor, dims: Dims): number[] {
   return x.shape.map((s, i) => (list.includes(i) ? 1 : s));
 }
 
-/** Sums `g` down to `shape` (the reverse of broadcasting); returns `g` itself when nothing to do. */
+/** The recorded sum to a shape, from ts/ops/reduce.ts (it builds on this file: no import back). */
+let recordedSumTo: ((g: Tensor, dims: number[], shape: number[]) => Tensor) | null = null;
+
+/** @internal Gives `sumTo` the recorded sum it takes for a `g` that needs a gradient. */
+export function setRecordedSumTo(fn: typeof recordedSumTo): void {
+  recordedSumTo = fn;
+}
+
+/**
+ * Sums `g` down to `shape` (the reverse of broadcasting); returns `g` itself when nothing to do.
+ * A `g` that needs a gradient (a backward with `createGraph`) is summed by the recorded op.
+ */
 export function sumTo(g: Tensor, shape: readonly number[]): Tensor {
   if (g.shape.length === shape.length && g.shape.every((s, i) => s === shape[i])) return g;
   const lead = g.ndim - shape.length;
   const dims = g.shape.map((_, i) => i).filter((i) => i < lead || (shape[i - lead] === 1 && g.shape[i] !== 1));
+  if (recordedSumTo && needsGrad(g)) return recordedSumTo(g, dims, shape.slice());
   const s = reduceForward(ReduceOp.Sum, g, dims, true);
   if (s.ndim === shape.length) return s;
   // `s` is contiguous and records no gradient: dropping its kept dims is a plain view.

@@ -8,7 +8,7 @@ import { ReduceOp } from '../ir/ops.js';
 import { op as recorded } from '../autograd/graph.js';
 import { arange } from './creation.js';
 import { checkDtypes } from './registry.js';
-import { checkNonEmpty, keptShape, NAMES, reduceForward, type Dims } from './reduce-kernel.js';
+import { checkNonEmpty, keptShape, NAMES, reduceForward, setRecordedSumTo, type Dims } from './reduce-kernel.js';
 
 export type { Dims } from './reduce-kernel.js';
 import { binaryOp, where } from './elementwise.js';
@@ -17,6 +17,12 @@ import { cast } from './cast.js';
 import { autocastCall, autocasting } from '../amp/autocast.js';
 
 /** Broadcasts a reduction's gradient back over the input's shape (contiguous). */
+setRecordedSumTo((g, dims, shape) => {
+  const s = reduce(ReduceOp.Sum, g, dims, true), r = reshape(s, shape);
+  s.dispose();
+  return r;
+});
+
 function spread(g: Tensor, x: Tensor, dims: Dims): Tensor {
   const r = reshape(g, keptShape(x, dims));
   const e = expand(r, x.shape.slice());

@@ -2,10 +2,12 @@
  * Joining, splitting and rearranging: `cat`, `stack`, `split`, `chunk`, `roll`, `repeat`,
  * `tril`, `triu`.
  *
- * Only `cat` is a recorded op: it copies each input into a slice of one fresh output, and a
- * copy into a slice is invisible to autograd (views here do not track their base), so its rule
- * slices the output gradient back apart. Everything else composes: `stack` is `cat` of
- * unsqueezed views, `roll` is `cat` of two slices, `split`/`chunk` are narrow views, `repeat`
+ * `cat` is a recorded op: it copies each input into a slice of one fresh output, and a copy
+ * into a slice is invisible to autograd (views here do not track their base), so its rule
+ * slices the output gradient back apart. `split` (and `chunk`) is one recorded op too, of narrow
+ * views, as PyTorch's SplitBackward0: its rule is one `cat` of the pieces' gradients, where a
+ * view each would give its base a zero-filled gradient per piece, then sum them. Everything
+ * else composes: `stack` is `cat` of unsqueezed views, `roll` is `cat` of two slices, `repeat`
  * is expand + reshape, and `tril`/`triu` are `where` with a mask built from two aranges.
  */
 import { resultType } from '../dtype.js';
@@ -116,11 +118,20 @@ export function split(x: Tensor, splitSizeOrSections: number | number[], dim = 0
     if (s === 0 && n !== 0) throw new RangeError(`split_size can only be 0 if dimension size is 0, but got dimension size of ${n}`);
     sizes = s === 0 ? [0] : Array.from({ length: Math.max(1, Math.ceil(n / s)) }, (_, i) => Math.min(s, n - i * s));
   }
-  let at = 0;
-  return sizes.map((s) => {
-    const v = V.narrow(x, d, at, s);
-    at += s;
-    return v;
+  const pieces = () => {
+    let at = 0;
+    return sizes.map((s) => {
+      const v = V.narrow(x, d, at, s);
+      at += s;
+      return v;
+    });
+  };
+  // the rule keeps the pieces' sizes, not the pieces (the node would hold its own outputs)
+  const shape = x.shape.slice(), device = x.device;
+  return recorded(Array.isArray(splitSizeOrSections) ? 'split_with_sizes' : 'split', [x], pieces, () => (gs) => {
+    // pieces that got no gradient are holes or missing at the end of `gs`: zeros in the cat
+    const dtype = gs.find((g) => g)?.dtype ?? 'float32';
+    return [cat(sizes.map((s, i) => gs[i] ?? full(shape.map((n, j) => (j === d ? s : n)), 0, { dtype, device })), d)];
   });
 }
 

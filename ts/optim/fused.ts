@@ -14,6 +14,7 @@
  */
 import { emit, place, sameDevice } from '../runtime/dispatch.js';
 import { isCurrentStreamCapturing } from '../runtime/graphs.js';
+import { rounds } from '../runtime/overlap.js';
 import type { Tensor } from '../tensor.js';
 import type { Device } from '../device.js';
 import type { OptimStepCommand } from '../ir/commands.js';
@@ -100,10 +101,15 @@ export function emitFused(name: string, algo: OptimStepCommand['algo'], h: Optim
   }
   for (const [, list] of byDevice) {
     const device = sameDevice(`${name}.step`, list.flatMap((q) => [q.p, q.p.grad!, ...q.states]));
-    emit(device, {
-      k: 'optimStep', algo, h,
-      params: list.map((q) => ({ p: place(q.p), g: place(q.p.grad!), s: q.states.map(place), n: q.p.numel(), stepSize: q.stepSize, invSqrtBc2: q.invSqrtBc2, first: q.first, ...(q.step ? { step: place(q.step) } : {}) })),
-    });
-    for (const q of list) for (const t of [q.p, ...q.states, ...(q.step ? [q.step] : [])]) t.storage.version++;
+    // parameters that share memory (views of one tensor) are stepped in order, one command a round,
+    // as the per-parameter loop steps them (Note [overlapping tensors in one multi-tensor command])
+    const written = (q: FusedParam) => [q.p, ...q.states, ...(q.step ? [q.step] : [])];
+    for (const round of rounds(list, written, (q) => [q.p.grad!])) {
+      emit(device, {
+        k: 'optimStep', algo, h,
+        params: round.map((q) => ({ p: place(q.p), g: place(q.p.grad!), s: q.states.map(place), n: q.p.numel(), stepSize: q.stepSize, invSqrtBc2: q.invSqrtBc2, first: q.first, ...(q.step ? { step: place(q.step) } : {}) })),
+      });
+    }
+    for (const q of list) for (const t of written(q)) t.storage.version++;
   }
 }
