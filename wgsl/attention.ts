@@ -2,23 +2,27 @@
  * Fused scaled dot product attention (the `attention` and `attentionGrad` commands; the plan is
  * Note [fused attention] in ts/worker/gpu/attention.ts). Every kernel works on tiles of `B` rows:
  * a workgroup of 8·B invocations, 8 per row, each holding every eighth column of its row's
- * accumulators in registers. Operands are contiguous f32 [bh, rows, dim] blocks; E, Ev and B are
- * constants of the shader (its key).
+ * accumulators in registers. Operands are f32 [bh, rows, dim] views with strided lead dims and
+ * rows and contiguous columns (the mask's columns strided too): a workgroup finds its block's
+ * first element once (`base`); E, Ev and B are constants of the shader (its key).
  *
- * Params (u32 words): 0 bh, 1 L, 2 S, 3 scale (f32 bits), 4 causal, 5 q, 6 key, 7 v, 8 out (the
- * forward's output, the backward's o), 9 lse, 10 g, 11 dq, 12 dk, 13 dv, 14 the backward's
- * scratch (lse and D per row, interleaved), 15 the mask's offset, 16 its row stride, 17 its column
- * stride, 18 the number of lead dims, then (size, stride) per lead dim from 19 (offsets and
- * strides in elements).
+ * Params (u32 words): 0 bh, 1 L, 2 S, 3 scale (f32 bits), 4 causal, 5 lse, 6 the backward's
+ * scratch (lse and D per row, interleaved; both contiguous [bh, L]), 7 the number of lead dims,
+ * 8 the mask's column stride, the lead dims' sizes from 9, then per operand (q, key, v, out (the
+ * forward's output, the backward's o), g, dq, dk, dv, mask; `OP`) from 9 + ATTN_MAX_LEAD a block
+ * of its offset, its row stride and its lead dims' strides (offsets and strides in elements).
  */
 
-/** Lead dims of a mask the params hold at most (a mask of more dims is collapsed by the family or refused). */
+/** Lead dims the params hold at most (more are refused by ts/ops/attention.ts). */
 export const ATTN_MAX_LEAD = 8;
-/** Params words of an attention kernel. */
-export const ATTN_PARAM_WORDS = 19 + 2 * ATTN_MAX_LEAD;
 /** Params word indices. */
-export const AP = { bh: 0, L: 1, S: 2, scale: 3, causal: 4, q: 5, key: 6, v: 7, out: 8, lse: 9, g: 10, dq: 11, dk: 12, dv: 13, ld: 14,
-  mask: 15, mRow: 16, mCol: 17, nLead: 18, lead: 19 } as const;
+export const AP = { bh: 0, L: 1, S: 2, scale: 3, causal: 4, lse: 5, ld: 6, nLead: 7, mCol: 8, lead: 9 } as const;
+/** The operands' blocks of params, in this order, from word `OPS`, each `OPW` words: offset, row stride, lead strides. */
+export const OP = { q: 0, key: 1, v: 2, out: 3, g: 4, dq: 5, dk: 6, dv: 7, mask: 8 } as const;
+export const OPS = AP.lead + ATTN_MAX_LEAD;
+export const OPW = 2 + ATTN_MAX_LEAD;
+/** Params words of an attention kernel. */
+export const ATTN_PARAM_WORDS = OPS + 9 * OPW;
 
 /** Which kernel, and the binding of each operand (its slot; -1: absent). */
 export interface AttnSpec {
@@ -72,16 +76,19 @@ const common = `var<private> NEG_INF_U: u32 = 0xff800000u;
 var<private> NAN_U: u32 = 0x7fc00000u;
 fn is_neg_inf(v: f32) -> bool { return bitcast<u32>(v) == 0xff800000u; }
 fn pf(i: u32) -> f32 { return bitcast<f32>(P[i]); }
-fn mask_base(bh: u32) -> i32 {
+// operand o's first element of block bh
+fn base(o: u32, bh: u32) -> u32 {
+  let at = ${OPS}u + o * ${OPW}u;
   var rem = bh;
-  var off = i32(P[${AP.mask}]);
+  var off = P[at];
   for (var d = i32(P[${AP.nLead}]) - 1; d >= 0; d--) {
-    let size = P[${AP.lead} + 2u * u32(d)];
-    off += i32(rem % size) * bitcast<i32>(P[${AP.lead} + 2u * u32(d) + 1u]);
+    let size = P[${AP.lead} + u32(d)];
+    off += (rem % size) * P[at + 2u + u32(d)];
     rem /= size;
   }
   return off;
 }
+fn row_stride(o: u32) -> u32 { return P[${OPS}u + o * ${OPW}u + 1u]; }
 `;
 
 /** The WGSL of one pass. */
@@ -92,9 +99,12 @@ export function attentionShader(s: AttnSpec): string {
   const rd = (name: keyof AttnSpec['slots'], i: string) => `S${sl[name]}[${i}]`;
   // the score of row r (query i) and column c (key j): the bias, or -inf where masked; `valid` says whether it takes part
   const bias = sl.mask >= 0
-    ? `let bias = ${rd('mask', 'u32(mb + i32(i) * mr + i32(j) * mc)')};`
+    ? `let bias = ${rd('mask', 'mb + i * mr + j * mc')};`
     : 'let bias = 0.0;';
   const boolZero = s.maskBool ? 'if (is_neg_inf(bias)) { ds = 0.0; }' : '';
+  // each bound operand's first element of this workgroup's block (`name_b`) and row stride (`name_r`)
+  const bases = (['q', 'key', 'v', 'out', 'g', 'dq', 'dk', 'dv'] as const).filter((n) => sl[n] >= 0)
+    .map((n) => `  let ${n}_b = base(${OP[n]}u, bh);\n  let ${n}_r = row_stride(${OP[n]}u);\n`).join('');
   const head = `${bindings(s)}${common}
 const E: u32 = ${E}u;
 const EV: u32 = ${Ev}u;
@@ -112,14 +122,14 @@ const T: u32 = ${T}u;
   let causal = P[${AP.causal}] != 0u;
   let r = li / 8u;
   let lane = li % 8u;
-  let mr = bitcast<i32>(P[${AP.mRow}]);
-  let mc = bitcast<i32>(P[${AP.mCol}]);
+  let mr = row_stride(${OP.mask}u);
+  let mc = P[${AP.mCol}];
 `;
   // cooperative loads of `rows` rows of `dim` floats from `src` (row `first` of block bh) into `dst`
-  const load = (dst: string, src: keyof AttnSpec['slots'], off: string, first: string, limit: string, dim: string) =>
+  const load = (dst: string, src: keyof AttnSpec['slots'], first: string, limit: string, dim: string) =>
     `  for (var x = li; x < B * ${dim}; x += T) {
     let row = ${first} + x / ${dim};
-    ${dst}[(x / ${dim}) * ${dim === 'E' ? 'EP' : 'EVP'} + x % ${dim}] = select(0.0, ${rd(src, `${off} + (bh * ${limit} + row) * ${dim} + x % ${dim}`)}, row < ${limit});
+    ${dst}[(x / ${dim}) * ${dim === 'E' ? 'EP' : 'EVP'} + x % ${dim}] = select(0.0, ${rd(src, `${src}_b + row * ${src}_r + x % ${dim}`)}, row < ${limit});
   }
 `;
   if (s.pass === 'fwd') {
@@ -132,9 +142,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 ${start}  if (gid >= P[${AP.bh}] * tiles_q) { return; }
   let bh = gid / tiles_q;
   let i0 = (gid % tiles_q) * B;
-  let mb = ${sl.mask >= 0 ? 'mask_base(bh)' : '0'};
-  let neg_inf = bitcast<f32>(NEG_INF_U);
-${load('QS', 'q', `P[${AP.q}]`, 'i0', 'L', 'E')}  var acc: array<f32, ${NV}>;
+  let mb = ${sl.mask >= 0 ? `base(${OP.mask}u, bh)` : '0u'};
+${bases}  let neg_inf = bitcast<f32>(NEG_INF_U);
+${load('QS', 'q', 'i0', 'L', 'E')}  var acc: array<f32, ${NV}>;
   var m = neg_inf;
   var l = 0.0;
   var key_end = S;
@@ -143,7 +153,7 @@ ${load('QS', 'q', `P[${AP.q}]`, 'i0', 'L', 'E')}  var acc: array<f32, ${NV}>;
   for (var t = 0u; t < tiles; t++) {
     let j0 = t * B;
     workgroupBarrier();
-${load('KS', 'key', `P[${AP.key}]`, 'j0', 'S', 'E')}${load('VS', 'v', `P[${AP.v}]`, 'j0', 'S', 'EV')}    workgroupBarrier();
+${load('KS', 'key', 'j0', 'S', 'E')}${load('VS', 'v', 'j0', 'S', 'EV')}    workgroupBarrier();
     for (var x = li; x < B * B; x += T) {
       let rr = x / B;
       let c = x % B;
@@ -182,7 +192,7 @@ ${load('KS', 'key', `P[${AP.key}]`, 'j0', 'S', 'E')}${load('VS', 'v', `P[${AP.v}
   let row = bh * L + i;
   for (var k = 0u; k < ${NV}u; k++) {
     let col = lane + 8u * k;
-    if (col < EV) { ${rd('out', `P[${AP.out}] + row * EV + col`)} = select(acc[k] * inv, nan, l == 0.0); }
+    if (col < EV) { ${rd('out', 'out_b + i * out_r + col')} = select(acc[k] * inv, nan, l == 0.0); }
   }
   ${sl.lse >= 0 ? `if (lane == 0u) { ${rd('lse', `P[${AP.lse}] + row`)} = select(m + log(l), neg_inf, l == 0.0); }` : ''}
 }
@@ -222,15 +232,15 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 ${start}  if (gid >= P[${AP.bh}] * tiles_q) { return; }
   let bh = gid / tiles_q;
   let i0 = (gid % tiles_q) * B;
-  let mb = ${sl.mask >= 0 ? 'mask_base(bh)' : '0'};
-${load('QS', 'q', `P[${AP.q}]`, 'i0', 'L', 'E')}${load('GS', 'g', `P[${AP.g}]`, 'i0', 'L', 'EV')}${loadLD('i0')}  var acc: array<f32, ${NE}>;
+  let mb = ${sl.mask >= 0 ? `base(${OP.mask}u, bh)` : '0u'};
+${bases}${load('QS', 'q', 'i0', 'L', 'E')}${load('GS', 'g', 'i0', 'L', 'EV')}${loadLD('i0')}  var acc: array<f32, ${NE}>;
   var key_end = S;
   if (causal) { key_end = min(S, i0 + B); }
   let tiles = (key_end + B - 1u) / B;
   for (var t = 0u; t < tiles; t++) {
     let j0 = t * B;
     workgroupBarrier();
-${load('KS', 'key', `P[${AP.key}]`, 'j0', 'S', 'E')}${load('VS', 'v', `P[${AP.v}]`, 'j0', 'S', 'EV')}    workgroupBarrier();
+${load('KS', 'key', 'j0', 'S', 'E')}${load('VS', 'v', 'j0', 'S', 'EV')}    workgroupBarrier();
     for (var x = li; x < B * B; x += T) {
       let rr = x / B;
       let c = x % B;
@@ -250,7 +260,7 @@ ${score('')}    }
   if (i >= L) { return; }
   for (var k = 0u; k < ${NE}u; k++) {
     let col = lane + 8u * k;
-    if (col < E) { ${rd('dq', `P[${AP.dq}] + (bh * L + i) * E + col`)} = acc[k] * scale; }
+    if (col < E) { ${rd('dq', 'dq_b + i * dq_r + col')} = acc[k] * scale; }
   }
 }
 `;
@@ -262,15 +272,15 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 ${start}  if (gid >= P[${AP.bh}] * tiles_k) { return; }
   let bh = gid / tiles_k;
   let j0 = (gid % tiles_k) * B;
-  let mb = ${sl.mask >= 0 ? 'mask_base(bh)' : '0'};
-${load('KS', 'key', `P[${AP.key}]`, 'j0', 'S', 'E')}${load('VS', 'v', `P[${AP.v}]`, 'j0', 'S', 'EV')}  var dk: array<f32, ${NE}>;
+  let mb = ${sl.mask >= 0 ? `base(${OP.mask}u, bh)` : '0u'};
+${bases}${load('KS', 'key', 'j0', 'S', 'E')}${load('VS', 'v', 'j0', 'S', 'EV')}  var dk: array<f32, ${NE}>;
   var dv: array<f32, ${NV}>;
   var first = 0u;
   if (causal) { first = j0 / B; }
   for (var t = first; t < tiles_q; t++) {
     let i0 = t * B;
     workgroupBarrier();
-${load('QS', 'q', `P[${AP.q}]`, 'i0', 'L', 'E')}${load('GS', 'g', `P[${AP.g}]`, 'i0', 'L', 'EV')}${loadLD('i0')}    workgroupBarrier();
+${load('QS', 'q', 'i0', 'L', 'E')}${load('GS', 'g', 'i0', 'L', 'EV')}${loadLD('i0')}    workgroupBarrier();
     for (var x = li; x < B * B; x += T) {
       let rr = x / B;
       let c = x % B;
@@ -293,14 +303,13 @@ ${wantV ? `      for (var k = 0u; k < ${NV}u; k++) {
   }
   let j = j0 + r;
   if (j >= S) { return; }
-  let row = bh * S + j;
 ${wantK ? `  for (var k = 0u; k < ${NE}u; k++) {
     let col = lane + 8u * k;
-    if (col < E) { ${rd('dk', `P[${AP.dk}] + row * E + col`)} = dk[k] * scale; }
+    if (col < E) { ${rd('dk', 'dk_b + j * dk_r + col')} = dk[k] * scale; }
   }
 ` : ''}${wantV ? `  for (var k = 0u; k < ${NV}u; k++) {
     let col = lane + 8u * k;
-    if (col < EV) { ${rd('dv', `P[${AP.dv}] + row * EV + col`)} = dv[k]; }
+    if (col < EV) { ${rd('dv', 'dv_b + j * dv_r + col')} = dv[k]; }
   }
 ` : ''}}
 `;
@@ -309,14 +318,18 @@ ${wantK ? `  for (var k = 0u; k < ${NE}u; k++) {
 /** The backward's first pass: per row, its logsumexp and D = Σ dO·O into the scratch, interleaved. */
 function dShader(s: AttnSpec): string {
   const sl = s.slots;
-  return `${bindings(s)}
+  return `${bindings(s)}${common}
 @compute @workgroup_size(64)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
   let row = (wid.x + wid.y * nwg.x) * 64u + li;
   if (row >= P[${AP.bh}] * P[${AP.L}]) { return; }
+  let bh = row / P[${AP.L}];
+  let i = row % P[${AP.L}];
+  let g_at = base(${OP.g}u, bh) + i * row_stride(${OP.g}u);
+  let o_at = base(${OP.out}u, bh) + i * row_stride(${OP.out}u);
   var d = 0.0;
   for (var e = 0u; e < ${s.Ev}u; e++) {
-    d += S${sl.g}[P[${AP.g}] + row * ${s.Ev}u + e] * S${sl.out}[P[${AP.out}] + row * ${s.Ev}u + e];
+    d += S${sl.g}[g_at + e] * S${sl.out}[o_at + e];
   }
   S${sl.ld}[P[${AP.ld}] + 2u * row] = S${sl.lse}[P[${AP.lse}] + row];
   S${sl.ld}[P[${AP.ld}] + 2u * row + 1u] = d;

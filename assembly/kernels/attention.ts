@@ -9,12 +9,18 @@
 // With blocks enough for every thread the backward is one pass instead (4: `gradBlocks`, a block
 // of bh at a time, each score computed once); the three passes keep few blocks' rows parallel.
 //
-// Descriptor (i32 words at p): 0 pass (0 forward, 1 d, 2 dq, 3 dkv, 4 the whole backward), 1 q, 2 key, 3 v, 4 out (the
-// forward's output, the backward's o), 5 lse (0: none), 6 mask (0: none), 7 bh, 8 L, 9 S, 10 E,
-// 11 Ev, 12 scale (f32 bits), 13 causal, 14 bool mask (its -inf places take no dS), 15 the mask's
-// row stride, 16 its column stride, 17 its lead dims, 18 g, 19 dq, 20 dk, 21 dv, 22 D (f32 per
-// row), then (size, stride) per lead dim from 23. Pointers are bytes, strides elements.
+// Operands are f32 [bh, rows, dim] views: strided lead dims and rows, contiguous columns (the
+// mask's columns strided too); a block's first element comes from `base`, a row from its stride.
+//
+// Descriptor (i32 words at p): 0 pass (0 forward, 1 d, 2 dq, 3 dkv, 4 the whole backward), 1 lse
+// (0: none; contiguous [bh, L]), 2 D (f32 per row, contiguous), 3 bh, 4 L, 5 S, 6 E, 7 Ev, 8 scale
+// (f32 bits), 9 causal, 10 bool mask (its -inf places take no dS), 11 the mask's column stride,
+// 12 the number of lead dims, 13..20 their sizes, then per operand (q, key, v, o (the forward's
+// output, the backward's o), g, dq, dk, dv, mask; 0..8) from word 21 a block of 10 words: its
+// pointer (0: none), its row stride, its lead dims' strides. Pointers are bytes, strides elements.
 // `attentionPart` gives part `part` of `parts` of the rows (keys for 'dkv'); ws holds E + Ev f32.
+
+const Q = 0, KEY = 1, V = 2, O = 3, G = 4, DQ = 5, DK = 6, DV = 7, MASK = 8;
 
 // @ts-ignore: decorator
 @inline function word(p: usize, i: i32): i32 {
@@ -55,34 +61,47 @@ function axpby(y: usize, c: f32, a: f32, x: usize, n: i32): void {
   for (; e < n; e++) put(y, e, f(y, e) * c + a * f(x, e));
 }
 
-/** The mask's first element for block bh (bytes). */
-function maskBase(p: usize, bh: i32): usize {
-  const mask = <usize>word(p, 6);
+/** Operand `o`'s first element of block bh (bytes; 0 for an operand not given). */
+function base(p: usize, o: i32, bh: i32): usize {
+  const at = 21 + 10 * o, ptr = <usize>word(p, at);
+  if (!ptr) return 0;
   let rem = bh, off = 0;
-  for (let d = word(p, 17) - 1; d >= 0; d--) {
-    const size = word(p, 23 + 2 * d);
-    off += (rem % size) * word(p, 24 + 2 * d);
+  for (let d = word(p, 12) - 1; d >= 0; d--) {
+    const size = word(p, 13 + d);
+    off += (rem % size) * word(p, at + 2 + d);
     rem /= size;
   }
-  return mask + (<usize>off << 2);
+  return ptr + (<usize>off << 2);
+}
+
+/** Operand `o`'s row `i` of block bh (bytes). */
+// @ts-ignore: decorator
+@inline function rowOf(p: usize, o: i32, bh: i32, i: i32): usize {
+  return base(p, o, bh) + (<usize>(i * word(p, 22 + 10 * o)) << 2);
+}
+
+// @ts-ignore: decorator
+@inline function stride(p: usize, o: i32): usize {
+  return <usize>word(p, 22 + 10 * o) << 2;
 }
 
 /** Query rows [first, end) of the forward. */
 function forward(p: usize, first: i32, end: i32, ws: usize): void {
-  const q = <usize>word(p, 1), k = <usize>word(p, 2), v = <usize>word(p, 3), out = <usize>word(p, 4), lse = <usize>word(p, 5);
-  const L = word(p, 8), S = word(p, 9), E = word(p, 10), Ev = word(p, 11), scale = reinterpret<f32>(word(p, 12)), causal = word(p, 13);
-  const masked = word(p, 6) != 0, mr = word(p, 15), mc = word(p, 16);
+  const lse = <usize>word(p, 1);
+  const L = word(p, 4), S = word(p, 5), E = word(p, 6), Ev = word(p, 7), scale = reinterpret<f32>(word(p, 8)), causal = word(p, 9);
+  const mc = word(p, 11), kr = stride(p, KEY), vr = stride(p, V);
   for (let row = first; row < end; row++) {
     const bh = row / L, i = row % L;
-    const qi = q + ((<usize>row * E) << 2), mb = masked ? maskBase(p, bh) + ((<usize>(i * mr)) << 2) : 0;
+    const qi = rowOf(p, Q, bh, i), mb = rowOf(p, MASK, bh, i), masked = word(p, 21 + 10 * MASK) != 0;
+    const kb = base(p, KEY, bh), vb = base(p, V, bh);
     for (let e = 0; e < Ev; e++) put(ws, e, 0);
     let m: f32 = -Infinity, l: f32 = 0;
     const keys = causal ? min(S, i + 1) : S;
     for (let j = 0; j < keys; j++) {
-      let s = dot(qi, k + ((<usize>(bh * S + j) * E) << 2), E) * scale;
+      let s = dot(qi, kb + <usize>j * kr, E) * scale;
       if (masked) s += f(mb, j * mc);
       if (s == -Infinity) continue;
-      const vj = v + ((<usize>(bh * S + j) * Ev) << 2);
+      const vj = vb + <usize>j * vr;
       if (s > m) {
         const alpha = Mathf.exp(m - s);
         l = l * alpha + 1;
@@ -95,66 +114,65 @@ function forward(p: usize, first: i32, end: i32, ws: usize): void {
       }
     }
     // l = 0: every score -inf; 0/0 is NaN, as the composed softmax gives
-    const o = out + ((<usize>row * Ev) << 2);
+    const o = rowOf(p, O, bh, i);
     for (let e = 0; e < Ev; e++) put(o, e, l == 0 ? NaN : f(ws, e) / l);
     if (lse) put(lse, row, l == 0 ? -Infinity : m + Mathf.log(l));
   }
 }
 
-/** P and dS of (query row `row`, key j of its block), into the two results. */
+/** P and dS of (query row `row` = (bh, i), key j), from the rows' pointers, into the two results (`mrow`: the mask's row i, or 0). */
 let gotP: f32 = 0, gotDS: f32 = 0;
 // @ts-ignore: decorator
-@inline function probs(p: usize, bh: i32, i: i32, j: i32, row: i32): void {
-  const q = <usize>word(p, 1), k = <usize>word(p, 2), v = <usize>word(p, 3), lse = <usize>word(p, 5), g = <usize>word(p, 18), D = <usize>word(p, 22);
-  const S = word(p, 9), E = word(p, 10), Ev = word(p, 11), scale = reinterpret<f32>(word(p, 12));
-  let s = dot(q + ((<usize>row * E) << 2), k + ((<usize>(bh * S + j) * E) << 2), E) * scale;
+@inline function probs(p: usize, qi: usize, gi: usize, mrow: usize, kj: usize, vj: usize, j: i32, row: i32): void {
+  const lse = <usize>word(p, 1), D = <usize>word(p, 2);
+  const E = word(p, 6), Ev = word(p, 7), scale = reinterpret<f32>(word(p, 8));
+  let s = dot(qi, kj, E) * scale;
   let bias: f32 = 0;
-  if (word(p, 6)) bias = f(maskBase(p, bh), i * word(p, 15) + j * word(p, 16));
+  if (mrow) bias = f(mrow, j * word(p, 11));
   const pr = Mathf.exp(s + bias - f(lse, row));
-  const dp = dot(g + ((<usize>row * Ev) << 2), v + ((<usize>(bh * S + j) * Ev) << 2), Ev);
+  const dp = dot(gi, vj, Ev);
   let ds = pr * (dp - f(D, row));
-  if (word(p, 14) && bias == -Infinity) ds = 0;
+  if (word(p, 10) && bias == -Infinity) ds = 0;
   gotP = pr;
   gotDS = ds;
 }
 
 /** dQ of query rows [first, end). */
 function gradQ(p: usize, first: i32, end: i32, ws: usize): void {
-  const k = <usize>word(p, 2), dq = <usize>word(p, 19);
-  const L = word(p, 8), S = word(p, 9), E = word(p, 10), scale = reinterpret<f32>(word(p, 12)), causal = word(p, 13);
+  const L = word(p, 4), S = word(p, 5), E = word(p, 6), scale = reinterpret<f32>(word(p, 8)), causal = word(p, 9);
+  const kr = stride(p, KEY), vr = stride(p, V);
   for (let row = first; row < end; row++) {
     const bh = row / L, i = row % L;
+    const qi = rowOf(p, Q, bh, i), gi = rowOf(p, G, bh, i), mrow = rowOf(p, MASK, bh, i), kb = base(p, KEY, bh), vb = base(p, V, bh);
     for (let e = 0; e < E; e++) put(ws, e, 0);
     const keys = causal ? min(S, i + 1) : S;
     for (let j = 0; j < keys; j++) {
-      probs(p, bh, i, j, row);
-      const ds = gotDS;
-      const kj = k + ((<usize>(bh * S + j) * E) << 2);
-      axpby(ws, 1, ds, kj, E);
+      const kj = kb + <usize>j * kr;
+      probs(p, qi, gi, mrow, kj, vb + <usize>j * vr, j, row);
+      axpby(ws, 1, gotDS, kj, E);
     }
-    const o = dq + ((<usize>row * E) << 2);
+    const o = rowOf(p, DQ, bh, i);
     for (let e = 0; e < E; e++) put(o, e, f(ws, e) * scale);
   }
 }
 
 /** dK and dV of key rows [first, end) (over bh·S). */
 function gradKV(p: usize, first: i32, end: i32, ws: usize): void {
-  const q = <usize>word(p, 1), g = <usize>word(p, 18), dk = <usize>word(p, 20), dv = <usize>word(p, 21);
-  const L = word(p, 8), S = word(p, 9), E = word(p, 10), Ev = word(p, 11), scale = reinterpret<f32>(word(p, 12)), causal = word(p, 13);
+  const L = word(p, 4), S = word(p, 5), E = word(p, 6), Ev = word(p, 7), scale = reinterpret<f32>(word(p, 8)), causal = word(p, 9);
+  const qr = stride(p, Q), gr = stride(p, G), mr = stride(p, MASK);
   const wv = ws + ((<usize>E) << 2);
   for (let key = first; key < end; key++) {
     const bh = key / S, j = key % S;
+    const kj = rowOf(p, KEY, bh, j), vj = rowOf(p, V, bh, j), qb = base(p, Q, bh), gb = base(p, G, bh), mb = base(p, MASK, bh);
     for (let e = 0; e < E; e++) put(ws, e, 0);
     for (let e = 0; e < Ev; e++) put(wv, e, 0);
     for (let i = causal ? j : 0; i < L; i++) {
-      const row = bh * L + i;
-      probs(p, bh, i, j, row);
-      const pr = gotP, ds = gotDS;
-      const qi = q + ((<usize>row * E) << 2), gi = g + ((<usize>row * Ev) << 2);
-      axpby(wv, 1, pr, gi, Ev);
-      axpby(ws, 1, ds, qi, E);
+      const qi = qb + <usize>i * qr, gi = gb + <usize>i * gr;
+      probs(p, qi, gi, mb ? mb + <usize>i * mr : 0, kj, vj, j, bh * L + i);
+      axpby(wv, 1, gotP, gi, Ev);
+      axpby(ws, 1, gotDS, qi, E);
     }
-    const ko = dk + ((<usize>key * E) << 2), vo = dv + ((<usize>key * Ev) << 2);
+    const ko = rowOf(p, DK, bh, j), vo = rowOf(p, DV, bh, j);
     for (let e = 0; e < E; e++) put(ko, e, f(ws, e) * scale);
     for (let e = 0; e < Ev; e++) put(vo, e, f(wv, e));
   }
@@ -166,37 +184,46 @@ function gradKV(p: usize, first: i32, end: i32, ws: usize): void {
  * the block's dK and dV zeroed first. Parts own whole blocks, so no two write one row.
  */
 function gradBlocks(p: usize, first: i32, end: i32, ws: usize): void {
-  const q = <usize>word(p, 1), k = <usize>word(p, 2), o = <usize>word(p, 4), g = <usize>word(p, 18);
-  const dq = <usize>word(p, 19), dk = <usize>word(p, 20), dv = <usize>word(p, 21), D = <usize>word(p, 22);
-  const L = word(p, 8), S = word(p, 9), E = word(p, 10), Ev = word(p, 11), scale = reinterpret<f32>(word(p, 12)), causal = word(p, 13);
+  const D = <usize>word(p, 2);
+  const L = word(p, 4), S = word(p, 5), E = word(p, 6), Ev = word(p, 7), scale = reinterpret<f32>(word(p, 8)), causal = word(p, 9);
+  const kr = stride(p, KEY), vr = stride(p, V), dkr = stride(p, DK), dvr = stride(p, DV);
   for (let bh = first; bh < end; bh++) {
-    const kb = dk + ((<usize>(bh * S) * E) << 2), vb = dv + ((<usize>(bh * S) * Ev) << 2);
-    memory.fill(kb, 0, (<usize>(S * E)) << 2);
-    memory.fill(vb, 0, (<usize>(S * Ev)) << 2);
+    const kb = base(p, KEY, bh), vb = base(p, V, bh), dkb = base(p, DK, bh), dvb = base(p, DV, bh);
+    for (let j = 0; j < S; j++) {
+      memory.fill(dkb + <usize>j * dkr, 0, (<usize>E) << 2);
+      memory.fill(dvb + <usize>j * dvr, 0, (<usize>Ev) << 2);
+    }
     for (let i = 0; i < L; i++) {
       const row = bh * L + i;
-      const qi = q + ((<usize>row * E) << 2), gi = g + ((<usize>row * Ev) << 2);
-      put(D, row, dot(gi, o + ((<usize>row * Ev) << 2), Ev));
+      const qi = rowOf(p, Q, bh, i), gi = rowOf(p, G, bh, i), mrow = rowOf(p, MASK, bh, i);
+      put(D, row, dot(gi, rowOf(p, O, bh, i), Ev));
       for (let e = 0; e < E; e++) put(ws, e, 0);
       const keys = causal ? min(S, i + 1) : S;
       for (let j = 0; j < keys; j++) {
-        probs(p, bh, i, j, row);
+        const kj = kb + <usize>j * kr;
+        probs(p, qi, gi, mrow, kj, vb + <usize>j * vr, j, row);
         const pr = gotP, ds = gotDS;
-        axpby(ws, 1, ds, k + ((<usize>(bh * S + j) * E) << 2), E);
-        axpby(kb + ((<usize>(j * E)) << 2), 1, ds, qi, E);
-        axpby(vb + ((<usize>(j * Ev)) << 2), 1, pr, gi, Ev);
+        axpby(ws, 1, ds, kj, E);
+        axpby(dkb + <usize>j * dkr, 1, ds, qi, E);
+        axpby(dvb + <usize>j * dvr, 1, pr, gi, Ev);
       }
-      const out = dq + ((<usize>row * E) << 2);
+      const out = rowOf(p, DQ, bh, i);
       for (let e = 0; e < E; e++) put(out, e, f(ws, e) * scale);
     }
-    for (let e = 0; e < S * E; e++) put(kb, e, f(kb, e) * scale);
+    for (let j = 0; j < S; j++) {
+      const kj = dkb + <usize>j * dkr;
+      for (let e = 0; e < E; e++) put(kj, e, f(kj, e) * scale);
+    }
   }
 }
 
 /** D = Σ dO·O of every row. */
 function rowDots(p: usize): void {
-  const o = <usize>word(p, 4), g = <usize>word(p, 18), D = <usize>word(p, 22), Ev = word(p, 11), rows = word(p, 7) * word(p, 8);
-  for (let row = 0; row < rows; row++) put(D, row, dot(g + ((<usize>row * Ev) << 2), o + ((<usize>row * Ev) << 2), Ev));
+  const D = <usize>word(p, 2), L = word(p, 4), Ev = word(p, 7), rows = word(p, 3) * L;
+  for (let row = 0; row < rows; row++) {
+    const bh = row / L, i = row % L;
+    put(D, row, dot(rowOf(p, G, bh, i), rowOf(p, O, bh, i), Ev));
+  }
 }
 
 /** Part `part` of `parts` of a pass (the cpu pool's form; see the file's note). */
@@ -206,7 +233,7 @@ export function attentionPart(p: usize, ws: usize, part: i32, parts: i32): void 
     if (part == 0) rowDots(p);
     return;
   }
-  const n = pass == 4 ? word(p, 7) : word(p, 7) * (pass == 3 ? word(p, 9) : word(p, 8));
+  const n = pass == 4 ? word(p, 3) : word(p, 3) * (pass == 3 ? word(p, 5) : word(p, 4));
   const per = (n + parts - 1) / parts, first = part * per, end = min(n, first + per);
   if (first >= end) return;
   if (pass == 0) forward(p, first, end, ws);

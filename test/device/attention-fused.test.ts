@@ -12,7 +12,22 @@
  * - dropout > 0, float16 and a mask that requires grad take the composed path;
  * - a gradient taken with createGraph is the same (composed from ops, differentiable), with bool
  *   masks, causal or none, fused or composed, and leaves nothing alive;
- * - a captured graph with fusion on replays attention reading a fused chain's value.
+ * - a captured graph with fusion on replays attention reading a fused chain's value;
+ * - q, k and v as nanoGPT makes them (split of one projection, view [B, T, H, D], transpose to
+ *   [B, H, T, D]; cross attention's q from a projection of its own), causal, masked, odd lengths,
+ *   E ≠ Ev: the output and the projections' gradients against PyTorch's; the kernels read those
+ *   views and the output gradient (a transposed [B, T, H, D]) in place and write the output and
+ *   dq, dk, dv laid out like q, k and v, so the forward and the backward make no copy, and the
+ *   gradients' transposes back are contiguous; a last dim that is not contiguous is copied first.
+ *
+ * MUTATION RECORD (each mutation made by hand, the test seen failing, then reverted):
+ * - ts/ops/attention.ts with `V.contiguous(query)`, `V.contiguous(key)`, `V.contiguous(value)` in
+ *   the forward and `V.contiguous(g)` in the backward put back, dq/dk/dv allocated contiguous:
+ *   "makes no copy" fails (cpu: the forward's commands { copy: 3, attention: 1 }); with only the
+ *   backward's `V.contiguous(g)` put back it fails there ({ copy: 2, attentionGrad: 1 });
+ * - the row strides ignored, rows read as if contiguous (E or Ev floats apart): in
+ *   assembly/kernels/attention.ts (`rowOf`, `stride`) the strided goldens fail on cpu
+ *   ("cpu gpt-causal output"); in wgsl/attention.ts (each `name_r`) they fail on gpu:0.
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
@@ -248,6 +263,99 @@ describe('fused scaled dot product attention', () => {
       }
       graph.reset();
       for (const t of [x, k, v, m, ...ys]) t.dispose();
+    }
+  });
+
+  interface StridedCase extends AttnCase {
+    layout: { B: number; H: number; L: number; S: number; D: number; Dv: number; cross: boolean };
+  }
+  const strided = (goldens as unknown as { stridedCases: StridedCase[] }).stridedCases;
+
+  /** q, k and v as nanoGPT makes them from the projections `bases` (see the goldens' script). */
+  function heads(bases: torch.Tensor[], { B, H, L, S, D, Dv, cross }: StridedCase['layout']): torch.Tensor[] {
+    const C = H * D, Cv = H * Dv;
+    const [q, k, v] = cross ? [bases[0], ...bases[1].split([C, Cv], 2)] : bases[0].split([C, C, Cv], 2);
+    return [q.view([B, L, H, D]), k.view([B, S, H, D]), v.view([B, S, H, Dv])].map((t) => t.transpose(1, 2));
+  }
+
+  it('reads nanoGPT\'s strided q, k, v in place: output and the projections\' gradients match PyTorch\'s', async () => {
+    expect(strided.length).toBeGreaterThanOrEqual(7);
+    for (const d of devices) {
+      for (const c of strided) {
+        const { B, L, H, Dv } = c.layout;
+        const bases = c.inputs.map((t) => build(t, d, true));
+        const mask = c.mask && build(c.mask, d);
+        const g = build(c.gradOut, d);
+        let qkv: torch.Tensor[] = [], out: torch.Tensor | null = null;
+        const fwd = await commandsOf(d, () => {
+          qkv = torch.tidy(() => heads(bases, c.layout));
+          out = F.scaledDotProductAttention(qkv[0], qkv[1], qkv[2], { attnMask: mask, ...c.kwargs });
+        });
+        expect(fwd.attention, `${d} ${c.id}: attention commands`).toBe(1);
+        expect((fwd.copy ?? 0) + (fwd.copyInto ?? 0), `${d} ${c.id}: copies in the forward`).toBe(0);
+        // the output is laid out like q: [B, L, H, Dv] memory, so nanoGPT's transpose back is contiguous
+        expect(torch.tidy(() => out!.transpose(1, 2).isContiguous()), `${d} ${c.id}: the output laid out like q`).toBe(true);
+        const y = torch.tidy(() => out!.transpose(1, 2).contiguous().view([B, L, H * Dv]));
+        await expectClose(y, c.out, `${d} ${c.id} output`);
+        const grads = torch.autograd.grad([y], bases, [g]);
+        for (const [i, want] of c.grads.entries()) await expectClose(grads[i], want, `${d} ${c.id} gradient of projection ${i}`);
+        for (const t of [...bases, mask, g, ...qkv, out, y, ...grads]) t?.dispose();
+      }
+    }
+  });
+
+  it('makes no copy forward or backward over nanoGPT\'s views, and lays dq, dk, dv out like q, k, v', async () => {
+    for (const d of devices) {
+      torch.manualSeed(11);
+      const B = 2, T = 21, H = 3, D = 8, C = H * D;
+      const x = torch.randn([B, T, 3 * C], { device: d });
+      // leaves that are the strided views themselves: autograd.grad hands back exactly what attentionGrad wrote
+      const [q, k, v] = torch.tidy(() => x.split(C, 2).map((t) => t.view([B, T, H, D]).transpose(1, 2).requiresGrad_()));
+      expect(q.stride(), `${d}: q's strides`).toEqual([T * 3 * C, D, 3 * C, 1]);
+      const gBase = torch.randn([B, T, H, D], { device: d }), g = gBase.transpose(1, 2);
+      let out: torch.Tensor | null = null, y: torch.Tensor | null = null;
+      const fwd = await commandsOf(d, () => {
+        out = F.scaledDotProductAttention(q, k, v, { isCausal: true });
+        y = out.transpose(1, 2);
+      });
+      expect(fwd, `${d}: the forward's commands`).toEqual({ attention: 1 });
+      // the root y = out.transpose(1, 2): its gradient [B, T, H, D] (the engine's one copy, of the root's
+      // gradient) reaches attention as nanoGPT's backward gives it, the transpose of a contiguous [B, T, H, D]
+      let grads: torch.Tensor[] = [];
+      const bwd = await commandsOf(d, () => (grads = torch.autograd.grad([y!], [q, k, v], [gBase])));
+      expect(bwd, `${d}: the backward's commands`).toEqual({ copy: 1, attentionGrad: 1 });
+      for (const [i, t] of grads.entries()) {
+        expect(t.shape, `${d}: gradient ${i}'s shape`).toEqual([B, H, T, D]);
+        expect(torch.tidy(() => t.transpose(1, 2).isContiguous()), `${d}: gradient ${i} laid out [B, T, H, D]`).toBe(true);
+      }
+      // the same values as from contiguous copies
+      const [qc, kc, vc] = torch.tidy(() => [q, k, v].map((t) => t.detach().contiguous().requiresGrad_()));
+      const outC = F.scaledDotProductAttention(qc, kc, vc, { isCausal: true });
+      const gC = g.contiguous(), gradsC = torch.autograd.grad([outC], [qc, kc, vc], [gC]);
+      expect(await maxDiff(out!, outC), `${d}: output`).toBeLessThan(1e-6);
+      for (let i = 0; i < 3; i++) expect(await maxDiff(grads[i], gradsC[i]), `${d}: gradient ${i}`).toBeLessThan(1e-6);
+      for (const t of [x, q, k, v, gBase, g, out, y, qc, kc, vc, outC, gC, ...grads, ...gradsC]) t?.dispose();
+    }
+  });
+
+  it('strided views over one batch·head block of many rows (the cpu\'s row and key passes), and a last dim not contiguous, agree with the composed path', async () => {
+    for (const d of devices) {
+      torch.manualSeed(12);
+      const T = 300, D = 8, C = D;
+      const x = torch.randn([1, T, 3 * C], { device: d });
+      const [q, k, v] = torch.tidy(() => x.split(C, 2).map((t) => t.view([1, T, 1, D]).transpose(1, 2).requiresGrad_()));
+      // a last dim of stride T: copied before the kernels read it
+      const kT = torch.tidy(() => torch.randn([1, 1, D, T], { device: d }).transpose(-2, -1).requiresGrad_());
+      const g = torch.tidy(() => torch.randn([1, T, 1, D], { device: d }).transpose(1, 2));
+      const bias = torch.randn([T, T], { device: d }), asGrad = bias.detach().requiresGrad_();
+      for (const [what, key] of [['strided', k], ['last dim not contiguous', kT]] as const) {
+        const fused = F.scaledDotProductAttention(q, key, v, bias), composed = F.scaledDotProductAttention(q, key, v, asGrad);
+        expect(await maxDiff(fused, composed), `${d} ${what}: output`).toBeLessThan(1e-5);
+        const a = torch.autograd.grad([fused], [q, key, v], [g]), b = torch.autograd.grad([composed], [q, key, v], [g]);
+        for (let i = 0; i < 3; i++) expect(await maxDiff(a[i], b[i]), `${d} ${what}: gradient ${i}`).toBeLessThan(1e-4);
+        for (const t of [fused, composed, ...a, ...b]) t.dispose();
+      }
+      for (const t of [x, q, k, v, kT, g, bias, asGrad]) t.dispose();
     }
   });
 });

@@ -134,17 +134,20 @@ export type Command =
   | AttentionCommand;
 
 /**
- * What the attention commands share: `bh` batch·heads of contiguous f32 query [L, E], key
- * [S, E] and value [S, Ev] blocks, the scores' `scale`, `causal` (query i sees keys j ≤ i), and
- * an optional f32 bias added to the scores (`mask`): a view whose strides are the lead dims'
- * (`lead`, whose product is `bh`) then the row's and the column's, so a mask broadcast over the
- * batch is read in place. `bool`: the bias came from a bool mask (its -inf places take no
- * gradient, as the composed `where` gives none).
+ * What the attention commands share: `bh` batch·heads of f32 query [L, E], key [S, E] and value
+ * [S, Ev] blocks, the scores' `scale`, `causal` (query i sees keys j ≤ i), and an optional f32
+ * bias added to the scores (`mask`). Every operand is a view whose strides are the lead dims'
+ * (whose sizes are `lead`, their product `bh`), then the row's, then the column's, which is 1 for
+ * all but the mask (ts/ops/attention.ts makes anything else contiguous first): so q, k and v
+ * split from one projection and transposed to [B, H, T, D], and a mask broadcast over the batch,
+ * are read in place. `bool`: the bias came from a bool mask (its -inf places take no gradient,
+ * as the composed `where` gives none).
  */
 export interface AttentionGeom {
-  q: Place;
-  key: Place;
-  v: Place;
+  q: ViewRef;
+  key: ViewRef;
+  v: ViewRef;
+  lead: number[];
   bh: number;
   L: number;
   S: number;
@@ -152,19 +155,21 @@ export interface AttentionGeom {
   Ev: number;
   scale: number;
   causal: boolean;
-  mask: { at: ViewRef; lead: number[]; bool: boolean } | null;
+  mask: { at: ViewRef; bool: boolean } | null;
 }
 
 /**
  * Fused attention (ts/ops/attention.ts; Note [fused attention] in ts/worker/gpu/attention.ts).
- * - `attention`: `softmax(q·kᵀ·scale + bias)·v` into a contiguous f32 `out` [bh, L, Ev], and
- *   each row's logsumexp of the scores into `lse` [bh, L] (when not null: the backward's).
- * - `attentionGrad`: from the output `o`, its gradient `g` (both [bh, L, Ev]) and `lse`, the
- *   gradients `dq`, `dk`, `dv`, contiguous as q, key and v, written whole.
+ * - `attention`: `softmax(q·kᵀ·scale + bias)·v` into `out` [bh, L, Ev] (a view as q's, over a
+ *   dense block of its own), and each row's logsumexp of the scores into a contiguous `lse`
+ *   [bh, L] (when not null: the backward's).
+ * - `attentionGrad`: from the output `o`, its gradient `g` (both [bh, L, Ev] views) and `lse`,
+ *   the gradients `dq`, `dk`, `dv` (views as q, key and v, each over a dense block of its own),
+ *   written whole.
  */
 export type AttentionCommand =
-  | ({ k: 'attention'; out: Place; lse: Place | null } & AttentionGeom)
-  | ({ k: 'attentionGrad'; o: Place; g: Place; lse: Place; dq: Place; dk: Place; dv: Place } & AttentionGeom);
+  | ({ k: 'attention'; out: ViewRef; lse: Place | null } & AttentionGeom)
+  | ({ k: 'attentionGrad'; o: ViewRef; g: ViewRef; lse: Place; dq: ViewRef; dk: ViewRef; dv: ViewRef } & AttentionGeom);
 
 /**
  * PyTorch's `_amp_foreach_non_finite_check_and_unscale_`: every gradient (a contiguous run of

@@ -17,7 +17,7 @@ import { autocasting } from '../amp/autocast.js';
 import type { AttentionGeom } from '../ir/commands.js';
 import { alloc, emit, place, ref, sameDevice } from '../runtime/dispatch.js';
 import { fmt, numel } from '../shape.js';
-import { Tensor } from '../tensor.js';
+import { Tensor, view } from '../tensor.js';
 import { arange } from './creation.js';
 import { binaryOp, where } from './elementwise.js';
 import { reduce } from './reduce.js';
@@ -121,35 +121,65 @@ function fusable(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | null, p: number
 }
 
 /**
+ * `t` as the kernels read it: any strides over its lead dims and rows, its last dim contiguous
+ * (else a contiguous copy). So q, k and v split from one projection and transposed to
+ * [B, H, T, D] are read in place.
+ */
+const readable = (t: Tensor): Tensor => (t.shape[t.ndim - 1] === 1 || t._strides[t.ndim - 1] === 1 ? t : V.contiguous(t));
+
+/**
+ * A fresh f32 tensor of `shape` laid out in memory as `like` is (its dims in the order of their
+ * strides, the last innermost) over a dense block of its own, as PyTorch's flash attention lays
+ * out its output like q and its gradients like q, k and v: for q a transposed view of
+ * [B, T, H, D] memory, a [B, T, H, D] block seen as [B, H, T, D], so the gradient goes back
+ * through the transpose, view and split that made q without a copy.
+ */
+function allocLike(like: Tensor, shape: readonly number[]): Tensor {
+  const n = shape.length;
+  const order = [...Array(n - 1).keys()].sort((a, b) => like._strides[b] - like._strides[a] || a - b);
+  order.push(n - 1);
+  const strides = new Array<number>(n);
+  let size = 1;
+  for (let k = n - 1; k >= 0; k--) {
+    strides[order[k]] = size;
+    size *= shape[order[k]];
+  }
+  const block = alloc(shape, 'float32', like.device);
+  const out = view(block, shape, strides);
+  block.dispose();
+  return out;
+}
+
+/**
  * The fused forward (one `attention` command) recorded with its gradient rule (one
  * `attentionGrad` command; composed when the gradient is itself differentiated). Call inside a
- * tidy: the contiguous copies and the mask's bias are intermediates.
+ * tidy: the copies of inputs whose last dim is not contiguous and the mask's bias are intermediates.
  */
 function fusedAttention(query: Tensor, key: Tensor, value: Tensor, mask: Tensor | null, causal: boolean, scale: number): Tensor {
   const lead = query.shape.slice(0, -2);
   const [L, E] = query.shape.slice(-2), S = key.shape[key.ndim - 2], Ev = value.shape[value.ndim - 1];
-  const q = V.contiguous(query), k = V.contiguous(key), v = V.contiguous(value);
+  const q = readable(query), k = readable(key), v = readable(value);
   // the mask as an f32 bias read in place through broadcast strides (a bool mask: 0 where it takes part, -inf elsewhere)
   const bias = mask ? (mask.dtype === 'bool' ? where(mask, 0, -Infinity) : mask) : null;
   const device = query.device;
   const geom = (q: Tensor, k: Tensor, v: Tensor, bias: Tensor | null): AttentionGeom => ({
-    q: place(q), key: place(k), v: place(v), bh: numel(lead), L, S, E, Ev, scale, causal,
-    mask: bias && { at: ref(V.expand(bias, [...lead, L, S])), lead, bool: mask!.dtype === 'bool' },
+    q: ref(q), key: ref(k), v: ref(v), lead, bh: numel(lead), L, S, E, Ev, scale, causal,
+    mask: bias && { at: ref(V.expand(bias, [...lead, L, S])), bool: mask!.dtype === 'bool' },
   });
   const grad = needsGrad(q, k, v);
   let lse: Tensor | null = null;
   return recorded('scaled_dot_product_attention', [q, k, v], () => {
-    const out = alloc([...lead, L, Ev], 'float32', device);
+    const out = allocLike(q, [...lead, L, Ev]);
     if (grad) lse = alloc([...lead, L], 'float32', device);
-    emit(device, { k: 'attention', out: place(out), lse: lse && place(lse), ...geom(q, k, v, bias) });
+    emit(device, { k: 'attention', out: ref(out), lse: lse && place(lse), ...geom(q, k, v, bias) });
     return out;
   }, (ctx, out) => {
     const qs = ctx.save(q), ks = ctx.save(k), vs = ctx.save(v), os = ctx.save(out), ls = ctx.save(lse!), bs = bias && ctx.save(bias);
     return ([g]) => {
       if (needsGrad(g)) return composedGrad(qs, ks, vs, bs, mask?.dtype === 'bool', causal, scale, g!);
-      const gc = tidy(() => V.contiguous(g!));
-      const dq = alloc(qs.shape, 'float32', device), dk = alloc(ks.shape, 'float32', device), dv = alloc(vs.shape, 'float32', device);
-      emit(device, { k: 'attentionGrad', o: place(os), g: place(gc), lse: place(ls), dq: place(dq), dk: place(dk), dv: place(dv), ...geom(qs, ks, vs, bs) });
+      const gc = tidy(() => readable(g!));
+      const dq = allocLike(qs, qs.shape), dk = allocLike(ks, ks.shape), dv = allocLike(vs, vs.shape);
+      emit(device, { k: 'attentionGrad', o: ref(os), g: ref(gc), lse: place(ls), dq: ref(dq), dk: ref(dk), dv: ref(dv), ...geom(qs, ks, vs, bs) });
       if (gc !== g) gc.dispose();
       return [dq, dk, dv];
     };

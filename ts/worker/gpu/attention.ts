@@ -19,13 +19,21 @@
  *   keys and accumulates dV = Pᵀ·dO and dK = scale·dSᵀ·Q. Under a bool mask a -inf place takes
  *   no dS (the composed `where` passes it none), so a fully masked row's dQ is 0 and its dV NaN,
  *   as composed.
+ * Strides: every operand (q, k, v, the output and its gradient, dQ, dK, dV, the mask) is a view of
+ * [bh, rows, cols] with any strides over the lead dims (whose sizes the params hold once) and the
+ * rows, and contiguous columns (the mask's strided too). A workgroup finds its block's first
+ * element once (`base` in wgsl/attention.ts, from the lead strides) and steps by the row stride,
+ * so the loads into workgroup memory stay runs of contiguous floats. nanoGPT's q, k and v, split
+ * from one projection and transposed to [B, H, T, D], are read in place, as is an output gradient
+ * that is the transpose of a [B, T, H, D]; ts/ops/attention.ts lays the output and dQ, dK, dV out
+ * like q, k and v, so their gradients go back through the transpose and split with no copy.
  * Each dispatch binds each segment once (the params, then at most seven); 'dkv' binds nine
  * when every operand is in a segment of its own, so an adapter with fewer storage bindings
  * runs it twice (dK, then dV). The tile B (16, 8 or 4 rows) is the largest whose operands fit
  * the workgroup memory. A tensor larger than one binding raises (ts/worker/split.ts `tooLarge`).
  */
-import { AP, ATTN_MAX_LEAD, ATTN_PARAM_WORDS, attentionShader, attnGroups, attnKey, attnSharedBytes, type AttnSpec } from '../../../wgsl/attention.js';
-import type { AttentionCommand, Place } from '../../ir/commands.js';
+import { AP, ATTN_MAX_LEAD, ATTN_PARAM_WORDS, OP, OPS, OPW, attentionShader, attnGroups, attnKey, attnSharedBytes, type AttnSpec } from '../../../wgsl/attention.js';
+import type { AttentionCommand, ViewRef } from '../../ir/commands.js';
 import { buf, device, dispatchAt, grid1d, paramWords, reserveParams } from './core.js';
 import { KeptScratch } from './workspace.js';
 
@@ -45,33 +53,33 @@ function tileOf(pass: AttnSpec['pass'], E: number, Ev: number): number {
   throw new Error(`attention: head dims ${E} and ${Ev} need more workgroup memory than the adapter's ${limit} bytes`);
 }
 
-/** Writes the params shared by every pass; returns their first word. */
-function params(cmd: AttentionCommand, places: Partial<Record<keyof typeof AP, number>>): number {
+type Views = Partial<Record<keyof typeof OP, ViewRef>>;
+
+/** Writes the params shared by every pass (each operand's offset, row and lead strides); returns their first word. */
+function params(cmd: AttentionCommand, views: Views, rows: { lse: number; ld: number }): number {
   const at = reserveParams(ATTN_PARAM_WORDS);
-  const w = paramWords;
+  const w = paramWords, n = cmd.lead.length;
   w[at + AP.bh] = cmd.bh;
   w[at + AP.L] = cmd.L;
   w[at + AP.S] = cmd.S;
   w[at + AP.scale] = bits(cmd.scale);
   w[at + AP.causal] = cmd.causal ? 1 : 0;
-  for (const [k, v] of Object.entries(places)) w[at + AP[k as keyof typeof AP]] = v!;
-  const m = cmd.mask;
-  if (m) {
-    w[at + AP.mask] = m.at.offset;
-    const n = m.lead.length;
-    w[at + AP.mRow] = m.at.strides[n] | 0;
-    w[at + AP.mCol] = m.at.strides[n + 1] | 0;
-    w[at + AP.nLead] = n;
-    m.lead.forEach((size, d) => {
-      w[at + AP.lead + 2 * d] = size;
-      w[at + AP.lead + 2 * d + 1] = m.at.strides[d] | 0;
-    });
+  w[at + AP.lse] = rows.lse;
+  w[at + AP.ld] = rows.ld;
+  w[at + AP.nLead] = n;
+  cmd.lead.forEach((size, d) => (w[at + AP.lead + d] = size));
+  if (cmd.mask) w[at + AP.mCol] = cmd.mask.at.strides[n + 1];
+  for (const [name, view] of Object.entries(views)) {
+    const o = at + OPS + OP[name as keyof typeof OP] * OPW;
+    w[o] = view.offset;
+    w[o + 1] = view.strides[n];
+    for (let d = 0; d < n; d++) w[o + 2 + d] = view.strides[d];
   }
   return at;
 }
 
 /** One dispatch of `pass` over the named buffers (each distinct buffer bound once, in order). */
-function pass(cmd: AttentionCommand, p: AttnSpec['pass'], named: Named[], places: Partial<Record<keyof typeof AP, number>>): void {
+function pass(cmd: AttentionCommand, p: AttnSpec['pass'], named: Named[], views: Views, rows: { lse: number; ld: number }): void {
   const bind: GPUBuffer[] = [];
   const slots: Slots = { q: -1, key: -1, v: -1, out: -1, lse: -1, g: -1, dq: -1, dk: -1, dv: -1, ld: -1, mask: -1 };
   const written = new Set<number>();
@@ -83,35 +91,33 @@ function pass(cmd: AttentionCommand, p: AttnSpec['pass'], named: Named[], places
   }
   const B = p === 'd' ? 1 : tileOf(p, cmd.E, cmd.Ev);
   const spec: AttnSpec = { pass: p, E: cmd.E, Ev: cmd.Ev, B, slots, written: [...written].sort((a, b) => a - b), slotCount: bind.length, maskBool: !!cmd.mask?.bool };
-  const at = params(cmd, places);
+  const at = params(cmd, views, rows);
   dispatchAt(attnKey(spec), () => attentionShader(spec), bind, at, ATTN_PARAM_WORDS, grid1d(attnGroups(p, cmd.bh, cmd.L, cmd.S, B), 1));
 }
-
-const off = (p: Place) => p.offset;
 
 /** Runs an `attention` or `attentionGrad` command (see the note). */
 export function runAttention(cmd: AttentionCommand): void {
   if (cmd.bh === 0 || cmd.L === 0) return;
-  if (cmd.mask && cmd.mask.lead.length > ATTN_MAX_LEAD) throw new Error(`attention: a mask of more than ${ATTN_MAX_LEAD} lead dims`);
+  if (cmd.lead.length > ATTN_MAX_LEAD) throw new Error(`attention: more than ${ATTN_MAX_LEAD} lead dims`);
   const inputs: Named[] = [['q', buf(cmd.q.id), false], ['key', buf(cmd.key.id), false], ['v', buf(cmd.v.id), false]];
   const mask: Named[] = cmd.mask ? [['mask', buf(cmd.mask.at.id), false]] : [];
-  const base = { q: off(cmd.q), key: off(cmd.key), v: off(cmd.v) };
+  const base: Views = { q: cmd.q, key: cmd.key, v: cmd.v, ...(cmd.mask ? { mask: cmd.mask.at } : {}) };
   if (cmd.k === 'attention') {
     const outs: Named[] = [['out', buf(cmd.out.id), true], ...(cmd.lse ? [['lse', buf(cmd.lse.id), true] as Named] : [])];
-    pass(cmd, 'fwd', [...outs, ...inputs, ...mask], { ...base, out: off(cmd.out), lse: cmd.lse ? off(cmd.lse) : 0 });
+    pass(cmd, 'fwd', [...outs, ...inputs, ...mask], { ...base, out: cmd.out }, { lse: cmd.lse ? cmd.lse.offset : 0, ld: 0 });
     return;
   }
   const ld = rowScratch.take(Math.max(16, Math.ceil((8 * cmd.bh * cmd.L) / 16) * 16));
-  const shared = { ...base, out: off(cmd.o), lse: off(cmd.lse), g: off(cmd.g), ld: 0, dq: off(cmd.dq), dk: off(cmd.dk), dv: off(cmd.dv) };
-  pass(cmd, 'd', [['ld', ld, true], ['g', buf(cmd.g.id), false], ['out', buf(cmd.o.id), false], ['lse', buf(cmd.lse.id), false]], shared);
+  const shared: Views = { ...base, out: cmd.o, g: cmd.g, dq: cmd.dq, dk: cmd.dk, dv: cmd.dv }, rows = { lse: cmd.lse.offset, ld: 0 };
+  pass(cmd, 'd', [['ld', ld, true], ['g', buf(cmd.g.id), false], ['out', buf(cmd.o.id), false], ['lse', buf(cmd.lse.id), false]], shared, rows);
   const grads: Named[] = [['g', buf(cmd.g.id), false], ['ld', ld, false]];
-  pass(cmd, 'dq', [['dq', buf(cmd.dq.id), true], ...inputs, ...grads, ...mask], shared);
+  pass(cmd, 'dq', [['dq', buf(cmd.dq.id), true], ...inputs, ...grads, ...mask], shared, rows);
   if (cmd.S === 0) return;
   const dk: Named = ['dk', buf(cmd.dk.id), true], dv: Named = ['dv', buf(cmd.dv.id), true];
   const all = [dk, dv, ...inputs, ...grads, ...mask];
-  if (new Set(all.map((n) => n[1])).size + 1 <= device.limits.maxStorageBuffersPerShaderStage) pass(cmd, 'dkv', all, shared);
+  if (new Set(all.map((n) => n[1])).size + 1 <= device.limits.maxStorageBuffersPerShaderStage) pass(cmd, 'dkv', all, shared, rows);
   else {
-    pass(cmd, 'dkv', [dk, ...inputs, ...grads, ...mask], shared);
-    pass(cmd, 'dkv', [dv, ...inputs, ...grads, ...mask], shared);
+    pass(cmd, 'dkv', [dk, ...inputs, ...grads, ...mask], shared, rows);
+    pass(cmd, 'dkv', [dv, ...inputs, ...grads, ...mask], shared, rows);
   }
 }

@@ -98,10 +98,11 @@ function readRanges(cmd: Command): { id: number; start: number; end: number }[] 
     ];
   }
   if (cmd.k === 'attention' || cmd.k === 'attentionGrad') {
-    // contiguous f32 blocks; the mask, a strided view over the lead dims, counts as its whole segment
-    const { bh, L, S, E, Ev } = cmd;
-    const ins = [...span(cmd.q, bh * L * E), ...span(cmd.key, bh * S * E), ...span(cmd.v, bh * S * Ev), ...(cmd.mask ? [{ id: cmd.mask.at.id, start: 0, end: Infinity }] : [])];
-    return cmd.k === 'attention' ? ins : [...ins, ...span(cmd.o, bh * L * Ev), ...span(cmd.g, bh * L * Ev), ...span(cmd.lse, bh * L)];
+    // f32 views over the lead dims, rows and (contiguous) columns; the mask counts as its whole segment
+    const { lead, L, S, E, Ev } = cmd;
+    const view = (r: ViewRef, rows: number, cols: number) => [{ id: r.id, start: r.offset, end: r.offset + spanOf([...lead, rows, cols], r.strides) }];
+    const ins = [...view(cmd.q, L, E), ...view(cmd.key, S, E), ...view(cmd.v, S, Ev), ...(cmd.mask ? [{ id: cmd.mask.at.id, start: 0, end: Infinity }] : [])];
+    return cmd.k === 'attention' ? ins : [...ins, ...view(cmd.o, L, Ev), ...view(cmd.g, L, Ev), ...span(cmd.lse, cmd.bh * L)];
   }
   // the multi-tensor commands hold their places in lists: each read counts as its whole segment
   if (cmd.k === 'ampUnscale') return [...cmd.grads.map((g) => g.at), cmd.invScale, cmd.found].map((p) => ({ id: p.id, start: 0, end: Infinity }));
@@ -135,7 +136,8 @@ function writeRange(cmd: Command): { id: number; start: number; end: number } | 
   // foreachNorm writes one float32 per tensor (foreachMul and foreachClamp write lists in place: not told, so never taken as rewrites)
   if (cmd.k === 'foreachNorm') return at(cmd.out, cmd.tensors.length);
   if (cmd.k === 'nllGrad') return at(cmd.out, cmd.outer * cmd.classes * cmd.inner);
-  // attention writes more than one output: the one named here (the others count as not written, which only misses a chance)
+  // attention writes more than one output: the one named here (the others count as not written, which only misses a chance);
+  // each is a view over a dense block of its own from its offset (ts/ops/attention.ts)
   if (cmd.k === 'attention') return at(cmd.out, cmd.bh * cmd.L * cmd.Ev);
   if (cmd.k === 'attentionGrad') return at(cmd.dq, cmd.bh * cmd.L * cmd.E);
   if (cmd.k === 'maxPool' || cmd.k === 'avgPool') return at(cmd.values, cmd.planes * cmd.outSize[0] * cmd.outSize[1]);
