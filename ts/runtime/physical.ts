@@ -83,18 +83,17 @@ export function identicalGpus(fs: Fs, root = '/sys/bus/pci/devices'): string[] {
 /** The physical GPUs' bus ids when the mapping applies, else null (computed once). */
 export function physicalGpus(): string[] | null {
   if (buses !== undefined) return buses;
-  buses = null;
   const fs = fsModule();
-  if (!fs || /^(0|false|no|off)$/i.test(env('WEBTORCH_PHYSICAL_GPUS')?.trim() ?? '')) return buses;
+  if (!fs || /^(0|false|no|off)$/i.test(env('WEBTORCH_PHYSICAL_GPUS')?.trim() ?? '')) return (buses = null);
   const given = env('WEBTORCH_GPU_BUSES')?.split(',').map((s) => s.trim()).filter(Boolean);
   if (given?.length) {
     const bad = given.find((b) => !/^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-9a-f]$/i.test(b));
+    // nothing is cached before this: every later call raises too, none quietly maps no GPU
     if (bad) throw new RangeError(`WEBTORCH_GPU_BUSES: '${bad}' is not a PCI bus id such as 0000:00:07.0 (nvidia-smi --query-gpu=pci.bus_id, without its leading 0000)`);
     return (buses = given);
   }
   const found = identicalGpus(fs);
-  if (found.length && hasDeviceSelectLayer(fs)) buses = found;
-  return buses;
+  return (buses = found.length && hasDeviceSelectLayer(fs) ? found : null);
 }
 
 /** The PCI bus id of gpu:`index` (null where gpu:N are logical devices on one adapter). */
