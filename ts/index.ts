@@ -27,7 +27,7 @@ import { matmul } from './ops/matmul.js';
 import { bindArgs, bindDim, type DimArgs, type PyArgs } from './args.js';
 import { argReduce, maxMin, reduceApi, type Dims, type ValuesIndices } from './ops/reduce.js';
 import { ReduceOp } from './ir/ops.js';
-import { Tensor } from './tensor.js';
+import { Tensor, view } from './tensor.js';
 import { tidy } from './ops/scoped.js';
 import { setEngineOps } from './autograd/engine.js';
 import { scopedGradMode } from './autograd/graph.js';
@@ -213,7 +213,7 @@ export type { WorkerProfile } from './worker/protocol.js';
 
 export { tidy };
 
-setEngineOps({ add: (a, b) => binaryOp('add', a, b), onesLike: (t) => onesLike(t), zerosLike: (t) => zerosLike(t), tidy });
+setEngineOps({ add: (a, b) => binaryOp('add', a, b), onesLike: (t) => onesLike(t), zerosLike: (t) => zerosLike(t), alias: (t) => view(t, t.shape.slice(), t._strides.slice(), t._offset), tidy });
 
 /** `torch.noGrad(fn)`: runs `fn` without recording the tape (sync or async). */
 export const noGrad = <T>(fn: () => T): T => scopedGradMode(false, fn);

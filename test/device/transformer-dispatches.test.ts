@@ -14,6 +14,9 @@
  * - `contiguous()` passes its gradient through as it is (PyTorch's clone backward), not a copy.
  * - gelu's gradient is one `gelu_backward` kernel (an op-table row; PyTorch's gelu_backward), not
  *   eleven elementwise commands; under createGraph the rule still composes it, differentiably.
+ * - a gradient a rule hands to two edges (add's, at each residual connection) goes to the second
+ *   as an alias, not a copy (ts/autograd/engine.ts `shared`); a leaf's `.grad` and
+ *   `autograd.grad`'s results are still their own memory.
  * - layer norm's weight gradient Σ g·x̂ takes x̂ from the layer norm kernel without weight and
  *   bias (ts/ops/nn.ts `layerNormRows`), not from the composed normalization (seven commands).
  *
@@ -24,6 +27,11 @@
  *   expected 3 to be 2".
  * - `geluBackward` always null (gelu's rule composing its gradient): "cpu gelu (none), backward:
  *   expected 12 to be 2".
+ * - the engine giving the second edge `t.clone()` again (ts/autograd/engine.ts): "cpu residual
+ *   add, backward: expected 9 to be 8".
+ * - leaves and `autograd.grad` taking a shared gradient as it is (no `own(g)`): "cpu b.grad after
+ *   a.grad.zero_(): expected [ +0, +0, +0 ] to deeply equal [ 1, 2, 3 ]" (the two leaves' .grad
+ *   shared memory).
  * - the layer norm rule taking x̂ from `normalized(xs, dims, eps)[0]` again: "cpu layer norm,
  *   backward: expected 14 to be 8" (15 before this change: it also computed g·w for nothing).
  */
@@ -181,6 +189,37 @@ describe('a transformer\'s backward makes no copy or reduction PyTorch does not'
         expectClose(first, firstRef, `${d} gelu (${approximate}) gradient`);
         for (const t of [x.grad, x, seed, y, gx, s]) t?.dispose();
       }
+    }
+  });
+
+  it('a residual add hands its gradient to both branches without a copy; leaves still get gradients of their own', async () => {
+    for (const d of devices) {
+      const x = torch.randn([4, 6], { device: d }).requiresGrad_(), seed = torch.randn([4, 6], { device: d });
+      // u = 3x (not a leaf); y = u + tanh(u): add passes its gradient to both of its inputs
+      const forward = () => torch.tidy(() => {
+        const u = x.mul(3);
+        return u.add(u.tanh());
+      });
+      const y = forward();
+      // 8: the seed's copy, tanh's and mul's gradients, and the sum of u's two; a copy handing
+      // add's gradient to its second edge made it 9
+      expect(await backwardCommands(d, [x], () => y.backward(seed)), `${d} residual add, backward`).toBe(8);
+      const y1 = forward();
+      y1.backward(seed);
+      const t = torch.tidy(() => x.mul(3).tanh());
+      const expected = torch.tidy(() => seed.mul(t.square().neg().add(2)).mul(3));
+      expectClose(await vals(x.grad!), await vals(expected), `${d} x's gradient`);
+      // two leaves given one tensor (add's g): each .grad its own memory, as PyTorch's AccumulateGrad copies a shared gradient
+      const a = torch.zeros([3], { device: d }).requiresGrad_(), b = torch.zeros([3], { device: d }).requiresGrad_();
+      const s = torch.tidy(() => a.add(b).mul(torch.tensor([1, 2, 3], { device: d })).sum());
+      s.backward();
+      a.grad!.zero_();
+      expect(await vals(b.grad!), `${d} b.grad after a.grad.zero_()`).toEqual([1, 2, 3]);
+      const s2 = torch.tidy(() => a.add(b).sum());
+      const [ga, gb] = torch.autograd.grad(s2, [a, b]);
+      ga!.zero_();
+      expect(await vals(gb!), `${d} autograd.grad's second gradient after the first's zero_()`).toEqual([1, 1, 1]);
+      for (const z of [x.grad, x, seed, y, y1, t, expected, a.grad, b.grad, a, b, s, s2, ga, gb]) z?.dispose();
     }
   });
 

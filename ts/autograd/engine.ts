@@ -23,6 +23,8 @@ export interface EngineOps {
   add(a: Tensor, b: Tensor): Tensor;
   onesLike(t: Tensor): Tensor;
   zerosLike(t: Tensor): Tensor;
+  /** Another handle on `t`'s storage, the same view (no kernel). */
+  alias(t: Tensor): Tensor;
   /** `torch.tidy`: disposes what `fn` created except what it returns. */
   tidy<R>(fn: () => R): R;
 }
@@ -35,6 +37,24 @@ export const zerosLike = (t: Tensor): Tensor => ops!.zerosLike(t);
 /** @internal */
 export function setEngineOps(o: EngineOps): void {
   ops = o;
+}
+
+/**
+ * Gradients handed to more than one edge: a rule that passes one tensor on twice (add's g, for
+ * each residual connection) gives the second edge an alias of it, not a copy, as PyTorch's
+ * engine passes the same tensor. Rules and sums never write into an incoming gradient, so
+ * sharing is safe until a gradient becomes a leaf's `.grad` or is returned by `autograd.grad`:
+ * those are written in place later (`zero_`, clipping, an optimizer), so there a shared one is
+ * copied, as PyTorch's AccumulateGrad copies a gradient it cannot steal.
+ */
+const shared = new WeakSet<Tensor>();
+
+/** `g` itself, or a copy of it where `g` shares its storage with another edge's gradient. */
+function own(g: Tensor): Tensor {
+  if (!shared.has(g)) return g;
+  const c = g.clone();
+  g.dispose();
+  return c;
 }
 
 function sum(a: Tensor | null, b: Tensor | null): Tensor | null {
@@ -99,11 +119,14 @@ export function runBackward(roots: Tensor[], grads: Tensor[], opts: BackwardOpti
     if ('leaf' in edge) {
       const t = edge.leaf;
       if (capture) {
-        if (capture.has(t)) capture.set(t, sum(capture.get(t) ?? null, g));
-        else g.dispose();
+        if (capture.has(t)) {
+          const prev = capture.get(t) ?? null;
+          capture.set(t, prev ? sum(prev, g) : own(g));
+        } else g.dispose();
         return;
       }
       const prev = t.grad;
+      if (!prev) g = own(g);
       if (!prev && !g.isContiguous()) {
         // PyTorch's layout contract: a leaf's .grad is laid out like the leaf (row-major here).
         const c = g.contiguous();
@@ -162,12 +185,19 @@ export function runBackward(roots: Tensor[], grads: Tensor[], opts: BackwardOpti
         try {
           inputs = gs.some((g) => g) ? ops!.tidy(() => node.apply(gs)) : node.edges.map(() => null);
           // A rule may pass an incoming gradient on as it is (add's g): it moves on, once; a
-          // second edge given the same tensor gets a copy, since each edge's gradient is its own.
+          // second edge given the same tensor gets an alias of it (see `shared`), or under
+          // createGraph a recorded copy (an alias would not carry the gradient's own graph).
           const seen = new Set<Tensor>();
           for (let i = 0; i < inputs.length; i++) {
             const t = inputs[i];
-            if (t && seen.has(t)) inputs[i] = t.clone();
-            else if (t) seen.add(t);
+            if (t && seen.has(t)) {
+              if (opts.createGraph) inputs[i] = t.clone();
+              else {
+                inputs[i] = ops!.alias(t);
+                shared.add(t);
+                shared.add(inputs[i]!);
+              }
+            } else if (t) seen.add(t);
           }
           ran = true;
         } finally {
