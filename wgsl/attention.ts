@@ -132,34 +132,40 @@ const T: u32 = ${T}u;
     ${dst}[(x / ${dim}) * ${dim === 'E' ? 'EP' : 'EVP'} + x % ${dim}] = select(0.0, ${rd(src, `${src}_b + row * ${src}_r + x % ${dim}`)}, row < ${limit});
   }
 `;
-  if (s.pass === 'fwd') {
-    return `${head}var<workgroup> QS: array<f32, ${B * padded(E)}>;
-var<workgroup> KS: array<f32, ${B * padded(E)}>;
-var<workgroup> VS: array<f32, ${B * padded(Ev)}>;
-var<workgroup> SS: array<f32, ${B * B}>;
-@compute @workgroup_size(${T})
+  // what every pass opens with: its tile `own` (i0 a query tile, j0 a key tile) of block bh, the mask's base, the operands'
+  const entry = (tiles: string, own: string) => `@compute @workgroup_size(${T})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
-${start}  if (gid >= P[${AP.bh}] * tiles_q) { return; }
-  let bh = gid / tiles_q;
-  let i0 = (gid % tiles_q) * B;
+${start}  if (gid >= P[${AP.bh}] * ${tiles}) { return; }
+  let bh = gid / ${tiles};
+  let ${own} = (gid % ${tiles}) * B;
   let mb = ${sl.mask >= 0 ? `base(${OP.mask}u, bh)` : '0u'};
-${bases}  let neg_inf = bitcast<f32>(NEG_INF_U);
-${load('QS', 'q', 'i0', 'L', 'E')}  var acc: array<f32, ${NV}>;
-  var m = neg_inf;
-  var l = 0.0;
-  var key_end = S;
+${bases}`;
+  // the key tiles a query tile sees (up to its diagonal when causal), each loaded into KS and VS
+  const keyTiles = `  var key_end = S;
   if (causal) { key_end = min(S, i0 + B); }
   let tiles = (key_end + B - 1u) / B;
   for (var t = 0u; t < tiles; t++) {
     let j0 = t * B;
     workgroupBarrier();
 ${load('KS', 'key', 'j0', 'S', 'E')}${load('VS', 'v', 'j0', 'S', 'EV')}    workgroupBarrier();
-    for (var x = li; x < B * B; x += T) {
+`;
+  // the B×B (query i, key j) pairs of the two tiles, among the workgroup's invocations
+  const pairs = `    for (var x = li; x < B * B; x += T) {
       let rr = x / B;
       let c = x % B;
       let i = i0 + rr;
       let j = j0 + c;
-      var sc = neg_inf;
+`;
+  if (s.pass === 'fwd') {
+    return `${head}var<workgroup> QS: array<f32, ${B * padded(E)}>;
+var<workgroup> KS: array<f32, ${B * padded(E)}>;
+var<workgroup> VS: array<f32, ${B * padded(Ev)}>;
+var<workgroup> SS: array<f32, ${B * B}>;
+${entry('tiles_q', 'i0')}  let neg_inf = bitcast<f32>(NEG_INF_U);
+${load('QS', 'q', 'i0', 'L', 'E')}  var acc: array<f32, ${NV}>;
+  var m = neg_inf;
+  var l = 0.0;
+${keyTiles}${pairs}      var sc = neg_inf;
       if (j < S && !(causal && j > i)) {
         var dot = 0.0;
         for (var e = 0u; e < E; e++) { dot += QS[rr * EP + e] * KS[c * EP + e]; }
@@ -227,26 +233,8 @@ var<workgroup> LD: array<f32, ${2 * B}>;
   }
 `;
   if (s.pass === 'dq') {
-    return `${head}${shared}@compute @workgroup_size(${T})
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
-${start}  if (gid >= P[${AP.bh}] * tiles_q) { return; }
-  let bh = gid / tiles_q;
-  let i0 = (gid % tiles_q) * B;
-  let mb = ${sl.mask >= 0 ? `base(${OP.mask}u, bh)` : '0u'};
-${bases}${load('QS', 'q', 'i0', 'L', 'E')}${load('GS', 'g', 'i0', 'L', 'EV')}${loadLD('i0')}  var acc: array<f32, ${NE}>;
-  var key_end = S;
-  if (causal) { key_end = min(S, i0 + B); }
-  let tiles = (key_end + B - 1u) / B;
-  for (var t = 0u; t < tiles; t++) {
-    let j0 = t * B;
-    workgroupBarrier();
-${load('KS', 'key', 'j0', 'S', 'E')}${load('VS', 'v', 'j0', 'S', 'EV')}    workgroupBarrier();
-    for (var x = li; x < B * B; x += T) {
-      let rr = x / B;
-      let c = x % B;
-      let i = i0 + rr;
-      let j = j0 + c;
-${score('')}    }
+    return `${head}${shared}${entry('tiles_q', 'i0')}${load('QS', 'q', 'i0', 'L', 'E')}${load('GS', 'g', 'i0', 'L', 'EV')}${loadLD('i0')}  var acc: array<f32, ${NE}>;
+${keyTiles}${pairs}${score('')}    }
     workgroupBarrier();
     for (var c = 0u; c < B; c++) {
       let ds = DS[r * B + c];
@@ -267,13 +255,7 @@ ${score('')}    }
   }
   // 'dkv': a workgroup per key tile, over the query tiles that see it
   const wantK = sl.dk >= 0, wantV = sl.dv >= 0;
-  return `${head}${shared}@compute @workgroup_size(${T})
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
-${start}  if (gid >= P[${AP.bh}] * tiles_k) { return; }
-  let bh = gid / tiles_k;
-  let j0 = (gid % tiles_k) * B;
-  let mb = ${sl.mask >= 0 ? `base(${OP.mask}u, bh)` : '0u'};
-${bases}${load('KS', 'key', 'j0', 'S', 'E')}${load('VS', 'v', 'j0', 'S', 'EV')}  var dk: array<f32, ${NE}>;
+  return `${head}${shared}${entry('tiles_k', 'j0')}${load('KS', 'key', 'j0', 'S', 'E')}${load('VS', 'v', 'j0', 'S', 'EV')}  var dk: array<f32, ${NE}>;
   var dv: array<f32, ${NV}>;
   var first = 0u;
   if (causal) { first = j0 / B; }
@@ -281,12 +263,7 @@ ${bases}${load('KS', 'key', 'j0', 'S', 'E')}${load('VS', 'v', 'j0', 'S', 'EV')} 
     let i0 = t * B;
     workgroupBarrier();
 ${load('QS', 'q', 'i0', 'L', 'E')}${load('GS', 'g', 'i0', 'L', 'EV')}${loadLD('i0')}    workgroupBarrier();
-    for (var x = li; x < B * B; x += T) {
-      let rr = x / B;
-      let c = x % B;
-      let i = i0 + rr;
-      let j = j0 + c;
-${score('      PS[x] = p;\n')}    }
+${pairs}${score('      PS[x] = p;\n')}    }
     workgroupBarrier();
     for (var rr = 0u; rr < B; rr++) {
       let p = PS[rr * B + r];

@@ -23,7 +23,7 @@
 import { describe, expect, it } from 'vitest';
 import * as torch from '../../dist/webtorch.js';
 import { logicalGpuSuite } from '../devices.js';
-import { closeTo, free, vals } from './ddp-helpers.js';
+import { closeTo, free, probedNet, vals } from './ddp-helpers.js';
 
 const { nn, distributed: dist } = torch;
 logicalGpuSuite(2, 'the DDP comm-stream test');
@@ -39,20 +39,9 @@ describe('DistributedDataParallel on its own comm stream', () => {
         await dist.initProcessGroup({ backend: 'webtorch', worldSize: 2, rank, initMethod: `inproc://ddp-comm-stream-${gradientAsBucketView}` });
         torch.manualSeed(3);
         let inBackward = false, mark: torch.gpu.Event | null = null;
-        class Net extends nn.Module {
-          fc1 = new nn.Linear(8, 16);
-          fc2 = new nn.Linear(16, 16);
-          fc3 = new nn.Linear(16, 4);
-          forward(x: torch.Tensor): torch.Tensor {
-            const h = this.fc1.call(x);
-            const a = torch.utils.checkpoint.checkpoint((t: torch.Tensor) => {
-              if (inBackward && !mark) mark = torch.gpu.currentStream().recordEvent(); // the recompute, mid-backward
-              return t.relu();
-            }, h);
-            return this.fc3.call(this.fc2.call(a).relu());
-          }
-        }
-        const net = new Net().to('cuda');
+        const net = probedNet(() => {
+          if (inBackward && !mark) mark = torch.gpu.currentStream().recordEvent(); // the recompute, mid-backward
+        });
         const ddp = new nn.parallel.DistributedDataParallel(net, { bucketCapMb: 300 / 2 ** 20, gradientAsBucketView });
         torch.manualSeed(100 + rank); // each rank its own data: local gradients differ from the average
         const x = torch.randn([6, 8], { device: 'cuda' }), t = torch.randn([6, 4], { device: 'cuda' });

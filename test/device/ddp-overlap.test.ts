@@ -25,6 +25,7 @@
 import { describe, expect, it } from 'vitest';
 import * as torch from '../../dist/webtorch.js';
 import { logicalGpuSuite } from '../devices.js';
+import { probedNet } from './ddp-helpers.js';
 
 const { nn, distributed: dist } = torch;
 logicalGpuSuite(2, 'the DDP overlap test');
@@ -36,25 +37,14 @@ describe('DistributedDataParallel overlap', () => {
       torch.manualSeed(3);
       let inBackward = false;
       const probe: { fc1Grad: boolean | null; fc3Grad: Promise<ArrayLike<number>> | null } = { fc1Grad: null, fc3Grad: null };
-      class Net extends nn.Module {
-        fc1 = new nn.Linear(8, 16);
-        fc2 = new nn.Linear(16, 16);
-        fc3 = new nn.Linear(16, 4);
-        forward(x: torch.Tensor): torch.Tensor {
-          const h = this.fc1.call(x);
-          const a = torch.utils.checkpoint.checkpoint((t: torch.Tensor) => {
-            if (inBackward && !probe.fc3Grad) {
-              // The recompute, in the middle of backward.
-              probe.fc1Grad = net.fc1.weight.grad !== null;
-              // queued now, on the stream the all-reduces run on (in that stream's order)
-              probe.fc3Grad = torch.gpu.stream(ddp._commStream, () => net.fc3.weight.grad!.data());
-            }
-            return t.relu();
-          }, h);
-          return this.fc3.call(this.fc2.call(a).relu());
+      const net = probedNet(() => {
+        if (inBackward && !probe.fc3Grad) {
+          // The recompute, in the middle of backward.
+          probe.fc1Grad = net.fc1.weight.grad !== null;
+          // queued now, on the stream the all-reduces run on (in that stream's order)
+          probe.fc3Grad = torch.gpu.stream(ddp._commStream, () => net.fc3.weight.grad!.data());
         }
-      }
-      const net = new Net().to('cuda');
+      });
       // fc3's bias and weight fill the first bucket (272 bytes of a 300-byte cap); fc2's and fc1's go to later ones.
       const ddp = new nn.parallel.DistributedDataParallel(net, { bucketCapMb: 300 / 2 ** 20 });
       torch.manualSeed(100 + rank); // each rank its own data: local gradients differ from the average
