@@ -6,8 +6,17 @@
 // with torch.save; bench/models_torch.py loads them into PyTorch's copy of each model, checks that
 // its first losses match webtorch's, and times the same steps (side by side in one device call).
 //
-//   node bench/models.mjs --model gpt|resnet18 [--device gpu:0] [--amp] [--graph] [--steps 20] [--warmup 5] [--dir DIR]
-// prints one JSON line: losses of the first steps, steps/s, tokens or images per second.
+//   node bench/models.mjs --model gpt|resnet18 [--device gpu:0] [--amp] [--graph] [--steps 20] [--warmup 5] [--dir DIR] [--profile]
+// prints one JSON line: losses of the first steps, steps/s, tokens or images per second. With
+// --profile (eager) the line also says where a step's time goes: the caller's synchronous share
+// (autograd, nn, optim, encoding commands), and from `torch._profileWorker` over the same number of
+// steps the worker's time by command kind, its waits, and the GPU's time inside the dispatches.
+//
+// As a rank of `webtorch-run --nproc N [--threads] bench/models.mjs …` (WORLD_SIZE set) the model is
+// wrapped in DistributedDataParallel on gpu:LOCAL_RANK (gpu:0 where the process has one device) and
+// every rank trains the same batch (weak scaling, PyTorch's way: the same batch per GPU; with equal
+// batches the averaged gradient is one GPU's, so the losses must equal the 1-GPU run's). Rank 0
+// prints the line, with `world` and the throughput of all ranks together.
 import { mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,11 +29,22 @@ const { values: o } = parseArgs({
     model: { type: 'string', default: 'gpt' }, device: { type: 'string', default: 'gpu:0' }, amp: { type: 'boolean', default: false }, graph: { type: 'boolean', default: false },
     steps: { type: 'string', default: '20' }, warmup: { type: 'string', default: '5' }, dir: { type: 'string', default: join(tmpdir(), 'webtorch-models') },
     batch: { type: 'string' },
+    profile: { type: 'boolean', default: false },
   },
 });
 const torch = await import('../dist/webtorch.js');
 const { F } = torch;
 if (o.device.startsWith('gpu')) await torch.gpu.init();
+const world = Number(process.env.WORLD_SIZE ?? 0);
+let rank = 0;
+if (world) {
+  if (o.graph) throw new Error('models.mjs: --graph with DDP ranks is not measured here');
+  const local = Number(process.env.LOCAL_RANK ?? 0);
+  o.device = local < (await torch.gpu.deviceCount()) ? `gpu:${local}` : 'gpu:0';
+  torch.gpu.setDevice(o.device);
+  await torch.distributed.initProcessGroup({ backend: 'nccl', timeout: 600_000 }); // PyTorch's NCCL default: a slow adapter's first step compiles its shaders
+  rank = torch.distributed.getRank();
+}
 mkdirSync(o.dir, { recursive: true });
 torch.manualSeed(1337);
 
@@ -32,7 +52,7 @@ torch.manualSeed(1337);
 export const GPT = { blockSize: 256, vocabSize: 65, nLayer: 6, nHead: 6, nEmbd: 384, dropout: 0, bias: false, batch: 64, lr: 1e-3, betas: [0.9, 0.99], weightDecay: 0.1, gradClip: 1 };
 const RESNET = { batch: 128, classes: 10, lr: 0.1, momentum: 0.9, weightDecay: 5e-4 };
 
-let model, opt, inputs, forward, unit, perStep, clip = 0;
+let model, net, opt, inputs, forward, unit, perStep, clip = 0; // net: the model, or its DDP wrapper
 if (o.model === 'gpt') {
   const cfg = { ...GPT, batch: Number(o.batch ?? GPT.batch) };
   model = makeGpt(torch, cfg).to(o.device);
@@ -41,19 +61,22 @@ if (o.model === 'gpt') {
   const ids = Array.from({ length: cfg.batch * (cfg.blockSize + 1) }, (_, i) => (i * 7919 + (i >> 5) * 31) % cfg.vocabSize);
   const x = torch.tensor(ids, { dtype: 'int64' }).view([cfg.batch, cfg.blockSize + 1]);
   inputs = { x: x.narrow(1, 0, cfg.blockSize).contiguous().to(o.device), y: x.narrow(1, 1, cfg.blockSize).contiguous().to(o.device) };
-  forward = () => model(inputs.x, inputs.y)[1];
+  forward = () => net(inputs.x, inputs.y)[1];
   [unit, perStep, clip] = ['tokens/s', cfg.batch * cfg.blockSize, cfg.gradClip];
 } else if (o.model === 'resnet18') {
   const batch = Number(o.batch ?? RESNET.batch);
   model = makeResNet18(torch, RESNET.classes).to(o.device);
   opt = new torch.optim.SGD(model.parameters(), { lr: RESNET.lr, momentum: RESNET.momentum, weightDecay: RESNET.weightDecay });
   inputs = { x: torch.randn([batch, 3, 32, 32], { device: o.device }), y: torch.randint(0, RESNET.classes, [batch], { device: o.device }) };
-  forward = () => F.crossEntropy(model(inputs.x), inputs.y);
+  forward = () => F.crossEntropy(net(inputs.x), inputs.y);
   [unit, perStep] = ['images/s', batch];
 } else throw new Error(`--model must be gpt or resnet18, not ${o.model}`);
 model.train();
-await torch.save(model.stateDict(), join(o.dir, `${o.model}-init.pt`));
-await torch.save(inputs, join(o.dir, `${o.model}-batch.pt`));
+if (rank === 0) {
+  await torch.save(model.stateDict(), join(o.dir, `${o.model}-init.pt`));
+  await torch.save(inputs, join(o.dir, `${o.model}-batch.pt`));
+}
+net = world ? new torch.nn.parallel.DistributedDataParallel(model) : model;
 
 /** A training step without the zeroing of the gradients (what a graph captures); returns the loss (not read). */
 function update() {
@@ -108,10 +131,41 @@ if (o.graph) {
   seconds = (performance.now() - t0) / 1000;
 }
 last.dispose();
+let profile;
+if (o.profile && !o.graph) {
+  const wt = torch.device(o.device);
+  let caller = 0;
+  const t0 = performance.now();
+  for (let i = 0; i < n; i++) {
+    const c0 = performance.now();
+    step().dispose();
+    caller += performance.now() - c0;
+  }
+  await torch.gpu.synchronize(wt);
+  const plainMs = (performance.now() - t0) / n;
+  await torch._profileWorker(wt, true);
+  const p0 = performance.now();
+  for (let i = 0; i < n; i++) step().dispose();
+  await torch.gpu.synchronize(wt);
+  const profiledMs = (performance.now() - p0) / n;
+  const prof = await torch._profileWorker(wt, false);
+  const per = (x) => x / n;
+  const table = (m) => Object.entries(m ?? {}).map(([kind, v]) => ({ kind, perStep: per(v.count), msPerStep: per(v.ms) })).sort((a, b) => b.msPerStep - a.msPerStep);
+  const commands = table(prof.commands), gpu = prof.gpu ? table(prof.gpu) : null;
+  profile = {
+    stepMs: plainMs, callerMs: caller / n, profiledStepMs: profiledMs, batchesPerStep: per(prof.batches),
+    commandsPerStep: commands.reduce((s, k) => s + k.perStep, 0), workerRunMs: commands.reduce((s, k) => s + k.msPerStep, 0),
+    workerFlushMs: per(prof.flushMs), workerWaitMs: per(prof.waitMs), gpuMs: gpu ? gpu.reduce((s, k) => s + k.msPerStep, 0) : null,
+    commands: commands.slice(0, 12), gpu: gpu?.slice(0, 25),
+  };
+}
 const props = o.device.startsWith('gpu') ? await torch.gpu.getDeviceProperties(o.device) : null;
-console.log(JSON.stringify({
-  impl: 'webtorch', model: o.model, device: props?.name ?? o.device, amp: o.amp, graph: o.graph, losses, lastLoss, steps: n,
-  stepsPerSec: n / seconds, [unit]: (n * perStep) / seconds,
-  peakMiB: props ? torch.gpu.maxMemoryAllocated(o.device) / 2 ** 20 : undefined,
-}));
+if (rank === 0) {
+  console.log(JSON.stringify({
+    impl: 'webtorch', model: o.model, device: props?.name ?? o.device, amp: o.amp, graph: o.graph, world: world || 1, losses, lastLoss, steps: n,
+    stepsPerSec: n / seconds, [unit]: ((world || 1) * n * perStep) / seconds,
+    peakMiB: props ? torch.gpu.maxMemoryAllocated(o.device) / 2 ** 20 : undefined, profile,
+  }));
+}
+if (world) torch.distributed.destroyProcessGroup();
 await torch.shutdown();
