@@ -90,8 +90,10 @@ function update() {
   return loss;
 }
 
+const traceSteps = !!process.env.WEBTORCH_TRACE_COLLECTIVES; // beside the collectives' trace lines: when each step was issued
 /** One training step as the user writes it. */
 function step() {
+  if (traceSteps) console.error(JSON.stringify({ step: 'issued', rank, t: performance.now() }));
   const loss = update();
   opt.zeroGrad();
   return loss;

@@ -31,6 +31,7 @@ import { binaryOp } from '../ops/elementwise.js';
 import { copyInto } from '../ops/copy.js';
 import { checkOptions } from '../args.js';
 import { narrow, reshape } from '../ops/views.js';
+import { cat } from '../ops/shape.js';
 import { alloc } from '../runtime/dispatch.js';
 import { elementSize } from '../dtype.js';
 import { Module } from '../nn/module.js';
@@ -47,6 +48,44 @@ import { SocketGroup } from './socket-group.js';
 import type { Device, DeviceLike } from '../device.js';
 import { device as toDevice } from '../device.js';
 import { currentStream, Stream, withStream } from '../runtime/streams.js';
+
+/** Tensors broadcast as one flat tensor at most (PyTorch's DDP buffer size for its coalesced broadcasts). */
+const COALESCE_BYTES = 250 * 1024 * 1024;
+
+/**
+ * Rank 0's values of `tensors` on every rank, as PyTorch's `_broadcast_coalesced`: tensors of one
+ * dtype go as one flat tensor (up to COALESCE_BYTES), so a ResNet's 60 batch-norm buffers take two
+ * broadcasts at each forward, not 60 (between processes each is a round trip through the host).
+ * Queued in stream order; nothing waits here.
+ */
+function broadcastCoalesced(tensors: Tensor[], g: Group): void {
+  const groups = new Map<string, Tensor[][]>();
+  for (const t of tensors) {
+    if (t.numel() === 0) continue;
+    const runs = groups.get(t.dtype) ?? [[]];
+    groups.set(t.dtype, runs);
+    let run = runs[runs.length - 1];
+    const bytes = run.reduce((s, x) => s + x.numel(), 0) * elementSize(t.dtype);
+    if (run.length && bytes + t.numel() * elementSize(t.dtype) > COALESCE_BYTES) runs.push((run = []));
+    run.push(t);
+  }
+  for (const run of [...groups.values()].flat()) {
+    if (run.length === 1) {
+      broadcast(run[0], { src: 0, group: g, asyncOp: true });
+      continue;
+    }
+    withGradMode(false, () => tidy(() => {
+      const flat = cat(run.map((t) => reshape(t, [t.numel()])), 0);
+      broadcast(flat, { src: 0, group: g, asyncOp: true });
+      if (g.rank === 0) return;
+      let at = 0;
+      for (const t of run) {
+        copyInto(t, reshape(narrow(flat, 0, at, t.numel()), t.shape.slice()));
+        at += t.numel();
+      }
+    }));
+  }
+}
 
 /** `DistributedDataParallel`'s keywords (PyTorch's, camelCase). */
 export interface DDPOptions {
@@ -159,7 +198,7 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
       throw new Error(`DistributedDataParallel: module must have its parameters and buffers on rank ${g.rank}'s device ${g.device} but found one of them on device: ${t.device}`);
     }
     // Every rank starts from rank 0's state (in stream order: nothing waits here).
-    for (const t of [...module.parameters(), ...module.buffers()]) broadcast(t, { src: 0, group: g, asyncOp: true });
+    broadcastCoalesced([...module.parameters(), ...module.buffers()], g);
     this.buildBuckets(module.parameters().filter((p) => p.requiresGrad));
   }
 
@@ -223,7 +262,7 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
       if (this.broadcastBuffers) syncBuffersFromCommonRank(this.module, g, this.device, true);
       notifyWillSync(sync, g, this.device);
     } else if (this.broadcastBuffers && g.worldSize > 1) {
-      for (const b of this.module.buffers()) broadcast(b, { src: 0, group: g, asyncOp: true });
+      broadcastCoalesced(this.module.buffers(), g);
     }
     if (!sync) return this.module.forward(...inputs);
     this.prepare();
