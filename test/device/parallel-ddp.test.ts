@@ -187,6 +187,41 @@ describe('DistributedDataParallel', () => {
   });
 });
 
+describe('DDP buffers at each forward', () => {
+  it('rank 0\'s buffers reach every rank before each forward, one broadcast per dtype (PyTorch\'s coalesced broadcast)', async () => {
+    /** Three batch norms (float32 running stats and an int64 counter each): 9 buffers in two dtypes. */
+    const net = () => new nn.Sequential(new nn.Linear(4, 6), new nn.BatchNorm1d(6), new nn.Linear(6, 6), new nn.BatchNorm1d(6), new nn.Linear(6, 3), new nn.BatchNorm1d(3));
+    const got = await dist.spawn(async (rank) => {
+      await dist.initProcessGroup({ worldSize: 2, rank, initMethod: 'inproc://buffer-sync' });
+      torch.manualSeed(0);
+      const m = net().to('cuda');
+      const ddp = new nn.parallel.DistributedDataParallel(m);
+      const g = ddp.processGroup as unknown as { seq: number }; // the number of collectives it has issued
+      const out: { seqPerForward: number[]; buffers: number[][] } = { seqPerForward: [], buffers: [] };
+      for (let step = 0; step < 3; step++) {
+        // each rank's buffers drift apart (rank 1's are overwritten): the next forward must start from rank 0's
+        torch.noGrad(() => m.buffers().forEach((b) => b.fill_(b.dtype === 'int64' ? 10 * rank + step : rank + step + 0.5)));
+        // every rank the same batch: after the forward, the buffers agree only if they started from rank 0's
+        const x = torch.tidy(() => torch.arange(0, 32, { device: 'cuda' }).reshape([8, 4]).sin());
+        const before = g.seq;
+        const y = torch.noGrad(() => ddp(x));
+        out.seqPerForward.push(g.seq - before);
+        out.buffers.push((await Promise.all(m.buffers().map((b) => b.values()))).flat() as number[]);
+        free([x, y]);
+      }
+      (ddp as unknown as { _releaseBuckets(): void })._releaseBuckets(); // and the buffers' flat tensors
+      free([...m.parameters(), ...m.buffers()]);
+      return out;
+    }, { nprocs: 2 });
+    expect(got[0].seqPerForward).toEqual([2, 2, 2]); // float32 and int64: two broadcasts, not nine
+    expect(got[1].seqPerForward).toEqual([2, 2, 2]);
+    for (let step = 0; step < 3; step++) {
+      expect(got[1].buffers[step]).toEqual(got[0].buffers[step]);
+      expect(got[0].buffers[step].some((v) => v !== step + 0.5 && v !== step)).toBe(true); // the forward updated the running stats
+    }
+  });
+});
+
 describe('process group collectives', () => {
   it('allReduce (sum/avg/max/min), broadcast, allGather, reduceScatter, barrier over 3 ranks, against references', async () => {
     const SIZES = [1, 2, 5, 7, 1001];

@@ -9,14 +9,15 @@
  * view of that slot. When a bucket's last gradient arrives, its averaging all-reduce is issued
  * at once, in bucket order, still inside `backward()`.
  *
- * The all-reduces run on a stream of their own (on a GPU; the cpu has one stream), as PyTorch's
- * NCCL work does: each bucket's waits for the compute stream's work so far (its gradients
- * written), and the compute stream waits for the last bucket's once it is issued. So a `recv`
- * that waits for a peer's bytes holds only the comm stream: backward's later kernels run
- * meanwhile, and the optimizer step (queued after backward) still reads the averages. Memory
- * needs no `recordStream`: what the reduction makes is allocated and freed on the comm stream,
- * and the buckets (and a joined rank's count) are freed on the compute stream only after it has
- * waited for the comm stream (at the end of backward, or at the next forward or release when a
+ * The all-reduces run on comm streams of their own (on a GPU; the cpu has one stream), as PyTorch's
+ * NCCL work does, bucket i on stream i mod COMM_STREAMS: each bucket's waits for the compute
+ * stream's work so far (its gradients written), and the compute stream waits for every comm
+ * stream used once the last bucket is issued. So a `recv` that waits for a peer's bytes holds
+ * only its comm stream: backward's later kernels, and the next bucket's download, run meanwhile,
+ * and the optimizer step (queued after backward) still reads the averages. Memory needs no
+ * `recordStream`: what a reduction makes is allocated and freed on its comm stream, and the
+ * buckets (and a joined rank's count) are freed on the compute stream only after it has waited
+ * for the comm streams (at the end of backward, or at the next forward or release when a
  * backward stopped early).
  *
  * A registered comm hook (`registerCommHook`, ts/distributed/comm-hooks.ts) replaces that
@@ -31,7 +32,6 @@ import { binaryOp } from '../ops/elementwise.js';
 import { copyInto } from '../ops/copy.js';
 import { checkOptions } from '../args.js';
 import { narrow, reshape } from '../ops/views.js';
-import { cat } from '../ops/shape.js';
 import { alloc } from '../runtime/dispatch.js';
 import { elementSize } from '../dtype.js';
 import { Module } from '../nn/module.js';
@@ -49,43 +49,24 @@ import type { Device, DeviceLike } from '../device.js';
 import { device as toDevice } from '../device.js';
 import { currentStream, Stream, withStream } from '../runtime/streams.js';
 
-/** Tensors broadcast as one flat tensor at most (PyTorch's DDP buffer size for its coalesced broadcasts). */
-const COALESCE_BYTES = 250 * 1024 * 1024;
+/**
+ * The buffers as PyTorch's `_broadcast_coalesced` sends them at each forward: the tensors of one
+ * dtype form one run, broadcast as one flat tensor (a ResNet's 60 batch-norm buffers take two
+ * broadcasts, not 60; between processes each is a round trip through the host).
+ */
+function coalescedRuns(tensors: Tensor[]): Tensor[][] {
+  const runs = new Map<string, Tensor[]>();
+  for (const t of tensors) if (t.numel() > 0) runs.set(t.dtype, [...(runs.get(t.dtype) ?? []), t]);
+  return [...runs.values()];
+}
 
 /**
- * Rank 0's values of `tensors` on every rank, as PyTorch's `_broadcast_coalesced`: tensors of one
- * dtype go as one flat tensor (up to COALESCE_BYTES), so a ResNet's 60 batch-norm buffers take two
- * broadcasts at each forward, not 60 (between processes each is a round trip through the host).
- * Queued in stream order; nothing waits here.
+ * Comm streams of a GPU rank. Between processes a bucket's receives hold its stream until the
+ * other ranks' bytes are back, and a later bucket queued behind them could not even start its
+ * download: with a stream per bucket (up to this many) the downloads, exchanges and uploads of
+ * consecutive buckets overlap.
  */
-function broadcastCoalesced(tensors: Tensor[], g: Group): void {
-  const groups = new Map<string, Tensor[][]>();
-  for (const t of tensors) {
-    if (t.numel() === 0) continue;
-    const runs = groups.get(t.dtype) ?? [[]];
-    groups.set(t.dtype, runs);
-    let run = runs[runs.length - 1];
-    const bytes = run.reduce((s, x) => s + x.numel(), 0) * elementSize(t.dtype);
-    if (run.length && bytes + t.numel() * elementSize(t.dtype) > COALESCE_BYTES) runs.push((run = []));
-    run.push(t);
-  }
-  for (const run of [...groups.values()].flat()) {
-    if (run.length === 1) {
-      broadcast(run[0], { src: 0, group: g, asyncOp: true });
-      continue;
-    }
-    withGradMode(false, () => tidy(() => {
-      const flat = cat(run.map((t) => reshape(t, [t.numel()])), 0);
-      broadcast(flat, { src: 0, group: g, asyncOp: true });
-      if (g.rank === 0) return;
-      let at = 0;
-      for (const t of run) {
-        copyInto(t, reshape(narrow(flat, 0, at, t.numel()), t.shape.slice()));
-        at += t.numel();
-      }
-    }));
-  }
-}
+const COMM_STREAMS = 4;
 
 /** `DistributedDataParallel`'s keywords (PyTorch's, camelCase). */
 export interface DDPOptions {
@@ -160,10 +141,12 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
   readonly gradientAsBucketView: boolean;
   private _hook: { hook: CommHook; state: unknown } | null = null;
   private _join: JoinState | null = null;
-  /** @internal The stream the gradient all-reduces run on (null on the cpu: they run in its one stream). */
-  readonly _commStream: Stream | null;
-  /** Whether reductions were queued on the comm stream that the compute stream has not waited for. */
-  private _commPending = false;
+  /** @internal The streams the gradient all-reduces run on, bucket i on stream i mod their number (none on the cpu: its one stream runs them). */
+  readonly _commStreams: Stream[];
+  /** The comm streams with reductions queued that the compute stream has not waited for. */
+  private _commPending = new Set<Stream>();
+  /** The flat tensors of `syncBuffers`, one per dtype run of the buffers. */
+  private _bufferFlats: (Tensor | null)[] = [];
 
   constructor(module: M, options: DDPOptions = {}) {
     super();
@@ -182,7 +165,7 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
     const state = [...module.parameters(), ...module.buffers()];
     const dev = g instanceof SocketGroup ? (state[0]?.device ?? g.device) : g.device;
     this.device = dev;
-    this._commStream = dev.type === 'gpu' ? new Stream(dev) : null;
+    this._commStreams = [];
     this._moveInputs = options.deviceIds != null;
     if (options.deviceIds != null && (options.deviceIds.length !== 1 || toDevice(options.deviceIds[0]) !== dev)) {
       throw new RangeError(`DistributedDataParallel(): deviceIds must be [${dev}] (the module's device), got [${options.deviceIds.map(String).join(', ')}]`);
@@ -198,8 +181,16 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
       throw new Error(`DistributedDataParallel: module must have its parameters and buffers on rank ${g.rank}'s device ${g.device} but found one of them on device: ${t.device}`);
     }
     // Every rank starts from rank 0's state (in stream order: nothing waits here).
-    broadcastCoalesced([...module.parameters(), ...module.buffers()], g);
+    // (one broadcast each, received in place: a flat temporary freed before its receive lands lets
+    // the late bytes overwrite the block's next user, so the flat buffers of `syncBuffers` are kept)
+    for (const t of [...module.parameters(), ...module.buffers()]) broadcast(t, { src: 0, group: g, asyncOp: true });
     this.buildBuckets(module.parameters().filter((p) => p.requiresGrad));
+    if (dev.type === 'gpu') for (let i = 0; i < Math.min(COMM_STREAMS, Math.max(1, this._buckets.length)); i++) this._commStreams.push(new Stream(dev));
+  }
+
+  /** @internal The first bucket's comm stream (null on the cpu). */
+  get _commStream(): Stream | null {
+    return this._commStreams[0] ?? null;
   }
 
   private buildBuckets(params: Tensor[]): void {
@@ -262,7 +253,7 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
       if (this.broadcastBuffers) syncBuffersFromCommonRank(this.module, g, this.device, true);
       notifyWillSync(sync, g, this.device);
     } else if (this.broadcastBuffers && g.worldSize > 1) {
-      broadcastCoalesced(this.module.buffers(), g);
+      this.syncBuffers();
     }
     if (!sync) return this.module.forward(...inputs);
     this.prepare();
@@ -285,6 +276,36 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
       for (const [own, k, p] of restore) own[k] = p;
       for (const h of hooked.values()) h.dispose();
     }
+  }
+
+  /**
+   * Rank 0's buffers on every rank, one broadcast per dtype (`coalescedRuns`), in stream order.
+   * Each run travels in a flat tensor kept from one forward to the next (allocated again only when
+   * the run's size changes): the receive writes it after this call returns, so it must outlive
+   * the call, and it is freed only with the DDP module (`_releaseBuckets`).
+   */
+  private syncBuffers(): void {
+    const g = this.processGroup;
+    coalescedRuns(this.module.buffers()).forEach((run, i) => {
+      if (run.length === 1) {
+        broadcast(run[0], { src: 0, group: g, asyncOp: true });
+        return;
+      }
+      const numel = run.reduce((s, t) => s + t.numel(), 0);
+      let flat = this._bufferFlats[i];
+      if (!flat || flat.numel() !== numel || flat.dtype !== run[0].dtype) {
+        flat?.dispose();
+        flat = this._bufferFlats[i] = alloc([numel], run[0].dtype, this.device);
+        untrack(flat);
+      }
+      withGradMode(false, () => tidy(() => {
+        const slots: Tensor[] = [];
+        for (let at = 0, j = 0; j < run.length; at += run[j].numel(), j++) slots.push(reshape(narrow(flat!, 0, at, run[j].numel()), run[j].shape.slice()));
+        if (g.rank === 0) run.forEach((t, j) => copyInto(slots[j], t));
+        broadcast(flat!, { src: 0, group: g, asyncOp: true });
+        if (g.rank !== 0) run.forEach((t, j) => copyInto(t, slots[j]));
+      }));
+    });
   }
 
   /** Starts an iteration's buckets; PyTorch's error when the last one did not finish its reduction. */
@@ -328,7 +349,7 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
     while (this._next < this._buckets.length && this._buckets[this._next].ready.size === this._buckets[this._next].params.length) {
       const i = this._next++, done = this._buckets[i];
       try {
-        this.onCommStream(() => this.reduceBucket(i, done.flat!, false), this._next === this._buckets.length);
+        this.onCommStream(i, () => this.reduceBucket(i, done.flat!, false), this._next === this._buckets.length);
       } finally {
         if (!this.gradientAsBucketView) {
           done.flat!.dispose(); // the gradients' views keep the storage
@@ -363,14 +384,14 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
   }
 
   /**
-   * Runs `reduce` (one bucket's reduction) on the comm stream, after the compute stream's work so
+   * Runs `reduce` (bucket `i`'s reduction) on its comm stream, after the compute stream's work so
    * far; with `last`, the compute stream then waits for it (and every bucket before it).
    */
-  private onCommStream(reduce: () => void, last: boolean): void {
-    const comm = this._commStream;
+  private onCommStream(i: number, reduce: () => void, last: boolean): void {
+    const comm = this._commStreams[i % Math.max(1, this._commStreams.length)];
     if (!comm) return reduce();
     comm.waitStream(currentStream(this.device));
-    this._commPending = true;
+    this._commPending.add(comm);
     try {
       withStream(comm, reduce);
     } finally {
@@ -380,16 +401,15 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
 
   /** The compute stream waits for the reductions queued so far (before anything frees a bucket). */
   private joinCommStream(): void {
-    if (!this._commPending) return;
-    this._commPending = false;
-    currentStream(this.device).waitStream(this._commStream!);
+    for (const s of this._commPending) currentStream(this.device).waitStream(s);
+    this._commPending.clear();
   }
 
   /** @internal A joined rank's side of one backward: each bucket's reduction on zeros, in bucket order. */
   _shadowBackward(): void {
     for (let i = 0; i < this._buckets.length; i++) {
       const b = this._buckets[i];
-      this.onCommStream(() => {
+      this.onCommStream(i, () => {
         const z = zeros([b.numel], { dtype: b.params[0].dtype, device: this.device });
         this.reduceBucket(i, z, true);
         z.dispose();
@@ -438,6 +458,8 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
   /** @internal Frees the kept buckets of `gradientAsBucketView` (the gradients' views keep their storage). */
   _releaseBuckets(): void {
     this.joinCommStream();
+    this._bufferFlats.forEach((f) => f?.dispose());
+    this._bufferFlats = [];
     for (const b of this._buckets) {
       b.flat?.dispose();
       b.flat = null;
