@@ -16,7 +16,7 @@ row() { # row SECONDS BUILD NAME CMD...: one row, its JSON line into models.json
   local t=$1 b=$2 name=$3; shift 3
   echo "== $(date -u +%T) [$t s] $b $name: $*" >>"$log"
   echo "{\"build\":\"$b\",\"row\":\"$name\"}" >>"$res"
-  local dir=.; [ "$b" = new ] || dir=$b
+  local dir=.; [ "$b" = new ] || [ "$b" = torch ] || dir=$b
   (cd "$dir" && timeout "$t" "$@" 2>>"$log" | grep '^{' >>"$res"); echo "== rc=${PIPESTATUS[0]}" >>"$log"
 }
 wt() { local t=$1 name=$2; shift 2; for b in $builds; do row "$t" "$b" "$name" node bench/models.mjs "$@"; done; }

@@ -9,16 +9,17 @@
  * view of that slot. When a bucket's last gradient arrives, its averaging all-reduce is issued
  * at once, in bucket order, still inside `backward()`.
  *
- * The all-reduces run on comm streams of their own (on a GPU; the cpu has one stream), as PyTorch's
- * NCCL work does, bucket i on stream i mod COMM_STREAMS: each bucket's waits for the compute
- * stream's work so far (its gradients written), and the compute stream waits for every comm
- * stream used once the last bucket is issued. So a `recv` that waits for a peer's bytes holds
- * only its comm stream: backward's later kernels, and the next bucket's download, run meanwhile,
- * and the optimizer step (queued after backward) still reads the averages. Memory needs no
- * `recordStream`: what a reduction makes is allocated and freed on its comm stream, and the
- * buckets (and a joined rank's count) are freed on the compute stream only after it has waited
- * for the comm streams (at the end of backward, or at the next forward or release when a
- * backward stopped early).
+ * The all-reduces run on a stream of their own (on a GPU; the cpu has one stream), as PyTorch's
+ * NCCL work does: each bucket's waits for the compute stream's work so far (its gradients
+ * written), and the compute stream waits for the last bucket's once it is issued. So a `recv`
+ * that waits for a peer's bytes holds only the comm stream: backward's later kernels run
+ * meanwhile, and the optimizer step (queued after backward) still reads the averages. Memory
+ * needs no `recordStream`: what the reduction makes is allocated and freed on the comm stream,
+ * and the buckets (and a joined rank's count) are freed on the compute stream only after it has
+ * waited for the comm stream (at the end of backward, or at the next forward or release when a
+ * backward stopped early). (A comm stream per bucket, so that a bucket's download need not queue
+ * behind the previous bucket's receives, measured 5-10% slower on the GPT between two H200s:
+ * both buckets reach the host together at the end of backward anyway; BENCHMARKS.md.)
  *
  * A registered comm hook (`registerCommHook`, ts/distributed/comm-hooks.ts) replaces that
  * all-reduce; `join(fn)` lets ranks with fewer batches shadow the others' collectives
@@ -59,14 +60,6 @@ function coalescedRuns(tensors: Tensor[]): Tensor[][] {
   for (const t of tensors) if (t.numel() > 0) runs.set(t.dtype, [...(runs.get(t.dtype) ?? []), t]);
   return [...runs.values()];
 }
-
-/**
- * Comm streams of a GPU rank. Between processes a bucket's receives hold its stream until the
- * other ranks' bytes are back, and a later bucket queued behind them could not even start its
- * download: with a stream per bucket (up to this many) the downloads, exchanges and uploads of
- * consecutive buckets overlap.
- */
-const COMM_STREAMS = 4;
 
 /** `DistributedDataParallel`'s keywords (PyTorch's, camelCase). */
 export interface DDPOptions {
@@ -141,10 +134,10 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
   readonly gradientAsBucketView: boolean;
   private _hook: { hook: CommHook; state: unknown } | null = null;
   private _join: JoinState | null = null;
-  /** @internal The streams the gradient all-reduces run on, bucket i on stream i mod their number (none on the cpu: its one stream runs them). */
-  readonly _commStreams: Stream[];
-  /** The comm streams with reductions queued that the compute stream has not waited for. */
-  private _commPending = new Set<Stream>();
+  /** @internal The stream the gradient all-reduces run on (null on the cpu: they run in its one stream). */
+  readonly _commStream: Stream | null;
+  /** Whether reductions were queued on the comm stream that the compute stream has not waited for. */
+  private _commPending = false;
   /** The flat tensors of `syncBuffers`, one per dtype run of the buffers. */
   private _bufferFlats: (Tensor | null)[] = [];
 
@@ -165,7 +158,7 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
     const state = [...module.parameters(), ...module.buffers()];
     const dev = g instanceof SocketGroup ? (state[0]?.device ?? g.device) : g.device;
     this.device = dev;
-    this._commStreams = [];
+    this._commStream = dev.type === 'gpu' ? new Stream(dev) : null;
     this._moveInputs = options.deviceIds != null;
     if (options.deviceIds != null && (options.deviceIds.length !== 1 || toDevice(options.deviceIds[0]) !== dev)) {
       throw new RangeError(`DistributedDataParallel(): deviceIds must be [${dev}] (the module's device), got [${options.deviceIds.map(String).join(', ')}]`);
@@ -185,12 +178,6 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
     // the late bytes overwrite the block's next user, so the flat buffers of `syncBuffers` are kept)
     for (const t of [...module.parameters(), ...module.buffers()]) broadcast(t, { src: 0, group: g, asyncOp: true });
     this.buildBuckets(module.parameters().filter((p) => p.requiresGrad));
-    if (dev.type === 'gpu') for (let i = 0; i < Math.min(COMM_STREAMS, Math.max(1, this._buckets.length)); i++) this._commStreams.push(new Stream(dev));
-  }
-
-  /** @internal The first bucket's comm stream (null on the cpu). */
-  get _commStream(): Stream | null {
-    return this._commStreams[0] ?? null;
   }
 
   private buildBuckets(params: Tensor[]): void {
@@ -349,7 +336,7 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
     while (this._next < this._buckets.length && this._buckets[this._next].ready.size === this._buckets[this._next].params.length) {
       const i = this._next++, done = this._buckets[i];
       try {
-        this.onCommStream(i, () => this.reduceBucket(i, done.flat!, false), this._next === this._buckets.length);
+        this.onCommStream(() => this.reduceBucket(i, done.flat!, false), this._next === this._buckets.length);
       } finally {
         if (!this.gradientAsBucketView) {
           done.flat!.dispose(); // the gradients' views keep the storage
@@ -384,14 +371,14 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
   }
 
   /**
-   * Runs `reduce` (bucket `i`'s reduction) on its comm stream, after the compute stream's work so
+   * Runs `reduce` (one bucket's reduction) on the comm stream, after the compute stream's work so
    * far; with `last`, the compute stream then waits for it (and every bucket before it).
    */
-  private onCommStream(i: number, reduce: () => void, last: boolean): void {
-    const comm = this._commStreams[i % Math.max(1, this._commStreams.length)];
+  private onCommStream(reduce: () => void, last: boolean): void {
+    const comm = this._commStream;
     if (!comm) return reduce();
     comm.waitStream(currentStream(this.device));
-    this._commPending.add(comm);
+    this._commPending = true;
     try {
       withStream(comm, reduce);
     } finally {
@@ -401,15 +388,16 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
 
   /** The compute stream waits for the reductions queued so far (before anything frees a bucket). */
   private joinCommStream(): void {
-    for (const s of this._commPending) currentStream(this.device).waitStream(s);
-    this._commPending.clear();
+    if (!this._commPending) return;
+    this._commPending = false;
+    currentStream(this.device).waitStream(this._commStream!);
   }
 
   /** @internal A joined rank's side of one backward: each bucket's reduction on zeros, in bucket order. */
   _shadowBackward(): void {
     for (let i = 0; i < this._buckets.length; i++) {
       const b = this._buckets[i];
-      this.onCommStream(i, () => {
+      this.onCommStream(() => {
         const z = zeros([b.numel], { dtype: b.params[0].dtype, device: this.device });
         this.reduceBucket(i, z, true);
         z.dispose();

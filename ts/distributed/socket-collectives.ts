@@ -4,15 +4,12 @@
  * stream order (ts/distributed/bridge.ts); the host exchanges the bytes with the other ranks
  * (ts/distributed/host-ops.ts) and posts the result. float16 and bfloat16 travel as float32.
  *
- * Note [pieces of an all-reduce]: a large all-reduce travels in pieces of PIECE_BYTES, each its own
- * download, exchange and upload, so the three overlap: the device queues every piece's send
- * first and then every receive (a receive holds the stream until its bytes arrive, so a send
- * queued after it would wait for the exchange before it), and the host exchanges each piece as
- * soon as its bytes are there. Every rank cuts the same pieces, and each is reduced in full by
- * the ring of host-ops.ts, so every rank gets the same bits as one piece would give.
- *
  * `WEBTORCH_TRACE_COLLECTIVES=1` prints a JSON line per all-reduce to stderr: when it was
  * issued, when its bytes were on the host, exchanged, and posted back (`performance.now()` ms).
+ * (Cutting a large all-reduce into pieces, each its own download, exchange and upload, measured
+ * slower on two H200s: the worker runs reads one at a time, so the pieces' downloads did not
+ * overlap, and each paid a read's fixed cost; a large read already streams through the download
+ * ring of ts/worker/gpu/transfers.ts.)
  */
 import { withGradMode } from '../autograd/graph.js';
 import type { DType } from '../dtype.js';
@@ -22,8 +19,6 @@ import { cat } from '../ops/shape.js';
 import { reshape } from '../ops/views.js';
 import { cast, contiguous } from '../ops/cast.js';
 import { alloc } from '../runtime/dispatch.js';
-import { narrow } from '../ops/views.js';
-import { elementSize } from '../dtype.js';
 import { env } from '../platform.js';
 import type { Tensor } from '../tensor.js';
 import { fromHost, toHost } from './bridge.js';
@@ -68,9 +63,6 @@ function run(g: SocketGroup, what: string, sig: string, posts: ((d: Uint8Array |
   return op.done;
 }
 
-/** The bytes of one piece of a pipelined all-reduce (Note [pieces of an all-reduce]). */
-export const PIECE_BYTES = 4 * 1024 * 1024;
-
 const trace = env('WEBTORCH_TRACE_COLLECTIVES') ? (o: object) => console.error(JSON.stringify(o)) : null;
 
 /** `allReduce` between processes. */
@@ -82,21 +74,15 @@ export function socketAllReduce(g: SocketGroup, t: Tensor, op: ReduceOpName, sig
   return issue(() => {
     const issued = performance.now();
     const acc = flatCopy(t);
-    const per = Math.max(1, Math.floor(PIECE_BYTES / elementSize(acc.dtype)));
-    const pieces: Tensor[] = [];
-    for (let at = 0; at < n; at += per) pieces.push(narrow(acc, 0, at, Math.min(per, n - at)));
-    const sent = pieces.map(toHost);
-    const posts = pieces.map(fromHost);
+    const sent = toHost(acc);
+    const post = fromHost(acc);
     copyInto(t, reshape(acc, t.shape.slice()));
-    return run(g, 'allReduce', sig, posts, async (key) => {
-      const times = await Promise.all(pieces.map(async (_, i) => {
-        const bytes = await sent[i], onHost = performance.now();
-        const reduced = await hostAllReduce(g.mesh, pieces.length > 1 ? `${key}:p${i}` : key, bytes, acc.dtype, op);
-        const exchanged = performance.now();
-        posts[i](reduced);
-        return [onHost, exchanged];
-      }));
-      trace?.({ collective: 'allReduce', rank: g.rank, bytes: n * elementSize(acc.dtype), pieces: pieces.length, issued, onHost: times.map((x) => x[0]), exchanged: times.map((x) => x[1]), posted: performance.now() });
+    return run(g, 'allReduce', sig, [post], async (key) => {
+      const bytes = await sent, onHost = performance.now(), size = bytes.byteLength; // (posting hands the buffer over)
+      const reduced = await hostAllReduce(g.mesh, key, bytes, acc.dtype, op);
+      const exchanged = performance.now();
+      post(reduced);
+      trace?.({ collective: 'allReduce', rank: g.rank, bytes: size, issued, onHost, exchanged, posted: performance.now() });
     });
   });
 }
