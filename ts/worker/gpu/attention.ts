@@ -32,7 +32,7 @@
  * runs it twice (dK, then dV). The tile B (16, 8 or 4 rows) is the largest whose operands fit
  * the workgroup memory. A tensor larger than one binding raises (ts/worker/split.ts `tooLarge`).
  */
-import { AP, ATTN_MAX_LEAD, ATTN_PARAM_WORDS, OP, OPS, OPW, attentionShader, attnGroups, attnKey, attnSharedBytes, type AttnSpec } from '../../../wgsl/attention.js';
+import { AP, ATTN_MAX_LEAD, ATTN_PARAM_WORDS, ATTN_TILES, OP, attnUnits, OPS, OPW, attentionShader, attnGroups, attnKey, attnSharedBytes, type AttnSpec } from '../../../wgsl/attention.js';
 import type { AttentionCommand, ViewRef } from '../../ir/commands.js';
 import { buf, device, dispatchAt, grid1d, paramWords, reserveParams } from './core.js';
 import { KeptScratch } from './workspace.js';
@@ -46,10 +46,10 @@ const bits = (x: number): number => ((f32[0] = x), u32[0]);
 /** The backward's per-row logsumexp and D, interleaved. */
 const rowScratch = new KeptScratch('the attention backward\'s row statistics');
 
-/** The largest tile whose operands fit the workgroup memory. */
-function tileOf(pass: AttnSpec['pass'], E: number, Ev: number): number {
+/** The largest tile (own rows, other rows per step) whose operands fit the workgroup memory. */
+function tileOf(pass: AttnSpec['pass'], E: number, Ev: number): readonly [number, number] {
   const limit = device.limits.maxComputeWorkgroupStorageSize;
-  for (const B of [16, 8, 4]) if (attnSharedBytes(pass, E, Ev, B) <= limit) return B;
+  for (const tile of ATTN_TILES) if (attnSharedBytes(pass, E, Ev, ...tile) <= limit) return tile;
   throw new Error(`attention: head dims ${E} and ${Ev} need more workgroup memory than the adapter's ${limit} bytes`);
 }
 
@@ -67,6 +67,8 @@ function params(cmd: AttentionCommand, views: Views, rows: { lse: number; ld: nu
   w[at + AP.lse] = rows.lse;
   w[at + AP.ld] = rows.ld;
   w[at + AP.nLead] = n;
+  w[at + AP.eu] = attnUnits(cmd.E);
+  w[at + AP.evu] = attnUnits(cmd.Ev);
   cmd.lead.forEach((size, d) => (w[at + AP.lead + d] = size));
   if (cmd.mask) w[at + AP.mCol] = cmd.mask.at.strides[n + 1];
   for (const [name, view] of Object.entries(views)) {
@@ -89,10 +91,11 @@ function pass(cmd: AttentionCommand, p: AttnSpec['pass'], named: Named[], views:
     slots[name] = i;
     if (w) written.add(i);
   }
-  const B = p === 'd' ? 1 : tileOf(p, cmd.E, cmd.Ev);
-  const spec: AttnSpec = { pass: p, E: cmd.E, Ev: cmd.Ev, B, slots, written: [...written].sort((a, b) => a - b), slotCount: bind.length, maskBool: !!cmd.mask?.bool };
+  const [R, C] = p === 'd' ? [1, 1] : tileOf(p, cmd.E, cmd.Ev);
+  const spec: AttnSpec = { pass: p, E: cmd.E, Ev: cmd.Ev, R, C, slots, written: [...written].sort((a, b) => a - b), slotCount: bind.length, maskBool: !!cmd.mask?.bool };
   const at = params(cmd, views, rows);
-  dispatchAt(attnKey(spec), () => attentionShader(spec), bind, at, ATTN_PARAM_WORDS, grid1d(attnGroups(p, cmd.bh, cmd.L, cmd.S, B), 1));
+  paramWords[at + AP.other] = C;
+  dispatchAt(attnKey(spec), () => attentionShader(spec), bind, at, ATTN_PARAM_WORDS, grid1d(attnGroups(p, cmd.bh, cmd.L, cmd.S, R), 1));
 }
 
 /** Runs an `attention` or `attentionGrad` command (see the note). */
