@@ -1,16 +1,18 @@
 /**
  * Fused scaled dot product attention (the `attention` and `attentionGrad` commands; the plan is
- * Note [fused attention] in ts/worker/gpu/attention.ts). Every kernel works on tiles of `B` rows:
- * a workgroup of 8·B invocations, 8 per row, each holding every eighth column of its row's
- * accumulators in registers. Operands are f32 [bh, rows, dim] views with strided lead dims and
- * rows and contiguous columns (the mask's columns strided too): a workgroup finds its block's
- * first element once (`base`); E, Ev and B are constants of the shader (its key).
+ * Note [fused attention] in ts/worker/gpu/attention.ts). Every kernel but 'd' works on a tile of
+ * R own rows against C other rows per step: a workgroup of LANES·R invocations, LANES per row,
+ * each holding every LANES-th pair's score and every LANES-th unit of its row's accumulators in
+ * registers (`attentionShader` says how the phases read workgroup memory). Operands are f32
+ * [bh, rows, dim] views with strided lead dims and rows and contiguous columns (the mask's columns
+ * strided too): a workgroup finds its block's first element once (`base`); E, Ev, R and C are
+ * constants of the shader (its key).
  *
  * Params (u32 words): 0 bh, 1 L, 2 S, 3 scale (f32 bits), 4 causal, 5 lse, 6 the backward's
  * scratch (lse and D per row, interleaved; both contiguous [bh, L]), 7 the number of lead dims,
  * 8 the mask's column stride, 9 and 10 the units of a row of E and Ev floats (`attnUnits`), 11 the
- * pass's other rows per step (C), the lead dims' sizes from 12, then per operand (q, key, v, out (the
- * forward's output, the backward's o), g, dq, dk, dv, mask; `OP`) from 9 + ATTN_MAX_LEAD a block
+ * pass's other rows per step (C), the lead dims' sizes from 12, then per operand (q, key, v, out
+ * (the forward's output, the backward's o), g, dq, dk, dv, mask; `OP`) from 12 + ATTN_MAX_LEAD a block
  * of its offset, its row stride and its lead dims' strides (offsets and strides in elements).
  */
 

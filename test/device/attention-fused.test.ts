@@ -146,6 +146,29 @@ describe('fused scaled dot product attention', () => {
     }
   });
 
+  // The gpu kernels' tiles: vec4 units (head dim 64) and f32 ones (7 and 5), tiles of 32 and 16 rows
+  // (wgsl/attention.ts), L and S multiples of neither and unequal, several steps per tile, causal,
+  // a bool mask with no row fully masked and a float one; the composed path takes the same mask as
+  // a float that requires grad.
+  it.each([[64, 64, 'causal'], [64, 64, 'bool'], [7, 5, 'float'], [7, 5, 'causal']] as const)('head dims %i and %i, %s, L = 45 and S = 70: agrees with the composed path', async (E, Ev, kind) => {
+    for (const d of devices) {
+      torch.manualSeed(13);
+      const L = 45, S = 70;
+      const q = torch.randn([2, 3, L, E], { device: d, requiresGrad: true }), k = torch.randn([2, 3, S, E], { device: d, requiresGrad: true });
+      const v = torch.randn([2, 3, S, Ev], { device: d, requiresGrad: true }), g = torch.randn([2, 3, L, Ev], { device: d });
+      const allowed = torch.tidy(() => kind === 'causal' ? torch.ones([L, S], { dtype: 'bool', device: d }).tril()
+        : torch.randn([L, S], { device: d }).gt(0).logicalOr(torch.eye(L, S, { dtype: 'bool', device: d })));
+      const asFloat = torch.tidy(() => torch.where(allowed, kind === 'float' ? torch.randn([L, S], { device: d }) : torch.zeros([L, S], { device: d }), -Infinity));
+      const asGrad = asFloat.detach().requiresGrad_();
+      const fused = kind === 'causal' ? F.scaledDotProductAttention(q, k, v, { isCausal: true }) : F.scaledDotProductAttention(q, k, v, kind === 'bool' ? allowed : asFloat);
+      const composed = F.scaledDotProductAttention(q, k, v, asGrad);
+      expect(await maxDiff(fused, composed), `${d}: output`).toBeLessThan(1e-5);
+      const a = torch.autograd.grad([fused], [q, k, v], [g]), b = torch.autograd.grad([composed], [q, k, v], [g]);
+      for (let i = 0; i < 3; i++) expect(await maxDiff(a[i], b[i]), `${d}: gradient ${i}`).toBeLessThan(1e-4);
+      for (const t of [q, k, v, g, allowed, asFloat, asGrad, fused, composed, ...a, ...b]) t.dispose();
+    }
+  }, 180_000);
+
   it('dropout > 0, float16 and a mask that requires grad take the composed path', async () => {
     for (const d of devices) {
       const q = torch.randn([2, 5, 4], { device: d }), h = q.half(), m = torch.zeros([5, 5], { device: d, requiresGrad: true });
