@@ -28,6 +28,8 @@
  * - the row strides ignored, rows read as if contiguous (E or Ev floats apart): in
  *   assembly/kernels/attention.ts (`rowOf`, `stride`) the strided goldens fail on cpu
  *   ("cpu gpt-causal output"); in wgsl/attention.ts (each `name_r`) they fail on gpu:0.
+ * - wgsl/attention.ts's vec4 dot products reading only .xyz of each unit: the head-dim-64 cases of
+ *   "head dims %i and %i" fail on gpu:0 (output 1.23 off), the f32-unit ones (7 and 5) pass.
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
@@ -145,6 +147,29 @@ describe('fused scaled dot product attention', () => {
       for (const t of [q, k, v, g, bias, asGrad, fused, composed, ...a, ...b]) t.dispose();
     }
   });
+
+  // The gpu kernels' tiles: vec4 units (head dim 64) and f32 ones (7 and 5), tiles of 32 and 16 rows
+  // (wgsl/attention.ts), L and S multiples of neither and unequal, several steps per tile, causal,
+  // a bool mask with no row fully masked and a float one; the composed path takes the same mask as
+  // a float that requires grad.
+  it.each([[64, 64, 'causal'], [64, 64, 'bool'], [7, 5, 'float'], [7, 5, 'causal']] as const)('head dims %i and %i, %s, L = 45 and S = 70: agrees with the composed path', async (E, Ev, kind) => {
+    for (const d of devices) {
+      torch.manualSeed(13);
+      const L = 45, S = 70;
+      const q = torch.randn([2, 3, L, E], { device: d, requiresGrad: true }), k = torch.randn([2, 3, S, E], { device: d, requiresGrad: true });
+      const v = torch.randn([2, 3, S, Ev], { device: d, requiresGrad: true }), g = torch.randn([2, 3, L, Ev], { device: d });
+      const allowed = torch.tidy(() => kind === 'causal' ? torch.ones([L, S], { dtype: 'bool', device: d }).tril()
+        : torch.randn([L, S], { device: d }).gt(0).logicalOr(torch.eye(L, S, { dtype: 'bool', device: d })));
+      const asFloat = torch.tidy(() => torch.where(allowed, kind === 'float' ? torch.randn([L, S], { device: d }) : torch.zeros([L, S], { device: d }), -Infinity));
+      const asGrad = asFloat.detach().requiresGrad_();
+      const fused = kind === 'causal' ? F.scaledDotProductAttention(q, k, v, { isCausal: true }) : F.scaledDotProductAttention(q, k, v, kind === 'bool' ? allowed : asFloat);
+      const composed = F.scaledDotProductAttention(q, k, v, asGrad);
+      expect(await maxDiff(fused, composed), `${d}: output`).toBeLessThan(1e-5);
+      const a = torch.autograd.grad([fused], [q, k, v], [g]), b = torch.autograd.grad([composed], [q, k, v], [g]);
+      for (let i = 0; i < 3; i++) expect(await maxDiff(a[i], b[i]), `${d}: gradient ${i}`).toBeLessThan(1e-4);
+      for (const t of [q, k, v, g, allowed, asFloat, asGrad, fused, composed, ...a, ...b]) t.dispose();
+    }
+  }, 180_000);
 
   it('dropout > 0, float16 and a mask that requires grad take the composed path', async () => {
     for (const d of devices) {

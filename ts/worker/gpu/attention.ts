@@ -5,11 +5,13 @@
  * Note [fused attention]: the composed `softmax(q·kᵀ·scale + bias)·v` writes the [L, S] scores
  * and probabilities and keeps them for the backward. Here no L×S matrix exists outside a
  * workgroup's memory.
- * - Forward (one dispatch): a workgroup per (batch·head, tile of B query rows) walks the key
- *   tiles (B keys, up to the diagonal when causal), with the online softmax: per row a running
- *   max m and sum l; each tile's probabilities exp(s − m') rescale the accumulated output by
- *   exp(m − m') and add P·V. It writes O = acc / l and the row's logsumexp m + log l, the only
- *   thing the backward keeps beside O. A row whose scores are all -inf has l = 0: its output is
+ * - Forward (one dispatch): a workgroup per (batch·head, tile of R query rows) walks the keys
+ *   C at a time (up to the diagonal when causal), with the online softmax: per row a running
+ *   max m and sum l; each step's probabilities exp(s − m') rescale the accumulated output by
+ *   exp(m − m') and add P·V. A row's four invocations each take every fourth key of the step;
+ *   the step's row max is combined across them in workgroup memory, so each exp is taken once,
+ *   and each keeps its share of l, added up at the end. It writes O = acc / l and the row's
+ *   logsumexp m + log l, the only thing the backward keeps beside O. A row whose scores are all -inf has l = 0: its output is
  *   NaN and its logsumexp -inf, as the composed softmax gives (0/0); -inf never enters an
  *   exponent as m (the shift is then 0), so a row masked only in its first tiles stays exact.
  * - Backward (three dispatches, no atomics): 'd' writes each row's logsumexp and
@@ -29,10 +31,12 @@
  * like q, k and v, so their gradients go back through the transpose and split with no copy.
  * Each dispatch binds each segment once (the params, then at most seven); 'dkv' binds nine
  * when every operand is in a segment of its own, so an adapter with fewer storage bindings
- * runs it twice (dK, then dV). The tile B (16, 8 or 4 rows) is the largest whose operands fit
- * the workgroup memory. A tensor larger than one binding raises (ts/worker/split.ts `tooLarge`).
+ * runs it twice (dK, then dV). Each pass's tile (its own R rows, the other side's C rows per step;
+ * `ATTN_TILES`) is the largest whose operands fit the workgroup memory. The kernels' layout (a
+ * row's dot products register-blocked, vec4 units for head dims that are multiples of 4) is in
+ * wgsl/attention.ts. A tensor larger than one binding raises (ts/worker/split.ts `tooLarge`).
  */
-import { AP, ATTN_MAX_LEAD, ATTN_PARAM_WORDS, OP, OPS, OPW, attentionShader, attnGroups, attnKey, attnSharedBytes, type AttnSpec } from '../../../wgsl/attention.js';
+import { AP, ATTN_MAX_LEAD, ATTN_PARAM_WORDS, ATTN_TILES, OP, OPS, OPW, attnUnits, attentionShader, attnGroups, attnKey, attnSharedBytes, type AttnSpec } from '../../../wgsl/attention.js';
 import type { AttentionCommand, ViewRef } from '../../ir/commands.js';
 import { buf, device, dispatchAt, grid1d, paramWords, reserveParams } from './core.js';
 import { KeptScratch } from './workspace.js';
@@ -46,10 +50,10 @@ const bits = (x: number): number => ((f32[0] = x), u32[0]);
 /** The backward's per-row logsumexp and D, interleaved. */
 const rowScratch = new KeptScratch('the attention backward\'s row statistics');
 
-/** The largest tile whose operands fit the workgroup memory. */
-function tileOf(pass: AttnSpec['pass'], E: number, Ev: number): number {
+/** The largest tile (own rows, other rows per step) whose operands fit the workgroup memory. */
+function tileOf(pass: AttnSpec['pass'], E: number, Ev: number): readonly [number, number] {
   const limit = device.limits.maxComputeWorkgroupStorageSize;
-  for (const B of [16, 8, 4]) if (attnSharedBytes(pass, E, Ev, B) <= limit) return B;
+  for (const tile of ATTN_TILES) if (attnSharedBytes(pass, E, Ev, ...tile) <= limit) return tile;
   throw new Error(`attention: head dims ${E} and ${Ev} need more workgroup memory than the adapter's ${limit} bytes`);
 }
 
@@ -67,6 +71,8 @@ function params(cmd: AttentionCommand, views: Views, rows: { lse: number; ld: nu
   w[at + AP.lse] = rows.lse;
   w[at + AP.ld] = rows.ld;
   w[at + AP.nLead] = n;
+  w[at + AP.eu] = attnUnits(cmd.E);
+  w[at + AP.evu] = attnUnits(cmd.Ev);
   cmd.lead.forEach((size, d) => (w[at + AP.lead + d] = size));
   if (cmd.mask) w[at + AP.mCol] = cmd.mask.at.strides[n + 1];
   for (const [name, view] of Object.entries(views)) {
@@ -89,10 +95,11 @@ function pass(cmd: AttentionCommand, p: AttnSpec['pass'], named: Named[], views:
     slots[name] = i;
     if (w) written.add(i);
   }
-  const B = p === 'd' ? 1 : tileOf(p, cmd.E, cmd.Ev);
-  const spec: AttnSpec = { pass: p, E: cmd.E, Ev: cmd.Ev, B, slots, written: [...written].sort((a, b) => a - b), slotCount: bind.length, maskBool: !!cmd.mask?.bool };
+  const [R, C] = p === 'd' ? [1, 1] : tileOf(p, cmd.E, cmd.Ev);
+  const spec: AttnSpec = { pass: p, E: cmd.E, Ev: cmd.Ev, R, C, slots, written: [...written].sort((a, b) => a - b), slotCount: bind.length, maskBool: !!cmd.mask?.bool };
   const at = params(cmd, views, rows);
-  dispatchAt(attnKey(spec), () => attentionShader(spec), bind, at, ATTN_PARAM_WORDS, grid1d(attnGroups(p, cmd.bh, cmd.L, cmd.S, B), 1));
+  paramWords[at + AP.other] = C;
+  dispatchAt(attnKey(spec), () => attentionShader(spec), bind, at, ATTN_PARAM_WORDS, grid1d(attnGroups(p, cmd.bh, cmd.L, cmd.S, R), 1));
 }
 
 /** Runs an `attention` or `attentionGrad` command (see the note). */
