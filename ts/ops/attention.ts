@@ -9,19 +9,11 @@
  * [fused attention] in ts/worker/gpu/attention.ts; the cpu's kernel is
  * assembly/kernels/attention.ts). Every other case is composed from matmul, where, softmax and
  * dropout, whose gradients autograd derives: 16-bit inputs, dropout, batch dims that differ
- * between q, k and v, head dims over 128, a float mask that requires grad.
- *
- * Under autocast PyTorch runs attention in the 16-bit dtype, and returns that dtype. Here the
- * fused kernels are float32-only, and the composed path under autocast keeps the [L, S] scores and
- * probabilities for the backward (a GPT step under autocast ran slower than in float32): so under
- * autocast q, k, v (and a float mask) are cast to float32, the fused kernels run, and the output
- * is cast to the autocast dtype, as PyTorch's. The casts' gradients cast back. The arithmetic is
- * float32: closer to the float32 result than PyTorch's 16-bit kernel, never further.
+ * between q, k and v, head dims over 128, a float mask that requires grad, autocast.
  */
 import { isFloating } from '../dtype.js';
 import { needsGrad, op as recorded } from '../autograd/graph.js';
-import { autocasting, getAutocastDtype, isAutocastEnabled } from '../amp/autocast.js';
-import { cast } from './cast.js';
+import { autocasting } from '../amp/autocast.js';
 import type { AttentionGeom } from '../ir/commands.js';
 import { alloc, emit, place, ref, sameDevice } from '../runtime/dispatch.js';
 import { fmt, numel } from '../shape.js';
@@ -97,12 +89,7 @@ export function scaledDotProductAttention(query: Tensor, key: Tensor, value: Ten
     }
   }
   const scale = o.scale ?? 1 / Math.sqrt(E);
-  const amp = autocasting() && isAutocastEnabled(query.device.type);
-  if (fusable(query, key, value, mask, p, amp)) {
-    if (!amp) return tidy(() => fusedAttention(query, key, value, mask, !!o.isCausal, scale));
-    const f32 = (t: Tensor): Tensor => (t.dtype === 'float32' ? t : cast(t, 'float32'));
-    return tidy(() => cast(fusedAttention(f32(query), f32(key), f32(value), mask && mask.dtype !== 'bool' ? f32(mask) : mask, !!o.isCausal, scale), getAutocastDtype(query.device.type)));
-  }
+  if (fusable(query, key, value, mask, p)) return tidy(() => fusedAttention(query, key, value, mask, !!o.isCausal, scale));
   return tidy(() => {
     let s = binaryOp('mul', matmul(query, V.transpose(key, -2, -1)), scale);
     const keep = o.isCausal ? causalMask(L, S, query.device) : mask && mask.dtype === 'bool' ? mask : null;
@@ -120,12 +107,12 @@ const MAX_HEAD_DIM = 128;
 const MAX_LEAD_DIMS = 8;
 
 /**
- * Whether the fused kernels take this call: float32 (any floating dtype under autocast, `amp`),
- * no dropout, q, k and v with the same batch dims, head dims 1..128, no empty dim, and a mask
- * (bool or float) that does not require grad.
+ * Whether the fused kernels take this call: float32, no dropout, q, k and v with the same batch
+ * dims, head dims 1..128, no empty dim, a mask (bool or float) that does not require grad, and
+ * no autocast (whose matmuls would run in 16 bits, as the composed path does).
  */
-function fusable(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | null, p: number, amp: boolean): boolean {
-  if ((q.dtype !== 'float32' && !amp) || p > 0) return false;
+function fusable(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | null, p: number): boolean {
+  if (q.dtype !== 'float32' || p > 0 || autocasting()) return false;
   if (q.ndim !== k.ndim || q.ndim !== v.ndim || q.ndim - 2 > MAX_LEAD_DIMS) return false;
   for (let d = 0; d < q.ndim - 2; d++) if (q.shape[d] !== k.shape[d] || q.shape[d] !== v.shape[d]) return false;
   const E = q.shape[q.ndim - 1], Ev = v.shape[v.ndim - 1];
