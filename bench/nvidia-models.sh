@@ -35,8 +35,8 @@ if has resnet; then wt 90 resnet-eager $R; pt 90 resnet-eager $R; fi
 if has ddp && [ "$gpus" -ge 2 ]; then
   for m in gpt resnet18; do
     [ $m = gpt ] && A="$G" || A="$R"
-    p=$(watch "$m-procs"); row 150 new "$m-ddp2-procs" node bin/webtorch-run.mjs --nproc 2 bench/models.mjs $A; kill $p
-    p=$(watch "$m-threads"); row 150 new "$m-ddp2-threads" node bin/webtorch-run.mjs --nproc 2 --threads bench/models.mjs $A; kill $p
+    for b in $builds; do p=$(watch "$m-procs-$b"); row 150 $b "$m-ddp2-procs" node bin/webtorch-run.mjs --nproc 2 bench/models.mjs $A; kill $p; done
+    for b in $builds; do p=$(watch "$m-threads-$b"); row 150 $b "$m-ddp2-threads" node bin/webtorch-run.mjs --nproc 2 --threads bench/models.mjs $A; kill $p; done
     [ "${TORCH:-1}" = 0 ] || { p=$(watch "$m-torch"); row 120 torch "$m-ddp2" python3 -m torch.distributed.run --standalone --nproc_per_node 2 bench/models_torch.py $A; kill $p; }
   done
 fi

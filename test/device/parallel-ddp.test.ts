@@ -209,7 +209,6 @@ describe('DDP buffers at each forward', () => {
         out.buffers.push((await Promise.all(m.buffers().map((b) => b.values()))).flat() as number[]);
         free([x, y]);
       }
-      (ddp as unknown as { _releaseBuckets(): void })._releaseBuckets(); // and the buffers' flat tensors
       free([...m.parameters(), ...m.buffers()]);
       return out;
     }, { nprocs: 2 });

@@ -33,12 +33,13 @@ import { binaryOp } from '../ops/elementwise.js';
 import { copyInto } from '../ops/copy.js';
 import { checkOptions } from '../args.js';
 import { narrow, reshape } from '../ops/views.js';
+import { cat } from '../ops/shape.js';
 import { alloc } from '../runtime/dispatch.js';
 import { elementSize } from '../dtype.js';
 import { Module } from '../nn/module.js';
 import { untrack } from '../scope.js';
 import { allReduce, broadcast } from './collectives.js';
-import { defaultGroup, type Group } from './group.js';
+import { defaultGroup, type Group, type Work } from './group.js';
 import { GradBucket, runCommHook, type CommHook } from './comm-hooks.js';
 import { joinedRank, notifyNotJoined, notifyWillSync, syncBuffersFromCommonRank, type JoinState } from './ddp-join.js';
 import { bindArgs, type PyArgs } from '../args.js';
@@ -138,8 +139,6 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
   readonly _commStream: Stream | null;
   /** Whether reductions were queued on the comm stream that the compute stream has not waited for. */
   private _commPending = false;
-  /** The flat tensors of `syncBuffers`, one per dtype run of the buffers. */
-  private _bufferFlats: (Tensor | null)[] = [];
 
   constructor(module: M, options: DDPOptions = {}) {
     super();
@@ -174,8 +173,7 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
       throw new Error(`DistributedDataParallel: module must have its parameters and buffers on rank ${g.rank}'s device ${g.device} but found one of them on device: ${t.device}`);
     }
     // Every rank starts from rank 0's state (in stream order: nothing waits here).
-    // (one broadcast each, received in place: a flat temporary freed before its receive lands lets
-    // the late bytes overwrite the block's next user, so the flat buffers of `syncBuffers` are kept)
+    // (one broadcast each, received in place; see `syncBuffers` for why a flat one is kept alive)
     for (const t of [...module.parameters(), ...module.buffers()]) broadcast(t, { src: 0, group: g, asyncOp: true });
     this.buildBuckets(module.parameters().filter((p) => p.requiresGrad));
   }
@@ -267,32 +265,27 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
 
   /**
    * Rank 0's buffers on every rank, one broadcast per dtype (`coalescedRuns`), in stream order.
-   * Each run travels in a flat tensor kept from one forward to the next (allocated again only when
-   * the run's size changes): the receive writes it after this call returns, so it must outlive
-   * the call, and it is freed only with the DDP module (`_releaseBuckets`).
+   * Each run travels in a flat tensor that is freed only once its broadcast has completed: freed
+   * at once (stream-ordered, as a tidy would), its late receive overwrote the block's next user
+   * between processes (Note [a receive outlives its call] in ts/distributed/socket-collectives.ts).
    */
   private syncBuffers(): void {
     const g = this.processGroup;
-    coalescedRuns(this.module.buffers()).forEach((run, i) => {
+    for (const run of coalescedRuns(this.module.buffers())) {
       if (run.length === 1) {
         broadcast(run[0], { src: 0, group: g, asyncOp: true });
-        return;
+        continue;
       }
-      const numel = run.reduce((s, t) => s + t.numel(), 0);
-      let flat = this._bufferFlats[i];
-      if (!flat || flat.numel() !== numel || flat.dtype !== run[0].dtype) {
-        flat?.dispose();
-        flat = this._bufferFlats[i] = alloc([numel], run[0].dtype, this.device);
-        untrack(flat);
-      }
-      withGradMode(false, () => tidy(() => {
-        const slots: Tensor[] = [];
-        for (let at = 0, j = 0; j < run.length; at += run[j].numel(), j++) slots.push(reshape(narrow(flat!, 0, at, run[j].numel()), run[j].shape.slice()));
-        if (g.rank === 0) run.forEach((t, j) => copyInto(slots[j], t));
-        broadcast(flat!, { src: 0, group: g, asyncOp: true });
-        if (g.rank !== 0) run.forEach((t, j) => copyInto(t, slots[j]));
+      let work!: Work;
+      const flat = withGradMode(false, () => tidy(() => {
+        const f = cat(run.map((t) => reshape(t, [t.numel()])), 0);
+        work = broadcast(f, { src: 0, group: g, asyncOp: true }) as Work;
+        let at = 0;
+        if (g.rank !== 0) for (const t of run) copyInto(t, reshape(narrow(f, 0, (at += t.numel()) - t.numel(), t.numel()), t.shape.slice()));
+        return f;
       }));
-    });
+      void work.wait().then(() => flat.dispose(), () => flat.dispose());
+    }
   }
 
   /** Starts an iteration's buckets; PyTorch's error when the last one did not finish its reduction. */
@@ -446,8 +439,6 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
   /** @internal Frees the kept buckets of `gradientAsBucketView` (the gradients' views keep their storage). */
   _releaseBuckets(): void {
     this.joinCommStream();
-    this._bufferFlats.forEach((f) => f?.dispose());
-    this._bufferFlats = [];
     for (const b of this._buckets) {
       b.flat?.dispose();
       b.flat = null;

@@ -4,6 +4,15 @@
  * stream order (ts/distributed/bridge.ts); the host exchanges the bytes with the other ranks
  * (ts/distributed/host-ops.ts) and posts the result. float16 and bfloat16 travel as float32.
  *
+ * Note [a receive outlives its call]: a collective returns before its receive has landed (the
+ * device writes the bytes when the host posts them). Training went wrong on the second step when
+ * DDP's flat copy of the buffers, the target of a broadcast's receive, was freed in stream order
+ * at the end of the call (a `tidy`): kept until the broadcast's Work completed, it trained as one
+ * GPU. Why a stream-ordered free was not enough is not found yet; until it is, a temporary that
+ * a receive writes is freed after the collective's Work (DDP's `syncBuffers`). The temporaries
+ * here (the all-reduce's float32 copy, `receiveInto`'s) are freed in stream order as before, and
+ * train correctly in the tests and the models bench.
+ *
  * `WEBTORCH_TRACE_COLLECTIVES=1` prints a JSON line per all-reduce to stderr: when it was
  * issued, when its bytes were on the host, exchanged, and posted back (`performance.now()` ms).
  * (Cutting a large all-reduce into pieces, each its own download, exchange and upload, measured
