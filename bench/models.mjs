@@ -32,6 +32,7 @@ const { values: o } = parseArgs({
     profile: { type: 'boolean', default: false },
   },
 });
+if (o.profile && (o.graph || !o.device.startsWith('gpu'))) throw new Error('models.mjs: --profile times eager steps on a gpu device (not with --graph, nor on the cpu)');
 const torch = await import('../dist/webtorch.js');
 const { F } = torch;
 if (o.device.startsWith('gpu')) await torch.gpu.init();
@@ -134,7 +135,7 @@ if (o.graph) {
 }
 last.dispose();
 let profile;
-if (o.profile && !o.graph) {
+if (o.profile) {
   const wt = torch.device(o.device);
   let caller = 0;
   const t0 = performance.now();

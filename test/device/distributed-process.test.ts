@@ -60,6 +60,15 @@ describe('collectives between processes', () => {
 });
 
 describe('DistributedDataParallel across processes', () => {
+  it.each(['cpu', 'gpu:0'])('2 processes on %s: the buffers (12 MiB, two dtypes) are rank 0\'s after each forward, and a tensor allocated right after keeps its values', async (dev) => {
+    const r = await launch(['--nproc', '2', RANK, 'ddp-buffers', dev]);
+    expect(r.code, r.stderr).toBe(0);
+    for (const k of [0, 1]) {
+      const got = r.results.find((x) => x.rank === k)!;
+      expect(got, `rank ${k}`).toEqual({ rank: k, a: [2], b: [-2], n: [2], fillers: [[7], [8], [9]] });
+    }
+  }, 120_000);
+
   it.each([['cpu', '25'], ['cpu', '0.0003'], ['gpu:0', '25']])('2 processes on %s (bucketCapMb %s) give one device\'s parameters after 20 SGD steps', async (dev, cap) => {
     const r = await launch(['--nproc', '2', RANK, 'ddp', dev], { BUCKET_MB: cap });
     expect(r.code, r.stderr).toBe(0);

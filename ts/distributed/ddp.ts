@@ -33,7 +33,7 @@ import { binaryOp } from '../ops/elementwise.js';
 import { copyInto } from '../ops/copy.js';
 import { checkOptions } from '../args.js';
 import { narrow, reshape } from '../ops/views.js';
-import { cat } from '../ops/shape.js';
+import { cat, split } from '../ops/shape.js';
 import { alloc } from '../runtime/dispatch.js';
 import { elementSize } from '../dtype.js';
 import { Module } from '../nn/module.js';
@@ -173,7 +173,7 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
       throw new Error(`DistributedDataParallel: module must have its parameters and buffers on rank ${g.rank}'s device ${g.device} but found one of them on device: ${t.device}`);
     }
     // Every rank starts from rank 0's state (in stream order: nothing waits here).
-    // (one broadcast each, received in place; see `syncBuffers` for why a flat one is kept alive)
+    // (one broadcast each, received in place: see `syncBuffers` on a flat temporary's lifetime)
     for (const t of [...module.parameters(), ...module.buffers()]) broadcast(t, { src: 0, group: g, asyncOp: true });
     this.buildBuckets(module.parameters().filter((p) => p.requiresGrad));
   }
@@ -280,8 +280,7 @@ export class DistributedDataParallel<M extends Module = Module> extends Module {
       const flat = withGradMode(false, () => tidy(() => {
         const f = cat(run.map((t) => reshape(t, [t.numel()])), 0);
         work = broadcast(f, { src: 0, group: g, asyncOp: true }) as Work;
-        let at = 0;
-        if (g.rank !== 0) for (const t of run) copyInto(t, reshape(narrow(f, 0, (at += t.numel()) - t.numel(), t.numel()), t.shape.slice()));
+        if (g.rank !== 0) split(f, run.map((t) => t.numel())).forEach((part, j) => copyInto(run[j], reshape(part, run[j].shape.slice())));
         return f;
       }));
       void work.wait().then(() => flat.dispose(), () => flat.dispose());

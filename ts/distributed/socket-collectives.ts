@@ -8,8 +8,11 @@
  * device writes the bytes when the host posts them). Training went wrong on the second step when
  * DDP's flat copy of the buffers, the target of a broadcast's receive, was freed in stream order
  * at the end of the call (a `tidy`): kept until the broadcast's Work completed, it trained as one
- * GPU. Why a stream-ordered free was not enough is not found yet; until it is, a temporary that
- * a receive writes is freed after the collective's Work (DDP's `syncBuffers`). The temporaries
+ * GPU. (That flat held the parameters, coalesced at construction; reproduced on lavapipe with
+ * `webtorch-run --nproc 2 bench/models.mjs --model gpt --batch 1 --steps 2`, not with buffers
+ * alone: test/device/distributed-process.test.ts 'ddp-buffers' passes either way.) Why a
+ * stream-ordered free was not enough is not found yet; until it is, a temporary that a receive
+ * writes is freed after the collective's Work (DDP's `syncBuffers`). The temporaries
  * here (the all-reduce's float32 copy, `receiveInto`'s) are freed in stream order as before, and
  * train correctly in the tests and the models bench.
  *
