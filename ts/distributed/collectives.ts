@@ -17,7 +17,7 @@ import { cat } from '../ops/shape.js';
 import { narrow, reshape } from '../ops/views.js';
 import { cast, contiguous } from '../ops/cast.js';
 import { alloc } from '../runtime/dispatch.js';
-import { checkOptions } from '../args.js';
+import { bindArgs, type PyArgs } from '../args.js';
 import { splitSizes, type ReduceOpName } from './comm.js';
 import { defaultGroup, recvFrom, sendTo, signature, type Group, type ProcessGroup, type Work } from './group.js';
 import { SocketGroup } from './socket-group.js';
@@ -33,6 +33,14 @@ export interface CollectiveOptions {
   /** Return a `Work` handle at once instead of a promise. */
   asyncOp?: boolean;
 }
+
+/** The trailing arguments of a reduction: PyTorch's `(op, group, async_op)`, positional or as keywords. */
+type ReduceArgs = PyArgs<[op: ReduceOpName, group: Group | null, asyncOp: boolean], CollectiveOptions & { op?: ReduceOpName }>;
+/** The trailing arguments of `allGather` and `barrier`: `(group, async_op)`. */
+type GroupArgs = PyArgs<[group: Group | null, asyncOp: boolean], CollectiveOptions>;
+const GROUP = ['group', 'asyncOp'] as const;
+const bindReduce = (what: string, args: readonly unknown[], lead: number) =>
+  bindArgs<CollectiveOptions & { op: ReduceOpName }>(what, ['op', ...GROUP], args, { op: 'sum', group: undefined, asyncOp: undefined }, lead);
 
 /**
  * A collective's tensor. Ranks in one process are devices, so a rank's tensors must be on its
@@ -103,14 +111,15 @@ function ringReduceScatter(g: ProcessGroup, acc: Tensor, sizes: number[], combin
 }
 
 /**
- * `dist.allReduce(tensor, {op, group, asyncOp})`: `tensor` becomes the reduction (`'sum'`,
- * `'avg'`, `'max'`, `'min'`, `'product'`) of every rank's tensor, in place.
+ * `dist.allReduce(tensor, op = 'sum', group = null, asyncOp = false)` (positional or as keywords):
+ * `tensor` becomes the reduction (`'sum'`, `'avg'`, `'max'`, `'min'`, `'product'`, or
+ * `ReduceOp.SUM` …) of every rank's tensor, in place.
  */
-export function allReduce(tensor: Tensor, options: CollectiveOptions & { op?: ReduceOpName } = {}): Work | Promise<void> {
-  checkOptions('allReduce', options, ['op', 'group', 'asyncOp']);
+export function allReduce(tensor: Tensor, ...args: ReduceArgs): Work | Promise<void> {
+  const options = bindReduce('allReduce', args, 1);
   const g = defaultGroup(options.group);
   const t = checkTensor('allReduce', tensor, g);
-  const op = checkOp('allReduce', options.op ?? 'sum', t.dtype);
+  const op = checkOp('allReduce', options.op, t.dtype);
   const k = g.worldSize, n = t.numel();
   if (g instanceof SocketGroup) return result({ done: socketAllReduce(g, t, op, signature('allReduce', t, op)) }, options.asyncOp, t.device);
   const p = g._collective('allReduce', signature('allReduce', t, op), Math.max(1, 2 * k * k), (base) => {
@@ -139,12 +148,15 @@ function allReduceSide(g: ProcessGroup, t: Tensor, op: ReduceOpName, base: numbe
   }));
 }
 
-/** `dist.broadcast(tensor, {src, group, asyncOp})`: every rank's `tensor` gets rank `src`'s values, in place. */
-export function broadcast(tensor: Tensor, options: CollectiveOptions & { src?: number } = {}): Work | Promise<void> {
-  checkOptions('broadcast', options, ['src', 'group', 'asyncOp']);
+/**
+ * `dist.broadcast(tensor, src = 0, group = null, asyncOp = false)` (positional or as keywords):
+ * every rank's `tensor` gets rank `src`'s values, in place.
+ */
+export function broadcast(tensor: Tensor, ...args: PyArgs<[src: number, group: Group | null, asyncOp: boolean], CollectiveOptions & { src?: number }>): Work | Promise<void> {
+  const options = bindArgs<CollectiveOptions & { src: number }>('broadcast', ['src', ...GROUP], args, { src: 0, group: undefined, asyncOp: undefined }, 1);
   const g = defaultGroup(options.group);
   const t = checkTensor('broadcast', tensor, g);
-  const src = options.src ?? 0;
+  const src = options.src;
   if (!Number.isInteger(src) || src < 0 || src >= g.worldSize) throw new RangeError(`broadcast: src must be a rank in [0, ${g.worldSize}), got ${String(src)}`);
   if (g instanceof SocketGroup) return result({ done: socketBroadcast(g, t, src, signature('broadcast', t, `src=${src}`)) }, options.asyncOp, t.device);
   const p = g._collective('broadcast', signature('broadcast', t, `src=${src}`), g.worldSize, (base) => withGradMode(false, () => tidy(() => {
@@ -162,9 +174,9 @@ export function broadcast(tensor: Tensor, options: CollectiveOptions & { src?: n
   return result(p, options.asyncOp, g.device);
 }
 
-/** `dist.allGather(tensorList, tensor, {group, asyncOp})`: `tensorList[j]` gets rank j's `tensor`, on every rank. */
-export function allGather(tensorList: Tensor[], tensor: Tensor, options: CollectiveOptions = {}): Work | Promise<void> {
-  checkOptions('allGather', options, ['group', 'asyncOp']);
+/** `dist.allGather(tensorList, tensor, group = null, asyncOp = false)`: `tensorList[j]` gets rank j's `tensor`, on every rank. */
+export function allGather(tensorList: Tensor[], tensor: Tensor, ...args: GroupArgs): Work | Promise<void> {
+  const options = bindArgs<CollectiveOptions>('allGather', GROUP, args, { group: undefined, asyncOp: undefined }, 2);
   const g = defaultGroup(options.group);
   const t = checkTensor('allGather', tensor, g), k = g.worldSize;
   if (!Array.isArray(tensorList) || tensorList.length !== k) throw new RangeError(`allGather: tensorList must hold ${k} tensors (one per rank), got ${Array.isArray(tensorList) ? tensorList.length : typeof tensorList}`);
@@ -191,18 +203,18 @@ export function allGather(tensorList: Tensor[], tensor: Tensor, options: Collect
 }
 
 /**
- * `dist.reduceScatter(output, inputList, {op, group, asyncOp})`: `output` on rank r gets the
- * reduction over ranks of `inputList[r]` (inputs may differ in size; ranks must agree).
+ * `dist.reduceScatter(output, inputList, op = 'sum', group = null, asyncOp = false)`: `output` on
+ * rank r gets the reduction over ranks of `inputList[r]` (inputs may differ in size; ranks must agree).
  */
-export function reduceScatter(output: Tensor, inputList: Tensor[], options: CollectiveOptions & { op?: ReduceOpName } = {}): Work | Promise<void> {
-  checkOptions('reduceScatter', options, ['op', 'group', 'asyncOp']);
+export function reduceScatter(output: Tensor, inputList: Tensor[], ...args: ReduceArgs): Work | Promise<void> {
+  const options = bindReduce('reduceScatter', args, 2);
   const g = defaultGroup(options.group);
   const out = checkTensor('reduceScatter', output, g), k = g.worldSize;
   if (!Array.isArray(inputList) || inputList.length !== k) throw new RangeError(`reduceScatter: inputList must hold ${k} tensors (one per rank), got ${Array.isArray(inputList) ? inputList.length : typeof inputList}`);
   inputList.forEach((t) => checkTensor('reduceScatter', t, g, out.device));
   const mine = inputList[g.rank];
   if (mine.numel() !== out.numel() || mine.dtype !== out.dtype) throw new RangeError(`reduceScatter: output is ${signature('', out)} but inputList[${g.rank}] is ${signature('', mine)}`);
-  const op = checkOp('reduceScatter', options.op ?? 'sum', out.dtype);
+  const op = checkOp('reduceScatter', options.op, out.dtype);
   const sizes = inputList.map((t) => t.numel());
   if (g instanceof SocketGroup) return result({ done: socketReduceScatter(g, out, inputList, op, `reduceScatter([${sizes.join(', ')}], ${out.dtype}, ${op})`) }, options.asyncOp, out.device);
   const p = g._collective('reduceScatter', `reduceScatter([${sizes.join(', ')}], ${out.dtype}, ${op})`, Math.max(1, k * k), (base) => withGradMode(false, () => tidy(() => {
@@ -215,9 +227,9 @@ export function reduceScatter(output: Tensor, inputList: Tensor[], options: Coll
   return result(p, options.asyncOp, g.device);
 }
 
-/** `dist.barrier({group, asyncOp})`: resolves when every rank has reached it (host-side). */
-export function barrier(options: CollectiveOptions = {}): Work | Promise<void> {
-  checkOptions('barrier', options, ['group', 'asyncOp']);
+/** `dist.barrier(group = null, asyncOp = false)`: resolves when every rank has reached it (host-side). */
+export function barrier(...args: GroupArgs): Work | Promise<void> {
+  const options = bindArgs<CollectiveOptions>('barrier', GROUP, args, { group: undefined, asyncOp: undefined });
   const g = defaultGroup(options.group);
   if (g instanceof SocketGroup) return result({ done: socketBarrier(g) }, options.asyncOp);
   return result(g._collective('barrier', 'barrier()', 1), options.asyncOp);

@@ -30,6 +30,12 @@ import { cast } from '../ops/cast.js';
 /** A reduction of the all-reduce family (PyTorch's `ReduceOp`, lower case). */
 export type ReduceOpName = 'sum' | 'avg' | 'max' | 'min' | 'product';
 
+/**
+ * PyTorch's `dist.ReduceOp` names for the reductions: `ReduceOp.AVG` is `'avg'`, so code written
+ * as in PyTorch (`allReduce(t, ReduceOp.SUM)`) and the lower-case names both work.
+ */
+export const ReduceOp = Object.freeze({ SUM: 'sum', AVG: 'avg', PRODUCT: 'product', MIN: 'min', MAX: 'max' } as const);
+
 const COMBINE: Record<Exclude<ReduceOpName, 'avg'>, string> = { sum: 'add', max: 'maximum', min: 'minimum', product: 'mul' };
 const FLOATS = new Set(['float32', 'float16', 'bfloat16']);
 

@@ -247,7 +247,7 @@ export class ProcessGroup {
  * world size that differs from another rank's, a rank out of range or twice, two ranks on one
  * device, and after `timeout` when ranks are missing.
  */
-export async function initProcessGroup(options: InitOptions): Promise<void> {
+export async function initProcessGroup(options: InitOptions = {}): Promise<void> {
   checkOptions('initProcessGroup', options, ['backend', 'worldSize', 'rank', 'initMethod', 'device', 'timeout']);
   const who = spawnRank.get();
   const initMethod = options.initMethod ?? who?.key ?? (env('MASTER_ADDR') ? 'env://' : 'inproc://default');

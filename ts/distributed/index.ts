@@ -12,6 +12,7 @@ export { TCPStore } from './store.js';
 export type { TCPStoreOptions } from './store.js';
 export { allReduce, broadcast, allGather, reduceScatter, barrier } from './collectives.js';
 export type { CollectiveOptions } from './collectives.js';
+export { ReduceOp } from './comm.js';
 export type { ReduceOpName } from './comm.js';
 export { GradBucket, algorithms } from './comm-hooks.js';
 export type { CommHook } from './comm-hooks.js';
