@@ -94,7 +94,7 @@ function update() {
 const traceSteps = !!process.env.WEBTORCH_TRACE_COLLECTIVES; // beside the collectives' trace lines: when each step was issued
 /** One training step as the user writes it. */
 function step() {
-  if (traceSteps) console.error(JSON.stringify({ step: 'issued', rank, t: performance.now() }));
+  if (traceSteps) console.error(JSON.stringify({ step: 'issued', rank, t: performance.timeOrigin + performance.now() }));
   const loss = update();
   opt.zeroGrad();
   return loss;

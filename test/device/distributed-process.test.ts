@@ -59,6 +59,14 @@ describe('collectives between processes', () => {
   }, 120_000);
 });
 
+it.each(['cpu', 'gpu:0'])('2 processes on %s: the source of a 64 MiB broadcast leaves right after it (destroyProcessGroup), and the other rank still gets the bytes', async (dev) => {
+  // Mutation tried (2026-11-28): closing the sockets at once in destroyProcessGroup, as before:
+  // rank 1's receive failed ("rank 0 exited or lost its connection").
+  const r = await launch(['--nproc', '2', RANK, 'leave-early', dev]);
+  expect(r.code, r.stderr).toBe(0);
+  expect(r.results.find((x) => x.rank === 1)).toEqual({ rank: 1, values: [3] });
+}, 120_000);
+
 describe('DistributedDataParallel across processes', () => {
   it.each(['cpu', 'gpu:0'])('2 processes on %s: the buffers (12 MiB, two dtypes) are rank 0\'s after each forward, and a tensor allocated right after keeps its values', async (dev) => {
     const r = await launch(['--nproc', '2', RANK, 'ddp-buffers', dev]);

@@ -18,12 +18,11 @@ import { narrow, reshape } from '../ops/views.js';
 import { cast, contiguous } from '../ops/cast.js';
 import { alloc } from '../runtime/dispatch.js';
 import { bindArgs, type PyArgs } from '../args.js';
-import { splitSizes, type ReduceOpName } from './comm.js';
+import { COMBINE, splitSizes, type ReduceOpName } from './comm.js';
 import { defaultGroup, recvFrom, sendTo, signature, type Group, type ProcessGroup, type Work } from './group.js';
 import { SocketGroup } from './socket-group.js';
 import { socketAllGather, socketAllReduce, socketBarrier, socketBroadcast, socketReduceScatter } from './socket-collectives.js';
 
-const COMBINE: Record<Exclude<ReduceOpName, 'avg'>, string> = { sum: 'add', max: 'maximum', min: 'minimum', product: 'mul' };
 const FLOATS = new Set(['float32', 'float16', 'bfloat16']);
 const mod = (a: number, k: number) => ((a % k) + k) % k;
 

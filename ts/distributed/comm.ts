@@ -36,7 +36,8 @@ export type ReduceOpName = 'sum' | 'avg' | 'max' | 'min' | 'product';
  */
 export const ReduceOp = Object.freeze({ SUM: 'sum', AVG: 'avg', PRODUCT: 'product', MIN: 'min', MAX: 'max' } as const);
 
-const COMBINE: Record<Exclude<ReduceOpName, 'avg'>, string> = { sum: 'add', max: 'maximum', min: 'minimum', product: 'mul' };
+/** Each reduction's elementwise op (`avg` is `sum`, then a division). */
+export const COMBINE: Record<Exclude<ReduceOpName, 'avg'>, string> = { sum: 'add', max: 'maximum', min: 'minimum', product: 'mul' };
 const FLOATS = new Set(['float32', 'float16', 'bfloat16']);
 
 /** Checks a list of tensors for a collective: tensors, on distinct devices, one dtype, (optionally) one shape. */

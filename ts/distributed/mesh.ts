@@ -10,6 +10,7 @@
  */
 import type { Server, Socket } from 'node:net';
 import type { TCPStore } from './store.js';
+import { ShmIn, ShmOut, shmHost } from './shm.js';
 import { listen, net, readFrames, writeFrame } from './wire.js';
 
 const dec = new TextDecoder();
@@ -29,9 +30,16 @@ export class Mesh {
   private left = new Set<number>();
   private closing = false;
   private server: Server | null = null;
+  /** This host's name where rings in shared memory may be used (ts/distributed/shm.ts), else null. */
+  private readonly host = shmHost();
+  /** Per peer: the ring this rank sends through, and the peer's ring it reads. */
+  private readonly shmOut: (ShmOut | null)[];
+  private readonly shmIn: (ShmIn | null)[];
 
   private constructor(readonly rank: number, readonly worldSize: number) {
     this.socks = new Array(worldSize).fill(null);
+    this.shmOut = new Array(worldSize).fill(null);
+    this.shmIn = new Array(worldSize).fill(null);
   }
 
   /**
@@ -59,13 +67,13 @@ export class Mesh {
     const server = n.createServer((sock) => {
       sock.setNoDelay(true);
       sock.on('error', () => {});
-      let first = true;
+      let peer = -1; // the rank on the other end, once its hello has come
       readFrames(sock, (f) => {
-        if (!first) return m.onFrame(Number(f.head.from), f.head, f.body);
-        first = false;
+        if (peer >= 0) return m.onFrame(peer, f.head, f.body);
         const j = Number(f.head.hello), ws = Number(f.head.worldSize);
         if (ws !== worldSize) return fail(new RangeError(`${what}: rank ${j} has worldSize ${ws} but rank ${rank} has worldSize ${worldSize}`));
         if (!(j > rank && j < worldSize) || m.socks[j]) return fail(new RangeError(`${what}: rank ${rank} got a second connection claiming rank ${j}`));
+        peer = j;
         m.adopt(j, sock);
         check();
       });
@@ -115,6 +123,7 @@ export class Mesh {
 
   private adopt(j: number, sock: Socket): void {
     this.socks[j] = sock;
+    this.shmOut[j] = ShmOut.offer(sock, this.host, this.rank, j);
     sock.unref();
     sock.on('close', () => {
       this.socks[j] = null;
@@ -124,6 +133,18 @@ export class Mesh {
   }
 
   private onFrame(from: number, head: Record<string, any>, body: Uint8Array): void {
+    if (head.shmAck !== undefined) return this.shmOut[from]?.ack(head.shmAck);
+    if (head.at !== undefined) {
+      // A chunk of a message in the peer's ring.
+      const whole = this.shmIn[from]!.chunk(String(head.k), head as { at: number; n: number; off: number; total: number; end: number });
+      if (!whole) return;
+      body = whole;
+    } else if (head.shmOffer !== undefined) {
+      this.shmIn[from] = ShmIn.accept(this.socks[from]!, String(head.shmOffer), String(head.host), this.host);
+      return;
+    } else if (head.shmOk !== undefined) {
+      return this.shmOut[from]?.answered(!!head.shmOk);
+    }
     if (head.bye) {
       this.left.add(from);
       const why = `rank ${from} left the group (destroyProcessGroup)`;
@@ -159,6 +180,8 @@ export class Mesh {
     if (this.failed) throw new Error(this.failed);
     const s = this.socks[to];
     if (!s) throw new Error(this.left.has(to) ? `rank ${to} left the group (destroyProcessGroup)` : `rank ${to} is not connected`);
+    const ring = this.shmOut[to];
+    if (ring?.takes(body)) return ring.send({ k: key, from: this.rank }, body);
     return writeFrame(s, { k: key, from: this.rank }, body);
   }
 
@@ -180,6 +203,12 @@ export class Mesh {
     return this.mailbox.has(`${from}/${key}`);
   }
 
+  /** Resolves once every peer has read what this rank put in its ring (ts/distributed/shm.ts); null when they have. */
+  flushed(): Promise<void> | null {
+    const waits = this.shmOut.filter((r) => r && !r.isDrained()).map((r) => r!.drained());
+    return waits.length ? Promise.all(waits).then(() => {}) : null;
+  }
+
   /** Leaves: tells the others (when `polite`), then closes every connection once its writes are out. */
   close(polite = true): void {
     this.closing = true;
@@ -188,6 +217,9 @@ export class Mesh {
       if (polite && !this.failed) writeFrame(s, { bye: true });
       s.end();
     }
+    // A ring's chunks are written before their frames: those already sent stay readable (the
+    // peer holds its own descriptor), and nothing more is written once the socket ends.
+    for (const r of [...this.shmOut, ...this.shmIn]) r?.close();
     this.server?.close();
   }
 }

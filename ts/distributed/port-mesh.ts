@@ -94,14 +94,19 @@ export class PortMesh {
     this.waiting.clear();
   }
 
-  /** Sends message `key` to rank `to`: a copy of `body` is posted at once, so the promise is already settled. */
-  send(to: number, key: string, body?: Uint8Array): Promise<void> {
+  /**
+   * Sends message `key` to rank `to`: a copy of `body` is posted at once, so the promise is
+   * already settled. With `give`, a `body` that is its whole buffer moves to the other thread
+   * without a copy, and is detached here.
+   */
+  send(to: number, key: string, body?: Uint8Array, give = false): Promise<void> {
     if (this.failed) throw new Error(this.failed);
     if (this.left.has(to)) throw new Error(`rank ${to} left the group (destroyProcessGroup)`);
     const port = this.t.ports[to];
     if (!port) throw new Error(`rank ${to} is not connected`);
-    // A copy of just the view's bytes, moved to the other thread (a view may share a larger buffer).
-    const copy = body?.length ? body.slice().buffer : undefined;
+    const whole = give && body && body.byteOffset === 0 && body.byteLength === body.buffer.byteLength && body.buffer instanceof ArrayBuffer;
+    // Else a copy of just the view's bytes, moved to the other thread (a view may share a larger buffer).
+    const copy = whole ? body.buffer as ArrayBuffer : body?.length ? body.slice().buffer : undefined;
     port.postMessage({ k: key, body: copy }, copy ? [copy] : []);
     return Promise.resolve();
   }

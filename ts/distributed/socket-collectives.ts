@@ -17,7 +17,8 @@
  * train correctly in the tests and the models bench.
  *
  * `WEBTORCH_TRACE_COLLECTIVES=1` prints a JSON line per all-reduce to stderr: when it was
- * issued, when its bytes were on the host, exchanged, and posted back (`performance.now()` ms).
+ * issued, when its bytes were on the host, exchanged, and posted back (ms since the epoch; the
+ * device workers add a line per large send and receive, ts/worker/peers.ts).
  * (Cutting a large all-reduce into pieces, each its own download, exchange and upload, measured
  * slower on two H200s: the worker runs reads one at a time, so the pieces' downloads did not
  * overlap, and each paid a read's fixed cost; a large read already streams through the download
@@ -34,8 +35,9 @@ import { alloc } from '../runtime/dispatch.js';
 import { env } from '../platform.js';
 import type { Tensor } from '../tensor.js';
 import { fromHost, toHost } from './bridge.js';
-import type { ReduceOpName } from './comm.js';
-import { hostAllGather, hostAllReduce, hostBroadcast, hostReduceScatter } from './host-ops.js';
+import { binaryOp } from '../ops/elementwise.js';
+import { COMBINE, type ReduceOpName } from './comm.js';
+import { hostAllGather, hostAllReduce, hostBroadcast, hostReduceScatter, hostSwap } from './host-ops.js';
 import type { SocketGroup } from './socket-group.js';
 
 const wire = (d: DType): DType => (d === 'float16' || d === 'bfloat16' ? 'float32' : d);
@@ -76,25 +78,59 @@ function run(g: SocketGroup, what: string, sig: string, posts: ((d: Uint8Array |
 }
 
 const trace = env('WEBTORCH_TRACE_COLLECTIVES') ? (o: object) => console.error(JSON.stringify(o)) : null;
+/** The trace's clock: ms since the epoch, the same in every thread (the device workers' lines too). */
+const clock = () => performance.timeOrigin + performance.now();
 
-/** `allReduce` between processes. */
+/**
+ * `allReduce` between processes.
+ *
+ * Note [two ranks reduce on the device]: a floating-point all-reduce of two ranks sends each
+ * rank's whole tensor to the other, and each device sums the two, in rank order (so both get the
+ * same bits), and divides for `avg`. The host then only moves bytes: its reduction in JavaScript
+ * (the ring of ts/distributed/host-ops.ts) took about 40 ms for 24 MiB on the H200 hosts, whose
+ * loads, combines and copies were the exchange's cost, with threads as with sockets
+ * (bench/probe-host-allreduce.mjs, BENCHMARKS.md). With more ranks, where this would send every
+ * rank's tensor to every other, the host's ring stays.
+ */
 export function socketAllReduce(g: SocketGroup, t: Tensor, op: ReduceOpName, sig: string): Promise<void> {
   g._check('allReduce');
   const n = t.numel();
   // Nothing to move: no elements, or one rank (whose reduction is its own tensor, avg included).
   if (n === 0 || g.worldSize === 1) return run(g, 'allReduce', sig, [], async () => {});
+  if (g.worldSize === 2 && wire(t.dtype) === 'float32') return deviceAllReduce(g, t, op, sig);
   return issue(() => {
-    const issued = performance.now();
+    const issued = clock();
     const acc = flatCopy(t);
     const sent = toHost(acc);
     const post = fromHost(acc);
     copyInto(t, reshape(acc, t.shape.slice()));
     return run(g, 'allReduce', sig, [post], async (key) => {
-      const bytes = await sent, onHost = performance.now(), size = bytes.byteLength; // (posting hands the buffer over)
+      const bytes = await sent, onHost = clock(), size = bytes.byteLength; // (posting hands the buffer over)
       const reduced = await hostAllReduce(g.mesh, key, bytes, acc.dtype, op);
-      const exchanged = performance.now();
+      const exchanged = clock();
       post(reduced);
-      trace?.({ collective: 'allReduce', rank: g.rank, bytes: size, issued, onHost, exchanged, posted: performance.now() });
+      trace?.({ collective: 'allReduce', rank: g.rank, bytes: size, issued, onHost, exchanged, posted: clock() });
+    });
+  });
+}
+
+/** Two ranks' floating-point `allReduce`: Note [two ranks reduce on the device]. */
+function deviceAllReduce(g: SocketGroup, t: Tensor, op: ReduceOpName, sig: string): Promise<void> {
+  return issue(() => {
+    const issued = clock();
+    const mine = flatCopy(t);
+    const sent = toHost(mine);
+    const theirs = alloc(mine.shape, mine.dtype, mine.device);
+    const post = fromHost(theirs);
+    const [a, b] = g.rank === 0 ? [mine, theirs] : [theirs, mine];
+    const sum = binaryOp(COMBINE[op === 'avg' ? 'sum' : op], a, b);
+    copyInto(t, reshape(op === 'avg' ? binaryOp('div', sum, 2) : sum, t.shape.slice()));
+    return run(g, 'allReduce', sig, [post], async (key) => {
+      const bytes = await sent, onHost = clock(), size = bytes.byteLength;
+      const other = await hostSwap(g.mesh, key, bytes);
+      const exchanged = clock();
+      post(other);
+      trace?.({ collective: 'allReduce', rank: g.rank, bytes: size, issued, onHost, exchanged, posted: clock() });
     });
   });
 }

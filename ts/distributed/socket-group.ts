@@ -21,11 +21,14 @@ export interface Transport {
   readonly failed: string | null;
   /**
    * Sends message `key` to rank `to`; settles once `body`'s bytes have left (a socket holds the
-   * caller's bytes until then, and they must not be written to meanwhile).
+   * caller's bytes until then, and they must not be written to meanwhile). With `give` the
+   * caller is done with `body`: threads may move its buffer instead of copying it.
    */
-  send(to: number, key: string, body?: Uint8Array): Promise<void>;
+  send(to: number, key: string, body?: Uint8Array, give?: boolean): Promise<void>;
   recv(from: number, key: string): Promise<Uint8Array>;
   die(why: string): void;
+  /** Resolves once the peers have taken everything sent (where the transport can tell); null when they have. */
+  flushed?(): Promise<void> | null;
   close(polite?: boolean): void;
 }
 
@@ -49,6 +52,8 @@ export class SocketGroup {
   private seq = 0;
   /** Ranks' arrivals seen per collective (for the time-out message). */
   private seen = new Map<number, Set<number>>();
+  /** The collectives issued here whose host part has not settled yet. */
+  private inFlight = new Set<Promise<void>>();
 
   /** @internal */
   constructor(readonly mesh: Transport, readonly store: TCPStore | null, readonly rank: number, readonly device: Device, readonly timeout: number, readonly initMethod: string) {}
@@ -112,6 +117,9 @@ export class SocketGroup {
       settle = (e) => (e ? rej(e) : res());
     });
     done.catch(() => {});
+    this.inFlight.add(done);
+    const settled = () => void this.inFlight.delete(done);
+    done.then(settled, settled);
     const finish = async (work: () => Promise<void>, onError?: (e: Error) => void) => {
       let timer: ReturnType<typeof setTimeout> | undefined;
       const late = new Promise<never>((_, rej) => {
@@ -139,9 +147,26 @@ export class SocketGroup {
     return { key, arrived, done, finish };
   }
 
-  /** @internal Leaves the group: tells the others, closes the sockets and the store. */
+  /**
+   * @internal Leaves the group: tells the others, closes the sockets and the store, once the
+   * collectives issued here have settled. A rank may get here with its side of one still under
+   * way: a broadcast's source, whose device does not wait for its bytes to leave, reads its own
+   * tensor and calls `destroyProcessGroup` while the host still sends them. Closing at once
+   * failed the other ranks' receive ("rank 0 exited"). Then, where the bytes went through shared
+   * memory, until the peers have read them (ts/distributed/shm.ts, `drained`).
+   */
   _close(): void {
-    this.mesh.close(true);
-    this.store?.close();
+    const close = () => {
+      this.mesh.close(true);
+      this.store?.close();
+    };
+    const flushed = this.mesh.flushed?.();
+    if (!this.inFlight.size && !flushed) return close();
+    // Kept alive (a ref'd timer) until then, within the group's timeout.
+    const alive = setTimeout(close, this.timeout);
+    void Promise.allSettled([...this.inFlight]).then(() => this.mesh.flushed?.()).then(() => {
+      clearTimeout(alive);
+      close();
+    });
   }
 }

@@ -19,10 +19,19 @@
  * `connect`, so a pinned copy queued with the first `connect` can run before it arrives: it
  * waits for it, and its stream with it.
  */
-import { onPortClose, onPortMessage } from '../platform.js';
+import { env, onPortClose, onPortMessage } from '../platform.js';
 import type { Backend } from './backend.js';
 import type { HostMemory } from './protocol.js';
 import type { Command } from '../ir/commands.js';
+
+/**
+ * `WEBTORCH_TRACE_COLLECTIVES=1`: a JSON line to stderr for each send to and receive from the
+ * calling thread (ts/distributed/bridge.ts) of 1 MiB or more: when the worker ran it, when its
+ * bytes were read (a send) or arrived and were written (a receive), on the clock of
+ * ts/distributed/socket-collectives.ts's lines (ms since the epoch).
+ */
+const trace = env('WEBTORCH_TRACE_COLLECTIVES') ? (o: object) => console.error(JSON.stringify(o)) : null;
+const clock = () => performance.timeOrigin + performance.now();
 
 /** What a peer posts on its port: bytes for a tag (or why they could not be read), or its memory. */
 interface PeerMessage {
@@ -130,9 +139,13 @@ export class Peers {
       port.postMessage({ tag, data: new ArrayBuffer(0), error: this.failedRecv });
       return;
     }
+    const ran = trace && cmd.bytes >= 1 << 20 ? clock() : 0;
     // A failed read (a device error found at this sync point) still answers the peer, whose recv fails too.
     void Promise.resolve(this.backend.read(cmd.id, cmd.byteOffset, cmd.bytes)).then(
-      (data) => port.postMessage({ tag, data }, [data]),
+      (data) => {
+        if (ran) trace!({ worker: 'send', peer: cmd.peer, bytes: cmd.bytes, ran, read: clock() });
+        port.postMessage({ tag, data }, [data]);
+      },
       (e: unknown) => {
         port.postMessage({ tag, data: new ArrayBuffer(0), error: e instanceof Error ? e.message : String(e) });
         this.fail('send', e);
@@ -142,12 +155,16 @@ export class Peers {
   /** `recv`: holds the stream until the peer's bytes arrive, then writes them. */
   recv(cmd: Extract<Command, { k: 'recv' }>): Promise<void> {
     this.backend.flush();
+    const ran = trace ? clock() : 0;
     return this.receive(cmd.peer, cmd.tag).then((data) => {
       if (data instanceof Error) {
         this.failedRecv ??= data.message;
         throw data;
       }
-      return this.backend.write(cmd.id, cmd.byteOffset, data);
+      const arrived = ran && data.byteLength >= 1 << 20 ? clock() : 0;
+      const written = this.backend.write(cmd.id, cmd.byteOffset, data);
+      if (arrived) void Promise.resolve(written).then(() => trace!({ worker: 'recv', peer: cmd.peer, bytes: data.byteLength, ran, arrived, written: clock() }));
+      return written;
     });
   }
 
