@@ -3,9 +3,9 @@
  * messages (ts/distributed/mesh.ts): the socket then carries only each chunk's header and the
  * receiver's acknowledgement.
  *
- * Why: Node's loopback TCP moved an all-reduce's bytes at under 1 GB/s on the H200 hosts
- * (bench/probe-host-allreduce.mjs, BENCHMARKS.md), where a copy into and out of a file in
- * `/dev/shm` is two memcpys. Node cannot map memory, so the file is written and read with
+ * Why: Node's loopback TCP was the slowest part of an exchange between processes on the H200
+ * hosts (bench/probe-host-allreduce.mjs; BENCHMARKS.md, "Two GPUs, sixth session"), where a copy
+ * into and out of a file in `/dev/shm` is two memcpys. Node cannot map memory, so the file is written and read with
  * `pwrite`/`pread` at an offset: each side copies once, and the pages stay in the page cache.
  *
  * Each direction of a connection has a ring file owned by its sender. The sender offers the

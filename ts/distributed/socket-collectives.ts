@@ -86,11 +86,11 @@ const clock = () => performance.timeOrigin + performance.now();
  *
  * Note [two ranks reduce on the device]: a floating-point all-reduce of two ranks sends each
  * rank's whole tensor to the other, and each device sums the two, in rank order (so both get the
- * same bits), and divides for `avg`. The host then only moves bytes: its reduction in JavaScript
- * (the ring of ts/distributed/host-ops.ts) took about 40 ms for 24 MiB on the H200 hosts, whose
- * loads, combines and copies were the exchange's cost, with threads as with sockets
- * (bench/probe-host-allreduce.mjs, BENCHMARKS.md). With more ranks, where this would send every
- * rank's tensor to every other, the host's ring stays.
+ * same bits), and divides for `avg`. The host then only moves bytes: its reduction in
+ * JavaScript (the ring of ts/distributed/host-ops.ts) cost as much as the transport on the H200
+ * hosts, over threads as over sockets, where the devices add two buffers in next to no time
+ * (bench/probe-host-allreduce.mjs; BENCHMARKS.md, "Two GPUs, sixth session"). With more ranks,
+ * where this would send every rank's tensor to every other, the host's ring stays.
  */
 export function socketAllReduce(g: SocketGroup, t: Tensor, op: ReduceOpName, sig: string): Promise<void> {
   g._check('allReduce');
