@@ -6,7 +6,8 @@
 // with torch.save; bench/models_torch.py loads them into PyTorch's copy of each model, checks that
 // its first losses match webtorch's, and times the same steps (side by side in one device call).
 //
-//   node bench/models.mjs --model gpt|resnet18 [--device gpu:0] [--amp] [--graph] [--steps 20] [--warmup 5] [--dir DIR] [--profile]
+//   node bench/models.mjs --model gpt|resnet18 [--device gpu:0] [--amp] [--amp-dtype bfloat16|float16] [--graph] [--steps 20] [--warmup 5] [--dir DIR] [--profile]
+// (`--amp-dtype float16` times autocast in float16 without a GradScaler: a speed row, not a recipe.)
 // prints one JSON line: losses of the first steps, steps/s, tokens or images per second. With
 // --profile (eager) the line also says where a step's time goes: the caller's synchronous share
 // (autograd, nn, optim, encoding commands), and from `torch._profileWorker` over the same number of
@@ -26,12 +27,13 @@ import { makeResNet18 } from '../examples/models/resnet18.mjs';
 
 const { values: o } = parseArgs({
   options: {
-    model: { type: 'string', default: 'gpt' }, device: { type: 'string', default: 'gpu:0' }, amp: { type: 'boolean', default: false }, graph: { type: 'boolean', default: false },
+    model: { type: 'string', default: 'gpt' }, device: { type: 'string', default: 'gpu:0' }, amp: { type: 'boolean', default: false }, 'amp-dtype': { type: 'string', default: 'bfloat16' }, graph: { type: 'boolean', default: false },
     steps: { type: 'string', default: '20' }, warmup: { type: 'string', default: '5' }, dir: { type: 'string', default: join(tmpdir(), 'webtorch-models') },
     batch: { type: 'string' },
     profile: { type: 'boolean', default: false },
   },
 });
+if (!['bfloat16', 'float16'].includes(o['amp-dtype'])) throw new Error(`models.mjs: --amp-dtype must be bfloat16 or float16, got ${o['amp-dtype']}`);
 if (o.profile && (o.graph || !o.device.startsWith('gpu'))) throw new Error('models.mjs: --profile times eager steps on a gpu device (not with --graph, nor on the cpu)');
 const torch = await import('../dist/webtorch.js');
 const { F } = torch;
@@ -82,7 +84,7 @@ net = world ? new torch.nn.parallel.DistributedDataParallel(model) : model;
 /** A training step without the zeroing of the gradients (what a graph captures); returns the loss (not read). */
 function update() {
   const loss = torch.tidy(() => {
-    const l = o.amp ? torch.autocast('gpu', { dtype: 'bfloat16' }, forward) : forward();
+    const l = o.amp ? torch.autocast('gpu', { dtype: o['amp-dtype'] }, forward) : forward();
     l.backward();
     return l;
   });
@@ -165,7 +167,7 @@ if (o.profile) {
 const props = o.device.startsWith('gpu') ? await torch.gpu.getDeviceProperties(o.device) : null;
 if (rank === 0) {
   console.log(JSON.stringify({
-    impl: 'webtorch', model: o.model, device: props?.name ?? o.device, amp: o.amp, graph: o.graph, world: world || 1, losses, lastLoss, steps: n,
+    impl: 'webtorch', model: o.model, device: props?.name ?? o.device, amp: o.amp, ampDtype: o.amp ? o['amp-dtype'] : null, graph: o.graph, world: world || 1, losses, lastLoss, steps: n,
     stepsPerSec: n / seconds, [unit]: ((world || 1) * n * perStep) / seconds,
     peakMiB: props ? torch.gpu.maxMemoryAllocated(o.device) / 2 ** 20 : undefined, profile,
   }));

@@ -324,8 +324,11 @@ export async function getGpu(): Promise<GPU | null> {
     Object.assign(globalThis, globals);
     // Dawn rounds timestamp queries coarsely unless told not to (a browser's guard against timing
     // attacks); events and the worker's profile want the GPU's own resolution, as CUDA events have.
+    // Dawn also leaves `shader-f16` off on NVIDIA's Vulkan driver unless its adapter toggle
+    // `vulkan_enable_f16_on_nvidia` is on; with it, float16 kernels load and store f16
+    // (bench/probe-f16.mjs shows the feature appear and checks a kernel on the adapter).
     // WEBTORCH_DAWN_FLAGS replaces these defaults.
-    const flags = (env('WEBTORCH_DAWN_FLAGS') ?? 'disable-dawn-features=timestamp_quantization').split(/\s+/).filter(Boolean);
+    const flags = (env('WEBTORCH_DAWN_FLAGS') ?? 'disable-dawn-features=timestamp_quantization enable-dawn-features=vulkan_enable_f16_on_nvidia').split(/\s+/).filter(Boolean);
     return create(flags) as GPU;
   }
   return (globalThis.navigator as Navigator | undefined)?.gpu ?? null;
