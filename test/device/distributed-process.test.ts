@@ -9,6 +9,7 @@
  * calls and world sizes, a missing environment variable.
  */
 import { execFile, spawn } from 'node:child_process';
+import { existsSync, readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import * as torch from '../../dist/webtorch.js';
@@ -65,6 +66,23 @@ it.each(['cpu', 'gpu:0'])('2 processes on %s: the source of a 64 MiB broadcast l
   const r = await launch(['--nproc', '2', RANK, 'leave-early', dev]);
   expect(r.code, r.stderr).toBe(0);
   expect(r.results.find((x) => x.rank === 1)).toEqual({ rank: 1, values: [3] });
+}, 120_000);
+
+// Mutation tried (2026-11-28): no unlink of the ring files: two were left in /dev/shm, and this failed.
+it('2 processes on cpu: the large messages go through rings in /dev/shm, one per direction, unlinked once opened (none left after the run); WEBTORCH_SHM=0 keeps them on the sockets', async () => {
+  const mine = () => new Set(existsSync('/dev/shm') ? readdirSync('/dev/shm').filter((f) => f.startsWith('webtorch-')) : []);
+  const before = mine();
+  const r = await launch(['--nproc', '2', RANK, 'leave-early', 'cpu'], { WEBTORCH_TRACE_COLLECTIVES: '1' });
+  expect(r.code, r.stderr).toBe(0);
+  expect(r.results.find((x) => x.rank === 1)).toEqual({ rank: 1, values: [3] });
+  const rings = r.stderr.split('\n').filter((l) => l.startsWith('{"shmRing"')).map((l) => JSON.parse(l));
+  expect(rings.map((x) => x.opened)).toEqual([true, true]);
+  expect(rings.map((x) => /-(\d)to(\d)$/.exec(x.shmRing)!.slice(1).join('')).sort()).toEqual(['01', '10']);
+  expect([...mine()].filter((f) => !before.has(f))).toEqual([]);
+  const off = await launch(['--nproc', '2', RANK, 'leave-early', 'cpu'], { WEBTORCH_TRACE_COLLECTIVES: '1', WEBTORCH_SHM: '0' });
+  expect(off.code, off.stderr).toBe(0);
+  expect(off.results.find((x) => x.rank === 1)).toEqual({ rank: 1, values: [3] });
+  expect(off.stderr).not.toContain('shmRing');
 }, 120_000);
 
 describe('DistributedDataParallel across processes', () => {

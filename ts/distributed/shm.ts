@@ -21,6 +21,9 @@ import type { Socket } from 'node:net';
 import { env } from '../platform.js';
 import { writeFrame } from './wire.js';
 
+/** `WEBTORCH_TRACE_COLLECTIVES=1`: a JSON line to stderr per ring, once the peer has answered its offer. */
+const trace = env('WEBTORCH_TRACE_COLLECTIVES') ? (o: object) => console.error(JSON.stringify(o)) : null;
+
 /** Messages from this many bytes up travel through the ring. */
 export const SHM_MIN_BYTES = 64 * 1024;
 /** The ring's size, and the largest chunk a message is cut into. */
@@ -82,6 +85,7 @@ export class ShmOut {
     } catch { /* already gone */ }
     if (ok && !this.closed) this.ready = true;
     else this.close();
+    trace?.({ shmRing: this.path, opened: ok });
   }
 
   /** Whether `body` goes through the ring. */
